@@ -1,0 +1,97 @@
+"""Stateless rules commands: ``score``, ``deal``, ``eval``, ``presets``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from ofc.cards import card_codes, parse_cards
+from ofc.errors import InvalidInputError, OfcError
+from ofc.evaluator import evaluate
+from ofc.jsonio import error_to_dict, score_request_from_dict, settlement_to_dict
+from ofc.rulesets import PRESETS
+from ofc.shuffle import commitment, parse_seed_hex, shuffle_deck
+
+
+def register(subparsers: Any) -> None:
+    score = subparsers.add_parser("score", help="settle a hand given as JSON (file or stdin)")
+    score.add_argument("file", nargs="?", default="-", help="JSON file, or - for stdin")
+    score.add_argument("--jsonl", action="store_true", help="one hand per line, one result per line")
+    score.set_defaults(handler=run_score)
+
+    deal = subparsers.add_parser("deal", help="derive a deck with ofc-shuffle-v1")
+    deal.add_argument("--server-seed", required=True, help="32 bytes as 64 hex digits")
+    deal.add_argument("--client-seed", default="", help="text, UTF-8 encoded (may be empty)")
+    deal.add_argument("--nonce", type=int, required=True, help="unsigned 64-bit integer")
+    deal.add_argument("--json", action="store_true")
+    deal.set_defaults(handler=run_deal)
+
+    ev = subparsers.add_parser("eval", help="category and value of a 3- or 5-card row")
+    ev.add_argument("cards", nargs="+", help="card codes, e.g. As Kd 10h")
+    ev.add_argument("--json", action="store_true")
+    ev.set_defaults(handler=run_eval)
+
+    presets = subparsers.add_parser("presets", help="print the ruleset presets with every parameter")
+    presets.set_defaults(handler=run_presets)
+
+
+def _open(path: str) -> TextIO:
+    return sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+
+
+def _score_one(data: Any) -> dict[str, Any]:
+    request = score_request_from_dict(data)
+    return settlement_to_dict(request.settle(), request.ids)
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"not JSON: {exc}", field="") from None
+
+
+def run_score(args: argparse.Namespace) -> int:
+    with _open(args.file) as stream:
+        if not args.jsonl:
+            result = _score_one(_load_json(stream.read()))
+            print(json.dumps(result))
+            return 0
+        failed = False
+        for line in stream:
+            if not line.strip():
+                continue
+            try:
+                out: dict[str, Any] = _score_one(_load_json(line))
+            except OfcError as error:
+                failed = True
+                out = {"error": error_to_dict(error)}
+            print(json.dumps(out), flush=False)
+        return 2 if failed else 0
+
+
+def run_deal(args: argparse.Namespace) -> int:
+    seed = parse_seed_hex(args.server_seed)
+    deck = card_codes(shuffle_deck(seed, args.client_seed.encode(), args.nonce))
+    if args.json:
+        print(json.dumps({"commitment": commitment(seed), "deck": deck}))
+    else:
+        print(f"commitment {commitment(seed)}")
+        print(" ".join(deck))
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    value = evaluate(parse_cards(args.cards))
+    if args.json:
+        print(json.dumps({"category": value.category.name.lower(), "name": str(value), "value": value.value}))
+    else:
+        print(f"{value.category.name.lower()}\t{value}\t{value.value}")
+    return 0
+
+
+def run_presets(args: argparse.Namespace) -> int:
+    print(json.dumps({name: r.to_dict() for name, r in PRESETS.items()}, indent=2))
+    return 0

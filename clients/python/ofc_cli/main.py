@@ -1,0 +1,44 @@
+"""The ``ofc`` command line: one module per subcommand, each with ``register(subparsers)``.
+
+Exit status: 0 ok, 2 bad input (one line on stderr naming the reason and the place).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ofc.errors import OfcError
+from ofc_cli import cmd_rules
+
+SUBCOMMAND_MODULES = (cmd_rules,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ofc", description="Open-Face Chinese Poker rules and service")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in SUBCOMMAND_MODULES:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except OfcError as error:
+        print(format_error(error), file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return status
+
+
+def format_error(error: OfcError) -> str:
+    where = f" at {error.field}" if error.field else ""
+    return f"error: {error.reason}{where}: {error.message}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Cards, ranks and suits, with parsers and formatters that round-trip.
+
+A card is a small int, ``id = 4 * rank + suit`` (``2c`` = 0, ``As`` = 51): the same ids as
+the ofc-shuffle-v1 canonical deck, so hot paths index tables with them directly.
+
+>>> Card.parse("As"), Card.parse("10d"), Card.parse("q♥")
+(Card.parse('As'), Card.parse('Td'), Card.parse('Qh'))
+>>> str(Card.parse("ad")), int(Card.parse("2c")), int(Card.parse("As"))
+('Ad', 0, 51)
+>>> format_cards(parse_cards("Ah kh 10h"))
+'Ah Kh Th'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import IntEnum
+
+from ofc.errors import InvalidCardError
+
+RANK_CHARS = "23456789TJQKA"
+SUIT_CHARS = "cdhs"
+
+_SUIT_ALIASES = {
+    "c": 0, "♣": 0, "♧": 0,
+    "d": 1, "♦": 1, "♢": 1,
+    "h": 2, "♥": 2, "♡": 2,
+    "s": 3, "♠": 3, "♤": 3,
+}  # fmt: skip
+
+
+class Rank(IntEnum):
+    TWO = 0
+    THREE = 1
+    FOUR = 2
+    FIVE = 3
+    SIX = 4
+    SEVEN = 5
+    EIGHT = 6
+    NINE = 7
+    TEN = 8
+    JACK = 9
+    QUEEN = 10
+    KING = 11
+    ACE = 12
+
+    @property
+    def char(self) -> str:
+        return RANK_CHARS[self]
+
+    @classmethod
+    def parse(cls, text: str) -> Rank:
+        """``Rank.parse("q")`` → ``Rank.QUEEN``; also ``10``.
+
+        >>> Rank.parse("10"), Rank.parse("a").char
+        (<Rank.TEN: 8>, 'A')
+        """
+        key = "T" if text == "10" else text.upper()
+        index = RANK_CHARS.find(key) if len(key) == 1 else -1
+        if index < 0:
+            raise InvalidCardError(f"invalid rank: {text!r}")
+        return cls(index)
+
+
+class Suit(IntEnum):
+    CLUBS = 0
+    DIAMONDS = 1
+    HEARTS = 2
+    SPADES = 3
+
+    @property
+    def char(self) -> str:
+        return SUIT_CHARS[self]
+
+
+class Card(int):
+    """One of the 52 cards; an ``int`` (its id) with a canonical code.
+
+    Only 52 instances exist; ``Card(n)`` and ``Card.parse`` return them.
+
+    >>> c = Card.parse("Td")
+    >>> c.rank, c.suit, c.code
+    (<Rank.TEN: 8>, <Suit.DIAMONDS: 1>, 'Td')
+    >>> Card.parse(c.code) is c
+    True
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, card_id: int) -> Card:
+        try:
+            return _CARDS[card_id] if card_id >= 0 else _bad_id(card_id)
+        except (IndexError, TypeError):
+            return _bad_id(card_id)
+
+    @classmethod
+    def _make(cls, card_id: int) -> Card:
+        return int.__new__(cls, card_id)
+
+    @classmethod
+    def parse(cls, token: str) -> Card:
+        """Parse ``As``, ``td``, ``10d``, ``A♠`` (any case, surrounding spaces ignored)."""
+        card = _BY_TOKEN.get(token.strip()) if isinstance(token, str) else None
+        if card is None:
+            card = _parse_slow(token)
+        return card
+
+    @classmethod
+    def of(cls, rank: Rank, suit: Suit) -> Card:
+        return _CARDS[4 * rank + suit]
+
+    @property
+    def rank(self) -> Rank:
+        return Rank(self >> 2)
+
+    @property
+    def suit(self) -> Suit:
+        return Suit(self & 3)
+
+    @property
+    def code(self) -> str:
+        return CARD_CODES[self]
+
+    def __str__(self) -> str:
+        return CARD_CODES[self]
+
+    def __repr__(self) -> str:
+        return f"Card.parse({CARD_CODES[self]!r})"
+
+    def __reduce__(self) -> tuple[type[Card], tuple[int]]:
+        return (Card, (int(self),))
+
+
+def _bad_id(card_id: object) -> Card:
+    raise InvalidCardError(f"invalid card id: {card_id!r} (expected 0..51)")
+
+
+def _parse_slow(token: object) -> Card:
+    if not isinstance(token, str):
+        raise InvalidCardError(f"invalid card: {token!r}")
+    text = token.strip()
+    if len(text) >= 2:
+        suit = _SUIT_ALIASES.get(text[-1].lower())
+        rank_text = text[:-1]
+        if suit is not None and rank_text:
+            try:
+                rank = Rank.parse(rank_text)
+            except InvalidCardError:
+                pass
+            else:
+                return _CARDS[4 * rank + suit]
+    raise InvalidCardError(f"invalid card: {token!r}")
+
+
+CARD_CODES: tuple[str, ...] = tuple(r + s for r in RANK_CHARS for s in SUIT_CHARS)
+_CARDS: tuple[Card, ...] = tuple(Card._make(i) for i in range(52))
+ALL_CARDS: tuple[Card, ...] = _CARDS
+"""The canonical deck, id order: ``2c 2d 2h 2s 3c ... As``."""
+
+# Every accepted spelling of every card, so the common path is one dict lookup.
+_BY_TOKEN: dict[str, Card] = {}
+for _card in _CARDS:
+    for _r in {RANK_CHARS[_card >> 2], RANK_CHARS[_card >> 2].lower()} | (
+        {"10"} if _card >> 2 == Rank.TEN else set()
+    ):
+        for _s, _suit in _SUIT_ALIASES.items():
+            if _suit == _card & 3:
+                _BY_TOKEN[_r + _s] = _card
+                _BY_TOKEN[_r + _s.upper()] = _card
+del _card, _r, _s, _suit
+
+
+def parse_cards(text: str | Iterable[str]) -> tuple[Card, ...]:
+    """Parse whitespace- or comma-separated card codes, or an iterable of tokens.
+
+    >>> parse_cards("Ac,3d 2h")
+    (Card.parse('Ac'), Card.parse('3d'), Card.parse('2h'))
+    """
+    tokens = text.replace(",", " ").split() if isinstance(text, str) else text
+    return tuple(Card.parse(t) for t in tokens)
+
+
+def format_cards(cards: Iterable[int]) -> str:
+    """Canonical codes separated by spaces; the inverse of :func:`parse_cards`."""
+    return " ".join(CARD_CODES[c] for c in cards)
+
+
+def card_codes(cards: Sequence[int]) -> list[str]:
+    """Canonical codes as a list (for JSON)."""
+    return [CARD_CODES[c] for c in cards]

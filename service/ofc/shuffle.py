@@ -1,0 +1,130 @@
+"""ofc-shuffle-v1: a byte-exact, auditable deck from (server seed, client seed, nonce).
+
+Words come from ``HMAC-SHA256(server_seed, "ofc-shuffle-v1" 0x00 u32be(len(client)) client
+u64be(nonce) u32be(k))``, eight big-endian u32 per block; an unbiased ``choice(m)`` rejects
+words at or above ``2^32 - 2^32 mod m``; Fisher-Yates from position 51 down to 1 on the
+canonical deck (id order). The commitment published before the deal is ``SHA-256(seed)``.
+
+>>> seed = bytes(range(32))
+>>> commitment(seed)
+'630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd'
+>>> format_cards(shuffle_deck(seed, b"auditor-test", 1)[:5])
+'Qs 6d Ad Td 6s'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import struct
+from collections.abc import Iterator, Sequence
+
+from ofc.cards import ALL_CARDS, Card, format_cards
+from ofc.errors import InvalidSeedError
+
+ALGORITHM = "ofc-shuffle-v1"
+SERVER_SEED_BYTES = 32
+_DOMAIN = ALGORITHM.encode() + b"\x00"
+_U64_MAX = (1 << 64) - 1
+_U32_MAX = (1 << 32) - 1
+
+__all__ = [
+    "ALGORITHM",
+    "combine_client_seeds",
+    "commitment",
+    "format_cards",
+    "parse_seed_hex",
+    "shuffle_deck",
+    "verify_commitment",
+    "word_stream",
+]
+
+
+def _check(server_seed: bytes, client_seed: bytes, nonce: int) -> None:
+    if not isinstance(server_seed, bytes) or len(server_seed) != SERVER_SEED_BYTES:
+        raise InvalidSeedError(f"server seed must be {SERVER_SEED_BYTES} bytes", field="server_seed")
+    if not isinstance(client_seed, bytes) or len(client_seed) > _U32_MAX:
+        raise InvalidSeedError("client seed must be bytes", field="client_seed")
+    if isinstance(nonce, bool) or not isinstance(nonce, int) or not 0 <= nonce <= _U64_MAX:
+        raise InvalidSeedError(f"nonce must be an integer in 0..2^64-1, got {nonce!r}", field="nonce")
+
+
+def word_stream(server_seed: bytes, client_seed: bytes, nonce: int) -> Iterator[int]:
+    """The endless stream of u32 words the shuffle consumes."""
+    _check(server_seed, client_seed, nonce)
+    prefix = _DOMAIN + struct.pack(">I", len(client_seed)) + client_seed + struct.pack(">Q", nonce)
+    block = 0
+    while True:
+        digest = hmac.digest(server_seed, prefix + struct.pack(">I", block), "sha256")
+        yield from struct.unpack(">8I", digest)
+        block += 1
+
+
+def choice(m: int, words: Iterator[int]) -> int:
+    """Unbiased integer in ``0..m-1`` from the word stream (rejection sampling).
+
+    >>> choice(52, iter([0xFFFFFFFF, 0xFFFFFFFC, 7]))
+    7
+    """
+    limit = (1 << 32) - ((1 << 32) % m)
+    for word in words:
+        if word < limit:
+            return word % m
+    raise InvalidSeedError("word stream ended")  # only a finite injected stream gets here
+
+
+def shuffle_deck(server_seed: bytes, client_seed: bytes = b"", nonce: int = 0) -> tuple[Card, ...]:
+    """The 52-card deck, position 0 (dealt first) first."""
+    words = word_stream(server_seed, client_seed, nonce)
+    deck = list(ALL_CARDS)
+    for i in range(51, 0, -1):
+        j = choice(i + 1, words)
+        deck[i], deck[j] = deck[j], deck[i]
+    return tuple(deck)
+
+
+def commitment(server_seed: bytes) -> str:
+    """``SHA-256(server_seed)`` in lower-case hex, published before the deal."""
+    return hashlib.sha256(server_seed).hexdigest()
+
+
+def verify_commitment(server_seed: bytes, expected: str) -> bool:
+    """True when the revealed seed matches the published commitment (case-insensitive).
+
+    >>> verify_commitment(bytes(32), commitment(bytes(32)).upper())
+    True
+    """
+    return hmac.compare_digest(commitment(server_seed), expected.strip().lower())
+
+
+def parse_seed_hex(text: str) -> bytes:
+    """A 32-byte server seed from 64 hex digits.
+
+    >>> parse_seed_hex("00" * 31 + "ff")[-1]
+    255
+    """
+    try:
+        seed = bytes.fromhex(text.strip())
+    except (ValueError, AttributeError):
+        raise InvalidSeedError(f"server seed is not hex: {text!r}", field="server_seed") from None
+    if len(seed) != SERVER_SEED_BYTES:
+        raise InvalidSeedError(
+            f"server seed must be {SERVER_SEED_BYTES} bytes ({2 * SERVER_SEED_BYTES} hex digits), "
+            f"got {len(seed)}",
+            field="server_seed",
+        )
+    return seed
+
+
+def combine_client_seeds(seeds: Sequence[bytes]) -> bytes:
+    """One client seed from several parties' seeds: each u32be-length-prefixed, in seat order.
+
+    A single party's seed is used as it is, so a table with one seed source needs no
+    combining and the spec's vectors apply directly.
+
+    >>> combine_client_seeds([b"ab", b"c"]).hex()
+    '0000000261620000000163'
+    """
+    if len(seeds) == 1:
+        return seeds[0]
+    return b"".join(struct.pack(">I", len(s)) + s for s in seeds)
