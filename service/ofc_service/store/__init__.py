@@ -1,0 +1,66 @@
+"""Where live tables are kept: one :class:`TableStore` contract, two implementations.
+
+:func:`open_store` picks Redis when a URL is configured (production, any number of
+replicas) and the in-memory store otherwise (one process). The engine's bytes pass through
+unread; see :mod:`ofc_service.store.base` for the guarantees and :mod:`.redis` for the key
+layout.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_REQUEST_TTL_SECONDS,
+    DEFAULT_TABLE_TTL_SECONDS,
+    CommitResult,
+    EventsTrimmedError,
+    ExtraPage,
+    InvalidIdError,
+    StaleVersionError,
+    StoredEvent,
+    StoredTable,
+    StoreError,
+    StoreUnavailableError,
+    TableExistsError,
+    TableNotFoundError,
+    TableStore,
+    format_event_id,
+    parse_event_id,
+)
+from .memory import MemoryTableStore
+from .redis import RedisTableStore
+
+__all__ = [
+    "DEFAULT_MAX_EVENTS",
+    "DEFAULT_REQUEST_TTL_SECONDS",
+    "DEFAULT_TABLE_TTL_SECONDS",
+    "CommitResult",
+    "EventsTrimmedError",
+    "ExtraPage",
+    "InvalidIdError",
+    "MemoryTableStore",
+    "RedisTableStore",
+    "StaleVersionError",
+    "StoreError",
+    "StoreUnavailableError",
+    "StoredEvent",
+    "StoredTable",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TableStore",
+    "format_event_id",
+    "open_store",
+    "parse_event_id",
+]
+
+
+def open_store(redis_url: str | None, *, max_events: int = DEFAULT_MAX_EVENTS) -> TableStore:
+    """Redis when ``redis_url`` is given (no connection is made until the first call),
+    else a fresh in-memory store.
+
+    >>> type(open_store(None)).__name__, type(open_store("redis://127.0.0.1:1/0")).__name__
+    ('MemoryTableStore', 'RedisTableStore')
+    """
+    if redis_url:
+        return RedisTableStore.from_url(redis_url, max_events=max_events)
+    return MemoryTableStore(max_events=max_events)

@@ -1,0 +1,341 @@
+"""The table store contract: one Protocol, its value types and its error tree.
+
+A store keeps, per table, an opaque ``state`` blob with a version, an append-only event log, a
+bag of ``extra`` blobs (hand histories) and the table's next deadline; the engine owns every
+byte format. One :meth:`TableStore.commit` is applied atomically and at most once:
+
+1. if ``request_id`` was already recorded for the table, the first result comes back with
+   ``replayed=True`` and nothing changes (checked *before* the version, so a client's retry
+   that still carries the old version gets its first answer rather than ``ABORTED``);
+2. the table must exist (:class:`TableNotFoundError`) and be at ``expected_version``
+   (:class:`StaleVersionError`);
+3. the state, version + 1, the events, the extra blobs, the request record, the deadline and
+   the refreshed time-to-live of every key of the table are written together.
+
+Retry window: a request id is remembered for ``request_ttl_seconds`` after its commit
+(:data:`DEFAULT_REQUEST_TTL_SECONDS`, 24 hours). A retry inside the window gets the first
+result; after it, the retry is judged afresh (and, carrying an old version, is refused as
+stale). A table lives ``ttl_seconds`` after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
+
+Event ids are Redis stream ids (``"<ms>-<seq>"``) in both stores; ``"0"`` means "before the
+first event". Each table keeps at least its last ``max_events`` events
+(:data:`DEFAULT_MAX_EVENTS`). Reading after an id older than the first retained event raises
+:class:`EventsTrimmedError` instead of silently skipping: the reader starts again from a
+snapshot. :meth:`TableStore.load` returns ``last_event_id`` read together with the state, so
+a snapshot plus the events after it has no gap and no duplicate.
+
+Deadlines: each table stores its own next deadline (``StoredTable.deadline_ms``); a global
+index only hints which tables to look at. :meth:`TableStore.due_deadlines` returns tables
+whose own deadline has passed. It is a hint as well: the sweeper loads the table, runs the
+engine's timeout move and commits it with ``expected_version`` (and, say, the request id
+``f"timeout:{deadline_ms}"``), so whichever replica commits first wins and the others get
+:class:`StaleVersionError` or the replayed result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Protocol
+
+DEFAULT_TABLE_TTL_SECONDS: Final = 7 * 24 * 3600
+"""A table, its events and its extra blobs live this long after their last write."""
+DEFAULT_REQUEST_TTL_SECONDS: Final = 24 * 3600
+"""The retry window: how long a request id keeps returning its first result."""
+DEFAULT_MAX_EVENTS: Final = 10_000
+"""Each table keeps at least its last this-many events (Redis trims in whole stream nodes)."""
+MAX_EXTRA_NUMBER: Final = 10**16 - 1
+"""The largest number an indexed extra key (``"<prefix>:<number>"``) may carry."""
+NO_EXTRA: Final[Mapping[str, bytes]] = MappingProxyType({})
+
+_ID_RE: Final = re.compile(r"[^\s{}\x00-\x1f\x7f]{1,200}")
+_EVENT_ID_RE: Final = re.compile(r"(\d{1,20})(?:-(\d{1,20}))?")
+_INDEXED_EXTRA_RE: Final = re.compile(r"([^:\s]+):(0|[1-9]\d{0,15})")
+_PREFIX_RE: Final = re.compile(r"[^:\s]+")
+
+
+# --- errors -----------------------------------------------------------------------------------
+class StoreError(Exception):
+    """Base of every error a store raises on purpose; ``reason`` is stable (UPPER_SNAKE)."""
+
+    reason = "STORE_ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidIdError(StoreError, ValueError):
+    """A table id, request id, event id or extra key that the store cannot use."""
+
+    reason = "INVALID_ID"
+
+
+class TableNotFoundError(StoreError):
+    reason = "TABLE_NOT_FOUND"
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__(f"no table {table_id!r}")
+        self.table_id = table_id
+
+
+class TableExistsError(StoreError):
+    reason = "TABLE_EXISTS"
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__(f"table {table_id!r} already exists")
+        self.table_id = table_id
+
+
+class StaleVersionError(StoreError):
+    """The table moved on: ``current_version`` is what the caller should reload and retry on."""
+
+    reason = "STALE_VERSION"
+
+    def __init__(self, table_id: str, *, expected_version: int, current_version: int) -> None:
+        super().__init__(
+            f"table {table_id!r} is at version {current_version}, not {expected_version}"
+        )
+        self.table_id = table_id
+        self.expected_version = expected_version
+        self.current_version = current_version
+
+
+class EventsTrimmedError(StoreError):
+    """Events after ``after`` were trimmed from the log: resynchronise from a snapshot."""
+
+    reason = "EVENTS_TRIMMED"
+
+    def __init__(self, table_id: str, *, after: str, first_retained: str) -> None:
+        super().__init__(
+            f"table {table_id!r} keeps events from {first_retained}, not after {after}"
+        )
+        self.table_id = table_id
+        self.after = after
+        self.first_retained = first_retained
+
+
+class StoreUnavailableError(StoreError):
+    """The backing server could not be reached; the operation may or may not have happened
+    (a retry with the same request id is safe)."""
+
+    reason = "STORE_UNAVAILABLE"
+
+
+# --- values -----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StoredTable:
+    """A table as last committed; ``last_event_id`` is read atomically with ``state``."""
+
+    table_id: str
+    version: int
+    state: bytes
+    deadline_ms: int | None
+    last_event_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    event_id: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """What a commit did; a replay returns the first commit's ``version``, ``response`` and
+    ``event_ids`` with ``replayed=True``."""
+
+    version: int
+    response: bytes
+    replayed: bool
+    event_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtraPage:
+    """One page of a table's numbered extra blobs (``"<prefix>:<number>"``), ascending."""
+
+    items: tuple[tuple[int, bytes], ...]
+    next_start: int | None
+    """Pass as ``start`` for the next page; ``None`` when this page reached the end."""
+    total: int
+    """How many numbered blobs the prefix has in all."""
+
+
+# --- the contract -----------------------------------------------------------------------------
+class TableStore(Protocol):
+    """Where live tables are kept; see the module docstring for the guarantees."""
+
+    async def create_table(
+        self,
+        table_id: str,
+        state: bytes,
+        *,
+        events: Sequence[bytes] = (),
+        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
+    ) -> CommitResult:
+        """Create a table at version 1 (:class:`TableExistsError` if it exists)."""
+        ...
+
+    async def load(self, table_id: str) -> StoredTable:
+        """The table as last committed (:class:`TableNotFoundError`)."""
+        ...
+
+    async def commit(
+        self,
+        table_id: str,
+        *,
+        expected_version: int,
+        state: bytes,
+        events: Sequence[bytes],
+        response: bytes,
+        request_id: str,
+        deadline_ms: int | None,
+        extra: Mapping[str, bytes] = NO_EXTRA,
+        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
+        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+    ) -> CommitResult:
+        """Apply one change atomically and at most once per ``request_id``.
+
+        ``deadline_ms`` (epoch ms, normally still to come) replaces the table's deadline;
+        ``None`` clears it. ``extra`` blobs are written (or overwritten) by key; keys of the
+        form ``"<prefix>:<number>"`` are also listed by :meth:`list_extra`.
+        """
+        ...
+
+    async def get_response(self, table_id: str, request_id: str) -> bytes | None:
+        """The recorded response of a request inside the retry window, else ``None``."""
+        ...
+
+    async def read_events(
+        self, table_id: str, *, after: str = "0", limit: int = 1000
+    ) -> list[StoredEvent]:
+        """Up to ``limit`` events with ids after ``after``, oldest first."""
+        ...
+
+    async def wait_events(
+        self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
+    ) -> list[StoredEvent]:
+        """Like :meth:`read_events`, but waits up to ``timeout_s`` for at least one event
+        (committed through any store instance on the same backend); ``[]`` on timeout."""
+        ...
+
+    async def get_extra(self, table_id: str, key: str) -> bytes | None:
+        """One extra blob; ``None`` if it was never written or the table expired."""
+        ...
+
+    async def list_extra(
+        self, table_id: str, prefix: str, *, start: int = 0, count: int = 50
+    ) -> ExtraPage:
+        """Up to ``count`` blobs ``"<prefix>:<n>"`` with ``n >= start``, ascending ``n``."""
+        ...
+
+    async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
+        """``(table_id, deadline_ms)`` of tables whose stored deadline is ``<= now_ms``,
+        earliest first; also drops index entries found stale."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; the store is not used afterwards."""
+        ...
+
+
+# --- shared checks and formats ------------------------------------------------------------------
+def check_id(value: str, *, what: str) -> str:
+    """A table or request id: 1-200 characters, no whitespace, control characters or braces
+    (braces would break the Redis Cluster hash tag).
+
+    >>> check_id("t-1", what="table id")
+    't-1'
+    >>> check_id("a{b}", what="table id")
+    Traceback (most recent call last):
+    ...
+    ofc_service.store.base.InvalidIdError: invalid table id: 'a{b}'
+    """
+    if not _ID_RE.fullmatch(value):
+        raise InvalidIdError(f"invalid {what}: {value!r}")
+    return value
+
+
+def check_at_least(value: int, minimum: int, *, what: str) -> int:
+    """A whole number no smaller than ``minimum`` (a TTL, a version, a limit)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{what} must be a whole number >= {minimum}, not {value!r}")
+    return value
+
+
+def check_write(
+    *,
+    ttl_seconds: int,
+    request_ttl_seconds: int,
+    deadline_ms: int | None,
+    extra: Mapping[str, bytes],
+) -> list[tuple[str, bytes, tuple[str, int] | None]]:
+    """Check what every write shares; the extra blobs with their list position, if any.
+
+    >>> check_write(ttl_seconds=60, request_ttl_seconds=60, deadline_ms=None,
+    ...             extra={"hand:3": b"h", "seed": b"s"})
+    [('hand:3', b'h', ('hand', 3)), ('seed', b's', None)]
+    """
+    check_at_least(ttl_seconds, 1, what="ttl_seconds")
+    check_at_least(request_ttl_seconds, 1, what="request_ttl_seconds")
+    if deadline_ms is not None:
+        check_at_least(deadline_ms, 0, what="deadline_ms")
+    return [(check_extra_key(k), v, parse_indexed_extra(k)) for k, v in extra.items()]
+
+
+def parse_event_id(event_id: str) -> tuple[int, int]:
+    """An event id as a comparable pair; ``"0"`` (before everything) is ``(0, 0)``.
+
+    >>> parse_event_id("1700000000000-3")
+    (1700000000000, 3)
+    >>> parse_event_id("0") < parse_event_id("1-0")
+    True
+    """
+    match = _EVENT_ID_RE.fullmatch(event_id)
+    if match is None:
+        raise InvalidIdError(f"invalid event id: {event_id!r}")
+    return int(match[1]), int(match[2] or 0)
+
+
+def format_event_id(ms: int, seq: int) -> str:
+    """The inverse of :func:`parse_event_id`.
+
+    >>> format_event_id(*parse_event_id("1700000000000-3"))
+    '1700000000000-3'
+    """
+    return f"{ms}-{seq}"
+
+
+def parse_indexed_extra(key: str) -> tuple[str, int] | None:
+    """``"hand:12"`` -> ``("hand", 12)``; ``None`` for keys :meth:`TableStore.list_extra`
+    does not index (no numeric suffix, a colon in the prefix, leading zeros).
+
+    >>> parse_indexed_extra("hand:12")
+    ('hand', 12)
+    >>> parse_indexed_extra("hand:012") is None, parse_indexed_extra("seed") is None
+    (True, True)
+    """
+    match = _INDEXED_EXTRA_RE.fullmatch(key)
+    return None if match is None else (match[1], int(match[2]))
+
+
+def check_extra_key(key: str) -> str:
+    """An extra key: 1-200 characters without whitespace or control characters."""
+    if not key or len(key) > 200 or any(c.isspace() or not c.isprintable() for c in key):
+        raise InvalidIdError(f"invalid extra key: {key!r}")
+    return key
+
+
+def check_prefix(prefix: str) -> str:
+    """A :meth:`TableStore.list_extra` prefix: no colon and no whitespace."""
+    if not _PREFIX_RE.fullmatch(prefix):
+        raise InvalidIdError(f"invalid extra prefix: {prefix!r}")
+    return prefix
+
+
+def check_page(start: int, count: int) -> None:
+    if not 0 <= start <= MAX_EXTRA_NUMBER or not 1 <= count <= 1000:
+        raise ValueError(f"bad page: start={start!r} (0..{MAX_EXTRA_NUMBER}), count={count!r}")

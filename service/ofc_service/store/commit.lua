@@ -1,0 +1,83 @@
+-- One change to one table, atomically: the whole of TableStore.commit (and create_table,
+-- which is a commit expecting version 0). Every key shares the table's hash tag.
+--
+-- KEYS: 1 state hash, 2 event stream, 3 extra hash, 4 extra index (zset), 5 request record
+-- ARGV: 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
+--       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
+--       10 .. 9+n events, then m triples (extra key, value, index member or '')
+-- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
+--        | {'stale' | 'exists', current version, deadline} | {'missing'}
+local state_key, events_key, extra_key, index_key, request_key =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local expected = tonumber(ARGV[1])
+local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
+
+-- 1. A recorded request id answers with its first result, whatever the version says.
+local current = redis.call('HMGET', state_key, 'version', 'deadline')
+local deadline = current[2] or ''
+local record = redis.call('HMGET', request_key, 'version', 'events', 'response')
+if record[1] then
+  local reply = {'replay', record[1], deadline, record[3]}
+  for id in string.gmatch(record[2], '%S+') do reply[#reply + 1] = id end
+  return reply
+end
+
+-- 2. The table must be at the expected version (a create expects no table at all).
+if expected == 0 then
+  if current[1] then return {'exists', current[1], deadline} end
+  redis.call('DEL', events_key, extra_key, index_key)
+elseif not current[1] then
+  return {'missing'}
+elseif tonumber(current[1]) ~= expected then
+  return {'stale', current[1], deadline}
+end
+
+-- 3. Write the new version, state, deadline, events, extra blobs and request record.
+local version = tostring(expected + 1)
+local fields = {'version', version, 'state', ARGV[2]}
+if expected == 0 then
+  fields[#fields + 1] = 'layout'
+  fields[#fields + 1] = '1'
+  fields[#fields + 1] = 'last_event'
+  fields[#fields + 1] = '0'
+end
+if ARGV[4] == '' then
+  redis.call('HDEL', state_key, 'deadline')
+else
+  fields[#fields + 1] = 'deadline'
+  fields[#fields + 1] = ARGV[4]
+end
+
+local ids = {}
+if n_events > 0 then
+  local length = redis.call('XLEN', events_key)
+  for i = 1, n_events do
+    ids[i] = redis.call('XADD', events_key, 'MAXLEN', '~', ARGV[7], '*', 'd', ARGV[9 + i])
+  end
+  fields[#fields + 1] = 'last_event'
+  fields[#fields + 1] = ids[n_events]
+  if redis.call('XLEN', events_key) < length + n_events then
+    -- Whole stream nodes were trimmed: remember where the retained log now starts.
+    fields[#fields + 1] = 'events_from'
+    fields[#fields + 1] = redis.call('XRANGE', events_key, '-', '+', 'COUNT', 1)[1][1]
+  end
+end
+redis.call('HSET', state_key, unpack(fields))
+
+local at = 10 + n_events
+for i = 0, n_extra - 1 do
+  local k = at + 3 * i
+  redis.call('HSET', extra_key, ARGV[k], ARGV[k + 1])
+  if ARGV[k + 2] ~= '' then redis.call('ZADD', index_key, 0, ARGV[k + 2]) end
+end
+
+redis.call('HSET', request_key, 'version', version, 'events', table.concat(ids, ' '),
+  'response', ARGV[3])
+redis.call('EXPIRE', request_key, ARGV[6])
+for _, key in ipairs({state_key, events_key, extra_key, index_key}) do
+  redis.call('EXPIRE', key, ARGV[5])
+end
+
+local reply = {'ok', version, '', ''}
+for i = 1, n_events do reply[4 + i] = ids[i] end
+return reply

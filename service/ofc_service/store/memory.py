@@ -1,0 +1,281 @@
+"""The embedded store: the same contract as Redis, in one process's memory.
+
+Used when no Redis URL is configured; one process only (replicas would each have their own
+tables). Every method runs its checks and writes without an ``await`` in between, so on the
+event loop each commit is atomic just as the Lua script is on Redis; an ``asyncio.Lock``
+would guard nothing more. Time comes from ``clock`` (seconds since the epoch) so tests can
+move it: it stamps event ids (``"<ms>-<seq>"`` like Redis) and expires tables
+(``ttl_seconds`` after their last write) and request records (``request_ttl_seconds``).
+Like a Redis stream trimmed with ``MAXLEN ~``, a table keeps at least ``max_events`` events,
+dropping the oldest in batches of :data:`TRIM_BATCH`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from .base import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_REQUEST_TTL_SECONDS,
+    DEFAULT_TABLE_TTL_SECONDS,
+    NO_EXTRA,
+    CommitResult,
+    EventsTrimmedError,
+    ExtraPage,
+    StaleVersionError,
+    StoredEvent,
+    StoredTable,
+    TableExistsError,
+    TableNotFoundError,
+    check_at_least,
+    check_extra_key,
+    check_id,
+    check_page,
+    check_prefix,
+    check_write,
+    format_event_id,
+    parse_event_id,
+)
+
+TRIM_BATCH: Final = 100
+"""Events beyond ``max_events`` are dropped once this many have piled up (Redis: one node)."""
+
+
+@dataclass(slots=True)
+class _Table:
+    version: int
+    state: bytes
+    expires_at: float
+    deadline_ms: int | None = None
+    events: list[tuple[tuple[int, int], StoredEvent]] = field(default_factory=list)
+    last_event: tuple[int, int] = (0, 0)
+    events_from: tuple[int, int] | None = None
+    extra: dict[str, bytes] = field(default_factory=dict)
+    index: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    result: CommitResult
+    expires_at: float
+
+
+class MemoryTableStore:
+    """:class:`~ofc_service.store.base.TableStore` in this process (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        max_events: int = DEFAULT_MAX_EVENTS,
+    ) -> None:
+        self._clock = clock
+        self._max_events = check_at_least(max_events, 1, what="max_events")
+        self._tables: dict[str, _Table] = {}
+        self._records: dict[tuple[str, str], _Record] = {}
+        self._signals: dict[str, asyncio.Event] = {}
+
+    # --- writes -------------------------------------------------------------------------------
+    async def create_table(
+        self,
+        table_id: str,
+        state: bytes,
+        *,
+        events: Sequence[bytes] = (),
+        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
+    ) -> CommitResult:
+        check_id(table_id, what="table id")
+        check_at_least(ttl_seconds, 1, what="ttl_seconds")
+        if self._live(table_id) is not None:
+            raise TableExistsError(table_id)
+        table = _Table(version=1, state=state, expires_at=self._clock() + ttl_seconds)
+        self._tables[table_id] = table
+        return CommitResult(1, b"", False, self._append(table_id, table, events))
+
+    async def commit(
+        self,
+        table_id: str,
+        *,
+        expected_version: int,
+        state: bytes,
+        events: Sequence[bytes],
+        response: bytes,
+        request_id: str,
+        deadline_ms: int | None,
+        extra: Mapping[str, bytes] = NO_EXTRA,
+        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
+        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+    ) -> CommitResult:
+        check_id(table_id, what="table id")
+        check_id(request_id, what="request id")
+        check_at_least(expected_version, 1, what="expected_version")
+        blobs = check_write(
+            ttl_seconds=ttl_seconds,
+            request_ttl_seconds=request_ttl_seconds,
+            deadline_ms=deadline_ms,
+            extra=extra,
+        )
+        record = self._record(table_id, request_id)
+        if record is not None:
+            return record.result
+        table = self._live(table_id)
+        if table is None:
+            raise TableNotFoundError(table_id)
+        if table.version != expected_version:
+            raise StaleVersionError(
+                table_id, expected_version=expected_version, current_version=table.version
+            )
+        now = self._clock()
+        table.version += 1
+        table.state = state
+        table.deadline_ms = deadline_ms
+        table.expires_at = now + ttl_seconds
+        for key, value, indexed in blobs:
+            table.extra[key] = value
+            if indexed is not None:
+                numbers = table.index.setdefault(indexed[0], [])
+                at = bisect.bisect_left(numbers, indexed[1])
+                if at == len(numbers) or numbers[at] != indexed[1]:
+                    numbers.insert(at, indexed[1])
+        result = CommitResult(table.version, response, False, self._append(table_id, table, events))
+        self._records[table_id, request_id] = _Record(
+            CommitResult(result.version, response, True, result.event_ids),
+            now + request_ttl_seconds,
+        )
+        return result
+
+    def _append(self, table_id: str, table: _Table, events: Sequence[bytes]) -> tuple[str, ...]:
+        if not events:
+            return ()
+        ms, seq = table.last_event
+        now_ms = int(self._clock() * 1000)
+        ids = []
+        for data in events:
+            ms, seq = (now_ms, 0) if now_ms > ms else (ms, seq + 1)
+            event = StoredEvent(format_event_id(ms, seq), data)
+            table.events.append(((ms, seq), event))
+            ids.append(event.event_id)
+        table.last_event = (ms, seq)
+        if len(table.events) >= self._max_events + TRIM_BATCH:
+            del table.events[: len(table.events) - self._max_events]
+            table.events_from = table.events[0][0]
+        signal = self._signals.pop(table_id, None)
+        if signal is not None:
+            signal.set()
+        return tuple(ids)
+
+    # --- expiry -------------------------------------------------------------------------------
+    def _live(self, table_id: str) -> _Table | None:
+        table = self._tables.get(table_id)
+        if table is not None and table.expires_at <= self._clock():
+            del self._tables[table_id]
+            return None
+        return table
+
+    def _record(self, table_id: str, request_id: str) -> _Record | None:
+        now = self._clock()
+        while self._records:  # drop expired records from the oldest end
+            oldest = next(iter(self._records))
+            if self._records[oldest].expires_at > now:
+                break
+            del self._records[oldest]
+        record = self._records.get((table_id, request_id))
+        return record if record is not None and record.expires_at > now else None
+
+    def _purge(self) -> None:
+        """Drop every expired table (the sweeper's regular due_deadlines call runs it)."""
+        now = self._clock()
+        for table_id in [t for t, table in self._tables.items() if table.expires_at <= now]:
+            del self._tables[table_id]
+
+    def _table(self, table_id: str) -> _Table:
+        table = self._live(check_id(table_id, what="table id"))
+        if table is None:
+            raise TableNotFoundError(table_id)
+        return table
+
+    # --- reads --------------------------------------------------------------------------------
+    async def load(self, table_id: str) -> StoredTable:
+        table = self._table(table_id)
+        return StoredTable(
+            table_id=table_id,
+            version=table.version,
+            state=table.state,
+            deadline_ms=table.deadline_ms,
+            last_event_id="0" if table.last_event == (0, 0) else format_event_id(*table.last_event),
+        )
+
+    async def get_response(self, table_id: str, request_id: str) -> bytes | None:
+        check_id(table_id, what="table id")
+        record = self._record(table_id, check_id(request_id, what="request id"))
+        return None if record is None else record.result.response
+
+    async def read_events(
+        self, table_id: str, *, after: str = "0", limit: int = 1000
+    ) -> list[StoredEvent]:
+        table = self._table(table_id)
+        position = parse_event_id(after)
+        check_at_least(limit, 1, what="limit")
+        if table.events_from is not None and position < table.events_from:
+            raise EventsTrimmedError(
+                table_id, after=after, first_retained=format_event_id(*table.events_from)
+            )
+        at = bisect.bisect_right(table.events, position, key=lambda entry: entry[0])
+        return [event for _, event in table.events[at : at + limit]]
+
+    async def wait_events(
+        self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
+    ) -> list[StoredEvent]:
+        events = await self.read_events(table_id, after=after, limit=limit)
+        if events or timeout_s <= 0:
+            return events
+        signal = self._signals.setdefault(table_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(signal.wait(), timeout_s)
+        except TimeoutError:
+            return []
+        return await self.read_events(table_id, after=after, limit=limit)
+
+    async def get_extra(self, table_id: str, key: str) -> bytes | None:
+        check_id(table_id, what="table id")
+        table = self._live(table_id)
+        return None if table is None else table.extra.get(check_extra_key(key))
+
+    async def list_extra(
+        self, table_id: str, prefix: str, *, start: int = 0, count: int = 50
+    ) -> ExtraPage:
+        check_id(table_id, what="table id")
+        check_prefix(prefix)
+        check_page(start, count)
+        table = self._live(table_id)
+        numbers = [] if table is None else table.index.get(prefix, [])
+        at = bisect.bisect_left(numbers, start)
+        page = numbers[at : at + count]
+        extra = {} if table is None else table.extra
+        return ExtraPage(
+            items=tuple((n, extra[f"{prefix}:{n}"]) for n in page),
+            next_start=numbers[at + count] if at + count < len(numbers) else None,
+            total=len(numbers),
+        )
+
+    # --- deadlines ----------------------------------------------------------------------------
+    async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
+        check_at_least(limit, 1, what="limit")
+        self._purge()
+        due = [
+            (table.deadline_ms, table_id)
+            for table_id, table in self._tables.items()
+            if table.deadline_ms is not None and table.deadline_ms <= now_ms
+        ]
+        return [(table_id, deadline) for deadline, table_id in sorted(due)[:limit]]
+
+    async def close(self) -> None:
+        """Wake every waiting :meth:`wait_events` (they return what is there)."""
+        for signal in self._signals.values():
+            signal.set()
+        self._signals.clear()

@@ -1,0 +1,418 @@
+"""The production store: Redis, one Lua script per commit, any number of stateless replicas.
+
+Key layout (``ofc`` is ``key_prefix``; every key of a table shares the hash tag ``{<table>}``,
+so a table lives in one Redis Cluster slot and its script may touch all of them):
+
+======================================  =======  ================================================
+``ofc:{<table>}:state``                 hash     ``version``, ``state`` (engine bytes),
+                                                 ``deadline`` (ms, absent = none), ``last_event``
+                                                 (id, ``0`` = none), ``events_from`` (first
+                                                 retained id once trimmed), ``layout`` (``1``)
+``ofc:{<table>}:events``                stream   one entry per event, field ``d`` = engine
+                                                 bytes; ``MAXLEN ~ max_events``
+``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
+``ofc:{<table>}:extra_index``           zset     ``<prefix>:<16-digit number>`` at score 0,
+                                                 paged with ZRANGEBYLEX by :meth:`list_extra`
+``ofc:{<table>}:req:<request id>``      hash     ``version``, ``events`` (ids), ``response``;
+                                                 expires after ``request_ttl_seconds``
+``ofc:deadlines``                       zset     member table id, score deadline ms: a hint
+======================================  =======  ================================================
+
+The four table keys get the table's TTL again on every commit; a request record keeps its own
+TTL (the retry window), so a retry is answered even if the table expired meanwhile.
+
+The deadline index cannot share a table's slot, so a commit with a deadline sends
+``ZADD ofc:deadlines`` *before* its script in the same pipeline (one round trip). The entry is
+therefore only a hint, and it errs early, never late, with one exception below:
+
+- a commit that then loses (stale, replayed, missing table) may have overwritten the hint;
+  when the table's real deadline is earlier it lowers the hint back (compare-and-set);
+- :meth:`RedisTableStore.due_deadlines` re-reads each due table's own deadline, returns only
+  tables that are really due, and moves early hints to the real deadline or drops stale ones,
+  each by compare-and-set on the score it saw. It only touches entries already due, while
+  commits write deadlines still to come, so a commit racing with it changes the score and the
+  compare-and-set leaves that entry alone (a commit writing a past deadline would have to hit
+  the seen score to the millisecond to be lost);
+- the exception: a commit cut off between the ``ZADD`` and its script (redis-py retries the
+  whole pipeline a few times first) and never retried leaves a later hint than the table's
+  unchanged deadline; that deadline then fires at the hint's time instead.
+
+Scripts run by EVALSHA; after ``SCRIPT FLUSH`` or a server restart the ``NOSCRIPT`` reply
+makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does it for
+direct calls; the pipelined commit does it here). Connection errors are retried by redis-py
+and then raised as :class:`StoreUnavailableError`; retrying a commit is safe because of the
+request record.
+
+``wait_events`` blocks in ``XREAD BLOCK`` on a second connection pool (one connection per
+waiting watcher), so commits through any replica wake it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any, Final
+
+from redis import exceptions as redis_errors
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.commands.core import AsyncScript
+
+from .base import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_REQUEST_TTL_SECONDS,
+    DEFAULT_TABLE_TTL_SECONDS,
+    NO_EXTRA,
+    CommitResult,
+    EventsTrimmedError,
+    ExtraPage,
+    StaleVersionError,
+    StoredEvent,
+    StoredTable,
+    StoreError,
+    StoreUnavailableError,
+    TableExistsError,
+    TableNotFoundError,
+    check_at_least,
+    check_extra_key,
+    check_id,
+    check_page,
+    check_prefix,
+    check_write,
+    format_event_id,
+    parse_event_id,
+)
+
+LAYOUT: Final = b"1"
+_BLOCK_GRACE_S: Final = 5.0
+_CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
+_RETRIES: Final = 3  # per call, with 20-500 ms jittered backoff: a reconnect, not an outage
+
+
+def _lua(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    try:
+        yield
+    except (redis_errors.ConnectionError, redis_errors.TimeoutError, TimeoutError) as error:
+        raise StoreUnavailableError(f"redis unavailable: {error}") from error
+
+
+def _text(value: bytes | str) -> str:
+    return value if isinstance(value, str) else value.decode()
+
+
+def _blob(value: bytes | str | None) -> bytes | None:
+    """A reply as bytes: the store's clients never decode (this narrows the type)."""
+    if isinstance(value, str):
+        raise StoreError("the Redis client must be created with decode_responses=False")
+    return value
+
+
+def _index_member(prefix: str, number: int) -> str:
+    return f"{prefix}:{number:016d}"
+
+
+class RedisTableStore:
+    """:class:`~ofc_service.store.base.TableStore` on Redis (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Redis,
+        *,
+        blocking: Redis | None = None,
+        key_prefix: str = "ofc",
+        max_events: int = DEFAULT_MAX_EVENTS,
+        owns_clients: bool = False,
+    ) -> None:
+        """``client`` must not decode responses; ``blocking`` (default: ``client``) serves
+        ``XREAD BLOCK`` and should have no socket timeout."""
+        check_at_least(max_events, 1, what="max_events")
+        self._client = client
+        self._blocking = blocking if blocking is not None else client
+        self._prefix = key_prefix
+        self._max_events = max_events
+        self._owns_clients = owns_clients
+        self._deadlines_key = f"{key_prefix}:deadlines"
+        self._commit: AsyncScript = client.register_script(_lua("commit.lua"))
+        self._list_extra: AsyncScript = client.register_script(_lua("list_extra.lua"))
+        self._fix: AsyncScript = client.register_script(_lua("fix_deadlines.lua"))
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, key_prefix: str = "ofc", max_events: int = DEFAULT_MAX_EVENTS
+    ) -> RedisTableStore:
+        """A store with its own two connection pools (commands, and blocking reads); calls
+        cut by a dropped connection are retried :data:`_RETRIES` times, then reported."""
+
+        def retry() -> Retry:
+            return Retry(ExponentialWithJitterBackoff(cap=0.5, base=0.02), _RETRIES)
+
+        return cls(
+            Redis.from_url(url, retry=retry()),
+            blocking=Redis.from_url(url, retry=retry(), socket_timeout=None),
+            key_prefix=key_prefix,
+            max_events=max_events,
+            owns_clients=True,
+        )
+
+    # --- keys ---------------------------------------------------------------------------------
+    def _table_key(self, table_id: str, part: str) -> str:
+        return f"{self._prefix}:{{{table_id}}}:{part}"
+
+    def _table_keys(self, table_id: str) -> list[str]:
+        """state, events, extra, extra_index: the keys that share the table's TTL."""
+        check_id(table_id, what="table id")
+        return [self._table_key(table_id, p) for p in ("state", "events", "extra", "extra_index")]
+
+    def _request_key(self, table_id: str, request_id: str) -> str:
+        return self._table_key(table_id, f"req:{check_id(request_id, what='request id')}")
+
+    # --- writes -------------------------------------------------------------------------------
+    async def create_table(
+        self,
+        table_id: str,
+        state: bytes,
+        *,
+        events: Sequence[bytes] = (),
+        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
+    ) -> CommitResult:
+        # A private request id makes redis-py's own retry of this call harmless: a retry
+        # that finds the table already created by this very call is not "exists".
+        result = await self._apply(
+            table_id,
+            expected_version=0,
+            state=state,
+            events=events,
+            response=b"",
+            request_id=f"create:{secrets.token_hex(12)}",
+            deadline_ms=None,
+            extra=NO_EXTRA,
+            ttl_seconds=ttl_seconds,
+            request_ttl_seconds=_CREATE_RECORD_TTL_S,
+        )
+        return CommitResult(result.version, b"", False, result.event_ids)
+
+    async def commit(
+        self,
+        table_id: str,
+        *,
+        expected_version: int,
+        state: bytes,
+        events: Sequence[bytes],
+        response: bytes,
+        request_id: str,
+        deadline_ms: int | None,
+        extra: Mapping[str, bytes] = NO_EXTRA,
+        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
+        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+    ) -> CommitResult:
+        check_at_least(expected_version, 1, what="expected_version")
+        return await self._apply(
+            table_id,
+            expected_version=expected_version,
+            state=state,
+            events=events,
+            response=response,
+            request_id=request_id,
+            deadline_ms=deadline_ms,
+            extra=extra,
+            ttl_seconds=ttl_seconds,
+            request_ttl_seconds=request_ttl_seconds,
+        )
+
+    async def _apply(
+        self,
+        table_id: str,
+        *,
+        expected_version: int,
+        state: bytes,
+        events: Sequence[bytes],
+        response: bytes,
+        request_id: str,
+        deadline_ms: int | None,
+        extra: Mapping[str, bytes],
+        ttl_seconds: int,
+        request_ttl_seconds: int,
+    ) -> CommitResult:
+        keys = [*self._table_keys(table_id), self._request_key(table_id, request_id)]
+        blobs = check_write(
+            ttl_seconds=ttl_seconds,
+            request_ttl_seconds=request_ttl_seconds,
+            deadline_ms=deadline_ms,
+            extra=extra,
+        )
+        args: list[bytes | str | int] = [
+            expected_version,
+            state,
+            response,
+            "" if deadline_ms is None else deadline_ms,
+            ttl_seconds,
+            request_ttl_seconds,
+            self._max_events,
+            len(events),
+            len(blobs),
+            *events,
+        ]
+        for key, value, indexed in blobs:
+            args += [key, value, "" if indexed is None else _index_member(*indexed)]
+
+        with _unavailable():
+            reply = await self._run_commit(table_id, keys, args, deadline_ms)
+            status = reply[0]
+            if status == b"ok":
+                return CommitResult(int(reply[1]), response, False, tuple(map(_text, reply[4:])))
+            current = int(reply[2]) if len(reply) > 2 and reply[2] else None
+            if deadline_ms is not None and current is not None and current < deadline_ms:
+                # Our hint lost to a table whose deadline is earlier: lower it back.
+                await self._fix(keys=[self._deadlines_key], args=[table_id, deadline_ms, current])
+        if status == b"replay":
+            return CommitResult(int(reply[1]), reply[3], True, tuple(map(_text, reply[4:])))
+        if status == b"stale":
+            raise StaleVersionError(
+                table_id, expected_version=expected_version, current_version=int(reply[1])
+            )
+        if status == b"exists":
+            raise TableExistsError(table_id)
+        if status == b"missing":
+            raise TableNotFoundError(table_id)
+        raise StoreError(f"unexpected reply from the commit script: {reply!r}")
+
+    async def _run_commit(
+        self,
+        table_id: str,
+        keys: list[str],
+        args: list[bytes | str | int],
+        deadline_ms: int | None,
+    ) -> list[Any]:
+        if deadline_ms is None:
+            reply: list[Any] = await self._commit(keys=keys, args=args)
+            return reply
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.zadd(self._deadlines_key, {table_id: deadline_ms})
+            pipe.evalsha(self._commit.sha, len(keys), *keys, *args)
+            _, reply = await pipe.execute(raise_on_error=False)
+        if isinstance(reply, redis_errors.NoScriptError):
+            reply = await self._commit(keys=keys, args=args)  # loads the script, runs it once
+        elif isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    # --- reads --------------------------------------------------------------------------------
+    async def load(self, table_id: str) -> StoredTable:
+        state_key = self._table_keys(table_id)[0]
+        with _unavailable():
+            version, state, deadline, last_event, layout = await self._client.hmget(
+                state_key, ["version", "state", "deadline", "last_event", "layout"]
+            )
+        if version is None:
+            raise TableNotFoundError(table_id)
+        if layout != LAYOUT:
+            raise StoreError(f"table {table_id!r} has an unknown layout {layout!r}")
+        return StoredTable(
+            table_id=table_id,
+            version=int(version),
+            state=_blob(state) or b"",
+            deadline_ms=None if deadline is None else int(deadline),
+            last_event_id=_text(last_event or "0"),
+        )
+
+    async def get_response(self, table_id: str, request_id: str) -> bytes | None:
+        key = self._request_key(table_id, request_id)
+        with _unavailable():
+            return _blob(await self._client.hget(key, "response"))
+
+    async def read_events(
+        self, table_id: str, *, after: str = "0", limit: int = 1000
+    ) -> list[StoredEvent]:
+        state_key, events_key = self._table_keys(table_id)[:2]
+        position = parse_event_id(after)
+        check_at_least(limit, 1, what="limit")
+        start = "-" if position == (0, 0) else "(" + format_event_id(*position)
+        with _unavailable():
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.hmget(state_key, ["version", "events_from"])
+                pipe.xrange(events_key, start, "+", count=limit)
+                (version, events_from), entries = await pipe.execute()
+        if version is None:
+            raise TableNotFoundError(table_id)
+        if events_from is not None and position < parse_event_id(_text(events_from)):
+            raise EventsTrimmedError(table_id, after=after, first_retained=_text(events_from))
+        return [StoredEvent(_text(event_id), fields[b"d"]) for event_id, fields in entries]
+
+    async def wait_events(
+        self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
+    ) -> list[StoredEvent]:
+        events = await self.read_events(table_id, after=after, limit=limit)
+        if events or timeout_s <= 0:
+            return events
+        events_key = self._table_keys(table_id)[1]
+        block_ms = max(1, round(timeout_s * 1000))
+        with _unavailable():
+            async with asyncio.timeout(timeout_s + _BLOCK_GRACE_S):
+                woken = await self._blocking.xread(
+                    {events_key: format_event_id(*parse_event_id(after))},
+                    count=1,
+                    block=block_ms,
+                )
+        # XREAD only wakes us: the events come through read_events and its trim check.
+        return await self.read_events(table_id, after=after, limit=limit) if woken else []
+
+    async def get_extra(self, table_id: str, key: str) -> bytes | None:
+        extra_key = self._table_keys(table_id)[2]
+        with _unavailable():
+            return _blob(await self._client.hget(extra_key, check_extra_key(key)))
+
+    async def list_extra(
+        self, table_id: str, prefix: str, *, start: int = 0, count: int = 50
+    ) -> ExtraPage:
+        extra_key, index_key = self._table_keys(table_id)[2:]
+        check_prefix(prefix)
+        check_page(start, count)
+        with _unavailable():
+            reply: list[Any] = await self._list_extra(
+                keys=[extra_key, index_key], args=[prefix, f"{start:016d}", count]
+            )
+        numbers = [int(n) for n in reply[1::2]]
+        items = tuple(zip(numbers[:count], reply[2::2], strict=False))
+        next_start = numbers[count] if len(numbers) > count else None
+        return ExtraPage(items=items, next_start=next_start, total=int(reply[0]))
+
+    # --- deadlines ----------------------------------------------------------------------------
+    async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
+        check_at_least(limit, 1, what="limit")
+        with _unavailable():
+            hints: list[Any] = await self._client.zrangebyscore(
+                self._deadlines_key, "-inf", now_ms, start=0, num=limit, withscores=True
+            )
+            if not hints:
+                return []
+            table_ids = [_text(member) for member, _ in hints]
+            async with self._client.pipeline(transaction=False) as pipe:
+                for table_id in table_ids:
+                    pipe.hget(self._table_key(table_id, "state"), "deadline")
+                deadlines: list[bytes | None] = await pipe.execute()
+            due: list[tuple[str, int]] = []
+            fixes: list[str | int] = []
+            for table_id, (_, hint), stored in zip(table_ids, hints, deadlines, strict=True):
+                deadline = None if stored is None else int(stored)
+                if deadline is not None and deadline <= now_ms:
+                    due.append((table_id, deadline))
+                elif deadline != hint:  # early (move it) or stale (drop it)
+                    fixes += [table_id, int(hint), "" if deadline is None else deadline]
+            if fixes:
+                await self._fix(keys=[self._deadlines_key], args=fixes)
+        return sorted(due, key=lambda item: (item[1], item[0]))
+
+    async def close(self) -> None:
+        if self._owns_clients:
+            await self._client.aclose()
+            if self._blocking is not self._client:
+                await self._blocking.aclose()

@@ -1,0 +1,428 @@
+"""The TableStore contract, run against every store (memory and Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+
+import pytest
+from ofc_service.store import (
+    CommitResult,
+    EventsTrimmedError,
+    ExtraPage,
+    InvalidIdError,
+    StaleVersionError,
+    StoredEvent,
+    TableExistsError,
+    TableNotFoundError,
+    TableStore,
+    parse_event_id,
+)
+
+from .conftest import Backend
+
+
+async def play(
+    store: TableStore,
+    table_id: str,
+    version: int,
+    *,
+    request_id: str | None = None,
+    events: int = 1,
+    deadline_ms: int | None = None,
+    ttl_seconds: int = 3600,
+    request_ttl_seconds: int = 3600,
+    extra: dict[str, bytes] | None = None,
+) -> CommitResult:
+    """Commit version -> version + 1 with state ``v<n>`` and events ``e<n>.<i>``."""
+    new = version + 1
+    return await store.commit(
+        table_id,
+        expected_version=version,
+        state=b"v%d" % new,
+        events=[b"e%d.%d" % (new, i) for i in range(events)],
+        response=b"r%d" % new,
+        request_id=request_id or f"req-{new}",
+        deadline_ms=deadline_ms,
+        extra=extra or {},
+        ttl_seconds=ttl_seconds,
+        request_ttl_seconds=request_ttl_seconds,
+    )
+
+
+def payloads(events: list[StoredEvent]) -> list[bytes]:
+    return [e.data for e in events]
+
+
+# --- create and load ------------------------------------------------------------------------------
+async def test_create_then_load(backend: Backend) -> None:
+    async with backend.open() as h:
+        created = await h.store.create_table("t1", b"v1", events=[b"e1.0", b"e1.1"])
+        assert (created.version, created.response, created.replayed) == (1, b"", False)
+        assert len(created.event_ids) == 2
+        table = await h.other.load("t1")
+        assert (table.table_id, table.version, table.state) == ("t1", 1, b"v1")
+        assert table.deadline_ms is None
+        assert table.last_event_id == created.event_ids[-1]
+
+        bare = await h.store.create_table("t2", b"")
+        assert bare.event_ids == ()
+        assert (await h.store.load("t2")).last_event_id == "0"
+
+
+async def test_create_twice_is_refused(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        with pytest.raises(TableExistsError):
+            await h.other.create_table("t", b"other")
+        assert (await h.store.load("t")).state == b"v1"
+
+
+async def test_missing_table(backend: Backend) -> None:
+    async with backend.open() as h:
+        with pytest.raises(TableNotFoundError):
+            await h.store.load("nope")
+        with pytest.raises(TableNotFoundError):
+            await play(h.store, "nope", 1)
+        with pytest.raises(TableNotFoundError):
+            await h.store.read_events("nope")
+        with pytest.raises(TableNotFoundError):
+            await h.store.wait_events("nope", after="0", timeout_s=0.05)
+        assert await h.store.get_extra("nope", "hand:1") is None
+        assert await h.store.list_extra("nope", "hand") == ExtraPage((), None, 0)
+
+
+async def test_bad_arguments_are_refused(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        for table_id in ["", "a{b", "a}b", "with space", "x" * 201, "tab\x00"]:
+            with pytest.raises(InvalidIdError):
+                await h.store.load(table_id)
+        with pytest.raises(InvalidIdError):
+            await play(h.store, "t", 1, request_id="two words")
+        with pytest.raises(InvalidIdError):
+            await h.store.read_events("t", after="not-an-id")
+        with pytest.raises(InvalidIdError):
+            await h.store.list_extra("t", "a:b")
+        with pytest.raises(InvalidIdError):
+            await play(h.store, "t", 1, extra={"bad key": b""})
+        with pytest.raises(ValueError, match="expected_version"):
+            await play(h.store, "t", 0)
+        with pytest.raises(ValueError, match="ttl_seconds"):
+            await play(h.store, "t", 1, ttl_seconds=0)
+        with pytest.raises(ValueError, match="deadline_ms"):
+            await play(h.store, "t", 1, deadline_ms=-1)
+        with pytest.raises(ValueError, match="bad page"):
+            await h.store.list_extra("t", "hand", count=0)
+        assert (await h.store.load("t")).version == 1
+
+
+# --- versions and request ids ---------------------------------------------------------------------
+async def test_commit_increments_the_version(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        for version in range(1, 6):
+            store = h.store if version % 2 else h.other
+            result = await play(store, "t", version)
+            assert (result.version, result.response, result.replayed) == (
+                version + 1,
+                b"r%d" % (version + 1),
+                False,
+            )
+        table = await h.store.load("t")
+        assert (table.version, table.state) == (6, b"v6")
+
+
+async def test_stale_version_is_refused_and_changes_nothing(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        await play(h.store, "t", 1, deadline_ms=5_000)
+        before = await h.store.load("t")
+        with pytest.raises(StaleVersionError) as caught:
+            await play(h.other, "t", 1, request_id="late", deadline_ms=9_000, extra={"x": b""})
+        assert (caught.value.current_version, caught.value.expected_version) == (2, 1)
+        assert caught.value.reason == "STALE_VERSION"
+        assert await h.store.load("t") == before
+        assert payloads(await h.store.read_events("t")) == [b"e2.0"]
+        assert await h.store.get_response("t", "late") is None
+        assert await h.store.get_extra("t", "x") is None
+
+
+async def test_request_id_replays_the_first_result(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        first = await play(h.store, "t", 1, request_id="move-1", events=2, deadline_ms=5_000)
+        await play(h.store, "t", 2)
+        before = await h.store.load("t")
+        # The retry still carries the old version: it gets the first answer, not ABORTED.
+        again = await h.other.commit(
+            "t",
+            expected_version=1,
+            state=b"something else",
+            events=[b"other"],
+            response=b"other response",
+            request_id="move-1",
+            deadline_ms=9_000,
+            extra={"hand:1": b"h"},
+        )
+        assert again == CommitResult(first.version, first.response, True, first.event_ids)
+        assert await h.store.load("t") == before
+        assert payloads(await h.store.read_events("t")) == [b"e2.0", b"e2.1", b"e3.0"]
+        assert await h.store.get_extra("t", "hand:1") is None
+        assert await h.store.get_response("t", "move-1") == b"r2"
+        assert await h.store.get_response("t", "never-sent") is None
+
+
+async def test_exactly_one_of_many_racing_commits_wins(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        for version in range(1, 11):
+            racers = [
+                play(h.store if i % 2 else h.other, "t", version, request_id=f"r{version}.{i}")
+                for i in range(12)
+            ]
+            outcomes = await asyncio.gather(*racers, return_exceptions=True)
+            won = [o for o in outcomes if isinstance(o, CommitResult)]
+            assert len(won) == 1, outcomes
+            assert all(isinstance(o, StaleVersionError) for o in outcomes if o not in won)
+            assert won[0].version == version + 1
+        assert (await h.store.load("t")).version == 11
+        assert payloads(await h.store.read_events("t")) == [b"e%d.0" % v for v in range(2, 12)]
+
+
+async def test_cancelled_commits_leave_a_consistent_table(backend: Backend) -> None:
+    """Callers cancelled at random points (a crashed request): state, version and events
+    still agree, and no version is applied twice."""
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        rng = random.Random(5)
+
+        stop = asyncio.Event()
+
+        async def mover(store: TableStore) -> None:
+            # Python 3.11's wait_for (inside redis-py) can swallow a cancel: stop anyway.
+            while not stop.is_set():
+                await asyncio.sleep(0)  # the in-memory store never suspends by itself
+                table = await store.load("t")
+                if table.version >= 2_000:  # stay below the event cap
+                    return
+                with contextlib.suppress(StaleVersionError):
+                    await play(store, "t", table.version, request_id=f"m{rng.random()}")
+
+        for _ in range(30):
+            stop.clear()
+            movers = [asyncio.create_task(mover(s)) for s in (h.store, h.other, h.store)]
+            await asyncio.sleep(rng.random() * 0.01)
+            for task in movers:
+                task.cancel()
+            stop.set()
+            await asyncio.gather(*movers, return_exceptions=True)
+        table = await h.store.load("t")
+        assert table.version > 1
+        assert table.state == b"v%d" % table.version
+        events = await h.store.read_events("t", limit=10_000)
+        assert payloads(events) == [b"e%d.0" % v for v in range(1, table.version + 1)]
+        assert table.last_event_id == events[-1].event_id
+
+
+# --- the event log --------------------------------------------------------------------------------
+async def test_events_in_order_and_after_an_id(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        for version in range(1, 8):
+            await play(h.store, "t", version, events=version % 3)  # 0, 1 or 2 events
+        everything = await h.other.read_events("t")
+        expected = [b"e1.0"] + [b"e%d.%d" % (v + 1, i) for v in range(1, 8) for i in range(v % 3)]
+        assert payloads(everything) == expected
+        keys = [parse_event_id(e.event_id) for e in everything]
+        assert keys == sorted(set(keys))
+
+        paged: list[StoredEvent] = []
+        after = "0"
+        while page := await h.store.read_events("t", after=after, limit=3):
+            assert len(page) <= 3
+            paged += page
+            after = page[-1].event_id
+        assert paged == everything
+        for i, event in enumerate(everything):
+            assert await h.store.read_events("t", after=event.event_id) == everything[i + 1 :]
+        assert (await h.store.load("t")).last_event_id == everything[-1].event_id
+
+
+async def test_snapshot_then_events_has_no_gap(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        await play(h.store, "t", 1)
+        snapshot = await h.store.load("t")
+        await play(h.other, "t", 2, events=2)
+        missed = await h.store.read_events("t", after=snapshot.last_event_id)
+        assert payloads(missed) == [b"e3.0", b"e3.1"]
+
+
+async def test_trimmed_events_are_reported_not_skipped(backend: Backend) -> None:
+    async with backend.open(max_events=5) as h:
+        await h.store.create_table("t", b"v1")
+        ids: list[str] = []
+        for version in range(1, 4):
+            ids += (await play(h.store, "t", version, events=50)).event_ids
+        with pytest.raises(EventsTrimmedError) as caught:
+            await h.store.read_events("t")
+        assert caught.value.reason == "EVENTS_TRIMMED"
+        with pytest.raises(EventsTrimmedError):
+            await h.store.read_events("t", after=ids[0])
+        with pytest.raises(EventsTrimmedError):
+            await h.store.wait_events("t", after=ids[0], timeout_s=1)
+        # At least the last five are kept; reading after a kept one is fine.
+        tail = await h.store.read_events("t", after=ids[-5])
+        assert payloads(tail) == [b"e4.%d" % i for i in range(46, 50)]
+        last = await h.store.load("t")
+        assert await h.store.read_events("t", after=last.last_event_id) == []
+
+
+async def test_wait_events_times_out_cleanly(backend: Backend) -> None:
+    async with backend.open() as h:
+        created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        started = time.monotonic()
+        assert await h.store.wait_events("t", after=created.event_ids[0], timeout_s=0.2) == []
+        assert 0.15 <= time.monotonic() - started < 2
+        # Pending events come back at once.
+        ready = await h.store.wait_events("t", after="0", timeout_s=5)
+        assert payloads(ready) == [b"e1.0"]
+        # The store still works after a timed-out wait.
+        await play(h.store, "t", 1)
+        assert payloads(await h.store.wait_events("t", after=created.event_ids[0], timeout_s=1))
+
+
+async def test_wait_events_wakes_on_a_commit_through_another_replica(backend: Backend) -> None:
+    async with backend.open() as h:
+        created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        waiters = [
+            asyncio.create_task(h.store.wait_events("t", after=created.event_ids[0], timeout_s=10))
+            for _ in range(3)
+        ]
+        await asyncio.sleep(0.1)
+        assert not any(w.done() for w in waiters)
+        started = time.monotonic()
+        await play(h.other, "t", 1, events=2)
+        woken = await asyncio.wait_for(asyncio.gather(*waiters), 5)
+        assert time.monotonic() - started < 2
+        for events in woken:
+            assert payloads(events)[:1] == [b"e2.0"]
+            assert payloads(await h.store.read_events("t", after=created.event_ids[0])) == [
+                b"e2.0",
+                b"e2.1",
+            ]
+
+
+# --- extra blobs ----------------------------------------------------------------------------------
+async def test_extra_blobs_and_their_pages(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        hands = {f"hand:{n}": b"history %d" % n for n in (1, 2, 10, 11)}
+        await play(h.store, "t", 1, extra={**hands, "seed": b"s", "summary:2": b"two"})
+        await play(h.store, "t", 2, extra={"hand:2": b"history 2 (revised)", "hand:012": b"x"})
+        assert await h.other.get_extra("t", "hand:10") == b"history 10"
+        assert await h.other.get_extra("t", "hand:2") == b"history 2 (revised)"
+        assert await h.other.get_extra("t", "seed") == b"s"
+        assert await h.other.get_extra("t", "hand:012") == b"x"  # kept, but not listed
+        assert await h.other.get_extra("t", "hand:3") is None
+
+        first = await h.other.list_extra("t", "hand", count=3)
+        assert first == ExtraPage(
+            items=((1, b"history 1"), (2, b"history 2 (revised)"), (10, b"history 10")),
+            next_start=11,
+            total=4,
+        )
+        assert first.next_start is not None
+        rest = await h.other.list_extra("t", "hand", start=first.next_start, count=3)
+        assert rest == ExtraPage(items=((11, b"history 11"),), next_start=None, total=4)
+        assert await h.store.list_extra("t", "hand", start=12) == ExtraPage((), None, 4)
+        assert await h.store.list_extra("t", "summary") == ExtraPage(((2, b"two"),), None, 1)
+        assert await h.store.list_extra("t", "han") == ExtraPage((), None, 0)
+        assert await h.store.list_extra("t", "seed") == ExtraPage((), None, 0)
+
+
+# --- deadlines ------------------------------------------------------------------------------------
+async def test_due_deadlines(backend: Backend) -> None:
+    async with backend.open() as h:
+        for table_id in ("a", "b", "c", "d"):
+            await h.store.create_table(table_id, b"v1")
+        await play(h.store, "a", 1, deadline_ms=1_000)
+        await play(h.store, "b", 1, deadline_ms=5_000)
+        await play(h.store, "c", 1, deadline_ms=None)
+        await play(h.other, "d", 1, deadline_ms=1_000)
+        assert (await h.store.load("a")).deadline_ms == 1_000
+        assert await h.store.due_deadlines(999, limit=10) == []
+        assert await h.store.due_deadlines(2_000, limit=10) == [("a", 1_000), ("d", 1_000)]
+        assert await h.other.due_deadlines(9_000, limit=10) == [
+            ("a", 1_000),
+            ("d", 1_000),
+            ("b", 5_000),
+        ]
+        assert await h.other.due_deadlines(9_000, limit=1) == [("a", 1_000)]
+
+        # The sweeper's timeout move: one replica wins, the other's stale commit is refused.
+        await play(h.store, "a", 2, request_id="timeout:1000", deadline_ms=None)
+        with pytest.raises(StaleVersionError):
+            await play(h.other, "a", 2, request_id="timeout:1000:other", deadline_ms=None)
+        await play(h.store, "d", 2, deadline_ms=7_000)
+        assert (await h.store.load("a")).deadline_ms is None
+        assert await h.store.due_deadlines(6_000, limit=10) == [("b", 5_000)]
+        assert await h.store.due_deadlines(9_000, limit=10) == [("b", 5_000), ("d", 7_000)]
+
+
+async def test_losing_commits_do_not_move_the_deadline(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        await play(h.store, "t", 1, request_id="first", deadline_ms=1_000)
+        with pytest.raises(StaleVersionError):  # a later deadline from a stale commit
+            await play(h.other, "t", 1, request_id="stale", deadline_ms=9_000)
+        replay = await play(h.other, "t", 1, request_id="first", deadline_ms=8_000)
+        assert replay.replayed
+        assert await h.store.due_deadlines(2_000) == [("t", 1_000)]
+        with pytest.raises(StaleVersionError):  # an earlier one: a hint found early
+            await play(h.other, "t", 1, request_id="stale-2", deadline_ms=500)
+        assert await h.store.due_deadlines(700) == []
+        assert await h.store.due_deadlines(1_000) == [("t", 1_000)]
+        with pytest.raises(TableNotFoundError):
+            await play(h.other, "gone", 1, deadline_ms=100)
+        assert await h.store.due_deadlines(1_000) == [("t", 1_000)]
+
+
+# --- time to live ---------------------------------------------------------------------------------
+async def test_every_commit_refreshes_the_ttl(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1", events=[b"e"], ttl_seconds=100)
+        assert all(0 < ttl <= 100 for ttl in await h.ttls("t"))
+        await play(h.store, "t", 1, ttl_seconds=1_000, extra={"hand:1": b"h"})
+        ttls = await h.ttls("t")
+        assert ttls and all(900 < ttl <= 1_000 for ttl in ttls)
+        await play(h.other, "t", 2, ttl_seconds=50, events=0)
+        assert all(0 < ttl <= 50 for ttl in await h.ttls("t"))
+
+
+async def test_tables_and_request_ids_expire(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("short", b"v1")
+        await play(h.store, "short", 1, request_id="r", ttl_seconds=1, request_ttl_seconds=1)
+        await h.store.create_table("kept", b"v1")
+        await play(h.store, "kept", 1, request_id="r", ttl_seconds=1, request_ttl_seconds=60)
+        await h.store.create_table("alive", b"v1")
+        await play(h.store, "alive", 1, ttl_seconds=60, request_id="r", request_ttl_seconds=1)
+        await h.advance(1.3)
+        with pytest.raises(TableNotFoundError):
+            await h.store.load("short")
+        assert await h.store.get_response("short", "r") is None
+        with pytest.raises(TableNotFoundError):  # outside the retry window: judged afresh
+            await play(h.store, "short", 1, request_id="r")
+        # Inside the window a retry is answered even though the table itself expired.
+        assert (await play(h.store, "kept", 1, request_id="r")).replayed
+        assert await h.store.list_extra("short", "hand") == ExtraPage((), None, 0)
+        assert await h.store.due_deadlines(10**13) == []
+        # The table outlives its request record: the same request id is now a new request.
+        with pytest.raises(StaleVersionError):
+            await play(h.store, "alive", 1, request_id="r")
+        await h.store.create_table("short", b"again")  # the id is free again
+        assert (await h.store.load("short")).version == 1

@@ -1,0 +1,242 @@
+"""What only the Redis store has: its key layout, scripts, deadline hints and faults."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from ofc_service.store import (
+    RedisTableStore,
+    StaleVersionError,
+    StoreError,
+    StoreUnavailableError,
+    TableNotFoundError,
+    TableStore,
+    open_store,
+)
+from redis.asyncio import Redis
+from redis.crc import key_slot
+
+from tests.conftest import RedisServer
+
+from .conftest import Backend, Harness
+from .test_conformance import payloads, play
+
+
+def admin_of(h: Harness) -> Redis:
+    assert h.admin is not None
+    return h.admin
+
+
+async def test_key_layout_and_ttls(redis_backend: Backend) -> None:
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        await h.store.create_table("t", b"v1", ttl_seconds=600)
+        await play(
+            h.store,
+            "t",
+            1,
+            request_id="r1",
+            deadline_ms=1_000,
+            extra={"hand:1": b"h"},
+            ttl_seconds=600,
+            request_ttl_seconds=60,
+        )
+        keys = sorted(k.decode() if isinstance(k, bytes) else k for k in await admin.keys("*"))
+        create_record = next(k for k in keys if ":req:create:" in k)
+        assert keys == sorted(
+            [
+                "ofc:deadlines",
+                "ofc:{t}:events",
+                "ofc:{t}:extra",
+                "ofc:{t}:extra_index",
+                "ofc:{t}:req:r1",
+                "ofc:{t}:state",
+                create_record,
+            ]
+        )
+        assert len({key_slot(k.encode()) for k in keys if k != "ofc:deadlines"}) == 1
+        for key in keys:
+            ttl = await admin.ttl(key)
+            if key == "ofc:deadlines":
+                assert ttl == -1  # shared by all tables; entries are removed by the sweep
+            elif key.endswith(":req:r1"):
+                assert 50 < ttl <= 60
+            elif key == create_record:
+                assert 0 < ttl <= 60
+            else:
+                assert 590 < ttl <= 600
+        assert await admin.hgetall("ofc:{t}:state") == {
+            b"version": b"2",
+            b"state": b"v2",
+            b"deadline": b"1000",
+            b"last_event": (await h.store.load("t")).last_event_id.encode(),
+            b"layout": b"1",
+        }
+        assert await admin.zrange("ofc:deadlines", 0, -1, withscores=True) == [(b"t", 1000.0)]
+
+        await admin.hset("ofc:{t}:state", "layout", "2")
+        with pytest.raises(StoreError, match="unknown layout"):
+            await h.store.load("t")
+
+
+async def test_scripts_reload_after_script_flush(redis_backend: Backend) -> None:
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        await admin.script_flush()
+        await h.store.create_table("t", b"v1")
+        await admin.script_flush()
+        await play(h.store, "t", 1)  # a direct EVALSHA
+        await admin.script_flush()
+        await play(h.store, "t", 2, deadline_ms=1_000)  # EVALSHA inside the ZADD pipeline
+        await admin.script_flush()
+        await play(h.store, "t", 3, extra={"hand:1": b"h"})
+        await admin.script_flush()
+        assert (await h.store.list_extra("t", "hand")).items == ((1, b"h"),)
+        await play(h.store, "t", 4, deadline_ms=None)
+        await admin.script_flush()
+        assert await h.store.due_deadlines(2_000) == []  # runs the compare-and-set script
+        assert await admin.zcard("ofc:deadlines") == 0
+        table = await h.store.load("t")
+        assert (table.version, table.state) == (5, b"v5")
+        assert payloads(await h.store.read_events("t")) == [b"e%d.0" % v for v in range(2, 6)]
+
+
+async def test_store_survives_a_server_restart(
+    redis_backend: Backend, redis_server: RedisServer
+) -> None:
+    async with redis_backend.open() as h:
+        await h.store.create_table("before", b"v1")
+        await play(h.store, "before", 1, deadline_ms=1_000)
+        redis_server.restart()  # no persistence: data and scripts are gone
+        with pytest.raises(TableNotFoundError):
+            await h.store.load("before")
+        await h.store.create_table("after", b"v1")
+        await play(h.store, "after", 1, deadline_ms=1_000)
+        waiting = (await h.store.load("after")).last_event_id
+        assert await h.store.wait_events("after", after=waiting, timeout_s=0.05) == []
+        redis_server.restart()
+        await h.other.create_table("again", b"v1")
+        await play(h.other, "again", 1)
+        await play(h.other, "again", 2, deadline_ms=1_000)
+        assert await h.store.due_deadlines(1_000) == [("again", 1_000)]
+        last = (await h.store.load("again")).last_event_id
+        waiter = asyncio.create_task(h.store.wait_events("again", after=last, timeout_s=5))
+        await asyncio.sleep(0.05)
+        await play(h.other, "again", 3)
+        assert payloads(await waiter) == [b"e4.0"]  # the blocking pool reconnected too
+
+
+async def test_unavailable_server_is_reported_then_recovered(
+    redis_backend: Backend, redis_server: RedisServer
+) -> None:
+    async with redis_backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        redis_server.stop()
+        try:
+            with pytest.raises(StoreUnavailableError) as caught:
+                await h.store.load("t")
+            assert caught.value.reason == "STORE_UNAVAILABLE"
+            with pytest.raises(StoreUnavailableError):
+                await play(h.store, "t", 1, deadline_ms=5)
+        finally:
+            redis_server.start()
+        await h.store.create_table("t", b"v1")
+        assert (await play(h.store, "t", 1)).version == 2
+
+
+async def test_killed_connections_leave_tables_consistent(redis_backend: Backend) -> None:
+    """Connections are killed under load; callers retry with the same request id, as the
+    contract allows. Every table's state, version and events agree afterwards, and no
+    change was applied twice or lost."""
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        tables = ["a", "b"]
+        for table_id in tables:
+            await h.store.create_table(table_id, b"v1", events=[b"e1.0"])
+        stop = asyncio.Event()
+        applied: dict[str, set[int]] = {t: set() for t in tables}
+
+        async def mover(store: TableStore, table_id: str, name: str) -> None:
+            while not stop.is_set():
+                try:
+                    version = (await store.load(table_id)).version
+                except StoreUnavailableError:
+                    continue
+                while True:  # one logical request, retried until it has an answer
+                    try:
+                        result = await play(
+                            store, table_id, version, request_id=f"{name}-{version}"
+                        )
+                    except StoreUnavailableError:
+                        continue
+                    except StaleVersionError:
+                        break
+                    applied[table_id].add(result.version)
+                    break
+
+        killed = 0
+
+        async def killer() -> None:
+            nonlocal killed
+            while not stop.is_set():
+                killed += await admin.client_kill_filter(_type="normal", skipme=True)
+                await asyncio.sleep(0.003)
+
+        tasks = [
+            asyncio.create_task(mover(store, table_id, f"{table_id}{i}"))
+            for i, store in enumerate([h.store, h.other, h.store, h.other])
+            for table_id in tables
+        ]
+        tasks.append(asyncio.create_task(killer()))
+        await asyncio.sleep(1.0)
+        stop.set()
+        await asyncio.gather(*tasks)
+        assert killed > 20
+        for table_id in tables:
+            table = await h.store.load(table_id)
+            assert table.version > 5
+            assert table.state == b"v%d" % table.version
+            events = await h.store.read_events(table_id, limit=10_000)
+            assert payloads(events) == [b"e%d.0" % v for v in range(1, table.version + 1)]
+            assert applied[table_id] == set(range(2, table.version + 1))
+
+
+async def test_deadline_hints_are_repaired(redis_backend: Backend) -> None:
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+
+        async def hint(table_id: str) -> float | None:
+            score: float | None = await admin.zscore("ofc:deadlines", table_id)
+            return score
+
+        for table_id in ("early", "stale", "lost"):
+            await h.store.create_table(table_id, b"v1")
+        await play(h.store, "early", 1, deadline_ms=5_000)
+        with pytest.raises(StaleVersionError):  # an earlier hint from a losing commit stays
+            await play(h.other, "early", 1, request_id="x", deadline_ms=1_000)
+        assert await hint("early") == 1_000
+        with pytest.raises(StaleVersionError):  # a later one is lowered back at once
+            await play(h.other, "early", 1, request_id="y", deadline_ms=9_000)
+        assert await hint("early") == 5_000
+        await admin.zadd("ofc:deadlines", {"early": 1_000})
+        await play(h.store, "stale", 1, deadline_ms=1_000)
+        await play(h.store, "stale", 2, deadline_ms=None)
+        await play(h.store, "lost", 1, deadline_ms=1_000)
+        await admin.delete("ofc:{lost}:state")  # as if the table had expired
+        await admin.zadd("ofc:deadlines", {"absent": 1_500})
+
+        assert await h.store.due_deadlines(2_000) == []
+        assert await admin.zrange("ofc:deadlines", 0, -1, withscores=True) == [(b"early", 5000.0)]
+        assert await h.store.due_deadlines(5_000) == [("early", 5_000)]
+        assert await hint("early") == 5_000  # kept until the sweeper's commit moves it
+
+
+async def test_open_store_picks_the_backend(redis_url: str) -> None:
+    store = open_store(redis_url)
+    assert isinstance(store, RedisTableStore)
+    try:
+        await store.create_table("t", b"v1")
+        assert (await play(store, "t", 1)).version == 2
+    finally:
+        await store.close()
