@@ -7,4 +7,6 @@ BIN=.venv/bin
 echo "== ruff"; $BIN/ruff check .
 echo "== mypy --strict"; $BIN/mypy
 echo "== import-linter"; $BIN/lint-imports
+echo "== deploy (Dockerfile, compose, Envoy, Prometheus, Grafana, k8s)"; bash scripts/check_deploy.sh
+echo "== protos (buf lint, buf breaking, generated code up to date)"; bash scripts/lint_protos.sh
 echo "== pytest"; $BIN/pytest -q "$@"

@@ -14,12 +14,15 @@ from ofc.jsonio import error_to_dict, score_request_from_dict, settlement_to_dic
 from ofc.rulesets import PRESETS
 from ofc.shuffle import commitment, parse_seed_hex, shuffle_deck
 
+from ofc_cli import remote
+
 
 def register(subparsers: Any) -> None:
     score = subparsers.add_parser("score", help="settle a hand given as JSON (file or stdin)")
     score.add_argument("file", nargs="?", default="-", help="JSON file, or - for stdin")
     score.add_argument("--jsonl", action="store_true", help="one hand per line, one result per line")
     score.set_defaults(handler=run_score)
+    remote.add_server_option(score, remote.run_score)
 
     deal = subparsers.add_parser("deal", help="derive a deck with ofc-shuffle-v1")
     deal.add_argument("--server-seed", required=True, help="32 bytes as 64 hex digits")
@@ -27,6 +30,7 @@ def register(subparsers: Any) -> None:
     deal.add_argument("--nonce", type=int, required=True, help="unsigned 64-bit integer")
     deal.add_argument("--json", action="store_true")
     deal.set_defaults(handler=run_deal)
+    remote.add_server_option(deal, remote.run_deal)
 
     ev = subparsers.add_parser("eval", help="category and value of a 3- or 5-card row")
     ev.add_argument("cards", nargs="+", help="card codes, e.g. As Kd 10h")

@@ -1,0 +1,35 @@
+"""``ofc serve``: run the gRPC server (rules service, health, reflection, /metrics).
+
+Every flag can also come from its environment variable (``OFC_LISTEN``, ...); a flag wins.
+gRPC is imported only when the server starts, so other commands stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ofc_service.server.config import ConfigError, add_arguments, config_from_args
+
+
+def register(subparsers: Any) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the gRPC server",
+        description="Serve ofcpoker.v1.RulesService, gRPC health and reflection, and "
+        "Prometheus metrics over HTTP. SIGTERM stops it gracefully.",
+    )
+    add_arguments(serve)
+    serve.set_defaults(handler=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        print(f"error: CONFIG: {exc}", file=sys.stderr)
+        return 2
+    from ofc_service.server.main import serve
+
+    return serve(config)

@@ -1,0 +1,228 @@
+"""``OfcClient``: a small typed client for ofcpoker.v1.RulesService.
+
+>>> client = OfcClient("127.0.0.1:50051")                        # doctest: +SKIP
+>>> client.settle_hand(["Ac 3d 2h / 6c 6d 9h 8s 4c / 9c 8c 7d 6h 5s",
+...                     "Kd 3c 2d / 5c 5d 9d 8h 4d / 7c 7h Qd Js 4s"]).points  # doctest: +SKIP
+(8, -8)
+
+Every method raises an :class:`~ofc_client.errors.OfcClientError` subclass on failure,
+carrying the server's ErrorInfo reason and the offending field path.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import json_format
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ofcpoker.v1 import rules_service_pb2 as pb
+from ofcpoker.v1 import rules_service_pb2_grpc as pb_grpc
+from ofcpoker.v1 import ruleset_pb2
+
+from ofc_client.errors import REQUEST_ID_KEY, from_rpc_error
+from ofc_client.models import (
+    BoardAssessment,
+    BoardLike,
+    Deck,
+    HandInput,
+    HandResult,
+    HandValue,
+    PlayerInput,
+    RowEvaluation,
+    RulesetLike,
+    Settlement,
+    outcome_from_proto,
+)
+from ofc_client.requests import (
+    board_message,
+    card_list,
+    hand_message,
+    invalid,
+    row_position,
+    ruleset_spec,
+)
+
+DEFAULT_TIMEOUT = 10.0
+T = TypeVar("T")
+
+
+def _ruleset_dict(m: ruleset_pb2.RulesetParameters) -> dict[str, Any]:
+    return json_format.MessageToDict(
+        m, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+class OfcClient:
+    """A connection to an ofc server. ``target`` is ``HOST:PORT``; plaintext unless
+    ``credentials`` (e.g. ``grpc.ssl_channel_credentials()``) are given."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        if channel is None:
+            channel = (
+                grpc.secure_channel(target, credentials, options)
+                if credentials is not None
+                else grpc.insecure_channel(target, options)
+            )
+        self.channel = channel
+        self.timeout = timeout
+        self._stub = pb_grpc.RulesServiceStub(channel)
+        self._health = health_pb2_grpc.HealthStub(channel)
+        self.last_request_id = ""
+
+    # --- plumbing ---------------------------------------------------------------------------
+    def _call(self, method: Callable[..., T], request: Any, request_id: str | None = None) -> T:
+        self.last_request_id = request_id or uuid.uuid4().hex
+        try:
+            result: T = method(
+                request, timeout=self.timeout, metadata=((REQUEST_ID_KEY, self.last_request_id),)
+            )
+        except grpc.RpcError as error:
+            raise from_rpc_error(error) from None
+        return result
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> OfcClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- rules ------------------------------------------------------------------------------
+    def evaluate_row(
+        self, cards: str | Sequence[str], *, row: str | None = None, ruleset: RulesetLike = None
+    ) -> RowEvaluation:
+        """Category and value of a 3- or 5-card row; its royalty when ``row`` is given."""
+        request = pb.EvaluateRowRequest(cards=card_list(cards), row=row_position(row))
+        spec = ruleset_spec(ruleset)
+        if spec is not None:
+            request.ruleset.CopyFrom(spec)
+        response = self._call(self._stub.EvaluateRow, request)
+        return RowEvaluation(HandValue.from_proto(response.hand), response.royalty)
+
+    def validate_board(
+        self,
+        board: BoardLike,
+        *,
+        ruleset: RulesetLike = None,
+        in_fantasyland: bool = False,
+        fantasyland_streak: int = 0,
+    ) -> BoardAssessment:
+        """Foul, royalties and Fantasyland for one complete board."""
+        request = pb.ValidateBoardRequest(
+            board=board_message(board),
+            in_fantasyland=in_fantasyland,
+            fantasyland_streak=fantasyland_streak,
+        )
+        spec = ruleset_spec(ruleset)
+        if spec is not None:
+            request.ruleset.CopyFrom(spec)
+        return BoardAssessment.from_proto(self._call(self._stub.ValidateBoard, request).assessment)
+
+    def settle_hand(
+        self,
+        players: Sequence[PlayerInput | BoardLike],
+        *,
+        ruleset: RulesetLike = None,
+        pair_units: dict[tuple[int, int], int] | None = None,
+    ) -> Settlement:
+        """Settle one hand of 2-4 boards."""
+        hand = hand_message(HandInput(players, ruleset, pair_units or {}))
+        response = self._call(self._stub.SettleHand, pb.SettleHandRequest(hand=hand))
+        return Settlement.from_proto(response.settlement)
+
+    def settle_hands(self, hands: Iterable[HandInput]) -> list[HandResult]:
+        """Settle up to 1000 hands in one call; a bad hand yields a HandError, not an exception."""
+        request = pb.SettleHandsRequest(hands=[hand_message(h) for h in hands])
+        response = self._call(self._stub.SettleHands, request)
+        return [outcome_from_proto(o) for o in response.results]
+
+    def settle_stream(
+        self, hands: Iterable[tuple[str, HandInput]]
+    ) -> Iterator[tuple[str, HandResult]]:
+        """Stream ``(hand_id, hand)`` pairs; yield ``(hand_id, result)`` in request order."""
+        requests = (pb.SettleHandsStreamRequest(hand_id=i, hand=hand_message(h)) for i, h in hands)
+        self.last_request_id = uuid.uuid4().hex
+        responses = self._stub.SettleHandsStream(
+            requests, timeout=None, metadata=((REQUEST_ID_KEY, self.last_request_id),)
+        )
+        try:
+            for response in responses:
+                yield response.hand_id, outcome_from_proto(response.outcome)
+        except grpc.RpcError as error:
+            raise from_rpc_error(error) from None
+
+    def list_presets(self) -> dict[str, dict[str, Any]]:
+        """Every preset's full parameters, by name (the RulesetParameters JSON form)."""
+        response = self._call(self._stub.ListPresets, pb.ListPresetsRequest())
+        return {p.name: _ruleset_dict(p) for p in response.presets}
+
+    def resolve_ruleset(self, ruleset: RulesetLike) -> dict[str, Any]:
+        """The full parameters of a preset with overrides, as the server resolves them."""
+        request = pb.ResolveRulesetRequest()
+        spec = ruleset_spec(ruleset)
+        if spec is not None:
+            request.ruleset.CopyFrom(spec)
+        return _ruleset_dict(self._call(self._stub.ResolveRuleset, request).ruleset)
+
+    # --- fairness ---------------------------------------------------------------------------
+    def derive_deck(
+        self,
+        server_seed: bytes | str,
+        *,
+        client_seed: bytes | str = b"",
+        nonce: int,
+        include_first_block: bool = False,
+    ) -> Deck:
+        """ofc-shuffle-v1: the commitment and 52-card deck. ``server_seed``: 32 bytes or 64 hex
+        digits; ``client_seed``: bytes, or text (UTF-8)."""
+        if isinstance(nonce, bool) or not isinstance(nonce, int) or not 0 <= nonce < 2**64:
+            raise invalid(
+                f"nonce must be an integer in 0..2^64-1, got {nonce!r}", "nonce", "INVALID_SEED"
+            )
+        request = pb.DeriveDeckRequest(nonce=nonce, include_first_block=include_first_block)
+        if isinstance(server_seed, str):
+            request.server_seed_hex = server_seed
+        else:
+            request.server_seed_bytes = server_seed
+        if isinstance(client_seed, str):
+            request.client_seed_text = client_seed
+        else:
+            request.client_seed_bytes = client_seed
+        r = self._call(self._stub.DeriveDeck, request)
+        return Deck(r.algorithm, r.commitment, tuple(r.deck), r.first_block_hex)
+
+    def verify_commitment(self, server_seed: bytes | str, commitment: str) -> bool:
+        """True when SHA-256(server_seed) is the published commitment."""
+        request = pb.VerifyCommitmentRequest(commitment=commitment)
+        if isinstance(server_seed, str):
+            request.server_seed_hex = server_seed
+        else:
+            request.server_seed_bytes = server_seed
+        response: pb.VerifyCommitmentResponse = self._call(self._stub.VerifyCommitment, request)
+        return response.valid
+
+    # --- health -----------------------------------------------------------------------------
+    def health(self, service: str = "") -> str:
+        """The server's health status name: SERVING, NOT_SERVING, ..."""
+        request = health_pb2.HealthCheckRequest(service=service)
+        response: health_pb2.HealthCheckResponse = self._call(self._health.Check, request)
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(response.status))

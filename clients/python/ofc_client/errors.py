@@ -1,0 +1,93 @@
+"""Typed exceptions carrying the server's ErrorInfo reason and field path.
+
+Catch :class:`InvalidRequestError` to report a bad request (never retry it unchanged),
+:class:`RetryableError` to retry with backoff, :class:`OfcClientError` for all of them.
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+REQUEST_ID_KEY = "x-request-id"
+
+
+class OfcClientError(Exception):
+    """A call that failed: gRPC ``code``, ErrorInfo ``reason`` and ``field``, and a message."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: grpc.StatusCode,
+        reason: str = "",
+        field: str = "",
+        request_id: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.reason = reason or code.name
+        self.field = field
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        where = f" at {self.field}" if self.field else ""
+        return f"{self.reason}{where}: {self.message}"
+
+
+class InvalidRequestError(OfcClientError):
+    """INVALID_ARGUMENT: the request is wrong (``reason`` says how, ``field`` where)."""
+
+
+class FailedPreconditionError(OfcClientError):
+    """FAILED_PRECONDITION: well formed but not allowed in the current state."""
+
+
+class RetryableError(OfcClientError):
+    """UNAVAILABLE, ABORTED, RESOURCE_EXHAUSTED or DEADLINE_EXCEEDED: may succeed later."""
+
+
+class ServerError(OfcClientError):
+    """INTERNAL, UNKNOWN or another code a correct request should never get."""
+
+
+_CLASSES: dict[grpc.StatusCode, type[OfcClientError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
+    grpc.StatusCode.UNAVAILABLE: RetryableError,
+    grpc.StatusCode.ABORTED: RetryableError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: RetryableError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: RetryableError,
+}
+
+
+def error_class(code: grpc.StatusCode) -> type[OfcClientError]:
+    return _CLASSES.get(code, ServerError)
+
+
+def from_rpc_error(error: grpc.RpcError) -> OfcClientError:
+    """The typed exception for a failed call, with ErrorInfo/BadRequest unpacked."""
+    code: grpc.StatusCode = error.code()
+    message: str = error.details() or code.name
+    reason = ""
+    field = ""
+    request_id = ""
+    for key, value in error.trailing_metadata() or ():
+        if key == REQUEST_ID_KEY and isinstance(value, str):
+            request_id = value
+        elif key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                    info = error_details_pb2.ErrorInfo()
+                    detail.Unpack(info)
+                    reason = info.reason
+                    field = field or info.metadata.get("field", "")
+                elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                    bad = error_details_pb2.BadRequest()
+                    detail.Unpack(bad)
+                    if bad.field_violations:
+                        field = bad.field_violations[0].field
+    return error_class(code)(message, code=code, reason=reason, field=field, request_id=request_id)

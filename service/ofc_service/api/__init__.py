@@ -1,0 +1,1 @@
+"""The gRPC API layer: protobuf <-> core conversion, the error table, the servicers."""

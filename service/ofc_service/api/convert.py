@@ -1,0 +1,556 @@
+"""Protobuf messages <-> core values, validating everything a client can send.
+
+Every reader takes the field path of the message it reads (``hand.``, ``hands[3].``, ...)
+and raises core errors whose ``field`` is the path in the request, in proto field names
+(``hand.players[1].board.middle[2]``), so a client can point at the exact input. Limits
+that the core does not know about (string lengths, list sizes, enum values) are checked
+here, before any work, so an oversized or malformed request is rejected cheaply.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from ofc import errors as core
+from ofc.cards import CARD_CODES, RANK_CHARS, Card
+from ofc.evaluator import Category, HandValue
+from ofc.rulesets import PRESETS, ROWS, Row, Ruleset, get_ruleset, ruleset_from_dict
+from ofc.scoring import Board, BoardResult, Settlement, settle, validate_boards
+from ofc.shuffle import SERVER_SEED_BYTES, parse_seed_hex
+from ofcpoker.v1 import cards_pb2, ruleset_pb2, settlement_pb2
+
+MAX_ID_CHARS = 64
+MAX_NAME_CHARS = 64
+MAX_CARD_TOKEN_CHARS = 8  # "10♠" is 3; anything this long is not a card
+MAX_FANTASYLAND_STREAK = 1000
+MAX_LIST_ITEMS = 64  # streets, royalty entries, Fantasyland entries, stay conditions
+MAX_POINTS = 10_000  # one royalty entry or scoring value: keeps every total inside sint32
+MAX_UNIT_VALUE = 1_000_000  # money units per point: keeps units inside sint64
+DEFAULT_PRESET = "classic"
+CUSTOM_LABEL = "custom"
+
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def with_field(error: core.OfcError, field: str) -> core.OfcError:
+    """The same error (same class and message) pointing at ``field``."""
+    return type(error)(error.message, field=field)
+
+
+# --- cards, rows, boards --------------------------------------------------------------------
+_CANONICAL: dict[str, Card] = {code: Card.parse(code) for code in CARD_CODES}
+_canonical = _CANONICAL.__getitem__
+
+
+def read_board(board: cards_pb2.Board, field: str) -> Board:
+    """A complete board. Fast path: canonical codes and right sizes; anything else is read
+    again by :func:`board_from_proto`, which accepts every spelling or names the bad field."""
+    top, middle, bottom = board.top, board.middle, board.bottom
+    if len(top) == 3 and len(middle) == 5 and len(bottom) == 5:
+        try:
+            return Board(
+                tuple(map(_canonical, top)),
+                tuple(map(_canonical, middle)),
+                tuple(map(_canonical, bottom)),
+            )
+        except KeyError:
+            pass
+    return board_from_proto(board, field)
+
+
+def parse_cards(tokens: Sequence[str], field: str) -> tuple[Card, ...]:
+    """Card codes from a repeated string field; errors name ``field[k]``."""
+    cards = []
+    for k, token in enumerate(tokens):
+        if len(token) > MAX_CARD_TOKEN_CHARS:
+            raise core.InvalidCardError(
+                f"invalid card: {token[:MAX_CARD_TOKEN_CHARS]!r}... ({len(token)} characters)",
+                field=f"{field}[{k}]",
+            )
+        try:
+            cards.append(Card.parse(token))
+        except core.InvalidCardError as exc:
+            raise with_field(exc, f"{field}[{k}]") from None
+    return tuple(cards)
+
+
+def parse_row(tokens: Sequence[str], row: Row, field: str) -> tuple[Card, ...]:
+    """One row of a board: the right size first (cheap), then the cards."""
+    if len(tokens) != row.size:
+        raise core.WrongRowSizeError(
+            f"{field} has {len(tokens)} cards; the {row.value} row holds {row.size}", field=field
+        )
+    return parse_cards(tokens, field)
+
+
+def board_from_proto(board: cards_pb2.Board, field: str) -> Board:
+    """A complete board; sizes and card codes checked (duplicates are checked per hand)."""
+    return Board(
+        parse_row(board.top, Row.TOP, f"{field}.top"),
+        parse_row(board.middle, Row.MIDDLE, f"{field}.middle"),
+        parse_row(board.bottom, Row.BOTTOM, f"{field}.bottom"),
+    )
+
+
+def check_distinct(cards: Sequence[Card], field: str) -> None:
+    """DUPLICATE_CARD at ``field[k]`` for the second occurrence of a card."""
+    seen: set[int] = set()
+    for k, card in enumerate(cards):
+        if card in seen:
+            raise core.DuplicateCardError(f"duplicate card {card}", field=f"{field}[{k}]")
+        seen.add(card)
+
+
+def row_position(value: int, field: str) -> Row | None:
+    """``None`` for UNSPECIFIED; INVALID_INPUT for a number that is not a RowPosition."""
+    if value == cards_pb2.ROW_POSITION_UNSPECIFIED:
+        return None
+    if not 0 < value <= len(ROWS):
+        raise core.InvalidInputError(f"unknown RowPosition value {value}", field=field)
+    return ROWS[value - 1]
+
+
+def category_from_proto(value: int, field: str, error: type[core.OfcError]) -> Category:
+    if not 0 < value <= len(Category):
+        raise error(f"HandCategory {value} is unspecified or unknown", field=field)
+    return Category(value - 1)
+
+
+def category_to_proto(category: Category) -> cards_pb2.HandCategory.ValueType:
+    return cards_pb2.HandCategory.ValueType(category + 1)
+
+
+@functools.cache  # bounded: under 10,000 distinct row values exist
+def _hand_value_bytes(value: int) -> bytes:
+    hand = HandValue(value)
+    return cards_pb2.HandValue(
+        category=category_to_proto(hand.category),
+        value=value,
+        name=str(hand),
+        ranks=[r.char for r in hand.ranks],
+    ).SerializeToString()
+
+
+def write_hand_value(value: int, out: cards_pb2.HandValue) -> None:
+    """Fill ``out`` (a field of a larger message: no copy) with a row value and its names."""
+    out.MergeFromString(_hand_value_bytes(value))
+
+
+# --- rulesets -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ResolvedRuleset:
+    ruleset: Ruleset
+    label: str  # metric label: the preset name, or "custom" when overridden
+
+
+_PRESET_RESOLVED = {name: ResolvedRuleset(r, name) for name, r in PRESETS.items()}
+
+
+def ruleset_from_proto(spec: ruleset_pb2.RulesetSpec | None, field: str) -> ResolvedRuleset:
+    """The ruleset a request asks for; ``field`` is the path of the RulesetSpec."""
+    preset = spec.preset if spec is not None and spec.preset else DEFAULT_PRESET
+    if spec is None or not spec.HasField("overrides"):
+        resolved = _PRESET_RESOLVED.get(preset)
+        if resolved is None:
+            _unknown_preset(preset, field)
+        return resolved
+    return _with_overrides(preset, spec.overrides.SerializeToString(deterministic=True), field)
+
+
+def _unknown_preset(preset: str, field: str) -> NoReturn:
+    try:
+        get_ruleset(preset[:MAX_NAME_CHARS])  # not a preset (64 characters is longer than any)
+    except core.UnknownRulesetError as exc:
+        raise with_field(exc, f"{field}.preset") from None
+    raise AssertionError("unreachable")
+
+
+@functools.lru_cache(maxsize=256)  # back offices send the same house rules again and again
+def _with_overrides(preset: str, overrides_bytes: bytes, field: str) -> ResolvedRuleset:
+    base = PRESETS.get(preset)
+    if base is None:
+        _unknown_preset(preset, field)
+    overrides = ruleset_pb2.RulesetOverrides.FromString(overrides_bytes)
+    path = f"{field}.overrides"
+    changes, names = _override_dict(overrides, path)
+    try:
+        ruleset = ruleset_from_dict(changes, base=base)
+    except core.OfcError as exc:
+        raise with_field(exc, _override_error_field(exc.field, names, path)) from None
+    return ResolvedRuleset(ruleset, CUSTOM_LABEL)
+
+
+def _override_error_field(core_field: str, names: Mapping[str, str], path: str) -> str:
+    """Core names options ``ruleset.key``, ``key`` or ``key.sub``; point at the proto field."""
+    key = core_field.removeprefix("ruleset.")
+    head, dot, rest = key.partition(".")
+    return f"{path}.{names.get(head, head)}{dot}{rest}" if key else path
+
+
+def _override_dict(
+    o: ruleset_pb2.RulesetOverrides, path: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Overrides in :meth:`Ruleset.to_dict` form, and which proto field set each option."""
+    changes: dict[str, Any] = {}
+    names: dict[str, str] = {}
+
+    def put(key: str, value: Any, proto_name: str | None = None) -> None:
+        changes[key] = value
+        names[key] = proto_name or key
+
+    if o.HasField("name"):
+        put("name", _name(o.name, f"{path}.name"))
+    if o.HasField("streets"):
+        streets = _limited(o.streets.streets, f"{path}.streets.streets")
+        put("streets", [(s.deal, s.place) for s in streets])
+    for key in ("min_players", "max_players", "stay_cards"):
+        if o.HasField(key):
+            put(key, getattr(o, key))
+    if o.HasField("unit_value"):
+        if o.unit_value > MAX_UNIT_VALUE:
+            raise _invalid(f"unit_value is at most {MAX_UNIT_VALUE}", f"{path}.unit_value")
+        put("unit_value", o.unit_value)
+    for key in ("royalties_to_row_winner_only", "button_moves_in_fantasyland"):
+        if o.HasField(key):  # type: ignore[arg-type]
+            put(key, getattr(o, key))
+    for key in ("loss_cap", "stay_min_row_royalty", "max_consecutive_fantasylands"):
+        if o.HasField(key):  # type: ignore[arg-type]
+            put(key, getattr(o, key) or None)  # 0 turns the option off
+    which_royalties = o.WhichOneof("royalties_override")
+    if which_royalties == "royalty_table":
+        put("royalties", _name(o.royalty_table, f"{path}.royalty_table"), "royalty_table")
+    elif which_royalties == "royalties":
+        put("royalties", _royalty_table(o.royalties, f"{path}.royalties"))
+    which_scoring = o.WhichOneof("scoring_override")
+    if which_scoring == "scoring_scheme":
+        put("scoring", _name(o.scoring_scheme, f"{path}.scoring_scheme"), "scoring_scheme")
+    elif which_scoring == "scoring":
+        s = o.scoring
+        put(
+            "scoring",
+            {
+                "name": _name(s.name or CUSTOM_LABEL, f"{path}.scoring.name"),
+                "row_value": _points(s.row_value, f"{path}.scoring.row_value"),
+                "scoop_bonus": _points(s.scoop_bonus, f"{path}.scoring.scoop_bonus"),
+                "majority_value": _points(s.majority_value, f"{path}.scoring.majority_value"),
+            },
+        )
+    if o.HasField("fantasyland_entry"):
+        entries_path = f"{path}.fantasyland_entry.entries"
+        entries = _limited(o.fantasyland_entry.entries, entries_path)
+        put(
+            "fantasyland_entry",
+            [
+                {
+                    "category": _category_name(e.category, f"{entries_path}[{k}].category"),
+                    "min_rank": _rank_char(e.min_rank, f"{entries_path}[{k}].min_rank"),
+                    "cards": e.cards,
+                }
+                for k, e in enumerate(entries)
+            ],
+        )
+    if o.HasField("stay_conditions"):
+        conditions_path = f"{path}.stay_conditions.conditions"
+        conditions = _limited(o.stay_conditions.conditions, conditions_path)
+        put(
+            "stay_conditions",
+            [_stay(c, f"{conditions_path}[{k}]") for k, c in enumerate(conditions)],
+        )
+    return changes, names
+
+
+def _invalid(message: str, field: str) -> core.InvalidRulesetError:
+    return core.InvalidRulesetError(message, field=field)
+
+
+def _name(text: str, field: str) -> str:
+    if not 0 < len(text) <= MAX_NAME_CHARS:
+        raise _invalid(f"a name has 1..{MAX_NAME_CHARS} characters, got {len(text)}", field)
+    return text
+
+
+def _points(value: int, field: str) -> int:
+    if value > MAX_POINTS:
+        raise _invalid(f"at most {MAX_POINTS} points, got {value}", field)
+    return value
+
+
+def _limited(items: Sequence[Any], field: str) -> Sequence[Any]:
+    if len(items) > MAX_LIST_ITEMS:
+        raise _invalid(f"at most {MAX_LIST_ITEMS} entries, got {len(items)}", field)
+    return items
+
+
+def _category_name(value: int, field: str) -> str:
+    return category_from_proto(value, field, core.InvalidRulesetError).name.lower()
+
+
+def _rank_char(text: str, field: str) -> str:
+    key = "T" if text == "10" else text.upper()
+    if len(key) != 1 or key not in RANK_CHARS:
+        raise _invalid(f"a rank is one of {RANK_CHARS} (or 10), got {text[:8]!r}", field)
+    return key
+
+
+def _stay(c: ruleset_pb2.StayCondition, field: str) -> dict[str, str]:
+    row = row_position(c.row, f"{field}.row")
+    if row is None:
+        raise _invalid("a stay condition needs a row", f"{field}.row")
+    return {"row": row.value, "category": _category_name(c.category, f"{field}.category")}
+
+
+def _royalty_table(t: ruleset_pb2.RoyaltyTable, field: str) -> dict[str, Any]:
+    table: dict[str, Any] = {"name": _name(t.name or CUSTOM_LABEL, f"{field}.name")}
+    for attr in ("bottom", "middle"):
+        points: dict[str, int] = {}
+        for k, entry in enumerate(_limited(getattr(t, attr), f"{field}.{attr}")):
+            name = _category_name(entry.category, f"{field}.{attr}[{k}].category")
+            if name in points:
+                raise _invalid(f"{name} is listed twice", f"{field}.{attr}[{k}].category")
+            points[name] = _points(entry.points, f"{field}.{attr}[{k}].points")
+        table[attr] = points
+    for attr in ("top_pair", "top_trips"):
+        by_rank: dict[str, int] = {}
+        for k, entry in enumerate(_limited(getattr(t, attr), f"{field}.{attr}")):
+            rank = _rank_char(entry.rank, f"{field}.{attr}[{k}].rank")
+            if rank in by_rank:
+                raise _invalid(f"rank {rank} is listed twice", f"{field}.{attr}[{k}].rank")
+            by_rank[rank] = _points(entry.points, f"{field}.{attr}[{k}].points")
+        table[attr] = by_rank
+    return table
+
+
+def ruleset_to_proto(r: Ruleset) -> ruleset_pb2.RulesetParameters:
+    """Every parameter of a ruleset."""
+
+    def by_category(values: Sequence[int]) -> list[ruleset_pb2.CategoryPoints]:
+        return [
+            ruleset_pb2.CategoryPoints(category=category_to_proto(c), points=v)
+            for c, v in zip(Category, values, strict=True)
+            if v
+        ]
+
+    def by_rank(values: Sequence[int]) -> list[ruleset_pb2.RankPoints]:
+        return [
+            ruleset_pb2.RankPoints(rank=RANK_CHARS[i], points=v) for i, v in enumerate(values) if v
+        ]
+
+    t = r.royalties
+    return ruleset_pb2.RulesetParameters(
+        name=r.name,
+        streets=[ruleset_pb2.Street(deal=s.deal, place=s.place) for s in r.streets],
+        min_players=r.min_players,
+        max_players=r.max_players,
+        royalties=ruleset_pb2.RoyaltyTable(
+            name=t.name,
+            bottom=by_category(t.bottom),
+            middle=by_category(t.middle),
+            top_pair=by_rank(t.top_pair),
+            top_trips=by_rank(t.top_trips),
+        ),
+        scoring=ruleset_pb2.ScoringScheme(
+            name=r.scoring.name,
+            row_value=r.scoring.row_value,
+            scoop_bonus=r.scoring.scoop_bonus,
+            majority_value=r.scoring.majority_value,
+        ),
+        royalties_to_row_winner_only=r.royalties_to_row_winner_only,
+        unit_value=r.unit_value,
+        loss_cap=r.loss_cap or 0,
+        fantasyland_entry=[
+            ruleset_pb2.FantasylandEntry(
+                category=category_to_proto(e.requirement.category),
+                min_rank=e.requirement.min_rank.char,
+                cards=e.cards,
+            )
+            for e in r.fantasyland_entry
+        ],
+        stay_conditions=[
+            ruleset_pb2.StayCondition(
+                row=cards_pb2.RowPosition.ValueType(ROWS.index(c.row) + 1),
+                category=category_to_proto(c.category),
+            )
+            for c in r.stay_conditions
+        ],
+        stay_min_row_royalty=r.stay_min_row_royalty or 0,
+        stay_cards=r.stay_cards,
+        max_consecutive_fantasylands=r.max_consecutive_fantasylands or 0,
+        button_moves_in_fantasyland=r.button_moves_in_fantasyland,
+        cards_per_hand=r.cards_per_hand,
+    )
+
+
+# --- hands ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SettledHand:
+    settlement: Settlement
+    ids: tuple[str, ...]
+    ruleset_label: str
+    fouls: int
+
+
+_CORE_PLAYER_FIELD = re.compile(r"players\[(\d+)\]\.(top|middle|bottom)")
+
+
+def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
+    """Validate and settle one Hand; ``path`` prefixes every error field (``hand.`` or ``""``)."""
+    resolved = ruleset_from_proto(
+        hand.ruleset if hand.HasField("ruleset") else None, f"{path}ruleset"
+    )
+    ruleset = resolved.ruleset
+    n = len(hand.players)
+    if not ruleset.min_players <= n <= ruleset.max_players:
+        raise core.WrongPlayerCountError(
+            f"ruleset {ruleset.name!r} settles {ruleset.min_players}..{ruleset.max_players} "
+            f"boards, got {n}",
+            field=f"{path}players",
+        )
+    ids: list[str] = []
+    boards: list[Board] = []
+    flags: list[bool] = []
+    streaks: list[int] = []
+    for i, player in enumerate(hand.players):
+        boards.append(read_board(player.board, f"{path}players[{i}].board"))
+        pid = player.player_id
+        if pid and (len(pid) > MAX_ID_CHARS or pid in ids):
+            raise core.InvalidInputError(
+                f"player_id must be unique and at most {MAX_ID_CHARS} characters",
+                field=f"{path}players[{i}].player_id",
+            )
+        streak = player.fantasyland_streak
+        if streak > MAX_FANTASYLAND_STREAK:
+            raise core.InvalidInputError(
+                f"fantasyland_streak must be 0..{MAX_FANTASYLAND_STREAK}",
+                field=f"{path}players[{i}].fantasyland_streak",
+            )
+        ids.append(pid)
+        in_fantasyland = player.in_fantasyland
+        flags.append(in_fantasyland)
+        streaks.append((streak or 1) if in_fantasyland else 0)
+    pair_units = _pair_units(hand.pair_unit_values, n, f"{path}pair_unit_values")
+    try:
+        settlement = settle(
+            boards,
+            ruleset,
+            in_fantasyland=flags,
+            fantasyland_streaks=streaks,
+            pair_units=pair_units,
+        )
+    except core.OfcError as exc:
+        field = _CORE_PLAYER_FIELD.sub(r"players[\1].board.\2", exc.field)
+        raise with_field(exc, f"{path}{field}" if field else f"{path}players") from None
+    fouls = sum(1 for p in settlement.players if p.board.fouled)
+    return SettledHand(settlement, tuple(ids), resolved.label, fouls)
+
+
+def _pair_units(
+    items: Sequence[settlement_pb2.PairUnitValue], n: int, field: str
+) -> dict[tuple[int, int], int] | None:
+    if not items:
+        return None
+    units: dict[tuple[int, int], int] = {}
+    for k, item in enumerate(items):
+        place = f"{field}[{k}]"
+        if not item.a < item.b < n:
+            raise core.InvalidInputError(
+                f"a pair is two player indexes a < b < {n}, got ({item.a}, {item.b})",
+                field=f"{place}.b",
+            )
+        if not 1 <= item.unit_value <= MAX_UNIT_VALUE:
+            raise core.InvalidInputError(
+                f"unit_value must be 1..{MAX_UNIT_VALUE}", field=f"{place}.unit_value"
+            )
+        if (item.a, item.b) in units:
+            raise core.InvalidInputError(f"pair ({item.a}, {item.b}) is listed twice", field=place)
+        units[(item.a, item.b)] = item.unit_value
+    return units
+
+
+def validate_board(board: Board, field: str) -> None:
+    """Duplicate cards within one board (sizes and codes were checked when it was read)."""
+    try:
+        validate_boards([board])
+    except core.OfcError as exc:
+        raise with_field(exc, _CORE_PLAYER_FIELD.sub(rf"{field}.\2", exc.field) or field) from None
+
+
+def write_assessment(result: BoardResult, out: settlement_pb2.BoardAssessment) -> None:
+    """Fill ``out`` in place (protobuf copies nested messages passed to constructors)."""
+    write_hand_value(result.values[0], out.top)
+    write_hand_value(result.values[1], out.middle)
+    write_hand_value(result.values[2], out.bottom)
+    out.fouled = result.fouled
+    top, middle, bottom = result.royalties
+    royalties = out.royalties
+    royalties.top, royalties.middle, royalties.bottom = top, middle, bottom
+    royalties.total = top + middle + bottom
+    fantasyland = out.fantasyland
+    fantasyland.qualifies, fantasyland.cards = result.fantasyland
+
+
+def write_settlement(settled: SettledHand, out: settlement_pb2.Settlement) -> None:
+    """Fill ``out`` in place with the settlement, per player and per pair."""
+    s = settled.settlement
+    players = s.players
+    out.ruleset = s.ruleset
+    for p in players:
+        player = out.players.add(
+            index=p.index, player_id=settled.ids[p.index], points=p.points, units=p.units
+        )
+        write_assessment(p.board, player.board)
+    for pr in s.pairs:
+        top, middle, bottom = pr.rows
+        out.pairs.add(
+            a=pr.a,
+            b=pr.b,
+            top=top,
+            middle=middle,
+            bottom=bottom,
+            scoop=pr.scoop,
+            a_fouled=players[pr.a].board.fouled,
+            b_fouled=players[pr.b].board.fouled,
+            row_points=pr.row_points,
+            royalties=pr.royalties,
+            points=pr.points,
+            capped_points=pr.capped_points,
+            unit_value=pr.unit_value,
+            units=pr.units,
+        )
+
+
+# --- seeds ----------------------------------------------------------------------------------
+def server_seed_from_proto(which: str | None, hex_text: str, raw: bytes) -> bytes:
+    """The 32-byte server seed from a ``server_seed`` oneof (hex or bytes)."""
+    if which == "server_seed_hex":
+        if len(hex_text) > 4 * SERVER_SEED_BYTES:  # parse_seed_hex quotes its input
+            raise core.InvalidSeedError(
+                f"server seed must be {2 * SERVER_SEED_BYTES} hex digits, "
+                f"got {len(hex_text)} characters",
+                field="server_seed_hex",
+            )
+        try:
+            return parse_seed_hex(hex_text)
+        except core.InvalidSeedError as exc:
+            raise with_field(exc, "server_seed_hex") from None
+    if which == "server_seed_bytes":
+        if len(raw) != SERVER_SEED_BYTES:
+            raise core.InvalidSeedError(
+                f"server seed must be {SERVER_SEED_BYTES} bytes, got {len(raw)}",
+                field="server_seed_bytes",
+            )
+        return raw
+    raise core.InvalidSeedError(
+        "a server seed is required (server_seed_hex or server_seed_bytes)", field="server_seed_hex"
+    )
+
+
+def commitment_from_proto(text: str) -> str:
+    if not _HEX64.fullmatch(text):
+        raise core.InvalidInputError(
+            f"a commitment is 64 hex digits, got {len(text)} characters", field="commitment"
+        )
+    return text

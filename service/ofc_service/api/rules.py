@@ -1,0 +1,223 @@
+"""The RulesService servicer: stateless rules over gRPC.
+
+Each method body is a plain function from request to response over the pure core; the
+``rpc`` wrapper turns a core error into its rich status (one table, :mod:`.errors`) and any
+other exception into INTERNAL, so no user mistake surfaces as UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import NoReturn, TypeVar
+
+import grpc
+from ofc import errors as core
+from ofc.cards import card_codes
+from ofc.evaluator import rank_row
+from ofc.rulesets import PRESETS
+from ofc.scoring import assess, row_royalty
+from ofc.shuffle import ALGORITHM, commitment, shuffle_deck, verify_commitment, word_stream
+from ofcpoker.v1 import rules_service_pb2 as pb
+from ofcpoker.v1 import rules_service_pb2_grpc as pb_grpc
+from ofcpoker.v1 import settlement_pb2
+from prometheus_client import Counter
+
+from ofc_service.api import convert
+from ofc_service.api.errors import BatchTooLargeError, InternalError, abort, error_detail
+from ofc_service.metrics import FOULS, HANDS_SETTLED, REQUEST_ERRORS
+
+MAX_BATCH_HANDS = 1000
+MAX_HAND_ID_CHARS = 128
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RulesService"].full_name
+
+log = logging.getLogger("ofc.api")
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+def rpc(
+    method: Callable[[RulesServicer, Req], Resp],
+) -> Callable[[RulesServicer, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
+    """A unary method body (request -> response) as an aio handler with the error table."""
+
+    @functools.wraps(method)
+    async def handler(self: RulesServicer, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        try:
+            return method(self, request)
+        except core.OfcError as exc:
+            await fail(context, exc)
+        except Exception:
+            log.exception("internal error in %s", method.__name__)
+            await fail(context, InternalError("internal error; report the request id"))
+
+    return handler
+
+
+async def fail(context: grpc.aio.ServicerContext, error: core.OfcError) -> NoReturn:
+    REQUEST_ERRORS.labels(error.reason).inc()
+    await abort(context, error)
+
+
+@functools.cache  # labels are preset names or "custom": a handful
+def _domain_counters(ruleset_label: str) -> tuple[Counter, Counter]:
+    return HANDS_SETTLED.labels(ruleset_label), FOULS.labels(ruleset_label)
+
+
+def _record(settled: convert.SettledHand) -> None:
+    hands, fouls = _domain_counters(settled.ruleset_label)
+    hands.inc()
+    if settled.fouls:
+        fouls.inc(settled.fouls)
+
+
+def settle_outcome(hand: settlement_pb2.Hand) -> pb.HandOutcome:
+    """One item of a batch or stream: its settlement, or its error as a value."""
+    try:
+        settled = convert.settle_hand(hand, "")
+    except core.OfcError as exc:
+        REQUEST_ERRORS.labels(exc.reason).inc()
+        return pb.HandOutcome(error=error_detail(exc))
+    _record(settled)
+    outcome = pb.HandOutcome()
+    convert.write_settlement(settled, outcome.settlement)
+    return outcome
+
+
+class RulesServicer(pb_grpc.RulesServiceServicer):
+    """ofcpoker.v1.RulesService over the pure core."""
+
+    def __init__(self) -> None:
+        self._presets = pb.ListPresetsResponse(
+            presets=[convert.ruleset_to_proto(r) for r in PRESETS.values()]
+        )
+
+    @rpc
+    def EvaluateRow(self, request: pb.EvaluateRowRequest) -> pb.EvaluateRowResponse:
+        row = convert.row_position(request.row, "row")
+        if not (len(request.cards) in (3, 5) if row is None else len(request.cards) == row.size):
+            sizes = "3 or 5" if row is None else str(row.size)
+            raise core.WrongRowSizeError(
+                f"a row has {sizes} cards, got {len(request.cards)}", field="cards"
+            )
+        cards = convert.parse_cards(request.cards, "cards")
+        convert.check_distinct(cards, "cards")
+        value = rank_row(cards)
+        royalty = 0
+        if row is not None:
+            spec = request.ruleset if request.HasField("ruleset") else None
+            table = convert.ruleset_from_proto(spec, "ruleset").ruleset.royalties
+            royalty = row_royalty(row, value, table)
+        response = pb.EvaluateRowResponse(royalty=royalty)
+        convert.write_hand_value(value, response.hand)
+        return response
+
+    @rpc
+    def ValidateBoard(self, request: pb.ValidateBoardRequest) -> pb.ValidateBoardResponse:
+        spec = request.ruleset if request.HasField("ruleset") else None
+        ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
+        if request.fantasyland_streak > convert.MAX_FANTASYLAND_STREAK:
+            raise core.InvalidInputError(
+                f"fantasyland_streak must be 0..{convert.MAX_FANTASYLAND_STREAK}",
+                field="fantasyland_streak",
+            )
+        board = convert.board_from_proto(request.board, "board")
+        convert.validate_board(board, "board")
+        result = assess(
+            board,
+            ruleset,
+            in_fantasyland=request.in_fantasyland,
+            fantasyland_streak=max(request.fantasyland_streak, 1) if request.in_fantasyland else 0,
+        )
+        response = pb.ValidateBoardResponse()
+        convert.write_assessment(result, response.assessment)
+        return response
+
+    @rpc
+    def SettleHand(self, request: pb.SettleHandRequest) -> pb.SettleHandResponse:
+        settled = convert.settle_hand(request.hand, "hand.")
+        _record(settled)
+        response = pb.SettleHandResponse()
+        convert.write_settlement(settled, response.settlement)
+        return response
+
+    @rpc
+    def SettleHands(self, request: pb.SettleHandsRequest) -> pb.SettleHandsResponse:
+        if len(request.hands) > MAX_BATCH_HANDS:
+            raise BatchTooLargeError(
+                f"at most {MAX_BATCH_HANDS} hands per call, got {len(request.hands)}; "
+                "split the batch or use SettleHandsStream",
+                field="hands",
+            )
+        return pb.SettleHandsResponse(results=[settle_outcome(h) for h in request.hands])
+
+    async def SettleHandsStream(
+        self,
+        request_iterator: AsyncIterator[pb.SettleHandsStreamRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[pb.SettleHandsStreamResponse]:
+        try:
+            async for request in request_iterator:
+                hand_id = request.hand_id
+                if len(hand_id) > MAX_HAND_ID_CHARS:
+                    error = core.InvalidInputError(
+                        f"hand_id has at most {MAX_HAND_ID_CHARS} characters", field="hand_id"
+                    )
+                    REQUEST_ERRORS.labels(error.reason).inc()
+                    outcome = pb.HandOutcome(error=error_detail(error))
+                    hand_id = hand_id[:MAX_HAND_ID_CHARS]
+                else:
+                    outcome = settle_outcome(request.hand)
+                yield pb.SettleHandsStreamResponse(hand_id=hand_id, outcome=outcome)
+        except core.OfcError as exc:  # e.g. a request that does not decode
+            await fail(context, exc)
+        except (grpc.aio.AbortError, grpc.aio.UsageError):
+            raise
+        except Exception:
+            log.exception("internal error in SettleHandsStream")
+            await fail(context, InternalError("internal error; report the request id"))
+
+    @rpc
+    def ListPresets(self, request: pb.ListPresetsRequest) -> pb.ListPresetsResponse:
+        return self._presets
+
+    @rpc
+    def ResolveRuleset(self, request: pb.ResolveRulesetRequest) -> pb.ResolveRulesetResponse:
+        spec = request.ruleset if request.HasField("ruleset") else None
+        ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
+        return pb.ResolveRulesetResponse(ruleset=convert.ruleset_to_proto(ruleset))
+
+    @rpc
+    def DeriveDeck(self, request: pb.DeriveDeckRequest) -> pb.DeriveDeckResponse:
+        seed = convert.server_seed_from_proto(
+            request.WhichOneof("server_seed"), request.server_seed_hex, request.server_seed_bytes
+        )
+        client_seed = (
+            request.client_seed_text.encode()
+            if request.WhichOneof("client_seed") == "client_seed_text"
+            else request.client_seed_bytes
+        )
+        deck = shuffle_deck(seed, client_seed, request.nonce)
+        first_block = ""
+        if request.include_first_block:
+            words = word_stream(seed, client_seed, request.nonce)
+            first_block = struct.pack(">8I", *(next(words) for _ in range(8))).hex()
+        return pb.DeriveDeckResponse(
+            algorithm=ALGORITHM,
+            commitment=commitment(seed),
+            deck=card_codes(deck),
+            first_block_hex=first_block,
+        )
+
+    @rpc
+    def VerifyCommitment(self, request: pb.VerifyCommitmentRequest) -> pb.VerifyCommitmentResponse:
+        seed = convert.server_seed_from_proto(
+            request.WhichOneof("server_seed"), request.server_seed_hex, request.server_seed_bytes
+        )
+        expected = convert.commitment_from_proto(request.commitment)
+        return pb.VerifyCommitmentResponse(
+            valid=verify_commitment(seed, expected), computed_commitment=commitment(seed)
+        )

@@ -1,0 +1,59 @@
+"""Every Prometheus metric the service exports, declared once with bounded label sets.
+
+The gRPC ones use the standard names of go-grpc-prometheus / py-grpc-prometheus so existing
+dashboards work: ``grpc_server_started_total``, ``grpc_server_handled_total`` and the
+``grpc_server_handling_seconds`` histogram, labelled by ``grpc_type``, ``grpc_service``,
+``grpc_method`` (and ``grpc_code`` once handled). Domain metrics are labelled by ruleset:
+a preset name, or ``custom`` for any ruleset with overrides (never a free-form name).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+GRPC_LABELS = ("grpc_type", "grpc_service", "grpc_method")
+
+GRPC_STARTED = Counter(
+    "grpc_server_started_total",
+    "RPCs started on the server.",
+    GRPC_LABELS,
+)
+GRPC_HANDLED = Counter(
+    "grpc_server_handled_total",
+    "RPCs completed on the server, regardless of success or failure.",
+    (*GRPC_LABELS, "grpc_code"),
+)
+GRPC_HANDLING_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Response latency (seconds) of RPCs handled by the server.",
+    GRPC_LABELS,
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+GRPC_MSG_RECEIVED = Counter(
+    "grpc_server_msg_received_total",
+    "RPC stream messages received on the server.",
+    GRPC_LABELS,
+)
+GRPC_MSG_SENT = Counter(
+    "grpc_server_msg_sent_total",
+    "RPC stream messages sent by the server.",
+    GRPC_LABELS,
+)
+
+CUSTOM_RULESET_LABEL = "custom"
+
+HANDS_SETTLED = Counter(
+    "ofc_hands_settled_total",
+    "Hands settled (SettleHand, SettleHands, SettleHandsStream), by ruleset preset.",
+    ("ruleset",),
+)
+FOULS = Counter(
+    "ofc_fouls_total",
+    "Fouled boards in settled hands, by ruleset preset.",
+    ("ruleset",),
+)
+REQUEST_ERRORS = Counter(
+    "ofc_request_errors_total",
+    "Requests or batch items rejected, by ErrorInfo reason.",
+    ("reason",),
+)

@@ -1,0 +1,1 @@
+"""The server shell: configuration, interceptors, metrics endpoint, health, reflection."""

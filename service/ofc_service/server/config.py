@@ -1,0 +1,200 @@
+"""Server configuration: one table of options, each a command-line flag and an env variable.
+
+A flag given on the command line wins over its environment variable, which wins over the
+default. This module imports no gRPC, so ``ofc --help`` stays fast.
+
+>>> config_from_mapping({"OFC_LISTEN": "127.0.0.1:0", "OFC_GRACE_SECONDS": "2"}).grace_seconds
+2.0
+>>> config_from_mapping({"OFC_LOG_LEVEL": "loud"})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ofc_service.server.config.ConfigError: OFC_LOG_LEVEL / --log-level: must be one of debug, ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+class ConfigError(ValueError):
+    """A flag or environment variable with a value the server cannot use."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything ``ofc serve`` can be told. Addresses are ``HOST:PORT``; port 0 picks one."""
+
+    listen: str = "127.0.0.1:50051"
+    metrics_listen: str = "127.0.0.1:9464"  # empty: no metrics endpoint
+    redis_url: str = ""  # table storage (tables service); empty: embedded in-memory store
+    log_level: str = "info"
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    tls_cert: str = ""  # PEM file; with tls_key, serve TLS instead of plaintext
+    tls_key: str = ""
+    grace_seconds: float = 10.0
+    max_connection_age_seconds: float = 0.0  # 0: connections live as long as clients keep them
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def replace(self, **changes: Any) -> ServerConfig:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    field: str
+    env: str
+    flag: str
+    help: str
+    parse: Callable[[str], Any] = str
+    metavar: str | None = None
+
+
+def _number(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return kind(text)
+        except ValueError:
+            raise ConfigError(f"not a number: {text!r}") from None
+
+    return parse
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("listen", "OFC_LISTEN", "--listen", "gRPC address HOST:PORT", metavar="ADDR"),
+    Option(
+        "metrics_listen",
+        "OFC_METRICS_LISTEN",
+        "--metrics-listen",
+        "Prometheus /metrics address HOST:PORT; empty to disable",
+        metavar="ADDR",
+    ),
+    Option(
+        "redis_url",
+        "OFC_REDIS_URL",
+        "--redis-url",
+        "Redis URL for table state (redis://, rediss://, unix://); unset: in-memory",
+        metavar="URL",
+    ),
+    Option("log_level", "OFC_LOG_LEVEL", "--log-level", "debug, info, warning or error"),
+    Option(
+        "max_message_bytes",
+        "OFC_MAX_MESSAGE_BYTES",
+        "--max-message-bytes",
+        "largest request or response message; larger requests get RESOURCE_EXHAUSTED",
+        _number(int),
+        "BYTES",
+    ),
+    Option(
+        "tls_cert",
+        "OFC_TLS_CERT",
+        "--tls-cert",
+        "PEM certificate chain (with --tls-key)",
+        metavar="FILE",
+    ),
+    Option(
+        "tls_key", "OFC_TLS_KEY", "--tls-key", "PEM private key (with --tls-cert)", metavar="FILE"
+    ),
+    Option(
+        "grace_seconds",
+        "OFC_GRACE_SECONDS",
+        "--grace-seconds",
+        "on SIGTERM, how long in-flight calls may finish",
+        _number(float),
+        "SECONDS",
+    ),
+    Option(
+        "max_connection_age_seconds",
+        "OFC_MAX_CONNECTION_AGE_SECONDS",
+        "--max-connection-age-seconds",
+        "close connections after this long so clients rebalance; 0: never",
+        _number(float),
+        "SECONDS",
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per option; the defaults shown are the built-in ones (env vars override)."""
+    defaults = ServerConfig()
+    for option in OPTIONS:
+        parser.add_argument(
+            option.flag,
+            dest=option.field,
+            default=None,
+            metavar=option.metavar,
+            help=f"{option.help} [env {option.env}, default {getattr(defaults, option.field)!r}]",
+        )
+
+
+def config_from_mapping(
+    environ: Mapping[str, str], flags: Mapping[str, str | None] | None = None
+) -> ServerConfig:
+    """A config from environment variables and flag values (flags win)."""
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw = (flags or {}).get(option.field)
+        if raw is None:
+            raw = environ.get(option.env)
+        if raw is None:
+            continue
+        try:
+            values[option.field] = option.parse(raw.strip())
+        except ConfigError as exc:
+            raise ConfigError(f"{option.env} / {option.flag}: {exc}") from None
+    return ServerConfig(**values)
+
+
+def config_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ServerConfig:
+    flags = {option.field: getattr(args, option.field, None) for option in OPTIONS}
+    return config_from_mapping(os.environ if environ is None else environ, flags)
+
+
+def split_address(address: str, *, what: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) into its parts.
+
+    >>> split_address("[::1]:50051", what="listen")
+    ('::1', 50051)
+    """
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ConfigError(f"{what}: expected HOST:PORT, got {address!r}")
+    return host.removeprefix("[").removesuffix("]"), int(port_text)
+
+
+def _validate(c: ServerConfig) -> None:
+    def bad(option_field: str, message: str) -> ConfigError:
+        option = next(o for o in OPTIONS if o.field == option_field)
+        return ConfigError(f"{option.env} / {option.flag}: {message}")
+
+    split_address(c.listen, what="OFC_LISTEN / --listen")
+    if c.metrics_listen:
+        split_address(c.metrics_listen, what="OFC_METRICS_LISTEN / --metrics-listen")
+    if c.log_level not in LOG_LEVELS:
+        raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+    if not 1024 <= c.max_message_bytes <= 2**31 - 1:
+        raise bad("max_message_bytes", "must be 1024 .. 2147483647")
+    if bool(c.tls_cert) != bool(c.tls_key):
+        raise bad("tls_cert", "--tls-cert and --tls-key go together")
+    for option_field in ("tls_cert", "tls_key"):
+        path = getattr(c, option_field)
+        if path and not os.path.isfile(path):
+            raise bad(option_field, f"no such file: {path!r}")
+    if not 0 <= c.grace_seconds <= 3600:
+        raise bad("grace_seconds", "must be 0 .. 3600")
+    if not 0 <= c.max_connection_age_seconds <= 365 * 86400:
+        raise bad("max_connection_age_seconds", "must be 0 or more (0: no limit)")
+    if c.redis_url and not c.redis_url.startswith(REDIS_SCHEMES):
+        raise bad("redis_url", f"must start with {', '.join(REDIS_SCHEMES)}")

@@ -1,0 +1,287 @@
+"""One aio server interceptor for everything that crosses every call.
+
+- Request id: metadata ``x-request-id`` (1..128 printable ASCII) or a generated one, set
+  for the call (``request_id_var``) and echoed in the ``x-request-id`` trailer.
+- Prometheus: the standard ``grpc_server_*`` metrics for unary and streaming calls.
+- Logs: one JSON line per call at debug level; calls that end with an error always
+  (warning, or error for INTERNAL/UNKNOWN/DATA_LOSS).
+- Robust decoding: request bytes that do not decode become INVALID_ARGUMENT with reason
+  MALFORMED_REQUEST (gRPC itself would answer INTERNAL).
+
+Handlers are wrapped once per method and cached, so the per-call cost is a few counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from ofc_service.api.errors import REQUEST_ID_KEY, MalformedRequestError, abort, request_id_var
+from ofc_service.metrics import (
+    GRPC_HANDLED,
+    GRPC_HANDLING_SECONDS,
+    GRPC_MSG_RECEIVED,
+    GRPC_MSG_SENT,
+    GRPC_STARTED,
+)
+
+access_log = logging.getLogger("ofc.access")
+
+MAX_REQUEST_ID_CHARS = 128
+_SERVER_ERRORS = frozenset(
+    {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.DATA_LOSS}
+)
+
+
+class Undecodable:
+    """Stands in for a request message whose bytes did not decode."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+def tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception as exc:  # protobuf's DecodeError, or anything a deserializer raises
+            return Undecodable(f"{type(exc).__name__}: {exc}")
+
+    return deserialize
+
+
+def _request_id(context: grpc.aio.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == REQUEST_ID_KEY and isinstance(value, str):
+            if 0 < len(value) <= MAX_REQUEST_ID_CHARS and value.isprintable() and value.isascii():
+                return value
+            break
+    return secrets.token_hex(8)
+
+
+class _Probe:
+    """The metric children and log fields of one method."""
+
+    __slots__ = (
+        "grpc_type",
+        "handled",
+        "labels",
+        "latency",
+        "method",
+        "received",
+        "sent",
+        "started",
+    )
+
+    def __init__(self, full_method: str, grpc_type: str) -> None:
+        service, _, name = full_method.lstrip("/").rpartition("/")
+        self.method = full_method
+        self.grpc_type = grpc_type
+        self.labels = (grpc_type, service, name)
+        self.started = GRPC_STARTED.labels(*self.labels)
+        self.latency = GRPC_HANDLING_SECONDS.labels(*self.labels)
+        self.received = GRPC_MSG_RECEIVED.labels(*self.labels)
+        self.sent = GRPC_MSG_SENT.labels(*self.labels)
+        self.handled: dict[grpc.StatusCode, Any] = {}
+
+    def begin(self, context: grpc.aio.ServicerContext) -> tuple[str, float]:
+        self.started.inc()
+        request_id = _request_id(context)
+        request_id_var.set(request_id)
+        context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
+        return request_id, time.perf_counter()
+
+    def end(
+        self,
+        context: grpc.aio.ServicerContext,
+        request_id: str,
+        start: float,
+        code: grpc.StatusCode,
+    ) -> None:
+        elapsed = time.perf_counter() - start
+        self.latency.observe(elapsed)
+        child = self.handled.get(code)
+        if child is None:
+            child = self.handled[code] = GRPC_HANDLED.labels(*self.labels, code.name)
+        child.inc()
+        if code is grpc.StatusCode.OK:
+            if access_log.isEnabledFor(logging.DEBUG):
+                access_log.debug(
+                    "rpc", extra={"fields": self._fields(context, request_id, code, elapsed)}
+                )
+            return
+        level = logging.ERROR if code in _SERVER_ERRORS else logging.WARNING
+        fields = self._fields(context, request_id, code, elapsed)
+        fields["details"] = context.details() or ""
+        access_log.log(level, "rpc", extra={"fields": fields})
+
+    def _fields(
+        self,
+        context: grpc.aio.ServicerContext,
+        request_id: str,
+        code: grpc.StatusCode,
+        elapsed: float,
+    ) -> dict[str, Any]:
+        return {
+            "request_id": request_id,
+            "method": self.method,
+            "grpc_type": self.grpc_type,
+            "code": code.name,
+            "duration_ms": round(elapsed * 1000, 3),
+            "peer": context.peer(),
+        }
+
+
+def _final_code(context: grpc.aio.ServicerContext, exc: BaseException | None) -> grpc.StatusCode:
+    if isinstance(exc, asyncio.CancelledError):
+        return grpc.StatusCode.CANCELLED
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code
+    return grpc.StatusCode.OK if exc is None else grpc.StatusCode.UNKNOWN
+
+
+async def _check(request: Any, context: grpc.aio.ServicerContext) -> None:
+    if isinstance(request, Undecodable):
+        await abort(context, MalformedRequestError(f"the request does not decode: {request.error}"))
+
+
+async def _checked_stream(
+    requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, probe: _Probe
+) -> AsyncIterator[Any]:
+    async for request in requests:
+        await _check(request, context)
+        probe.received.inc()
+        yield request
+
+
+Behavior = Callable[..., Any]
+
+
+def _wrap_unary_response(probe: _Probe, behavior: Behavior, streaming_request: bool) -> Behavior:
+    async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        request_id, start = probe.begin(context)
+        error: BaseException | None = None
+        try:
+            if streaming_request:
+                request = _checked_stream(request, context, probe)
+            else:
+                await _check(request, context)
+            result = behavior(request, context)
+            return await result if inspect.isawaitable(result) else result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            probe.end(context, request_id, start, _final_code(context, error))
+
+    return handle
+
+
+def _wrap_streaming_response(
+    probe: _Probe, behavior: Behavior, streaming_request: bool
+) -> Behavior:
+    def prepare(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        return _checked_stream(request, context, probe) if streaming_request else request
+
+    if inspect.isasyncgenfunction(behavior):
+
+        async def generate(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            request_id, start = probe.begin(context)
+            error: BaseException | None = None
+            try:
+                if not streaming_request:
+                    await _check(request, context)
+                async for response in behavior(prepare(request, context), context):
+                    probe.sent.inc()
+                    yield response
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                probe.end(context, request_id, start, _final_code(context, error))
+
+        return generate
+
+    async def write(request: Any, context: grpc.aio.ServicerContext) -> None:  # context.write style
+        request_id, start = probe.begin(context)
+        error: BaseException | None = None
+        try:
+            if not streaming_request:
+                await _check(request, context)
+            result: Awaitable[None] = behavior(prepare(request, context), context)
+            await result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            probe.end(context, request_id, start, _final_code(context, error))
+
+    return write
+
+
+class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Request ids, standard Prometheus metrics, JSON access logs, tolerant decoding."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, tuple[Any, Any]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method: str = handler_call_details.method
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+
+def _wrap(method: str, handler: Any) -> Any:
+    deserializer = tolerant(handler.request_deserializer)
+    serializer = handler.response_serializer
+    if handler.unary_unary:
+        probe = _Probe(method, "unary")
+        return grpc.unary_unary_rpc_method_handler(
+            _wrap_unary_response(probe, handler.unary_unary, False),
+            request_deserializer=deserializer,
+            response_serializer=serializer,
+        )
+    if handler.stream_unary:
+        probe = _Probe(method, "client_stream")
+        return grpc.stream_unary_rpc_method_handler(
+            _wrap_unary_response(probe, handler.stream_unary, True),
+            request_deserializer=deserializer,
+            response_serializer=serializer,
+        )
+    if handler.unary_stream:
+        probe = _Probe(method, "server_stream")
+        return grpc.unary_stream_rpc_method_handler(
+            _wrap_streaming_response(probe, handler.unary_stream, False),
+            request_deserializer=deserializer,
+            response_serializer=serializer,
+        )
+    probe = _Probe(method, "bidi_stream")
+    return grpc.stream_stream_rpc_method_handler(
+        _wrap_streaming_response(probe, handler.stream_stream, True),
+        request_deserializer=deserializer,
+        response_serializer=serializer,
+    )

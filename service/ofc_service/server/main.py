@@ -1,0 +1,136 @@
+"""Build, run and stop the gRPC server.
+
+``create_server(config)`` binds everything (port 0 picks a free port, for tests) and returns
+an :class:`OfcServer` that knows its bound ports; ``serve(config)`` runs one until SIGTERM or
+SIGINT, then health turns NOT_SERVING and in-flight calls get ``grace_seconds`` to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import signal
+import threading
+from dataclasses import dataclass, field
+from wsgiref.simple_server import WSGIServer
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from ofcpoker.v1 import rules_service_pb2_grpc
+from prometheus_client import start_http_server
+
+from ofc_service.api.rules import SERVICE_NAME, RulesServicer
+from ofc_service.server.config import ServerConfig, split_address
+from ofc_service.server.interceptors import ObservabilityInterceptor
+from ofc_service.server.logs import configure_logging
+
+log = logging.getLogger("ofc.server")
+
+HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+SERVICE_NAMES = (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)
+
+
+@dataclass
+class OfcServer:
+    """A started-or-startable server and what it is bound to."""
+
+    config: ServerConfig
+    server: grpc.aio.Server
+    health: health.aio.HealthServicer
+    port: int
+    metrics_port: int | None = None
+    _metrics_httpd: WSGIServer | None = field(default=None, repr=False)
+    _metrics_thread: threading.Thread | None = field(default=None, repr=False)
+
+    async def start(self) -> None:
+        await self.server.start()
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        host, _ = split_address(self.config.listen, what="listen")
+        log.info(
+            "serving",
+            extra={"fields": {"listen": f"{host}:{self.port}", "metrics_port": self.metrics_port,
+                              "tls": bool(self.config.tls_cert)}},
+        )  # fmt: skip
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Health NOT_SERVING first (load balancers drain), then finish in-flight calls."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(self.config.grace_seconds if grace is None else grace)
+        if self._metrics_httpd is not None:
+            self._metrics_httpd.shutdown()
+            self._metrics_httpd.server_close()
+            self._metrics_httpd = None
+        log.info("stopped")
+
+
+def _server_options(config: ServerConfig) -> list[tuple[str, int]]:
+    options = [
+        ("grpc.max_receive_message_length", config.max_message_bytes),
+        ("grpc.max_send_message_length", config.max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    if config.max_connection_age_seconds > 0:
+        age_ms = int(config.max_connection_age_seconds * 1000)
+        options.append(("grpc.max_connection_age_ms", age_ms))
+        options.append(("grpc.max_connection_age_grace_ms", int(config.grace_seconds * 1000)))
+    return options
+
+
+async def create_server(config: ServerConfig) -> OfcServer:
+    """Bind the gRPC server (and the metrics endpoint); call ``start()`` to serve."""
+    server = grpc.aio.server(
+        interceptors=[ObservabilityInterceptor()], options=_server_options(config)
+    )
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesServicer(), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(SERVICE_NAMES, server)
+    if config.tls_cert:
+        with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
+            credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+        port = server.add_secure_port(config.listen, credentials)
+    else:
+        port = server.add_insecure_port(config.listen)
+    if not port:
+        raise OSError(f"cannot bind {config.listen}")
+    ofc_server = OfcServer(config, server, health_servicer, port)
+    if config.metrics_listen:
+        host, metrics_port = split_address(config.metrics_listen, what="metrics_listen")
+        httpd, thread = start_http_server(metrics_port, host)
+        ofc_server.metrics_port = httpd.server_port
+        ofc_server._metrics_httpd = httpd
+        ofc_server._metrics_thread = thread
+    return ofc_server
+
+
+async def run(config: ServerConfig) -> None:
+    """Serve until SIGTERM/SIGINT, then shut down gracefully."""
+    ofc_server = await create_server(config)
+    await ofc_server.start()
+    # Everything built so far (protobuf descriptors, tables, caches) lives as long as the
+    # process: keep it out of the collector's way so full collections stay short.
+    gc.collect()
+    gc.freeze()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    log.info("shutting down", extra={"fields": {"grace_seconds": config.grace_seconds}})
+    await ofc_server.stop()
+
+
+def serve(config: ServerConfig) -> int:
+    """The ``ofc serve`` entry point; returns the exit status (0 after a graceful stop)."""
+    configure_logging(config.log_level)
+    if config.redis_url:
+        log.info("redis url configured; the rules service keeps no state and does not use it")
+    try:
+        asyncio.run(run(config))
+    except (OSError, RuntimeError) as exc:  # an address in use, a bad certificate
+        log.error("cannot start", extra={"fields": {"error": str(exc)}})
+        return 1
+    return 0

@@ -1,0 +1,344 @@
+"""Every RulesService method over a real channel, checked against rules.md and the core."""
+
+from __future__ import annotations
+
+import pytest
+from ofc.rulesets import PRESETS, resolve_ruleset
+from ofc.scoring import Board, settle
+from ofc.shuffle import commitment
+from ofc_service.api.convert import ruleset_to_proto
+from ofcpoker.v1 import cards_pb2, ruleset_pb2, settlement_pb2
+from ofcpoker.v1 import rules_service_pb2 as pb
+from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
+
+from tests.api.wire import (
+    EXAMPLE_1_B,
+    EXAMPLE_2_B,
+    EXAMPLE_3_FOULED,
+    EXAMPLE_4,
+    EXAMPLE_5_A,
+    EXAMPLE_5_B,
+    EXAMPLE_A,
+    board,
+    hand,
+)
+
+SEED_HEX = bytes(range(32)).hex()
+VECTOR_COMMITMENT = "630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd"
+VECTOR_BLOCK_0 = "acbcbada65c670e7e5fbcd883f37913b3dbad66fdb57892d906a7028660462e5"
+VECTOR_DECK = [
+    "Qs",
+    "6d",
+    "Ad",
+    "Td",
+    "6s",
+    "4s",
+    "8s",
+    "Kc",
+    "Kh",
+    "7d",
+    "8d",
+    "Ts",
+    "Jc",
+    "4d",
+    "Js",
+    "5c",
+    "5s",
+    "7h",
+    "Ac",
+    "9s",
+    "Kd",
+    "9d",
+    "Ah",
+    "3s",
+    "9c",
+    "2s",
+    "3h",
+    "As",
+    "2d",
+    "Jd",
+    "3d",
+    "7s",
+    "3c",
+    "2c",
+    "Tc",
+    "Qc",
+    "4c",
+    "8h",
+    "Th",
+    "4h",
+    "5h",
+    "Qd",
+    "6h",
+    "8c",
+    "5d",
+    "7c",
+    "Jh",
+    "Ks",
+    "Qh",
+    "6c",
+    "9h",
+    "2h",
+]
+
+
+# --- SettleHand: the worked examples of rules.md ---------------------------------------------
+@pytest.mark.parametrize(
+    ("a", "b", "a_points"),
+    [
+        (EXAMPLE_A, EXAMPLE_1_B, 8),  # 3 rows + 3 scoop + 2 royalty
+        (EXAMPLE_5_A, EXAMPLE_5_B, 6),
+        # Example 3's fouled board against a legal one that shares no card with it.
+        (EXAMPLE_3_FOULED, "Ks 3c 2d / 5c 5d 9d 8h 4d / 7c 7h Qd Js 4s", -6),
+    ],
+    ids=["example-1", "example-5", "fouled"],
+)
+def test_worked_examples_settle_over_the_wire(
+    stub: RulesServiceStub, a: str, b: str, a_points: int
+) -> None:
+    response = stub.SettleHand(pb.SettleHandRequest(hand=hand(a, b)))
+    assert [p.points for p in response.settlement.players] == [a_points, -a_points]
+
+
+@pytest.mark.parametrize("b", [EXAMPLE_2_B, EXAMPLE_3_FOULED])
+def test_examples_2_and_3_share_cards_with_a_so_the_server_refuses_them(
+    stub: RulesServiceStub, b: str
+) -> None:
+    # rules.md examples 2 and 3 illustrate scoring, but each B board repeats one of A's cards
+    # (6d, Ac): one deck cannot deal them, and the API says so instead of settling.
+    response = stub.SettleHands(pb.SettleHandsRequest(hands=[hand(EXAMPLE_A, b)]))
+    assert response.results[0].error.reason == "DUPLICATE_CARD"
+
+
+def test_example_1_full_breakdown(stub: RulesServiceStub) -> None:
+    s = stub.SettleHand(
+        pb.SettleHandRequest(hand=hand(EXAMPLE_A, EXAMPLE_1_B, ids=("a", "b")))
+    ).settlement
+    assert s.ruleset == "classic"
+    a, b = s.players
+    assert (a.player_id, a.index, a.points, a.units) == ("a", 0, 8, 8)
+    assert (b.player_id, b.index, b.points, b.units) == ("b", 1, -8, -8)
+    assert a.board.royalties == settlement_pb2.Royalties(top=0, middle=0, bottom=2, total=2)
+    assert a.board.bottom.category == cards_pb2.HAND_CATEGORY_STRAIGHT
+    assert a.board.bottom.name == "straight, nine high"
+    assert a.board.middle.ranks == ["6", "9", "8", "4"]
+    assert not a.board.fouled and not a.board.fantasyland.qualifies
+    (pair,) = s.pairs
+    assert (pair.a, pair.b, pair.top, pair.middle, pair.bottom, pair.scoop) == (0, 1, 1, 1, 1, 1)
+    assert (pair.row_points, pair.royalties, pair.points, pair.capped_points) == (6, 2, 8, 8)
+    assert (pair.unit_value, pair.units, pair.a_fouled, pair.b_fouled) == (1, 8, False, False)
+
+
+def test_settlement_matches_the_core_with_overrides_pair_units_and_fantasyland(
+    stub: RulesServiceStub,
+) -> None:
+    boards = (
+        "Qc Qd 2c / Th Jh Qh Kh Ah / Ts Js Qs Ks As",
+        "Kd 3c 4d / 5c 5d 9d 8h 4h / 7c 7h Jd 8c 4s",
+        "6s 6c 3s / 9c 9h 9s 5h 2h / 7d 8d 6d 3d 2d",
+    )
+    message = hand(*boards)
+    message.ruleset.CopyFrom(
+        ruleset_pb2.RulesetSpec(
+            preset="classic",
+            overrides=ruleset_pb2.RulesetOverrides(loss_cap=30, scoring_scheme="2-4"),
+        )
+    )
+    message.players[2].in_fantasyland = True
+    message.pair_unit_values.append(settlement_pb2.PairUnitValue(a=0, b=2, unit_value=20))
+    got = stub.SettleHand(pb.SettleHandRequest(hand=message)).settlement
+
+    ruleset = resolve_ruleset({"preset": "classic", "loss_cap": 30, "scoring": "2-4"})
+    want = settle(
+        [Board.parse(b) for b in boards],
+        ruleset,
+        in_fantasyland=[False, False, True],
+        fantasyland_streaks=[0, 0, 1],
+        pair_units={(0, 2): 20},
+    )
+    assert got.ruleset == want.ruleset == "classic+custom"
+    assert [(p.points, p.units) for p in got.players] == [(p.points, p.units) for p in want.players]
+    assert sum(p.points for p in got.players) == 0
+    assert [
+        (p.a, p.b, (p.top, p.middle, p.bottom), p.scoop, p.row_points, p.royalties, p.points,
+         p.capped_points, p.unit_value, p.units)
+        for p in got.pairs
+    ] == [
+        (p.a, p.b, p.rows, p.scoop, p.row_points, p.royalties, p.points, p.capped_points,
+         p.unit_value, p.units)
+        for p in want.pairs
+    ]  # fmt: skip
+    assert [p.board.fantasyland.qualifies for p in got.players] == [
+        p.fantasyland.qualifies for p in want.players
+    ]
+
+
+# --- EvaluateRow, ValidateBoard --------------------------------------------------------------
+def test_evaluate_row_names_and_royalty(stub: RulesServiceStub) -> None:
+    response = stub.EvaluateRow(
+        pb.EvaluateRowRequest(cards=["Kh", "kd", "A♣"], row=cards_pb2.ROW_POSITION_TOP)
+    )
+    assert response.hand.category == cards_pb2.HAND_CATEGORY_PAIR
+    assert response.hand.name == "pair of kings, ace kicker"
+    assert list(response.hand.ranks) == ["K", "A"]
+    assert response.royalty == 8  # KK on top
+    plain = stub.EvaluateRow(pb.EvaluateRowRequest(cards=["Ks", "Kc", "Qd", "7h", "3c"]))
+    assert plain.royalty == 0
+    assert response.hand.value > plain.hand.value  # one scale: K-K-A beats K-K-Q-7-3
+
+
+def test_validate_board_example_4_royalties_and_fantasyland(stub: RulesServiceStub) -> None:
+    a = stub.ValidateBoard(pb.ValidateBoardRequest(board=board(EXAMPLE_4))).assessment
+    assert not a.fouled
+    assert a.royalties == settlement_pb2.Royalties(top=7, middle=50, bottom=25, total=82)
+    assert a.fantasyland == settlement_pb2.FantasylandOutcome(qualifies=True, cards=13)
+    assert a.middle.category == cards_pb2.HAND_CATEGORY_ROYAL_FLUSH
+
+
+def test_validate_board_foul_and_fantasyland_stay(stub: RulesServiceStub) -> None:
+    fouled = stub.ValidateBoard(pb.ValidateBoardRequest(board=board(EXAMPLE_3_FOULED))).assessment
+    assert fouled.fouled and fouled.royalties.total == 0 and not fouled.fantasyland.qualifies
+    # In Fantasyland, QQ on top no longer qualifies; the middle royal flush (>= full house) stays.
+    request = pb.ValidateBoardRequest(
+        board=board(EXAMPLE_4),
+        in_fantasyland=True,
+        ruleset=ruleset_pb2.RulesetSpec(preset="pineapple"),
+    )
+    stay = stub.ValidateBoard(request).assessment
+    assert stay.fantasyland == settlement_pb2.FantasylandOutcome(qualifies=True, cards=14)
+
+
+# --- batches and streams ---------------------------------------------------------------------
+def test_settle_hands_one_bad_hand_does_not_fail_the_batch(stub: RulesServiceStub) -> None:
+    bad = hand(EXAMPLE_A, EXAMPLE_A.replace("Ac", "Kh"))  # A's cards twice
+    response = stub.SettleHands(
+        pb.SettleHandsRequest(
+            hands=[hand(EXAMPLE_A, EXAMPLE_1_B), bad, hand(EXAMPLE_5_A, EXAMPLE_5_B)]
+        )
+    )
+    first, second, third = response.results
+    assert [p.points for p in first.settlement.players] == [8, -8]
+    assert second.WhichOneof("result") == "error"
+    assert second.error.reason == "DUPLICATE_CARD"
+    assert second.error.field == "players[1].board.top"
+    assert second.error.code == 3  # INVALID_ARGUMENT
+    assert [p.points for p in third.settlement.players] == [6, -6]
+
+
+def test_settle_hands_stream_answers_in_order_with_ids(stub: RulesServiceStub) -> None:
+    requests = [
+        pb.SettleHandsStreamRequest(hand_id="h1", hand=hand(EXAMPLE_A, EXAMPLE_1_B)),
+        pb.SettleHandsStreamRequest(hand_id="h2", hand=hand(EXAMPLE_A)),
+        pb.SettleHandsStreamRequest(hand_id="h3", hand=hand(EXAMPLE_5_A, EXAMPLE_5_B)),
+    ]
+    responses = list(stub.SettleHandsStream(iter(requests)))
+    assert [r.hand_id for r in responses] == ["h1", "h2", "h3"]
+    assert responses[0].outcome.settlement.players[0].points == 8
+    assert responses[1].outcome.error.reason == "WRONG_PLAYER_COUNT"
+    assert responses[1].outcome.error.field == "players"
+    assert responses[2].outcome.settlement.players[0].points == 6
+
+
+# --- rulesets --------------------------------------------------------------------------------
+def test_list_presets_has_every_parameter(stub: RulesServiceStub) -> None:
+    presets = stub.ListPresets(pb.ListPresetsRequest()).presets
+    assert [p.name for p in presets] == list(PRESETS)
+    classic = presets[0]
+    assert [(s.deal, s.place) for s in classic.streets] == [(5, 5)] + [(1, 1)] * 8
+    assert classic.cards_per_hand == 13 and classic.max_players == 4
+    middle = {e.category: e.points for e in classic.royalties.middle}
+    assert middle[cards_pb2.HAND_CATEGORY_ROYAL_FLUSH] == 50
+    assert {e.rank: e.points for e in classic.royalties.top_pair}["A"] == 9
+    assert classic.scoring == ruleset_pb2.ScoringScheme(name="1-6", row_value=1, scoop_bonus=3)
+    progressive = presets[2]
+    assert [e.cards for e in progressive.fantasyland_entry] == [14, 15, 16, 17]
+
+
+def _overrides_from(params: ruleset_pb2.RulesetParameters) -> ruleset_pb2.RulesetOverrides:
+    """Every parameter of a resolved ruleset, written back as explicit overrides."""
+    return ruleset_pb2.RulesetOverrides(
+        name=params.name,
+        streets=ruleset_pb2.StreetList(streets=params.streets),
+        min_players=params.min_players,
+        max_players=params.max_players,
+        royalties=params.royalties,
+        scoring=params.scoring,
+        royalties_to_row_winner_only=params.royalties_to_row_winner_only,
+        unit_value=params.unit_value,
+        loss_cap=params.loss_cap,
+        fantasyland_entry=ruleset_pb2.FantasylandEntryList(entries=params.fantasyland_entry),
+        stay_conditions=ruleset_pb2.StayConditionList(conditions=params.stay_conditions),
+        stay_min_row_royalty=params.stay_min_row_royalty,
+        stay_cards=params.stay_cards,
+        max_consecutive_fantasylands=params.max_consecutive_fantasylands,
+        button_moves_in_fantasyland=params.button_moves_in_fantasyland,
+    )
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_round_trips_through_explicit_overrides(
+    stub: RulesServiceStub, name: str
+) -> None:
+    params = ruleset_to_proto(PRESETS[name])
+    # Start from a different preset so that every field must come from the overrides.
+    other = "turbo" if name == "classic" else "classic"
+    spec = ruleset_pb2.RulesetSpec(preset=other, overrides=_overrides_from(params))
+    resolved = stub.ResolveRuleset(pb.ResolveRulesetRequest(ruleset=spec)).ruleset
+    assert resolved == params
+
+
+def test_resolve_ruleset_with_named_overrides(stub: RulesServiceStub) -> None:
+    spec = ruleset_pb2.RulesetSpec(
+        preset="pineapple",
+        overrides=ruleset_pb2.RulesetOverrides(
+            scoring_scheme="2-4",
+            royalty_table="ukrainian",
+            loss_cap=30,
+            max_consecutive_fantasylands=2,
+        ),
+    )
+    r = stub.ResolveRuleset(pb.ResolveRulesetRequest(ruleset=spec)).ruleset
+    assert (r.name, r.scoring.name, r.royalties.name, r.loss_cap) == (
+        "pineapple+custom",
+        "2-4",
+        "ukrainian",
+        30,
+    )
+    assert r.max_consecutive_fantasylands == 2 and r.max_players == 3
+    default = stub.ResolveRuleset(pb.ResolveRulesetRequest()).ruleset
+    assert default.name == "classic" and default.loss_cap == 0
+
+
+# --- fairness --------------------------------------------------------------------------------
+def test_derive_deck_reproduces_the_spec_vectors(stub: RulesServiceStub) -> None:
+    by_hex = stub.DeriveDeck(
+        pb.DeriveDeckRequest(
+            server_seed_hex=SEED_HEX,
+            client_seed_text="auditor-test",
+            nonce=1,
+            include_first_block=True,
+        )
+    )
+    assert by_hex.algorithm == "ofc-shuffle-v1"
+    assert by_hex.commitment == VECTOR_COMMITMENT
+    assert by_hex.first_block_hex == VECTOR_BLOCK_0
+    assert list(by_hex.deck) == VECTOR_DECK
+    by_bytes = stub.DeriveDeck(
+        pb.DeriveDeckRequest(
+            server_seed_bytes=bytes(range(32)), client_seed_bytes=b"auditor-test", nonce=1
+        )
+    )
+    assert list(by_bytes.deck) == VECTOR_DECK and by_bytes.first_block_hex == ""
+    other_nonce = stub.DeriveDeck(pb.DeriveDeckRequest(server_seed_hex=SEED_HEX, nonce=2**64 - 1))
+    assert sorted(other_nonce.deck) == sorted(VECTOR_DECK) and list(other_nonce.deck) != VECTOR_DECK
+
+
+def test_verify_commitment(stub: RulesServiceStub) -> None:
+    ok = stub.VerifyCommitment(
+        pb.VerifyCommitmentRequest(server_seed_hex=SEED_HEX, commitment=VECTOR_COMMITMENT.upper())
+    )
+    assert ok.valid and ok.computed_commitment == VECTOR_COMMITMENT
+    wrong = stub.VerifyCommitment(
+        pb.VerifyCommitmentRequest(server_seed_bytes=bytes(32), commitment=VECTOR_COMMITMENT)
+    )
+    assert not wrong.valid and wrong.computed_commitment == commitment(bytes(32))

@@ -1,0 +1,127 @@
+"""Server configuration (flags, env vars, validation), TLS, and the shell's doctests."""
+
+from __future__ import annotations
+
+import argparse
+import doctest
+import importlib
+import subprocess
+from pathlib import Path
+
+import grpc
+import pytest
+from ofc_client import OfcClient, RetryableError
+from ofc_service.server.background import BackgroundServer
+from ofc_service.server.config import (
+    OPTIONS,
+    ConfigError,
+    ServerConfig,
+    add_arguments,
+    config_from_args,
+    config_from_mapping,
+)
+from ofc_service.server.main import _server_options
+
+DOCTESTED = [
+    "ofc_service.api.errors",
+    "ofc_service.server.config",
+    "ofc_service.server.logs",
+    "ofc_service.server.background",
+    "bench.grpc_load",
+]
+
+
+@pytest.mark.parametrize("name", DOCTESTED)
+def test_doctests(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_defaults_match_the_issue() -> None:
+    c = ServerConfig()
+    assert (c.listen, c.metrics_listen, c.redis_url, c.tls_cert) == (
+        "127.0.0.1:50051",
+        "127.0.0.1:9464",
+        "",
+        "",
+    )
+    assert c.max_message_bytes == 4 * 1024 * 1024
+
+
+def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    env = {
+        "OFC_LISTEN": "0.0.0.0:7000",
+        "OFC_METRICS_LISTEN": "",
+        "OFC_REDIS_URL": "redis://127.0.0.1:6399/0",
+        "OFC_LOG_LEVEL": "debug",
+        "OFC_MAX_MESSAGE_BYTES": "65536",
+        "OFC_GRACE_SECONDS": "2.5",
+        "OFC_MAX_CONNECTION_AGE_SECONDS": "300",
+    }
+    assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
+    from_env = config_from_args(parser.parse_args([]), env)
+    assert from_env == ServerConfig(
+        listen="0.0.0.0:7000",
+        metrics_listen="",
+        redis_url="redis://127.0.0.1:6399/0",
+        log_level="debug",
+        max_message_bytes=65536,
+        grace_seconds=2.5,
+        max_connection_age_seconds=300,
+    )
+    flags = parser.parse_args(["--listen", "127.0.0.1:7001", "--grace-seconds", "1"])
+    both = config_from_args(flags, env)
+    assert (both.listen, both.grace_seconds, both.log_level) == ("127.0.0.1:7001", 1.0, "debug")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"OFC_LISTEN": "localhost"}, "OFC_LISTEN / --listen: expected HOST:PORT"),
+        ({"OFC_LISTEN": "h:99999"}, "OFC_LISTEN / --listen: expected HOST:PORT"),
+        ({"OFC_METRICS_LISTEN": "nope"}, "OFC_METRICS_LISTEN / --metrics-listen"),
+        ({"OFC_MAX_MESSAGE_BYTES": "12"}, "OFC_MAX_MESSAGE_BYTES / --max-message-bytes"),
+        ({"OFC_GRACE_SECONDS": "nan"}, "OFC_GRACE_SECONDS / --grace-seconds"),
+        ({"OFC_GRACE_SECONDS": "soon"}, "OFC_GRACE_SECONDS / --grace-seconds: not a number"),
+        ({"OFC_TLS_CERT": "/etc/hostname"}, "--tls-cert and --tls-key go together"),
+        ({"OFC_TLS_CERT": "/no/cert", "OFC_TLS_KEY": "/no/key"}, "no such file"),
+        ({"OFC_REDIS_URL": "http://x"}, "OFC_REDIS_URL / --redis-url"),
+        ({"OFC_MAX_CONNECTION_AGE_SECONDS": "-1"}, "OFC_MAX_CONNECTION_AGE_SECONDS"),
+    ],
+)
+def test_bad_settings_name_the_variable_and_the_flag(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        config_from_mapping(env)
+
+
+def test_grpc_options_follow_the_config() -> None:
+    options = dict(_server_options(ServerConfig(max_message_bytes=65536, grace_seconds=3)))
+    assert options["grpc.max_receive_message_length"] == 65536
+    assert "grpc.max_connection_age_ms" not in options
+    aged = dict(_server_options(ServerConfig(max_connection_age_seconds=60, grace_seconds=3)))
+    assert (aged["grpc.max_connection_age_ms"], aged["grpc.max_connection_age_grace_ms"]) == (
+        60_000,
+        3_000,
+    )
+
+
+def test_tls(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
+         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    config = ServerConfig(
+        listen="127.0.0.1:0", metrics_listen="", tls_cert=str(cert), tls_key=str(key)
+    )
+    with BackgroundServer(config) as server:
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with OfcClient(f"localhost:{server.port}", credentials=credentials) as client:
+            assert client.health() == "SERVING"
+        with OfcClient(server.address, timeout=3) as plaintext, pytest.raises(RetryableError):
+            plaintext.health()

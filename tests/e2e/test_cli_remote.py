@@ -1,0 +1,96 @@
+"""``ofc score`` and ``ofc deal`` with ``--server``: the same output as the local path."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from ofc_cli.main import main
+from ofc_service.server.background import BackgroundServer
+
+from tests.conftest import free_port
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "worked-example-1.json"
+DEAL = ["--server-seed", bytes(range(32)).hex(), "--client-seed", "auditor-test", "--nonce", "1"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_score_remote_equals_local(
+    server: BackgroundServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    local = run(["score", str(EXAMPLE)], capsys)
+    remote = run(["score", "--server", server.address, str(EXAMPLE)], capsys)
+    assert remote == local
+    assert [p["points"] for p in json.loads(remote[1])["players"]] == [8, -8]
+
+
+def test_score_jsonl_remote_equals_local_including_errors(
+    server: BackgroundServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hand = json.loads(EXAMPLE.read_text())
+    overrides = {**hand, "ruleset": {"preset": "classic", "scoring": "2-4", "loss_cap": 3}}
+    duplicate = json.loads(json.dumps(hand).replace('"Kd"', '"Ac"'))
+    lines = "\n".join(
+        [json.dumps(hand), "", json.dumps(overrides), "{not json", json.dumps(duplicate)]
+    )
+
+    def score(*extra: str) -> tuple[int, list[dict[str, object]]]:
+        monkeypatch.setattr("sys.stdin", io.StringIO(lines + "\n"))
+        status, out, _ = run(["score", "--jsonl", *extra], capsys)
+        return status, [json.loads(line) for line in out.splitlines()]
+
+    local_status, local = score()
+    remote_status, remote = score("--server", server.address)
+    assert local_status == remote_status == 2
+    assert len(local) == len(remote) == 4
+    assert remote[:3] == local[:3]
+    assert remote[1]["players"][0]["points"] == 3  # type: ignore[index]
+    # the same error, named by the wire field path remotely
+    assert local[3]["error"]["reason"] == remote[3]["error"]["reason"] == "DUPLICATE_CARD"  # type: ignore[index]
+    assert remote[3]["error"]["field"] == "players[1].board.top"  # type: ignore[index]
+
+
+def test_score_remote_bad_input_exits_2_with_reason_and_field(
+    server: BackgroundServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(EXAMPLE.read_text().replace('"Qd"', '"Q?"'))
+    status, out, err = run(["score", "--server", server.address, str(bad)], capsys)
+    assert (status, out) == (2, "")
+    assert (
+        err.strip() == "error: INVALID_CARD at hand.players[1].board.bottom[2]: invalid card: 'Q?'"
+    )
+
+
+def test_deal_remote_equals_local(
+    server: BackgroundServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for extra in ([], ["--json"]):
+        assert run(["deal", "--server", server.address, *DEAL, *extra], capsys) == run(
+            ["deal", *DEAL, *extra], capsys
+        )
+    status, _, err = run(
+        ["deal", "--server", server.address, "--server-seed", "abc", "--nonce", "1"], capsys
+    )
+    assert status == 2 and err.startswith("error: INVALID_SEED at server_seed_hex: ")
+
+
+def test_server_address_from_the_environment(
+    server: BackgroundServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OFC_SERVER", server.address)
+    status, out, _ = run(["deal", *DEAL, "--json"], capsys)
+    assert status == 0 and json.loads(out)["deck"][0] == "Qs"
+
+
+def test_unreachable_server_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(["deal", "--server", f"127.0.0.1:{free_port()}", *DEAL], capsys)
+    assert (status, out) == (1, "")
+    assert err.startswith("error: UNAVAILABLE")
