@@ -113,3 +113,21 @@ class NotEnoughPlayersError(IllegalActionError):
 
 class MatchOverError(IllegalActionError):
     reason = "MATCH_OVER"
+
+
+class PlayerAlreadySeatedError(IllegalActionError):
+    """The player already sits at another seat of this table."""
+
+    reason = "PLAYER_ALREADY_SEATED"
+
+
+class NotInFantasylandError(IllegalActionError):
+    """A Fantasyland set from a seat that plays this hand street by street."""
+
+    reason = "NOT_IN_FANTASYLAND"
+
+
+class InFantasylandError(IllegalActionError):
+    """A street placement from a seat that plays this hand in Fantasyland (one set)."""
+
+    reason = "IN_FANTASYLAND"

@@ -57,3 +57,8 @@ REQUEST_ERRORS = Counter(
     "Requests or batch items rejected, by ErrorInfo reason.",
     ("reason",),
 )
+
+
+MOVES = Counter("ofc_moves_total", "Moves accepted at live tables, by kind", ["kind"])
+for _kind in ("place", "set_fantasyland", "timeout"):
+    MOVES.labels(_kind)

@@ -40,6 +40,40 @@ class BatchTooLargeError(core.InvalidInputError):
     reason = "BATCH_TOO_LARGE"
 
 
+class StaleVersionError(core.OfcError):
+    """The request's expected_version is not the table's: re-read, then decide again."""
+
+    reason = "STALE_VERSION"
+
+
+class TableNotFoundError(core.OfcError):
+    reason = "TABLE_NOT_FOUND"
+
+
+class HandNotFoundError(core.OfcError):
+    reason = "HAND_NOT_FOUND"
+
+
+class EventsTrimmedError(core.OfcError):
+    """A Watch asked to resume after an event the log no longer holds: start afresh."""
+
+    reason = "EVENTS_TRIMMED"
+
+
+class StoreUnavailableError(core.OfcError):
+    """The table store did not answer; safe to retry with the same request_id."""
+
+    reason = "STORE_UNAVAILABLE"
+
+
+class UnauthenticatedError(core.OfcError):
+    reason = "UNAUTHENTICATED"
+
+
+class PermissionDeniedError(core.OfcError):
+    reason = "PERMISSION_DENIED"
+
+
 class InternalError(core.OfcError):
     """A server bug surfaced as a status; never raised for a user mistake."""
 
@@ -82,6 +116,14 @@ STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
     core.PlayerAlreadySeatedError: _PRECONDITION,
     core.NotInFantasylandError: _PRECONDITION,
     core.InFantasylandError: _PRECONDITION,
+    # tables: store and credentials
+    StaleVersionError: grpc.StatusCode.ABORTED,
+    TableNotFoundError: grpc.StatusCode.NOT_FOUND,
+    HandNotFoundError: grpc.StatusCode.NOT_FOUND,
+    EventsTrimmedError: grpc.StatusCode.OUT_OF_RANGE,
+    StoreUnavailableError: grpc.StatusCode.UNAVAILABLE,
+    UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
+    PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     # a bug on our side
     InternalError: grpc.StatusCode.INTERNAL,
 }

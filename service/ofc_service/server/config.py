@@ -42,6 +42,11 @@ class ServerConfig:
     tls_key: str = ""
     grace_seconds: float = 10.0
     max_connection_age_seconds: float = 0.0  # 0: connections live as long as clients keep them
+    api_keys: str = ""  # operator API keys, comma-separated; empty: anyone may create tables
+
+    @property
+    def api_key_list(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in self.api_keys.split(",") if k.strip())
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -120,6 +125,13 @@ OPTIONS: tuple[Option, ...] = (
         "close connections after this long so clients rebalance; 0: never",
         _number(float),
         "SECONDS",
+    ),
+    Option(
+        "api_keys",
+        "OFC_API_KEYS",
+        "--api-keys",
+        "operator API keys, comma-separated (prefer the env var: flags show in ps)",
+        metavar="KEYS",
     ),
 )
 

@@ -18,10 +18,15 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from ofcpoker.v1 import rules_service_pb2_grpc
+from ofcpoker.v1 import rules_service_pb2_grpc, table_service_pb2_grpc
 from prometheus_client import start_http_server
 
 from ofc_service.api.rules import SERVICE_NAME, RulesServicer
+from ofc_service.api.tables import SERVICE_NAME as TABLE_SERVICE_NAME
+from ofc_service.api.tables import TableServicer, encode_event
+from ofc_service.auth import Authenticator
+from ofc_service.store import TableStore, open_store
+from ofc_service.tables import DeadlineSweeper, TableManager
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import configure_logging
@@ -29,7 +34,7 @@ from ofc_service.server.logs import configure_logging
 log = logging.getLogger("ofc.server")
 
 HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-SERVICE_NAMES = (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)
+SERVICE_NAMES = (SERVICE_NAME, TABLE_SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)
 
 
 @dataclass
@@ -40,12 +45,15 @@ class OfcServer:
     server: grpc.aio.Server
     health: health.aio.HealthServicer
     port: int
+    store: TableStore
+    sweeper: DeadlineSweeper
     metrics_port: int | None = None
     _metrics_httpd: WSGIServer | None = field(default=None, repr=False)
     _metrics_thread: threading.Thread | None = field(default=None, repr=False)
 
     async def start(self) -> None:
         await self.server.start()
+        self.sweeper.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         host, _ = split_address(self.config.listen, what="listen")
@@ -58,7 +66,9 @@ class OfcServer:
     async def stop(self, grace: float | None = None) -> None:
         """Health NOT_SERVING first (load balancers drain), then finish in-flight calls."""
         await self.health.enter_graceful_shutdown()
+        await self.sweeper.stop()
         await self.server.stop(self.config.grace_seconds if grace is None else grace)
+        await self.store.close()
         if self._metrics_httpd is not None:
             self._metrics_httpd.shutdown()
             self._metrics_httpd.server_close()
@@ -85,6 +95,9 @@ async def create_server(config: ServerConfig) -> OfcServer:
         interceptors=[ObservabilityInterceptor()], options=_server_options(config)
     )
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesServicer(), server)
+    store = open_store(config.redis_url or None)
+    manager = TableManager(store, Authenticator(config.api_key_list), encode_event)
+    table_service_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(manager), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(SERVICE_NAMES, server)
@@ -96,7 +109,7 @@ async def create_server(config: ServerConfig) -> OfcServer:
         port = server.add_insecure_port(config.listen)
     if not port:
         raise OSError(f"cannot bind {config.listen}")
-    ofc_server = OfcServer(config, server, health_servicer, port)
+    ofc_server = OfcServer(config, server, health_servicer, port, store, DeadlineSweeper(manager))
     if config.metrics_listen:
         host, metrics_port = split_address(config.metrics_listen, what="metrics_listen")
         httpd, thread = start_http_server(metrics_port, host)
@@ -126,8 +139,10 @@ async def run(config: ServerConfig) -> None:
 def serve(config: ServerConfig) -> int:
     """The ``ofc serve`` entry point; returns the exit status (0 after a graceful stop)."""
     configure_logging(config.log_level)
-    if config.redis_url:
-        log.info("redis url configured; the rules service keeps no state and does not use it")
+    log.info(
+        "table store",
+        extra={"fields": {"store": "redis" if config.redis_url else "in-memory (one process only)"}},
+    )
     try:
         asyncio.run(run(config))
     except (OSError, RuntimeError) as exc:  # an address in use, a bad certificate

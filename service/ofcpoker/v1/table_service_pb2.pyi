@@ -655,10 +655,10 @@ class ListHandsResponse(_message.Message):
     HANDS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
-    """Pass to the next call for older hands; empty when there are none."""
+    """Pass to the next call for later hands; empty when there are none."""
     @_builtins.property
     def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandSummary]:
-        """Finished hands, newest first."""
+        """Finished hands, oldest first."""
 
     def __init__(
         self,
@@ -777,7 +777,9 @@ class TableView(_message.Message):
     deadline_ms: _builtins.int
     """When the current waiting seats time out, Unix milliseconds; 0 when nobody is waiting."""
     last_event_id: _builtins.str
-    """The id of the last event included in this view; Watch resumes after it."""
+    """The id of the last event included in this view (GetTable, CreateTable and Watch
+    snapshots; empty in a move's response): a Watch resumed after it misses nothing.
+    """
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetParameters:
         """The full rules of the table."""

@@ -196,7 +196,7 @@ class TableServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListHands(self, request, context):
-        """The table's finished hands, newest first, paginated.
+        """The table's finished hands, oldest first, paginated.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

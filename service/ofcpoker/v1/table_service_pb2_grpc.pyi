@@ -81,7 +81,7 @@ class TableServiceStub:
     a hand not started or not over yet.
     """
     ListHands: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.ListHandsRequest, _table_service_pb2.ListHandsResponse]
-    """The table's finished hands, newest first, paginated."""
+    """The table's finished hands, oldest first, paginated."""
     Watch: _grpc.UnaryStreamMultiCallable[_table_service_pb2.WatchRequest, _table_service_pb2.WatchResponse]
     """The caller's view as a snapshot, then every event as the caller may see it. Resume after
     a reconnect with `after_event_id`: no gap, no duplicate. Ends when the client cancels.
@@ -140,7 +140,7 @@ class TableServiceAsyncStub(TableServiceStub):
     a hand not started or not over yet.
     """
     ListHands: _aio.UnaryUnaryMultiCallable[_table_service_pb2.ListHandsRequest, _table_service_pb2.ListHandsResponse]  # type: ignore[assignment]
-    """The table's finished hands, newest first, paginated."""
+    """The table's finished hands, oldest first, paginated."""
     Watch: _aio.UnaryStreamMultiCallable[_table_service_pb2.WatchRequest, _table_service_pb2.WatchResponse]  # type: ignore[assignment]
     """The caller's view as a snapshot, then every event as the caller may see it. Resume after
     a reconnect with `after_event_id`: no gap, no duplicate. Ends when the client cancels.
@@ -250,7 +250,7 @@ class TableServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _table_service_pb2.ListHandsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_table_service_pb2.ListHandsResponse, _abc.Awaitable[_table_service_pb2.ListHandsResponse]]:
-        """The table's finished hands, newest first, paginated."""
+        """The table's finished hands, oldest first, paginated."""
 
     @_abc_1.abstractmethod
     def Watch(

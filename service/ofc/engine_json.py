@@ -1,0 +1,601 @@
+"""JSON shapes of the engine's states, actions, events and hand histories (stdlib types only).
+
+Each ``*_to_dict`` returns data ``json.dumps`` accepts; each ``*_from_dict`` reads it back
+strictly (a wrong type or a missing key raises an :class:`~ofc.errors.OfcError` whose
+``field`` is the path, e.g. ``hand.seats[1].pending``) and round-trips exactly::
+
+    state_from_dict(state_to_dict(s)) == s        action_from_dict(action_to_dict(a)) == a
+
+Cards are canonical codes (``"As"``), rows ``"top"``/``"middle"``/``"bottom"``, seeds lower-case
+hex. A stored state (``format_version`` :data:`FORMAT_VERSION`) holds the server seed: keep it
+where the players cannot read it. Loading checks the deck against ofc-shuffle-v1 and that
+every dealt card is in exactly one place.
+
+>>> from ofc.engine import SitDown, apply, new_match
+>>> state, events = apply(new_match(seats=2), SitDown(0, "ann"))
+>>> state_from_dict(state_to_dict(state)) == state
+True
+>>> event_to_dict(events[0])
+{'type': 'seat_taken', 'seat': 0, 'player_id': 'ann'}
+>>> action_to_dict(action_from_dict({"type": "place", "seat": 1, "placements": [["As", "bottom"]]}))
+{'type': 'place', 'seat': 1, 'placements': [['As', 'bottom']], 'discard': None, 'at_ms': 0}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ofc.cards import Card, card_codes
+from ofc.engine import (
+    Action,
+    ButtonMoved,
+    CardsDealt,
+    CardsPlaced,
+    DiscardMade,
+    Event,
+    FantasylandRevealed,
+    FantasylandSet,
+    HandSeat,
+    HandSettled,
+    HandStarted,
+    HandState,
+    MatchState,
+    Place,
+    Seat,
+    SeatTaken,
+    SeatVacated,
+    SeedRevealed,
+    SetFantasyland,
+    SitDown,
+    StandUp,
+    StartHand,
+    Timeout,
+    TimeoutApplied,
+    replay,
+)
+from ofc.errors import InvalidInputError
+from ofc.jsonio import board_to_dict, cards_from_json, settlement_to_dict
+from ofc.rulesets import BOARD_SIZE, DEFAULT_RULESET, ROWS, Row, Street, ruleset_from_dict
+from ofc.scoring import Board
+from ofc.shuffle import ALGORITHM, shuffle_deck
+
+__all__ = [
+    "FORMAT_VERSION",
+    "action_from_dict",
+    "action_to_dict",
+    "event_to_dict",
+    "hand_history",
+    "state_from_dict",
+    "state_to_dict",
+]
+
+FORMAT_VERSION = 1
+
+
+# --- reading helpers ------------------------------------------------------------------------
+def _obj(raw: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(f"{path or 'the input'} must be a JSON object", field=path)
+    return raw
+
+
+def _key(obj: Mapping[str, Any], key: str, path: str) -> Any:
+    if key not in obj:
+        raise InvalidInputError(f"{_join(path, key)} is missing", field=_join(path, key))
+    return obj[key]
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _int(raw: Any, path: str, *, minimum: int | None = 0) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or (minimum is not None and raw < minimum):
+        bound = "an integer" if minimum is None else f"an integer >= {minimum}"
+        raise InvalidInputError(f"{path} must be {bound}, got {raw!r}", field=path)
+    return raw
+
+
+def _opt_int(raw: Any, path: str, *, minimum: int = 0) -> int | None:
+    return None if raw is None else _int(raw, path, minimum=minimum)
+
+
+def _str(raw: Any, path: str) -> str:
+    if not isinstance(raw, str):
+        raise InvalidInputError(f"{path} must be a string, got {raw!r}", field=path)
+    return raw
+
+
+def _hex(raw: Any, path: str) -> bytes:
+    try:
+        return bytes.fromhex(_str(raw, path))
+    except ValueError:
+        raise InvalidInputError(f"{path} must be hex, got {raw!r}", field=path) from None
+
+
+def _list(raw: Any, path: str) -> list[Any]:
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"{path} must be a list", field=path)
+    return raw
+
+
+def _cards(raw: Any, path: str) -> tuple[Card, ...]:
+    return cards_from_json(_list(raw, path), field=path)
+
+
+def _card(raw: Any, path: str) -> Card:
+    cards = cards_from_json([_str(raw, path)], field=path)
+    return cards[0]
+
+
+def _row(raw: Any, path: str) -> Row:
+    text = _str(raw, path)
+    if text not in {r.value for r in ROWS}:
+        raise InvalidInputError(f"{path} must be top, middle or bottom, got {raw!r}", field=path)
+    return Row(text)
+
+
+def _board(raw: Any, path: str) -> Board:
+    obj = _obj(raw, path)
+    top, middle, bottom = (_cards(_key(obj, r.value, path), _join(path, r.value)) for r in ROWS)
+    return Board(top, middle, bottom)
+
+
+# --- states ---------------------------------------------------------------------------------
+def state_to_dict(state: MatchState) -> dict[str, Any]:
+    """The whole match state as JSON-ready data (server seed included: store it privately)."""
+    hand = state.hand
+    return {
+        "format_version": FORMAT_VERSION,
+        "ruleset": state.ruleset.to_dict(),
+        "seats": [
+            {
+                "player_id": s.player_id,
+                "points": s.points,
+                "fantasyland": s.fantasyland,
+                "fantasyland_streak": s.fantasyland_streak,
+            }
+            for s in state.seats
+        ],
+        "button": state.button,
+        "hands_played": state.hands_played,
+        "max_hands": state.max_hands,
+        "hand": None if hand is None else _hand_to_dict(hand),
+    }
+
+
+def _hand_to_dict(hand: HandState) -> dict[str, Any]:
+    return {
+        "number": hand.number,
+        "button": hand.button,
+        "server_seed": hand.server_seed.hex(),
+        "client_seed": hand.client_seed.hex(),
+        "deck": card_codes(hand.deck),
+        "dealt": hand.dealt,
+        "seats": [
+            {
+                "seat": s.seat,
+                "fantasyland": s.fantasyland,
+                "fantasyland_streak": s.fantasyland_streak,
+                "board": board_to_dict(s.board),
+                "pending": card_codes(s.pending),
+                "discards": card_codes(s.discards),
+            }
+            for s in hand.seats
+        ],
+        "street": hand.street,
+        "turn": hand.turn,
+        "started_at_ms": hand.started_at_ms,
+        "updated_at_ms": hand.updated_at_ms,
+    }
+
+
+def state_from_dict(data: Any) -> MatchState:
+    """Read :func:`state_to_dict`'s output back (strictly; see the module doc)."""
+    obj = _obj(data, "")
+    version = _key(obj, "format_version", "")
+    if version != FORMAT_VERSION:
+        raise InvalidInputError(
+            f"unsupported state format_version {version!r} (this engine reads {FORMAT_VERSION})",
+            field="format_version",
+        )
+    ruleset_raw = _obj(_key(obj, "ruleset", ""), "ruleset")
+    ruleset = ruleset_from_dict(ruleset_raw, base=DEFAULT_RULESET)
+    seats = []
+    for i, raw in enumerate(_list(_key(obj, "seats", ""), "seats")):
+        path = f"seats[{i}]"
+        seat = _obj(raw, path)
+        seats.append(
+            Seat(
+                player_id=_str(_key(seat, "player_id", path), f"{path}.player_id"),
+                points=_int(_key(seat, "points", path), f"{path}.points", minimum=None),
+                fantasyland=_int(_key(seat, "fantasyland", path), f"{path}.fantasyland"),
+                fantasyland_streak=_int(
+                    _key(seat, "fantasyland_streak", path), f"{path}.fantasyland_streak"
+                ),
+            )
+        )
+    if not ruleset.min_players <= len(seats) <= ruleset.max_players:
+        raise InvalidInputError(
+            f"ruleset {ruleset.name!r} plays {ruleset.min_players}..{ruleset.max_players} seats, "
+            f"got {len(seats)}",
+            field="seats",
+        )
+    button = _int(_key(obj, "button", ""), "button")
+    if button >= len(seats):
+        raise InvalidInputError(f"button {button} is not a seat", field="button")
+    hands_played = _int(_key(obj, "hands_played", ""), "hands_played")
+    max_hands = _opt_int(_key(obj, "max_hands", ""), "max_hands", minimum=1)
+    hand_raw = _key(obj, "hand", "")
+    hand = None if hand_raw is None else _hand_from_dict(hand_raw, len(seats), ruleset.streets)
+    if hand is not None and hand.number != hands_played:
+        raise InvalidInputError(
+            f"hand.number {hand.number} is not hands_played {hands_played}", field="hand.number"
+        )
+    return MatchState(ruleset, tuple(seats), button, hands_played, max_hands, hand)
+
+
+def _hand_from_dict(raw: Any, table_size: int, streets: tuple[Street, ...]) -> HandState:
+    path = "hand"
+    obj = _obj(raw, path)
+
+    def get(key: str) -> Any:
+        return _key(obj, key, path)
+
+    number = _int(get("number"), "hand.number", minimum=1)
+    server_seed = _hex(get("server_seed"), "hand.server_seed")
+    client_seed = _hex(get("client_seed"), "hand.client_seed")
+    deck = _cards(get("deck"), "hand.deck")
+    if deck != shuffle_deck(server_seed, client_seed, number):
+        raise InvalidInputError(
+            f"hand.deck is not the {ALGORITHM} deck of its seeds and number", field="hand.deck"
+        )
+    dealt = _int(get("dealt"), "hand.dealt")
+    seats: list[HandSeat] = []
+    for i, seat_raw in enumerate(_list(get("seats"), "hand.seats")):
+        seat_path = f"hand.seats[{i}]"
+        seat = _obj(seat_raw, seat_path)
+
+        def field_of(key: str, seat: Mapping[str, Any] = seat, seat_path: str = seat_path) -> Any:
+            return _key(seat, key, seat_path)
+
+        number_of_seat = _int(field_of("seat"), f"{seat_path}.seat")
+        if number_of_seat >= table_size or any(s.seat == number_of_seat for s in seats):
+            raise InvalidInputError(
+                f"{seat_path}.seat is not a distinct seat", field=f"{seat_path}.seat"
+            )
+        fantasyland = _int(field_of("fantasyland"), f"{seat_path}.fantasyland")
+        if fantasyland and not BOARD_SIZE <= fantasyland <= 17:
+            raise InvalidInputError(
+                f"{seat_path}.fantasyland must be 0 or 13..17", field=f"{seat_path}.fantasyland"
+            )
+        seats.append(
+            HandSeat(
+                seat=number_of_seat,
+                fantasyland=fantasyland,
+                fantasyland_streak=_int(
+                    field_of("fantasyland_streak"), f"{seat_path}.fantasyland_streak"
+                ),
+                board=_board(field_of("board"), f"{seat_path}.board"),
+                pending=_cards(field_of("pending"), f"{seat_path}.pending"),
+                discards=_cards(field_of("discards"), f"{seat_path}.discards"),
+            )
+        )
+    street = _int(get("street"), "hand.street")
+    turn = _opt_int(get("turn"), "hand.turn")
+    hand = HandState(
+        number=number,
+        button=_int(get("button"), "hand.button"),
+        server_seed=server_seed,
+        client_seed=client_seed,
+        deck=deck,
+        dealt=dealt,
+        seats=tuple(seats),
+        street=street,
+        turn=turn,
+        started_at_ms=_int(get("started_at_ms"), "hand.started_at_ms"),
+        updated_at_ms=_int(get("updated_at_ms"), "hand.updated_at_ms"),
+    )
+    _check_hand(hand, streets)
+    return hand
+
+
+def _check_hand(hand: HandState, streets: tuple[Street, ...]) -> None:
+    """Every dealt card in exactly one place; rows not overfull; the turn holds a batch."""
+    if not 2 <= len(hand.seats) <= 4:
+        raise InvalidInputError("a hand has 2..4 seats", field="hand.seats")
+    if hand.dealt > len(hand.deck):
+        raise InvalidInputError("hand.dealt exceeds the deck", field="hand.dealt")
+    placed: list[Card] = []
+    for i, s in enumerate(hand.seats):
+        for row in ROWS:
+            if len(s.board.row(row)) > row.size:
+                path = f"hand.seats[{i}].board.{row.value}"
+                raise InvalidInputError(f"{path} holds more than {row.size} cards", field=path)
+        placed += [*s.board.cards, *s.pending, *s.discards]
+    if len(placed) != len(set(placed)) or set(placed) != set(hand.deck[: hand.dealt]):
+        raise InvalidInputError(
+            "the hand's boards, batches and discards are not exactly the dealt cards",
+            field="hand.seats",
+        )
+    if hand.street > len(streets):
+        raise InvalidInputError(f"hand.street must be 0..{len(streets)}", field="hand.street")
+    for i, s in enumerate(hand.seats):
+        path = f"hand.seats[{i}]"
+        if s.fantasyland:
+            untouched = len(s.pending) == s.fantasyland and not s.board.cards and not s.discards
+            set_ = not s.pending and s.done and len(s.discards) == s.fantasyland - BOARD_SIZE
+            if not (untouched or set_):
+                raise InvalidInputError(f"{path} is neither dealt nor set", field=path)
+        elif s.seat == hand.turn:
+            if hand.street >= len(streets) or len(s.pending) != streets[hand.street].deal:
+                raise InvalidInputError(f"{path} does not hold its street's batch", field=path)
+        elif s.pending:
+            raise InvalidInputError(f"{path} holds a batch out of turn", field=path)
+    if hand.turn is not None and hand.index(hand.turn) < 0:
+        raise InvalidInputError("hand.turn is not a seat of the hand", field="hand.turn")
+
+
+# --- actions --------------------------------------------------------------------------------
+def action_to_dict(action: Action) -> dict[str, Any]:
+    """An action as JSON-ready data (a ``start_hand`` carries the server seed)."""
+    if isinstance(action, SitDown):
+        return {
+            "type": "sit_down",
+            "seat": action.seat,
+            "player_id": action.player_id,
+            "at_ms": action.at_ms,
+        }
+    if isinstance(action, StandUp):
+        return {"type": "stand_up", "seat": action.seat, "at_ms": action.at_ms}
+    if isinstance(action, StartHand):
+        return {
+            "type": "start_hand",
+            "server_seed": action.server_seed.hex(),
+            "client_seed": action.client_seed.hex(),
+            "at_ms": action.at_ms,
+        }
+    if isinstance(action, Place):
+        return {
+            "type": "place",
+            "seat": action.seat,
+            "placements": [[str(c), r.value] for c, r in action.placements],
+            "discard": None if action.discard is None else str(action.discard),
+            "at_ms": action.at_ms,
+        }
+    if isinstance(action, SetFantasyland):
+        return {
+            "type": "set_fantasyland",
+            "seat": action.seat,
+            "top": card_codes(action.top),
+            "middle": card_codes(action.middle),
+            "bottom": card_codes(action.bottom),
+            "discards": card_codes(action.discards),
+            "at_ms": action.at_ms,
+        }
+    if isinstance(action, Timeout):
+        return {"type": "timeout", "seat": action.seat, "at_ms": action.at_ms}
+    raise InvalidInputError(f"not an action: {action!r}", field="action")
+
+
+def action_from_dict(data: Any) -> Action:
+    """Read :func:`action_to_dict`'s output back; ``at_ms`` and ``discard``/``discards`` and
+    ``client_seed`` may be left out (0, none, empty). Placements may also be objects
+    ``{"card": "As", "row": "bottom"}``."""
+    obj = _obj(data, "")
+    kind = _str(_key(obj, "type", ""), "type")
+    at_ms = _int(obj.get("at_ms", 0), "at_ms")
+    if kind == "start_hand":
+        return StartHand(
+            _hex(_key(obj, "server_seed", ""), "server_seed"),
+            _hex(obj.get("client_seed", ""), "client_seed"),
+            at_ms,
+        )
+    seat = _int(_key(obj, "seat", ""), "seat")
+    if kind == "sit_down":
+        return SitDown(seat, _str(_key(obj, "player_id", ""), "player_id"), at_ms)
+    if kind == "stand_up":
+        return StandUp(seat, at_ms)
+    if kind == "timeout":
+        return Timeout(seat, at_ms)
+    if kind == "place":
+        placements = []
+        for k, raw in enumerate(_list(_key(obj, "placements", ""), "placements")):
+            path = f"placements[{k}]"
+            if isinstance(raw, Mapping):
+                card_raw, row_raw = _key(raw, "card", path), _key(raw, "row", path)
+            elif isinstance(raw, list) and len(raw) == 2:
+                card_raw, row_raw = raw
+            else:
+                raise InvalidInputError(f"{path} must be [card, row]", field=path)
+            placements.append((_card(card_raw, f"{path}.card"), _row(row_raw, f"{path}.row")))
+        discard_raw = obj.get("discard")
+        discard = None if discard_raw is None else _card(discard_raw, "discard")
+        return Place(seat, tuple(placements), discard, at_ms)
+    if kind == "set_fantasyland":
+        top, middle, bottom = (_cards(_key(obj, r.value, ""), r.value) for r in ROWS)
+        return SetFantasyland(
+            seat, top, middle, bottom, _cards(obj.get("discards", []), "discards"), at_ms
+        )
+    raise InvalidInputError(f"unknown action type {kind!r}", field="type")
+
+
+# --- events ---------------------------------------------------------------------------------
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """An event as JSON-ready data. Redact first for a viewer:
+    ``event_to_dict(event_for_viewer(event, seat))``.
+
+    >>> from ofc.engine import CardsDealt, event_for_viewer
+    >>> e = CardsDealt(seat=1, street=0, position=0, count=1, cards=(Card.parse("As"),))
+    >>> event_to_dict(e)["cards"], event_to_dict(event_for_viewer(e, None))["cards"]
+    (['As'], [])
+    """
+    if isinstance(event, SeatTaken):
+        return {"type": "seat_taken", "seat": event.seat, "player_id": event.player_id}
+    if isinstance(event, SeatVacated):
+        return {
+            "type": "seat_vacated",
+            "seat": event.seat,
+            "player_id": event.player_id,
+            "points": event.points,
+        }
+    if isinstance(event, HandStarted):
+        return {
+            "type": "hand_started",
+            "number": event.number,
+            "button": event.button,
+            "order": list(event.order),
+            "fantasyland": [{"seat": s, "cards": n} for s, n in event.fantasyland],
+            "commitment": event.commitment,
+            "client_seed": event.client_seed.hex(),
+            "at_ms": event.at_ms,
+        }
+    if isinstance(event, CardsDealt):
+        return {
+            "type": "cards_dealt",
+            "seat": event.seat,
+            "street": event.street,
+            "position": event.position,
+            "count": event.count,
+            "cards": card_codes(event.cards),
+        }
+    if isinstance(event, CardsPlaced):
+        return {
+            "type": "cards_placed",
+            "seat": event.seat,
+            "street": event.street,
+            "placements": [[str(c), r.value] for c, r in event.placements],
+        }
+    if isinstance(event, DiscardMade):
+        return {
+            "type": "discard_made",
+            "seat": event.seat,
+            "street": event.street,
+            "card": None if event.card is None else str(event.card),
+        }
+    if isinstance(event, TimeoutApplied):
+        return {
+            "type": "timeout_applied",
+            "seat": event.seat,
+            "action": None if event.action is None else action_to_dict(event.action),
+        }
+    if isinstance(event, FantasylandSet):
+        return {
+            "type": "fantasyland_set",
+            "seat": event.seat,
+            "board": board_to_dict(event.board),
+            "discards": card_codes(event.discards),
+        }
+    if isinstance(event, FantasylandRevealed):
+        return {
+            "type": "fantasyland_revealed",
+            "seat": event.seat,
+            "board": board_to_dict(event.board),
+        }
+    if isinstance(event, HandSettled):
+        return {
+            "type": "hand_settled",
+            "number": event.number,
+            "seats": list(event.seats),
+            "boards": [board_to_dict(b) for b in event.boards],
+            "settlement": _settlement_by_seat(event),
+            "fantasyland_next": [{"seat": s, "cards": n} for s, n in event.fantasyland_next],
+            "totals": list(event.totals),
+            "at_ms": event.at_ms,
+        }
+    if isinstance(event, SeedRevealed):
+        return {
+            "type": "seed_revealed",
+            "number": event.number,
+            "server_seed": event.server_seed.hex(),
+            "client_seed": event.client_seed.hex(),
+            "commitment": event.commitment,
+        }
+    if isinstance(event, ButtonMoved):
+        return {"type": "button_moved", "from_seat": event.from_seat, "to_seat": event.to_seat}
+    raise InvalidInputError(f"not an event: {event!r}", field="event")
+
+
+def _settlement_by_seat(event: HandSettled) -> dict[str, Any]:
+    """:func:`ofc.jsonio.settlement_to_dict` with seats (ints) in place of player ids."""
+    data = settlement_to_dict(event.settlement, [str(s) for s in event.seats])
+    for player in data["players"]:
+        player["seat"] = int(player.pop("id"))
+    for pair in data["pairs"]:
+        pair["a"], pair["b"] = int(pair["a"]), int(pair["b"])
+    return data
+
+
+# --- hand histories -------------------------------------------------------------------------
+def hand_history(initial: MatchState, actions: Iterable[Action]) -> dict[str, Any]:
+    """Everything an auditor needs to re-derive and re-score one finished hand.
+
+    ``initial`` is the match before the hand's :class:`~ofc.engine.StartHand` (its previous
+    hand, irrelevant to the next, is left out); ``actions`` start with that StartHand and end
+    with the action that completed the last board. The history lists the seeds and the
+    commitment, the table as the hand began, every dealt batch (with its deck position), every
+    action in order (a timeout with the move it resolved to), the final boards and discards
+    and the settlement. ``state_from_dict(h["initial_state"])`` plus ``action_from_dict`` of
+    each action, replayed, gives the same hand.
+
+    >>> from ofc.engine import SitDown, StartHand, Timeout, apply, new_match, replay, seats_to_act
+    >>> table, _ = replay(new_match(seats=2), [SitDown(0, "ann"), SitDown(1, "bob")])
+    >>> actions: list[Action] = [StartHand(bytes(32), b"table-7")]
+    >>> state, _ = apply(table, actions[0])
+    >>> while waiting := seats_to_act(state):
+    ...     actions.append(Timeout(waiting[0], at_ms=len(actions)))
+    ...     state, _ = apply(state, actions[-1])
+    >>> history = hand_history(table, actions)
+    >>> history["client_seed"], len(history["deals"]), len(history["actions"])
+    ('7461626c652d37', 18, 19)
+    >>> sum(p["points"] for p in history["settlement"]["players"])
+    0
+    """
+    actions = list(actions)
+    start = dataclasses.replace(initial, hand=None)
+    final, events = replay(start, actions)
+    hand = final.hand
+    if hand is None or not hand.over or hand.number != start.hands_played + 1:
+        raise InvalidInputError(
+            "a history needs the actions of exactly one complete hand", field="actions"
+        )
+    resolved = iter(e.action for e in events if isinstance(e, TimeoutApplied))
+    action_dicts = []
+    for action in actions:
+        entry = action_to_dict(action)
+        if isinstance(action, Timeout):
+            move = next(resolved)
+            entry["resolved"] = None if move is None else action_to_dict(move)
+        action_dicts.append(entry)
+    settled = next(e for e in events if isinstance(e, HandSettled))
+    return {
+        "format_version": FORMAT_VERSION,
+        "algorithm": ALGORITHM,
+        "ruleset": final.ruleset.name,
+        "hand_number": hand.number,
+        "server_seed": hand.server_seed.hex(),
+        "client_seed": hand.client_seed.hex(),
+        "commitment": hand.commitment,
+        "button": hand.button,
+        "order": list(hand.order),
+        "players": [
+            {
+                "seat": s.seat,
+                "player_id": start.seats[s.seat].player_id,
+                "fantasyland": s.fantasyland,
+            }
+            for s in hand.seats
+        ],
+        "initial_state": state_to_dict(start),
+        "deals": [event_to_dict(e) for e in events if isinstance(e, CardsDealt)],
+        "actions": action_dicts,
+        "boards": [
+            {"seat": s.seat, **board_to_dict(s.board), "discards": card_codes(s.discards)}
+            for s in hand.seats
+        ],
+        "settlement": _settlement_by_seat(settled),
+        "fantasyland_next": [{"seat": s, "cards": n} for s, n in settled.fantasyland_next],
+        "button_next": final.button,
+    }

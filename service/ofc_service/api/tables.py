@@ -1,0 +1,563 @@
+"""The TableService servicer: live tables over gRPC, state in the table store.
+
+Requests are read and checked here (cards, rows, ids, limits), changes are made by
+:class:`~ofc_service.tables.TableManager` through the pure engine, and every view and event
+is built from the engine's own per-viewer redaction, so no response or event carries
+another seat's hidden cards, the undealt deck or an unrevealed seed.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import logging
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+from ofc import engine
+from ofc import errors as core
+from ofc.cards import Card, card_codes
+from ofc.engine import Event
+from ofc.engine_json import action_from_dict, state_from_dict
+from ofc.rulesets import Row
+from ofc.scoring import Board, Settlement
+from ofcpoker.v1 import cards_pb2, settlement_pb2
+from ofcpoker.v1 import table_service_pb2 as pb
+from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
+
+from ofc_service import auth, store
+from ofc_service.api import convert
+from ofc_service.api import errors as api_errors
+from ofc_service.api.errors import abort
+from ofc_service.metrics import MOVES, REQUEST_ERRORS
+from ofc_service.tables import (
+    HAND_PREFIX,
+    Change,
+    Committed,
+    TableManager,
+    TableRecord,
+    mask_secret,
+    seat_of_viewer,
+    unmask_secret,
+)
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TableService"].full_name
+DEFAULT_TURN_MS = 30_000
+MIN_LIMIT_MS, MAX_LIMIT_MS = 1_000, 3_600_000
+MAX_HANDS = 10_000
+MAX_CLIENT_SEED_BYTES = 256
+MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE = 100, 20
+MAX_TABLE_ID_CHARS = 64
+WATCH_POLL_S = 5.0
+_PUBLIC = 255
+
+log = logging.getLogger("ofc.api.tables")
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+def translate(exc: Exception) -> core.OfcError | None:
+    """Store and credential errors as API errors (their codes live in the one table)."""
+    if isinstance(exc, core.OfcError):
+        return exc
+    if isinstance(exc, store.StaleVersionError):
+        return api_errors.StaleVersionError(str(exc), field="expected_version")
+    if isinstance(exc, store.TableNotFoundError):
+        return api_errors.TableNotFoundError(str(exc), field="table_id")
+    if isinstance(exc, store.EventsTrimmedError):
+        return api_errors.EventsTrimmedError(str(exc), field="after_event_id")
+    if isinstance(exc, store.StoreUnavailableError):
+        return api_errors.StoreUnavailableError("the table store is unavailable; retry")
+    if isinstance(exc, store.InvalidIdError):
+        return core.InvalidInputError(str(exc), field="table_id")
+    if isinstance(exc, auth.UnauthenticatedError):
+        return api_errors.UnauthenticatedError(exc.message)
+    if isinstance(exc, auth.PermissionDeniedError):
+        return api_errors.PermissionDeniedError(exc.message)
+    return None
+
+
+async def fail(context: grpc.aio.ServicerContext, exc: Exception) -> NoReturn:
+    error = translate(exc)
+    if error is None:
+        log.exception("internal error", exc_info=exc)
+        error = api_errors.InternalError("internal error; report the request id")
+    REQUEST_ERRORS.labels(error.reason).inc()
+    await abort(context, error)
+
+
+def rpc(
+    method: Callable[[TableServicer, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
+) -> Callable[[TableServicer, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
+    @functools.wraps(method)
+    async def handler(self: TableServicer, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        try:
+            return await method(self, request, context)
+        except Exception as exc:  # noqa: BLE001 - every error becomes a status, see fail()
+            await fail(context, exc)
+
+    return handler
+
+
+# --- events ---------------------------------------------------------------------------------
+def _board_proto(board: Board) -> cards_pb2.Board:
+    return cards_pb2.Board(
+        top=card_codes(board.top), middle=card_codes(board.middle), bottom=card_codes(board.bottom)
+    )
+
+
+def _placements(placements: tuple[tuple[Card, Row], ...]) -> list[pb.Placement]:
+    return [pb.Placement(card=str(c), row=_ROW_TO_PROTO[r]) for c, r in placements]
+
+
+_ROW_TO_PROTO = {
+    Row.TOP: cards_pb2.ROW_POSITION_TOP,
+    Row.MIDDLE: cards_pb2.ROW_POSITION_MIDDLE,
+    Row.BOTTOM: cards_pb2.ROW_POSITION_BOTTOM,
+}
+
+
+def write_settlement(settlement: Settlement, ids: tuple[str, ...], out: settlement_pb2.Settlement) -> None:
+    fouls = sum(1 for p in settlement.players if p.fouled)
+    convert.write_settlement(convert.SettledHand(settlement, ids, "", fouls), out)
+
+
+def event_to_proto(event: Event, version: int, player_ids: tuple[str, ...]) -> pb.TableEvent:
+    out = pb.TableEvent(version=version)
+    if isinstance(event, engine.SeatTaken):
+        out.seat_taken.SetInParent()
+        out.seat_taken.seat, out.seat_taken.player_id = event.seat, event.player_id
+    elif isinstance(event, engine.SeatVacated):
+        out.seat_vacated.CopyFrom(
+            pb.SeatVacatedEvent(seat=event.seat, player_id=event.player_id, points=event.points)
+        )
+    elif isinstance(event, engine.HandStarted):
+        out.hand_started.CopyFrom(
+            pb.HandStartedEvent(
+                number=event.number,
+                button=event.button,
+                order=event.order,
+                fantasyland_seats=[s for s, _ in event.fantasyland],
+                fantasyland_cards=[n for _, n in event.fantasyland],
+                commitment=event.commitment,
+                client_seed=event.client_seed,
+            )
+        )
+    elif isinstance(event, engine.CardsDealt):
+        dealt = pb.CardsDealtEvent(
+            seat=event.seat, position=event.position, count=event.count, cards=card_codes(event.cards)
+        )
+        if event.street is not None:
+            dealt.street = event.street
+        out.cards_dealt.CopyFrom(dealt)
+    elif isinstance(event, engine.CardsPlaced):
+        out.cards_placed.CopyFrom(
+            pb.CardsPlacedEvent(seat=event.seat, street=event.street, placements=_placements(event.placements))
+        )
+    elif isinstance(event, engine.DiscardMade):
+        out.discard_made.CopyFrom(
+            pb.DiscardMadeEvent(
+                seat=event.seat, street=event.street, card="" if event.card is None else str(event.card)
+            )
+        )
+    elif isinstance(event, engine.TimeoutApplied):
+        out.timeout_applied.CopyFrom(pb.TimeoutAppliedEvent(seat=event.seat))
+    elif isinstance(event, engine.FantasylandSet):
+        out.fantasyland_set.CopyFrom(
+            pb.FantasylandSetEvent(
+                seat=event.seat, board=_board_proto(event.board), discards=card_codes(event.discards)
+            )
+        )
+    elif isinstance(event, engine.FantasylandRevealed):
+        out.fantasyland_revealed.CopyFrom(
+            pb.FantasylandRevealedEvent(seat=event.seat, board=_board_proto(event.board))
+        )
+    elif isinstance(event, engine.HandSettled):
+        settled = pb.HandSettledEvent(
+            number=event.number,
+            seats=event.seats,
+            boards=[_board_proto(b) for b in event.boards],
+            totals=event.totals,
+        )
+        ids = tuple(player_ids[s] if s < len(player_ids) else "" for s in event.seats)
+        write_settlement(event.settlement, ids, settled.settlement)
+        out.hand_settled.CopyFrom(settled)
+    elif isinstance(event, engine.SeedRevealed):
+        out.seed_revealed.CopyFrom(
+            pb.SeedRevealedEvent(number=event.number, server_seed=event.server_seed, commitment=event.commitment)
+        )
+    else:
+        assert isinstance(event, engine.ButtonMoved)
+        out.button_moved.CopyFrom(pb.ButtonMovedEvent(from_seat=event.from_seat, to_seat=event.to_seat))
+    return out
+
+
+def encode_event(event: Event, version: int, record: TableRecord) -> bytes:
+    """The stored form of an event: its owner seat (255: public), the owner's full view and,
+    for a private event, everyone else's redacted view — so a watcher's copy is a lookup."""
+    owner = engine.visible_to(event)
+    player_ids = _player_ids(record)
+    full = event_to_proto(event, version, player_ids).SerializeToString()
+    if owner is None:
+        return struct.pack(">BI", _PUBLIC, len(full)) + full
+    public = event_to_proto(engine.event_for_viewer(event, None), version, player_ids)
+    return struct.pack(">BI", owner, len(full)) + full + public.SerializeToString()
+
+
+def decode_event(blob: bytes, viewer: int | None, event_id: str) -> pb.TableEvent:
+    owner, size = struct.unpack_from(">BI", blob)
+    start = struct.calcsize(">BI")
+    part = blob[start : start + size] if owner in (_PUBLIC, viewer) else blob[start + size :]
+    event = pb.TableEvent.FromString(part)
+    event.event_id = event_id
+    return event
+
+
+# --- views ----------------------------------------------------------------------------------
+def table_view(
+    record: TableRecord, version: int, viewer: int | None, *, last_event_id: str = ""
+) -> pb.TableView:
+    view = engine.view(record.match, viewer)
+    out = pb.TableView(
+        table_id=record.table_id,
+        version=version,
+        button=view.button,
+        hands_played=view.hands_played,
+        max_hands=view.max_hands or 0,
+        turn_time_limit_ms=record.turn_time_limit_ms,
+        deadline_ms=record.deadline_ms or 0,
+        last_event_id=last_event_id,
+    )
+    if viewer is not None:
+        out.viewer_seat = viewer
+    out.ruleset.CopyFrom(convert.ruleset_to_proto(record.match.ruleset))
+    for s in view.seats:
+        out.seats.add(
+            seat=s.seat,
+            player_id=s.player_id,
+            points=s.points,
+            fantasyland_cards=s.fantasyland,
+            fantasyland_streak=s.fantasyland_streak,
+        )
+    hand = view.hand
+    if hand is not None:
+        h = out.hand
+        h.number, h.button, h.commitment, h.client_seed = hand.number, hand.button, hand.commitment, hand.client_seed
+        h.server_seed = hand.server_seed or b""
+        h.street, h.deck_remaining, h.over = hand.street, hand.deck_remaining, hand.over
+        if hand.turn is not None:
+            h.turn = hand.turn
+        h.to_act.extend(hand.to_act)
+        for hs in hand.seats:
+            h.seats.add(
+                seat=hs.seat,
+                fantasyland_cards=hs.fantasyland,
+                board=_board_proto(hs.board),
+                board_hidden=hs.board_hidden,
+                pending=card_codes(hs.pending),
+                pending_count=hs.pending_count,
+                discards=card_codes(hs.discards),
+                discard_count=hs.discard_count,
+                done=hs.done,
+            )
+        if hand.settlement is not None:
+            ids = tuple(record.match.seats[hs.seat].player_id for hs in hand.seats)
+            write_settlement(hand.settlement, ids, h.settlement)
+    return out
+
+
+def _player_ids(record: TableRecord) -> tuple[str, ...]:
+    return tuple(s.player_id for s in record.match.seats)
+
+
+# --- request checks -------------------------------------------------------------------------
+def _table_id(text: str) -> str:
+    if not text or len(text) > MAX_TABLE_ID_CHARS:
+        raise core.InvalidInputError(
+            f"table_id must be 1..{MAX_TABLE_ID_CHARS} characters", field="table_id"
+        )
+    return text
+
+
+def _limit_ms(value: int, default: int, field: str) -> int:
+    if value == 0:
+        return default
+    if not MIN_LIMIT_MS <= value <= MAX_LIMIT_MS:
+        raise core.InvalidInputError(f"{field} must be {MIN_LIMIT_MS}..{MAX_LIMIT_MS} ms", field=field)
+    return value
+
+
+def _seat(value: int, record: TableRecord, field: str = "seat") -> int:
+    if value >= len(record.match.seats):
+        raise core.UnknownSeatError(f"no seat {value} at this table", field=field)
+    return value
+
+
+def _creds(context: grpc.aio.ServicerContext) -> auth.Credentials:
+    return auth.Credentials.from_metadata(context.invocation_metadata())
+
+
+def _table_id_for(creds: auth.Credentials, request_id: str) -> str:
+    """A retried CreateTable (same caller, same request_id) names the same table, so the
+    store's create-if-absent makes it idempotent without a separate request record."""
+    caller = auth.token_hash(creds.api_key) if creds.api_key else ""
+    digest = hashlib.sha256(f"ofc-table\x00{caller}\x00{request_id}".encode()).digest()
+    return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
+
+
+class TableServicer(pb_grpc.TableServiceServicer):
+    """ofcpoker.v1.TableService over the engine and a table store."""
+
+    def __init__(self, manager: TableManager) -> None:
+        self.manager = manager
+        self.auth = manager.auth
+
+    # --- tables and seats -----------------------------------------------------------------
+    @rpc
+    async def CreateTable(
+        self, request: pb.CreateTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreateTableResponse:
+        creds = _creds(context)
+        if self.auth.has_operator_keys:
+            self.auth.require_operator(creds)
+        tables_request_key = request.request_id
+        if not 1 <= len(tables_request_key) <= 128:
+            raise core.InvalidInputError("request_id must be 1..128 characters", field="request_id")
+        spec = request.ruleset if request.HasField("ruleset") else None
+        ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
+        if request.max_hands > MAX_HANDS:
+            raise core.InvalidInputError(f"max_hands must be 0..{MAX_HANDS}", field="max_hands")
+        client_seed = request.client_seed.encode()
+        if len(client_seed) > MAX_CLIENT_SEED_BYTES:
+            raise core.InvalidInputError(
+                f"client_seed must be at most {MAX_CLIENT_SEED_BYTES} bytes", field="client_seed"
+            )
+        turn_ms = _limit_ms(request.turn_time_limit_ms, DEFAULT_TURN_MS, "turn_time_limit_ms")
+        fantasyland_ms = _limit_ms(
+            request.fantasyland_time_limit_ms, 4 * turn_ms, "fantasyland_time_limit_ms"
+        )
+        match = engine.new_match(
+            ruleset, seats=request.seats or None, max_hands=request.max_hands or None
+        )
+        table_id = _table_id_for(creds, request.request_id)
+        record = TableRecord(
+            table_id=table_id,
+            match=match,
+            turn_time_limit_ms=turn_ms,
+            fantasyland_time_limit_ms=fantasyland_ms,
+            client_seed=client_seed,
+            created_at_ms=self.manager.clock_ms(),
+        )
+        try:
+            await self.manager.create(record, respond=lambda c: b"")
+        except store.TableExistsError:
+            pass  # a retry of the same request: answer with the table as it is now
+        current, version, last = await self.manager.load(table_id)
+        return pb.CreateTableResponse(
+            table_id=table_id, table=table_view(current, version, None, last_event_id=last)
+        )
+
+    @rpc
+    async def GetTable(self, request: pb.GetTableRequest, context: grpc.aio.ServicerContext) -> pb.GetTableResponse:
+        record, version, last = await self.manager.load(_table_id(request.table_id))
+        as_seat = request.as_seat if request.HasField("as_seat") else None
+        viewer = seat_of_viewer(self.auth, _creds(context), record, as_seat)
+        return pb.GetTableResponse(table=table_view(record, version, viewer, last_event_id=last))
+
+    @rpc
+    async def JoinSeat(self, request: pb.JoinSeatRequest, context: grpc.aio.ServicerContext) -> pb.JoinSeatResponse:
+        player_id = request.player_id
+        if not 1 <= len(player_id) <= convert.MAX_ID_CHARS:
+            raise core.InvalidInputError(
+                f"player_id must be 1..{convert.MAX_ID_CHARS} characters", field="player_id"
+            )
+
+        def change(record: TableRecord, now: int) -> Change:
+            return self.manager.join(record, _seat(request.seat, record), player_id, now)
+
+        def respond(c: Committed) -> bytes:
+            assert c.change.seat_token is not None
+            response = pb.JoinSeatResponse(
+                seat_token=mask_secret(c.change.seat_token, request.request_id),
+                table=table_view(c.change.record, c.version, c.change.actor_seat),
+            )
+            return response.SerializeToString()
+
+        raw = await self.manager.mutate(
+            _table_id(request.table_id),
+            expected_version=request.expected_version,
+            request_id=request.request_id,
+            change=change,
+            respond=respond,
+        )
+        response = pb.JoinSeatResponse.FromString(raw)
+        response.seat_token = unmask_secret(response.seat_token, request.request_id)
+        return response
+
+    async def _move(
+        self,
+        request: Any,
+        context: grpc.aio.ServicerContext,
+        make: Callable[[TableRecord, int, auth.Credentials], Change],
+        response_type: type[Resp],
+    ) -> Resp:
+        creds = _creds(context)
+
+        def respond(c: Committed) -> bytes:
+            view = table_view(c.change.record, c.version, c.change.actor_seat)
+            message: Any = response_type(table=view)  # type: ignore[call-arg]
+            data: bytes = message.SerializeToString()
+            return data
+
+        raw = await self.manager.mutate(
+            _table_id(request.table_id),
+            expected_version=request.expected_version,
+            request_id=request.request_id,
+            change=lambda record, now: make(record, now, creds),
+            respond=respond,
+        )
+        return response_type.FromString(raw)  # type: ignore[attr-defined,no-any-return]
+
+    @rpc
+    async def LeaveSeat(self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext) -> pb.LeaveSeatResponse:
+        return await self._move(
+            request,
+            context,
+            lambda r, now, creds: self.manager.leave(r, _seat(request.seat, r), creds, now),
+            pb.LeaveSeatResponse,
+        )
+
+    @rpc
+    async def StartHand(self, request: pb.StartHandRequest, context: grpc.aio.ServicerContext) -> pb.StartHandResponse:
+        return await self._move(
+            request, context, lambda r, now, creds: self.manager.start_hand(r, creds, now), pb.StartHandResponse
+        )
+
+    @rpc
+    async def PlaceCards(self, request: pb.PlaceCardsRequest, context: grpc.aio.ServicerContext) -> pb.PlaceCardsResponse:
+        placements = []
+        for k, p in enumerate(request.placements):
+            (card,) = convert.parse_cards([p.card], f"placements[{k}].card")
+            row = convert.row_position(p.row, f"placements[{k}].row")
+            if row is None:
+                raise core.InvalidRowError("every placement needs a row", field=f"placements[{k}].row")
+            placements.append((card, row))
+        discard = convert.parse_cards([request.discard], "discard")[0] if request.discard else None
+
+        def make(record: TableRecord, now: int, creds: auth.Credentials) -> Change:
+            action = engine.Place(_seat(request.seat, record), tuple(placements), discard, now)
+            done = self.manager.act(record, action, creds, now)
+            MOVES.labels("place").inc()
+            return done
+
+        return await self._move(request, context, make, pb.PlaceCardsResponse)
+
+    @rpc
+    async def SetFantasyland(
+        self, request: pb.SetFantasylandRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetFantasylandResponse:
+        board = convert.board_from_proto(request.board, "board")
+        discards = convert.parse_cards(request.discards, "discards")
+
+        def make(record: TableRecord, now: int, creds: auth.Credentials) -> Change:
+            action = engine.SetFantasyland(
+                _seat(request.seat, record), board.top, board.middle, board.bottom, discards, now
+            )
+            done = self.manager.act(record, action, creds, now)
+            MOVES.labels("set_fantasyland").inc()
+            return done
+
+        return await self._move(request, context, make, pb.SetFantasylandResponse)
+
+    # --- histories ------------------------------------------------------------------------
+    @rpc
+    async def GetHandHistory(
+        self, request: pb.GetHandHistoryRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetHandHistoryResponse:
+        table_id = _table_id(request.table_id)
+        await self.manager.store.load(table_id)  # NOT_FOUND for an unknown table
+        raw = await self.manager.store.get_extra(table_id, f"{HAND_PREFIX}:{request.hand_number}")
+        if raw is None:
+            raise api_errors.HandNotFoundError(
+                f"hand {request.hand_number} of table {table_id} is not over (or never started)",
+                field="hand_number",
+            )
+        history = json.loads(raw)
+        response = pb.GetHandHistoryResponse(
+            hand_number=request.hand_number,
+            commitment=history["commitment"],
+            server_seed=bytes.fromhex(history["server_seed"]),
+            client_seed=bytes.fromhex(history["client_seed"]),
+            history_json=raw.decode(),
+        )
+        _settlement_from_history(history, response.settlement)
+        return response
+
+    @rpc
+    async def ListHands(self, request: pb.ListHandsRequest, context: grpc.aio.ServicerContext) -> pb.ListHandsResponse:
+        table_id = _table_id(request.table_id)
+        size = request.page_size or DEFAULT_PAGE_SIZE
+        if size > MAX_PAGE_SIZE:
+            raise core.InvalidInputError(f"page_size must be 0..{MAX_PAGE_SIZE}", field="page_size")
+        start = 0
+        if request.page_token:
+            if not request.page_token.isdigit() or len(request.page_token) > 12:
+                raise core.InvalidInputError("page_token is not from ListHands", field="page_token")
+            start = int(request.page_token)
+        await self.manager.store.load(table_id)
+        page = await self.manager.store.list_extra(table_id, HAND_PREFIX, start=start, count=size)
+        response = pb.ListHandsResponse(next_page_token="" if page.next_start is None else str(page.next_start))
+        for number, raw in page.items:
+            history = json.loads(raw)
+            players = history["settlement"]["players"]
+            response.hands.add(
+                hand_number=number,
+                commitment=history["commitment"],
+                seats=[p["seat"] for p in players],
+                points=[p["points"] for p in players],
+                settled_at_ms=history.get("settled_at_ms", 0),
+            )
+        return response
+
+    # --- watching -------------------------------------------------------------------------
+    async def Watch(
+        self, request: pb.WatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.WatchResponse]:
+        try:
+            table_id = _table_id(request.table_id)
+            record, version, last = await self.manager.load(table_id)
+            as_seat = request.as_seat if request.HasField("as_seat") else None
+            viewer = seat_of_viewer(self.auth, _creds(context), record, as_seat)
+            if request.after_event_id:
+                cursor = request.after_event_id
+                store.parse_event_id(cursor)
+            else:
+                cursor = last or "0"
+                yield pb.WatchResponse(snapshot=table_view(record, version, viewer, last_event_id=last))
+            while True:
+                events = await self.manager.store.wait_events(table_id, after=cursor, timeout_s=WATCH_POLL_S)
+                for stored_event in events:
+                    yield pb.WatchResponse(event=decode_event(stored_event.data, viewer, stored_event.event_id))
+                    cursor = stored_event.event_id
+        except Exception as exc:  # noqa: BLE001 - every error becomes a status, see fail()
+            await fail(context, exc)
+
+
+def _settlement_from_history(history: dict[str, Any], out: settlement_pb2.Settlement) -> None:
+    """The settlement of a stored history, recomputed by replaying its actions (what an
+    auditor holding the history can do too)."""
+    start = state_from_dict(history["initial_state"])
+    actions = [action_from_dict({k: v for k, v in a.items() if k != "resolved"}) for a in history["actions"]]
+    final, _ = engine.replay(start, actions)
+    assert final.hand is not None
+    settlement = engine.hand_settlement(final.hand, final.ruleset)
+    ids = tuple(start.seats[s.seat].player_id for s in final.hand.seats)
+    write_settlement(settlement, ids, out)
+
+
+__all__ = ["SERVICE_NAME", "TableServicer", "decode_event", "encode_event", "event_to_proto", "table_view"]

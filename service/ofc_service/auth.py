@@ -1,0 +1,123 @@
+"""Who may act: seat tokens for players, API keys for operators.
+
+A seat token is 192 random bits, handed out once when a seat is joined and stored only as
+its SHA-256, so a leaked database does not leak tokens; it works for exactly one
+(table, seat). An operator key (configured on the server) may create tables and act for
+any seat, but no credential ever reads undealt cards or an unrevealed server seed: the
+views the API sends are built by the core and never contain them.
+
+Credentials travel in gRPC metadata: ``x-ofc-seat-token`` or ``x-ofc-api-key``
+(``authorization: Bearer <token>`` is accepted for either).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+SEAT_TOKEN_PREFIX = "st_"
+SEAT_TOKEN_HEADER = "x-ofc-seat-token"
+API_KEY_HEADER = "x-ofc-api-key"
+
+
+class AuthError(Exception):
+    """Credentials missing or wrong (UNAUTHENTICATED) or not enough (PERMISSION_DENIED)."""
+
+    reason = "AUTH"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnauthenticatedError(AuthError):
+    reason = "UNAUTHENTICATED"
+
+
+class PermissionDeniedError(AuthError):
+    reason = "PERMISSION_DENIED"
+
+
+def new_seat_token() -> str:
+    return SEAT_TOKEN_PREFIX + secrets.token_urlsafe(24)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What a request presented; at most one of each."""
+
+    seat_token: str | None = None
+    api_key: str | None = None
+
+    @classmethod
+    def from_metadata(cls, metadata: Iterable[tuple[str, str | bytes]] | None) -> Credentials:
+        seat_token = api_key = None
+        for key, raw in metadata or ():
+            value = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            key = key.lower()
+            if key == SEAT_TOKEN_HEADER:
+                seat_token = value.strip()
+            elif key == API_KEY_HEADER:
+                api_key = value.strip()
+            elif key == "authorization" and value.lower().startswith("bearer "):
+                bearer = value[7:].strip()
+                if bearer.startswith(SEAT_TOKEN_PREFIX):
+                    seat_token = bearer
+                else:
+                    api_key = bearer
+        return cls(seat_token or None, api_key or None)
+
+
+class Authenticator:
+    """Checks credentials against the configured operator keys and a table's seat hashes."""
+
+    def __init__(self, api_keys: Sequence[str] = ()) -> None:
+        self._key_hashes = tuple(token_hash(k) for k in api_keys if k)
+
+    @property
+    def has_operator_keys(self) -> bool:
+        return bool(self._key_hashes)
+
+    def is_operator(self, creds: Credentials) -> bool:
+        """True for a valid operator key; a wrong key is an error, not a downgrade."""
+        if creds.api_key is None:
+            return False
+        presented = token_hash(creds.api_key)
+        if any(hmac.compare_digest(presented, h) for h in self._key_hashes):
+            return True
+        raise UnauthenticatedError("invalid API key")
+
+    def require_operator(self, creds: Credentials) -> None:
+        if not self.is_operator(creds):
+            if creds.seat_token is not None:
+                raise PermissionDeniedError("this call needs an operator API key, not a seat token")
+            raise UnauthenticatedError(f"this call needs an operator API key ({API_KEY_HEADER})")
+
+    def seat_of(self, creds: Credentials, seat_hashes: dict[int, str]) -> int | None:
+        """The seat a seat token belongs to at this table; None when no token was given."""
+        if creds.seat_token is None:
+            return None
+        presented = token_hash(creds.seat_token)
+        for seat, stored in seat_hashes.items():
+            if hmac.compare_digest(presented, stored):
+                return seat
+        raise PermissionDeniedError("this seat token is not valid at this table")
+
+    def may_act_for(self, creds: Credentials, seat: int, seat_hashes: dict[int, str]) -> None:
+        """Raise unless the caller is an operator or holds this seat's token."""
+        if self.is_operator(creds):
+            return
+        own = self.seat_of(creds, seat_hashes)
+        if own is None:
+            raise UnauthenticatedError(
+                f"acting for a seat needs its seat token ({SEAT_TOKEN_HEADER}) or an API key"
+            )
+        if own != seat:
+            raise PermissionDeniedError(f"your seat token is for seat {own}, not seat {seat}")

@@ -1,0 +1,397 @@
+"""Live tables: the engine's match state, stored as one record per table, changed by moves.
+
+Every change is read → check → ``engine.apply`` → one atomic store commit carrying the new
+record, the events, the response (kept for request-id replays), the hand history when a
+hand ends, and the table's next deadline. The store rejects a commit whose expected version
+is stale, so two replicas racing on one table (two moves, or two deadline sweepers) can
+never both win. This module knows nothing of protobuf: the API layer passes in how to
+encode events and responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ofc import engine
+from ofc.engine import Action, Event, MatchState
+from ofc.engine_json import action_from_dict, action_to_dict, hand_history, state_from_dict, state_to_dict
+from ofc.errors import InvalidInputError
+from ofc_service.auth import Authenticator, Credentials, PermissionDeniedError, new_seat_token, token_hash
+from ofc_service.metrics import MOVES
+from ofc_service.store import StaleVersionError, TableStore
+
+log = logging.getLogger("ofc.tables")
+
+RECORD_FORMAT = 1
+MAX_REQUEST_ID_CHARS = 128
+HAND_PREFIX = "hand"
+
+EventEncoder = Callable[[Event, int, "TableRecord"], bytes]
+"""(event, table version it produced, record after it) -> the bytes stored in the log."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableRecord:
+    """Everything stored for one table (server side only: it holds the server seed)."""
+
+    table_id: str
+    match: MatchState
+    turn_time_limit_ms: int
+    fantasyland_time_limit_ms: int
+    client_seed: bytes
+    created_at_ms: int
+    seat_tokens: tuple[tuple[int, str], ...] = ()  # (seat, SHA-256 of its token)
+    hand_start: MatchState | None = None  # the match right before the current hand started
+    hand_actions: tuple[Action, ...] = ()  # the current hand's actions, StartHand first
+    seat_deadlines: tuple[tuple[int, int], ...] = ()  # (seat, Unix ms) for seats to act
+
+    @property
+    def token_hashes(self) -> dict[int, str]:
+        return dict(self.seat_tokens)
+
+    @property
+    def deadline_ms(self) -> int | None:
+        return min((ms for _, ms in self.seat_deadlines), default=None)
+
+    def to_bytes(self) -> bytes:
+        data: dict[str, Any] = {
+            "format": RECORD_FORMAT,
+            "table_id": self.table_id,
+            "match": state_to_dict(self.match),
+            "turn_time_limit_ms": self.turn_time_limit_ms,
+            "fantasyland_time_limit_ms": self.fantasyland_time_limit_ms,
+            "client_seed": self.client_seed.hex(),
+            "created_at_ms": self.created_at_ms,
+            "seat_tokens": [list(t) for t in self.seat_tokens],
+            "hand_start": None if self.hand_start is None else state_to_dict(self.hand_start),
+            "hand_actions": [action_to_dict(a) for a in self.hand_actions],
+            "seat_deadlines": [list(d) for d in self.seat_deadlines],
+        }
+        return json.dumps(data, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> TableRecord:
+        data = json.loads(raw)
+        if data.get("format") != RECORD_FORMAT:
+            raise ValueError(f"unknown table record format {data.get('format')!r}")
+        return cls(
+            table_id=data["table_id"],
+            match=state_from_dict(data["match"]),
+            turn_time_limit_ms=data["turn_time_limit_ms"],
+            fantasyland_time_limit_ms=data["fantasyland_time_limit_ms"],
+            client_seed=bytes.fromhex(data["client_seed"]),
+            created_at_ms=data["created_at_ms"],
+            seat_tokens=tuple((int(s), str(h)) for s, h in data["seat_tokens"]),
+            hand_start=None if data["hand_start"] is None else state_from_dict(data["hand_start"]),
+            hand_actions=tuple(action_from_dict(a) for a in data["hand_actions"]),
+            seat_deadlines=tuple((int(s), int(ms)) for s, ms in data["seat_deadlines"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one accepted request did (before it is committed)."""
+
+    record: TableRecord
+    events: tuple[Event, ...]
+    actor_seat: int | None = None  # the seat the caller acted for, if any
+    seat_token: str | None = None  # a new seat token (JoinSeat)
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A change as stored: the new version, for building the response."""
+
+    change: Change
+    version: int
+    last_event_id: str
+
+
+def request_key(request_id: str) -> str:
+    """The store key for a request id: its hash, so ids (and what they unmask) stay private."""
+    if not isinstance(request_id, str) or not 1 <= len(request_id) <= MAX_REQUEST_ID_CHARS:
+        raise InvalidInputError(
+            f"request_id must be 1..{MAX_REQUEST_ID_CHARS} characters", field="request_id"
+        )
+    return hashlib.sha256(b"ofc-request\x00" + request_id.encode()).hexdigest()
+
+
+def mask_secret(secret: str, request_id: str) -> str:
+    """XOR ``secret`` with a SHA-256 keystream of the request id (hex out); its own inverse
+    via :func:`unmask_secret`. A stored JoinSeat response so keeps the seat token unreadable
+    to anyone without the request id, while a retry with the id gets the token back."""
+    data = secret.encode()
+    return bytes(a ^ b for a, b in zip(data, _keystream(request_id, len(data)), strict=True)).hex()
+
+
+def unmask_secret(masked_hex: str, request_id: str) -> str:
+    data = bytes.fromhex(masked_hex)
+    return bytes(a ^ b for a, b in zip(data, _keystream(request_id, len(data)), strict=True)).decode()
+
+
+def _keystream(request_id: str, size: int) -> bytes:
+    blocks = (
+        hashlib.sha256(b"ofc-mask\x00" + request_id.encode() + i.to_bytes(4, "big")).digest()
+        for i in range((size + 31) // 32)
+    )
+    return b"".join(blocks)[:size]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TableManager:
+    """Reads, changes and commits tables; the API layer and the deadline sweeper use it."""
+
+    def __init__(
+        self,
+        store: TableStore,
+        authenticator: Authenticator,
+        encode_event: EventEncoder,
+        *,
+        clock_ms: Callable[[], int] = now_ms,
+        server_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+    ) -> None:
+        self.store = store
+        self.auth = authenticator
+        self.encode_event = encode_event
+        self.clock_ms = clock_ms
+        self.server_seed = server_seed
+
+    async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
+        """The record, its version and the id of the last event it includes."""
+        stored = await self.store.load(table_id)
+        return TableRecord.from_bytes(stored.state), stored.version, stored.last_event_id
+
+    async def create(
+        self, record: TableRecord, *, respond: Callable[[Committed], bytes]
+    ) -> bytes:
+        result = await self.store.create_table(record.table_id, record.to_bytes())
+        return respond(Committed(Change(record, ()), result.version, ""))
+
+    async def mutate(
+        self,
+        table_id: str,
+        *,
+        expected_version: int,
+        request_id: str,
+        change: Callable[[TableRecord, int], Change],
+        respond: Callable[[Committed], bytes],
+    ) -> bytes:
+        """Apply ``change`` to the table at ``expected_version`` exactly once per request id.
+
+        A retry of a request already committed returns its first response unchanged, even
+        when the table has moved on; any rejection (core error, auth error, stale version)
+        leaves the table untouched.
+        """
+        key = request_key(request_id)
+        prior = await self.store.get_response(table_id, key)
+        if prior is not None:
+            return prior
+        stored = await self.store.load(table_id)
+        if stored.version != expected_version:
+            raise StaleVersionError(
+                table_id, expected_version=expected_version, current_version=stored.version
+            )
+        record = TableRecord.from_bytes(stored.state)
+        now = self.clock_ms()
+        done = change(record, now)
+        done = dataclasses.replace(done, record=with_deadlines(done.record, now))
+        version = stored.version + 1
+        blobs = [self.encode_event(e, version, done.record) for e in done.events]
+        extra = _history_extra(done, now)
+        # Event ids are assigned by the commit, so a move's response carries none; watchers
+        # resume from the ids in Watch snapshots and events.
+        response = respond(Committed(done, version, ""))
+        result = await self.store.commit(
+            table_id,
+            expected_version=stored.version,
+            state=done.record.to_bytes(),
+            events=blobs,
+            response=response,
+            request_id=key,
+            deadline_ms=done.record.deadline_ms,
+            extra=extra,
+        )
+        return result.response
+
+    # --- the changes each RPC makes -------------------------------------------------------
+    def apply_action(
+        self, record: TableRecord, action: Action, now: int
+    ) -> tuple[TableRecord, tuple[Event, ...]]:
+        """``engine.apply`` plus the bookkeeping of the hand being recorded for its history."""
+        match, events = engine.apply(record.match, action)
+        if isinstance(action, engine.StartHand):
+            record = dataclasses.replace(
+                record, match=match, hand_start=record.match, hand_actions=(action,)
+            )
+        elif isinstance(action, engine.Place | engine.SetFantasyland | engine.Timeout):
+            record = dataclasses.replace(
+                record, match=match, hand_actions=(*record.hand_actions, action)
+            )
+        else:
+            record = dataclasses.replace(record, match=match)
+        return record, events
+
+    def join(self, record: TableRecord, seat: int, player_id: str, now: int) -> Change:
+        token = new_seat_token()
+        new, events = self.apply_action(record, engine.SitDown(seat, player_id, now), now)
+        tokens = tuple(t for t in new.seat_tokens if t[0] != seat) + ((seat, token_hash(token)),)
+        return Change(dataclasses.replace(new, seat_tokens=tokens), events, seat, token)
+
+    def leave(self, record: TableRecord, seat: int, creds: Credentials, now: int) -> Change:
+        self.auth.may_act_for(creds, seat, record.token_hashes)
+        new, events = self.apply_action(record, engine.StandUp(seat, now), now)
+        tokens = tuple(t for t in new.seat_tokens if t[0] != seat)
+        return Change(dataclasses.replace(new, seat_tokens=tokens), events, None)
+
+    def start_hand(self, record: TableRecord, creds: Credentials, now: int) -> Change:
+        seat = None if self.auth.is_operator(creds) else self.auth.seat_of(creds, record.token_hashes)
+        if seat is None and not self.auth.is_operator(creds):
+            raise PermissionDeniedError("starting a hand needs a seat token of this table or an API key")
+        action = engine.StartHand(self.server_seed(), record.client_seed, now)
+        new, events = self.apply_action(record, action, now)
+        return Change(new, events, seat)
+
+    def act(self, record: TableRecord, action: Action, creds: Credentials, now: int) -> Change:
+        seat = getattr(action, "seat")  # noqa: B009 - every hand action names its seat
+        self.auth.may_act_for(creds, seat, record.token_hashes)
+        new, events = self.apply_action(record, action, now)
+        return Change(new, events, seat)
+
+    # --- deadlines ------------------------------------------------------------------------
+    async def apply_due_timeouts(self, table_id: str) -> int:
+        """Make the timeout move for every seat of ``table_id`` whose time is up; returns how
+        many were applied here (0 when another replica got there first)."""
+        try:
+            record, version, _ = await self.load(table_id)
+        except Exception:  # the table expired or was never there: the hint is stale
+            return 0
+        now = self.clock_ms()
+        due = [seat for seat, ms in record.seat_deadlines if ms <= now]
+        if not due:
+            return 0
+        seat = due[0]
+        hand = record.match.hand
+        number = 0 if hand is None else hand.number
+
+        def change(current: TableRecord, at: int) -> Change:
+            new, events = self.apply_action(current, engine.Timeout(seat, at), at)
+            return Change(new, events, None)
+
+        try:
+            await self.mutate(
+                table_id,
+                expected_version=version,
+                request_id=f"timeout:{number}:{seat}:{version}",
+                change=change,
+                respond=lambda committed: b"",
+            )
+        except StaleVersionError:
+            return 0  # someone moved (or another replica timed out) first: nothing to do
+        MOVES.labels("timeout").inc()
+        return 1
+
+
+def with_deadlines(record: TableRecord, now: int) -> TableRecord:
+    """Each seat the table waits for keeps its running clock or starts a new one."""
+    waiting = engine.seats_to_act(record.match)
+    if not waiting:
+        return dataclasses.replace(record, seat_deadlines=())
+    running = dict(record.seat_deadlines)
+    hand = record.match.hand
+    fantasyland = {s.seat for s in hand.seats if s.in_fantasyland} if hand is not None else set()
+    deadlines = []
+    for seat in waiting:
+        limit = record.fantasyland_time_limit_ms if seat in fantasyland else record.turn_time_limit_ms
+        deadlines.append((seat, running.get(seat, now + limit)))
+    return dataclasses.replace(record, seat_deadlines=tuple(deadlines))
+
+
+def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
+    """The hand history blob, written in the same commit as the move that ended the hand."""
+    if not any(isinstance(e, engine.HandSettled) for e in done.events):
+        return {}
+    record = done.record
+    assert record.hand_start is not None and record.match.hand is not None
+    history = hand_history(record.hand_start, record.hand_actions)
+    history["table_id"] = record.table_id
+    history["settled_at_ms"] = now
+    number = record.match.hand.number
+    return {f"{HAND_PREFIX}:{number}": json.dumps(history, separators=(",", ":")).encode()}
+
+
+class DeadlineSweeper:
+    """Applies timeout moves when turns run out; runs in every replica, safely."""
+
+    def __init__(self, manager: TableManager, *, interval_s: float = 0.25, batch: int = 100) -> None:
+        self.manager = manager
+        self.interval_s = interval_s
+        self.batch = batch
+        self._task: asyncio.Task[None] | None = None
+
+    async def sweep_once(self) -> int:
+        due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
+        applied = 0
+        for table_id, _ in due:
+            applied += await self.manager.apply_due_timeouts(table_id)
+        return applied
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.sweep_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep sweeping through store hiccups; they are logged
+                log.exception("deadline sweep failed")
+            await asyncio.sleep(self.interval_s)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+
+def seat_of_viewer(
+    auth: Authenticator, creds: Credentials, record: TableRecord, as_seat: int | None
+) -> int | None:
+    """The seat whose view the caller gets: the seat token's, or ``as_seat`` for an operator."""
+    if auth.is_operator(creds):
+        if as_seat is not None and not 0 <= as_seat < len(record.match.seats):
+            raise InvalidInputError(f"no seat {as_seat} at this table", field="as_seat")
+        return as_seat
+    return auth.seat_of(creds, record.token_hashes)
+
+
+__all__ = [
+    "Change",
+    "Committed",
+    "DeadlineSweeper",
+    "TableManager",
+    "TableRecord",
+    "mask_secret",
+    "request_key",
+    "seat_of_viewer",
+    "unmask_secret",
+    "with_deadlines",
+]
+

@@ -1,0 +1,324 @@
+"""Live tables end to end: real gRPC channels, the in-memory store and a real Redis server
+(two replicas sharing it), seat tokens, versions, request-id replays, watches, deadlines."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+from ofc.shuffle import commitment
+from ofc_service.server.background import BackgroundServer
+from ofc_service.server.config import ServerConfig
+from ofcpoker.v1 import cards_pb2
+from ofcpoker.v1 import table_service_pb2 as pb
+from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
+
+API_KEY = "test-operator-key"
+OPERATOR = (("x-ofc-api-key", API_KEY),)
+ROWS = (cards_pb2.ROW_POSITION_BOTTOM, cards_pb2.ROW_POSITION_MIDDLE, cards_pb2.ROW_POSITION_TOP)
+ROW_SIZE = {cards_pb2.ROW_POSITION_TOP: 3, cards_pb2.ROW_POSITION_MIDDLE: 5, cards_pb2.ROW_POSITION_BOTTOM: 5}
+
+
+def start_server(redis_url: str = "") -> BackgroundServer:
+    config = ServerConfig(
+        listen="127.0.0.1:0", metrics_listen="", redis_url=redis_url, grace_seconds=1, api_keys=API_KEY
+    )
+    return BackgroundServer(config)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def servers(request: pytest.FixtureRequest) -> Iterator[list[BackgroundServer]]:
+    """One replica on the in-memory store, or two replicas sharing one Redis."""
+    if request.param == "memory":
+        with start_server() as one:
+            yield [one]
+    else:
+        url = request.getfixturevalue("redis_url")
+        with start_server(url) as a, start_server(url) as b:
+            yield [a, b]
+
+
+def stub_for(server: BackgroundServer) -> Iterator[pb_grpc.TableServiceStub]:
+    with grpc.insecure_channel(server.address) as channel:
+        yield pb_grpc.TableServiceStub(channel)
+
+
+@pytest.fixture
+def stubs(servers: list[BackgroundServer]) -> Iterator[list[pb_grpc.TableServiceStub]]:
+    channels = [grpc.insecure_channel(s.address) for s in servers]
+    try:
+        yield [pb_grpc.TableServiceStub(c) for c in channels]
+    finally:
+        for c in channels:
+            c.close()
+
+
+def seat_md(token: str) -> tuple[tuple[str, str], ...]:
+    return (("x-ofc-seat-token", token),)
+
+
+def error_reason(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
+    trailers = dict(err.trailing_metadata() or ())  # type: ignore[attr-defined]
+    status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    status.details[0].Unpack(info)
+    return err.code(), info.reason  # type: ignore[attr-defined]
+
+
+def expect_error(call: object, code: grpc.StatusCode, reason: str) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        call()  # type: ignore[operator]
+    assert error_reason(caught.value) == (code, reason)
+
+
+class Table:
+    """A two-seat classic table with both seats joined, driven through the API."""
+
+    def __init__(self, stub: pb_grpc.TableServiceStub, name: str, **create: int) -> None:
+        self.stub = stub
+        created = stub.CreateTable(
+            pb.CreateTableRequest(seats=2, request_id=f"create-{name}", client_seed="e2e", **create),
+            metadata=OPERATOR,
+        )
+        self.id = created.table_id
+        self.version = created.table.version
+        self.tokens: dict[int, str] = {}
+        for seat, player in ((0, "ann"), (1, "bob")):
+            joined = stub.JoinSeat(
+                pb.JoinSeatRequest(
+                    table_id=self.id, seat=seat, player_id=player,
+                    expected_version=self.version, request_id=f"join-{name}-{seat}",
+                )
+            )  # fmt: skip
+            self.tokens[seat] = joined.seat_token
+            self.version = joined.table.version
+
+    def view(self, seat: int | None) -> pb.TableView:
+        md = () if seat is None else seat_md(self.tokens[seat])
+        table = self.stub.GetTable(pb.GetTableRequest(table_id=self.id), metadata=md).table
+        self.version = table.version
+        return table
+
+    def start(self) -> pb.TableView:
+        table = self.stub.StartHand(
+            pb.StartHandRequest(table_id=self.id, expected_version=self.version, request_id=f"start-{self.version}"),
+            metadata=seat_md(self.tokens[0]),
+        ).table
+        self.version = table.version
+        return table
+
+    def placement_for(self, seat: int) -> pb.PlaceCardsRequest:
+        """Fill bottom, then middle, then top, in dealt order (fouls now and then: fine)."""
+        table = self.view(seat)
+        me = next(s for s in table.hand.seats if s.seat == seat)
+        room = {
+            cards_pb2.ROW_POSITION_TOP: 3 - len(me.board.top),
+            cards_pb2.ROW_POSITION_MIDDLE: 5 - len(me.board.middle),
+            cards_pb2.ROW_POSITION_BOTTOM: 5 - len(me.board.bottom),
+        }
+        placements = []
+        for card in me.pending:
+            row = next(r for r in ROWS if room[r] > 0)
+            room[row] -= 1
+            placements.append(pb.Placement(card=card, row=row))
+        return pb.PlaceCardsRequest(
+            table_id=self.id, seat=seat, placements=placements,
+            expected_version=table.version, request_id=f"place-{table.version}",
+        )  # fmt: skip
+
+    def play_hand(self) -> pb.TableView:
+        table = self.start()
+        while not table.hand.over:
+            seat = table.hand.turn
+            table = self.stub.PlaceCards(self.placement_for(seat), metadata=seat_md(self.tokens[seat])).table
+            self.version = table.version
+        return table
+
+
+def test_a_full_hand_settles_zero_sum_and_its_history_reveals_the_committed_seed(
+    stubs: list[pb_grpc.TableServiceStub],
+) -> None:
+    table = Table(stubs[0], "full")
+    started = table.start()
+    committed = started.hand.commitment
+    assert started.hand.server_seed == b""
+    # play the rest through the other replica when there is one
+    table.stub = stubs[-1]
+    while not (view := table.view(0)).hand.over:
+        seat = view.hand.turn
+        done = table.stub.PlaceCards(table.placement_for(seat), metadata=seat_md(table.tokens[seat]))
+        table.version = done.table.version
+    final = table.view(None)
+    assert final.hand.over
+    assert sum(p.points for p in final.hand.settlement.players) == 0
+    assert [p.player_id for p in final.hand.settlement.players] == ["bob", "ann"]  # left of button first
+    assert commitment(final.hand.server_seed) == committed
+    history = table.stub.GetHandHistory(pb.GetHandHistoryRequest(table_id=table.id, hand_number=1))
+    assert history.commitment == committed and history.server_seed == final.hand.server_seed
+    assert [p.points for p in history.settlement.players] == [p.points for p in final.hand.settlement.players]
+    assert '"format_version"' in history.history_json
+    listed = table.stub.ListHands(pb.ListHandsRequest(table_id=table.id))
+    assert [h.hand_number for h in listed.hands] == [1] and listed.next_page_token == ""
+    assert sorted(final.seats[s].points for s in (0, 1)) == sorted(
+        p.points for p in final.hand.settlement.players
+    )
+
+
+def test_views_never_show_another_seats_cards_or_the_seed(stubs: list[pb_grpc.TableServiceStub]) -> None:
+    table = Table(stubs[0], "hidden")
+    table.start()
+    turn = table.view(None).hand.turn
+    other = 1 - turn
+    mine = next(s for s in table.view(turn).hand.seats if s.seat == turn)
+    assert len(mine.pending) == 5
+    for viewer in (None, other):
+        seen = table.view(viewer)
+        seat = next(s for s in seen.hand.seats if s.seat == turn)
+        assert list(seat.pending) == [] and seat.pending_count == 5
+        assert seen.hand.server_seed == b""
+        assert "deck" not in str(seen).lower() or seen.hand.deck_remaining == 47
+
+
+def test_stale_versions_replays_and_credentials(stubs: list[pb_grpc.TableServiceStub]) -> None:
+    stub = stubs[0]
+    table = Table(stub, "errors")
+    table.start()
+    turn = table.view(None).hand.turn
+    request = table.placement_for(turn)
+    # the wrong seat's token, no token, a token of another table, a wrong API key
+    expect_error(
+        lambda: stub.PlaceCards(request, metadata=seat_md(table.tokens[1 - turn])),
+        grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED",
+    )  # fmt: skip
+    expect_error(lambda: stub.PlaceCards(request), grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED")
+    other = Table(stub, "errors-other")
+    expect_error(
+        lambda: stub.PlaceCards(request, metadata=seat_md(other.tokens[turn])),
+        grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED",
+    )  # fmt: skip
+    expect_error(
+        lambda: stub.PlaceCards(request, metadata=(("x-ofc-api-key", "nope"),)),
+        grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED",
+    )  # fmt: skip
+    expect_error(
+        lambda: stub.CreateTable(pb.CreateTableRequest(request_id="x"), metadata=seat_md(table.tokens[0])),
+        grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED",
+    )  # fmt: skip
+    # out of turn, a card not dealt, a stale version: all leave the table as it was
+    wrong_turn = pb.PlaceCardsRequest()
+    wrong_turn.CopyFrom(request)
+    wrong_turn.seat = 1 - turn
+    expect_error(lambda: stub.PlaceCards(wrong_turn, metadata=OPERATOR), grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN")
+    not_dealt = pb.PlaceCardsRequest()
+    not_dealt.CopyFrom(request)
+    dealt = {p.card for p in request.placements}
+    not_dealt.placements[0].card = next(c for c in ("2c", "3c", "4c", "5c", "6c", "7c") if c not in dealt)
+    expect_error(lambda: stub.PlaceCards(not_dealt, metadata=OPERATOR), grpc.StatusCode.FAILED_PRECONDITION, "CARD_NOT_DEALT")
+    stale = pb.PlaceCardsRequest()
+    stale.CopyFrom(request)
+    stale.expected_version -= 1
+    stale.request_id = "stale"
+    expect_error(lambda: stub.PlaceCards(stale, metadata=OPERATOR), grpc.StatusCode.ABORTED, "STALE_VERSION")
+    assert table.view(None).version == request.expected_version
+    # the move, then its retry: the same answer, applied once
+    first = stub.PlaceCards(request, metadata=seat_md(table.tokens[turn]))
+    again = stub.PlaceCards(request, metadata=seat_md(table.tokens[turn]))
+    assert first == again
+    assert table.view(None).version == request.expected_version + 1
+    expect_error(
+        lambda: stub.GetTable(pb.GetTableRequest(table_id="no-such-table")),
+        grpc.StatusCode.NOT_FOUND, "TABLE_NOT_FOUND",
+    )  # fmt: skip
+    expect_error(
+        lambda: stub.GetHandHistory(pb.GetHandHistoryRequest(table_id=table.id, hand_number=1)),
+        grpc.StatusCode.NOT_FOUND, "HAND_NOT_FOUND",
+    )  # fmt: skip
+
+
+def test_join_retry_returns_the_same_token_and_create_retry_the_same_table(
+    stubs: list[pb_grpc.TableServiceStub],
+) -> None:
+    stub = stubs[0]
+    created = stub.CreateTable(pb.CreateTableRequest(seats=2, request_id="same"), metadata=OPERATOR)
+    again = stub.CreateTable(pb.CreateTableRequest(seats=2, request_id="same"), metadata=OPERATOR)
+    assert created.table_id == again.table_id
+    join = pb.JoinSeatRequest(table_id=created.table_id, seat=1, player_id="cy", expected_version=1, request_id="j")
+    first = stub.JoinSeat(join)
+    retry = stub.JoinSeat(join)
+    assert first.seat_token == retry.seat_token and first.seat_token.startswith("st_")
+    assert stub.GetTable(pb.GetTableRequest(table_id=created.table_id)).table.version == 2
+    expect_error(
+        lambda: stub.JoinSeat(pb.JoinSeatRequest(table_id=created.table_id, seat=1, player_id="dee", expected_version=2, request_id="k")),
+        grpc.StatusCode.FAILED_PRECONDITION, "SEAT_TAKEN",
+    )  # fmt: skip
+
+
+def test_watch_sends_a_snapshot_then_each_event_as_that_seat_may_see_it_and_resumes(
+    stubs: list[pb_grpc.TableServiceStub],
+) -> None:
+    table = Table(stubs[0], "watch")
+    watcher_stub = stubs[-1]  # another replica, when there are two
+    received: list[pb.WatchResponse] = []
+    stream = watcher_stub.Watch(pb.WatchRequest(table_id=table.id), metadata=seat_md(table.tokens[0]))
+
+    def read() -> None:
+        try:
+            for message in stream:
+                received.append(message)
+        except grpc.RpcError:
+            pass
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 5
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.02)
+    table.play_hand()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(m.event.HasField("button_moved") for m in received):
+        time.sleep(0.05)
+    stream.cancel()
+    reader.join(5)
+    assert received[0].HasField("snapshot")
+    events = [m.event for m in received[1:]]
+    assert any(e.HasField("hand_settled") for e in events)
+    ids = [e.event_id for e in events]
+    assert len(ids) == len(set(ids))
+    for event in events:
+        if event.HasField("cards_dealt"):
+            dealt = event.cards_dealt
+            assert (len(dealt.cards) == dealt.count) if dealt.seat == 0 else list(dealt.cards) == []
+    # resume in the middle: exactly the rest, no gap, no duplicate
+    middle = len(events) // 2
+    resumed = watcher_stub.Watch(
+        pb.WatchRequest(table_id=table.id, after_event_id=ids[middle]), metadata=seat_md(table.tokens[0])
+    )
+    rest: list[str] = []
+    for message in resumed:
+        rest.append(message.event.event_id)
+        if len(rest) == len(ids) - middle - 1:
+            break
+    resumed.cancel()
+    assert rest == ids[middle + 1 :]
+
+
+def test_a_turn_that_runs_out_is_played_by_the_server_exactly_once(
+    stubs: list[pb_grpc.TableServiceStub],
+) -> None:
+    table = Table(stubs[0], "deadline", turn_time_limit_ms=1000)
+    started = table.start()
+    turn = started.hand.turn
+    assert started.deadline_ms > 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        view = table.view(None)
+        if view.hand.turn != turn:
+            break
+        time.sleep(0.1)
+    seat = next(s for s in view.hand.seats if s.seat == turn)
+    assert len(seat.board.top) + len(seat.board.middle) + len(seat.board.bottom) == 5
+    assert view.version == started.version + 1  # one timeout move, whatever the replica count
