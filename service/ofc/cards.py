@@ -100,10 +100,10 @@ class Card(int):
     @classmethod
     def parse(cls, token: str) -> Card:
         """Parse ``As``, ``td``, ``10d``, ``A♠`` (any case, surrounding spaces ignored)."""
-        card = _BY_TOKEN.get(token.strip()) if isinstance(token, str) else None
-        if card is None:
-            card = _parse_slow(token)
-        return card
+        try:
+            return _BY_TOKEN[token]  # every accepted spelling: one dict lookup
+        except (KeyError, TypeError):
+            return _parse_slow(token)
 
     @classmethod
     def of(cls, rank: Rank, suit: Suit) -> Card:
@@ -176,8 +176,11 @@ def parse_cards(text: str | Iterable[str]) -> tuple[Card, ...]:
     >>> parse_cards("Ac,3d 2h")
     (Card.parse('Ac'), Card.parse('3d'), Card.parse('2h'))
     """
-    tokens = text.replace(",", " ").split() if isinstance(text, str) else text
-    return tuple(Card.parse(t) for t in tokens)
+    tokens = text.replace(",", " ").split() if isinstance(text, str) else list(text)
+    try:
+        return tuple(map(_BY_TOKEN.__getitem__, tokens))
+    except (KeyError, TypeError):
+        return tuple(Card.parse(t) for t in tokens)  # spaces, or an error quoting the token
 
 
 def format_cards(cards: Iterable[int]) -> str:

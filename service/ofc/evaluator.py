@@ -31,10 +31,10 @@ __all__ = [
     "Category",
     "HandValue",
     "evaluate",
+    "parse_cards",
     "rank3",
     "rank5",
     "rank_row",
-    "parse_cards",
 ]
 
 
@@ -137,9 +137,8 @@ def _build_tables() -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
 
 
 _UNSUITED5, _FLUSH5, _TOP3 = _build_tables()
-# Per card id: its rank's prime, and a one-hot suit bit (AND of five is non-zero iff flush).
+# Per card id: its rank's prime.
 _CARD_PRIME = tuple(_PRIMES[i >> 2] for i in range(52))
-_CARD_SUIT_BIT = tuple(1 << (i & 3) for i in range(52))
 
 
 def rank5(
@@ -150,7 +149,6 @@ def rank5(
     e: int,
     *,
     _p: tuple[int, ...] = _CARD_PRIME,
-    _s: tuple[int, ...] = _CARD_SUIT_BIT,
     _flush: dict[int, int] = _FLUSH5,
     _plain: dict[int, int] = _UNSUITED5,
 ) -> int:
@@ -160,7 +158,8 @@ def rank5(
     >>> rank5(*parse_cards("Ah Kh Qh Jh Th")) > rank5(*parse_cards("9s 9h 9d 9c 2c"))
     True
     """
-    if _s[a] & _s[b] & _s[c] & _s[d] & _s[e]:
+    # Suit is id & 3. The chain stops at the first mismatch: usually after one comparison.
+    if a & 3 == b & 3 == c & 3 == d & 3 == e & 3:
         return _flush[_p[a] * _p[b] * _p[c] * _p[d] * _p[e]]
     return _plain[_p[a] * _p[b] * _p[c] * _p[d] * _p[e]]
 

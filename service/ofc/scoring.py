@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from typing import NamedTuple
 
 from ofc.cards import ALL_CARDS, Card, format_cards, parse_cards
-from ofc.errors import DuplicateCardError, InvalidInputError, WrongPlayerCountError, WrongRowSizeError
+from ofc.errors import (
+    DuplicateCardError,
+    InvalidInputError,
+    WrongPlayerCountError,
+    WrongRowSizeError,
+)
 from ofc.evaluator import Category, HandValue, rank3, rank5
 from ofc.rulesets import DEFAULT_RULESET, ROWS, Row, RoyaltyTable, Ruleset
 
@@ -80,6 +86,7 @@ class FantasylandResult(NamedTuple):
 
 
 NO_FANTASYLAND = FantasylandResult()
+_NO_ROYALTIES = (0, 0, 0)
 _ROW_INDEX = {row: i for i, row in enumerate(ROWS)}
 _CARD_IDS = frozenset(ALL_CARDS)
 
@@ -127,7 +134,7 @@ class PairResult(NamedTuple):
 class PlayerResult(NamedTuple):
     """One player's result: the board's own worth and the net over all opponents."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the seat; shadows tuple.index on purpose
     board: BoardResult
     points: int  # net, after the loss cap; zero-sum over players
     units: int  # net money in units (points x each pair's unit value)
@@ -145,8 +152,9 @@ class PlayerResult(NamedTuple):
         return self.board.fantasyland
 
 
-@dataclass(frozen=True, slots=True)
-class Settlement:
+class Settlement(NamedTuple):
+    """One settled hand: the ruleset's name, one result per board, one per pair of boards."""
+
     ruleset: str
     players: tuple[PlayerResult, ...]
     pairs: tuple[PairResult, ...]
@@ -167,14 +175,15 @@ def validate_boards(boards: Sequence[Board], *, complete: bool = True) -> None:
         # to name the offending place.
         cards: list[int] = []
         for board in boards:
-            if len(board.top) != 3 or len(board.middle) != 5 or len(board.bottom) != 5:
+            top, middle, bottom = board.top, board.middle, board.bottom
+            if len(top) != 3 or len(middle) != 5 or len(bottom) != 5:
                 break
-            cards += board.top
-            cards += board.middle
-            cards += board.bottom
+            cards += top
+            cards += middle
+            cards += bottom
         else:
-            distinct = set(cards)
-            if len(distinct) == len(cards) and distinct <= _CARD_IDS:
+            # All known and none twice: nothing is lost when keeping only the known ones.
+            if len(_CARD_IDS.intersection(cards)) == len(cards):
                 return
     seen: dict[int, str] = {}
     for i, board in enumerate(boards):
@@ -189,9 +198,11 @@ def validate_boards(boards: Sequence[Board], *, complete: bool = True) -> None:
             for card in board.row(row):
                 if card not in _CARD_IDS:
                     raise InvalidInputError(f"{place} holds {card!r}, not a Card", field=place)
-                first = seen.setdefault(card, place)
-                if first is not place:
-                    raise DuplicateCardError(f"duplicate card {card}: {first} and {place}", field=place)
+                first = seen.get(card)
+                if first is not None:  # also within one row
+                    message = f"duplicate card {card}: {first} and {place}"
+                    raise DuplicateCardError(message, field=place)
+                seen[card] = place
 
 
 # --- one board ------------------------------------------------------------------------------
@@ -236,25 +247,22 @@ def assess(
     return _assess(board, ruleset, in_fantasyland, fantasyland_streak)
 
 
+# Hot path (settle runs ~10^5 times a second): result tuples are built with tuple.__new__,
+# which is what a NamedTuple's generated __new__ does, minus one Python call.
+_new = tuple.__new__
+
+
 def _assess(board: Board, ruleset: Ruleset, in_fantasyland: bool, streak: int) -> BoardResult:
     top = rank3(*board.top)
     middle = rank5(*board.middle)
     bottom = rank5(*board.bottom)
     values = (top, middle, bottom)
-    if not top <= middle <= bottom:
-        return BoardResult(values, True, (0, 0, 0), NO_FANTASYLAND)
+    if top > middle or middle > bottom:
+        return _new(BoardResult, (values, True, _NO_ROYALTIES, NO_FANTASYLAND))
     table = ruleset.royalties
-    royalties = (
-        _top_royalty(top, table),
-        table.middle[middle >> 20],
-        table.bottom[bottom >> 20],
-    )
-    return BoardResult(
-        values,
-        False,
-        royalties,
-        _fantasyland(values, royalties, ruleset, in_fantasyland, streak),
-    )
+    royalties = (_top_royalty(top, table), table.middle[middle >> 20], table.bottom[bottom >> 20])
+    fantasyland = _fantasyland(values, royalties, ruleset, in_fantasyland, streak)
+    return _new(BoardResult, (values, False, royalties, fantasyland))
 
 
 def _fantasyland(
@@ -273,8 +281,12 @@ def _fantasyland(
         if stays or (threshold is not None and max(royalties) >= threshold):
             return FantasylandResult(True, ruleset.stay_cards)
         return NO_FANTASYLAND
-    cards = [e.cards for e in ruleset.fantasyland_entry if e.requirement.met_by(values[0])]
-    return FantasylandResult(True, max(cards)) if cards else NO_FANTASYLAND
+    top = values[0]
+    cards = 0
+    for entry in ruleset.fantasyland_entry:
+        if entry.cards > cards and entry.requirement.met_by(top):
+            cards = entry.cards
+    return FantasylandResult(True, cards) if cards else NO_FANTASYLAND
 
 
 # --- settlement -----------------------------------------------------------------------------
@@ -303,40 +315,54 @@ def settle(
             field="players",
         )
     validate_boards(boards)
-    flags = in_fantasyland or (False,) * n
-    streaks = fantasyland_streaks or (0,) * n
-    if len(flags) != n or len(streaks) != n:
-        raise InvalidInputError("in_fantasyland and fantasyland_streaks need one entry per board")
-    results = [_assess(boards[i], ruleset, flags[i], streaks[i]) for i in range(n)]
+    if in_fantasyland is None and fantasyland_streaks is None:
+        results = [_assess(board, ruleset, False, 0) for board in boards]
+    else:
+        flags = in_fantasyland or (False,) * n
+        streaks = fantasyland_streaks or (0,) * n
+        if len(flags) != n or len(streaks) != n:
+            raise InvalidInputError(
+                "in_fantasyland and fantasyland_streaks need one entry per board"
+            )
+        results = [_assess(boards[i], ruleset, flags[i], streaks[i]) for i in range(n)]
     unit = ruleset.unit_value
+    stakes = pair_units or {}
     pairs = [
-        _settle_pair(i, j, results[i], results[j], ruleset, pair_units.get((i, j), unit) if pair_units else unit)
-        for i in range(n)
-        for j in range(i + 1, n)
+        _settle_pair(i, j, results[i], results[j], ruleset, stakes.get((i, j), unit))
+        for i, j in _SEAT_PAIRS[n]
     ]
     if ruleset.loss_cap is not None:
         capped = _apply_loss_cap(pairs, n, ruleset.loss_cap)
         pairs = [p._replace(capped_points=c) for p, c in zip(pairs, capped, strict=True)]
     points = [0] * n
     units = [0] * n
-    for pr in pairs:
-        points[pr.a] += pr.capped_points
-        points[pr.b] -= pr.capped_points
-        units[pr.a] += pr.capped_points * pr.unit_value
-        units[pr.b] -= pr.capped_points * pr.unit_value
-    players = tuple(PlayerResult(i, results[i], points[i], units[i]) for i in range(n))
-    return Settlement(ruleset.name, players, tuple(pairs))
+    for i, j, _, _, _, _, _, capped_points, unit_value in pairs:
+        points[i] += capped_points
+        points[j] -= capped_points
+        units[i] += capped_points * unit_value
+        units[j] -= capped_points * unit_value
+    players = tuple([_new(PlayerResult, (i, results[i], points[i], units[i])) for i in range(n)])
+    return _new(Settlement, (ruleset.name, players, tuple(pairs)))
 
 
-def _settle_pair(i: int, j: int, a: BoardResult, b: BoardResult, ruleset: Ruleset, unit: int) -> PairResult:
-    if a.fouled and b.fouled:
-        return PairResult(i, j, (0, 0, 0), 0, 0, 0, 0, 0, unit)
-    if a.fouled or b.fouled:
-        # A fouled board loses every row to a legal one, scoop included.
-        s = -1 if a.fouled else 1
-        rows = (s, s, s)
+_SEAT_PAIRS = {n: tuple(combinations(range(n), 2)) for n in range(2, 5)}
+_NO_ROWS = (0, 0, 0)
+_ALL_ROWS_WON = (1, 1, 1)
+_ALL_ROWS_LOST = (-1, -1, -1)
+
+
+def _settle_pair(
+    i: int, j: int, a: BoardResult, b: BoardResult, ruleset: Ruleset, unit: int
+) -> PairResult:
+    va, a_fouled, ra, _ = a
+    vb, b_fouled, rb, _ = b
+    if a_fouled:
+        if b_fouled:
+            return _new(PairResult, (i, j, _NO_ROWS, 0, 0, 0, 0, 0, unit))
+        rows = _ALL_ROWS_LOST  # a fouled board loses every row to a legal one, scoop included
+    elif b_fouled:
+        rows = _ALL_ROWS_WON
     else:
-        va, vb = a.values, b.values
         rows = (
             (va[0] > vb[0]) - (va[0] < vb[0]),
             (va[1] > vb[1]) - (va[1] < vb[1]),
@@ -344,14 +370,14 @@ def _settle_pair(i: int, j: int, a: BoardResult, b: BoardResult, ruleset: Rulese
         )
     won = rows.count(1)
     lost = rows.count(-1)
-    ra, rb = a.royalties, b.royalties
     if ruleset.royalties_to_row_winner_only:
         royalties = sum(ra[k] if rows[k] > 0 else -rb[k] if rows[k] < 0 else 0 for k in range(3))
     else:
         royalties = ra[0] + ra[1] + ra[2] - rb[0] - rb[1] - rb[2]
     row_points = ruleset.scoring.points(won, lost)
     total = row_points + royalties
-    return PairResult(i, j, rows, (won == 3) - (lost == 3), row_points, royalties, total, total, unit)
+    scoop = (won == 3) - (lost == 3)
+    return _new(PairResult, (i, j, rows, scoop, row_points, royalties, total, total, unit))
 
 
 def _apply_loss_cap(pairs: Sequence[PairResult], n: int, cap: int) -> list[int]:

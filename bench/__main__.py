@@ -1,0 +1,55 @@
+"""Print every performance figure: ``python -m bench [SECTION ...]``.
+
+    .venv/bin/python -m bench            # all sections, in the order below
+    .venv/bin/python -m bench core       # only the rules core
+    .venv/bin/python -m bench --list
+
+A section is a module with ``main(argv)`` that prints its own figures with its defaults
+and returns an exit status (it also runs alone as ``python -m bench.<name>``, with more
+options). To add one, add a line to ``SECTIONS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Sequence
+
+SECTIONS: dict[str, tuple[str, str]] = {
+    # name: (module, what it measures)
+    "core": ("bench.core", "rules core: evaluator and settlement throughput vs treys, eval7"),
+    "solver": ("bench.solver", "Fantasyland solver: ms per hand, 13..17 cards"),
+    "policy": ("bench.policy", "timeout policy vs random placement: fouls, points, speed"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("sections", nargs="*", metavar="SECTION", help="default: all")
+    parser.add_argument("--list", action="store_true", help="list the sections and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (module, what) in SECTIONS.items():
+            print(f"{name:<8} {what}  [{module}]")
+        return 0
+    unknown = [s for s in args.sections if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
+    status = 0
+    for name in args.sections or list(SECTIONS):
+        module_name, what = SECTIONS[name]
+        print(f"== {name}: {what}", flush=True)
+        start = time.perf_counter()
+        status |= importlib.import_module(module_name).main([]) or 0
+        print(f"   ({time.perf_counter() - start:.1f} s)\n", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
