@@ -4,7 +4,8 @@ Reading is strict: every wrong type or missing key raises an :class:`~ofc.errors
 that names the field, so a batch job can report exactly which input was bad.
 
 >>> req = score_request_from_dict({"players": [
-...     {"id": "a", "top": ["Ac", "3d", "2h"], "middle": "6c 6d 9h 8s 4c", "bottom": "9c 8c 7d 6h 5s"},
+...     {"id": "a", "top": ["Ac", "3d", "2h"],
+...      "middle": "6c 6d 9h 8s 4c", "bottom": "9c 8c 7d 6h 5s"},
 ...     {"id": "b", "top": "Kd 3c 2d", "middle": "5c 5d 9d 8h 4d", "bottom": "7c 7h Qd Js 4s"}]})
 >>> [p["points"] for p in settlement_to_dict(req.settle(), req.ids)["players"]]
 [8, -8]
@@ -77,7 +78,9 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
         rows = []
         for row in ROWS:
             if row.value not in player:
-                raise InvalidInputError(f"{place}.{row.value} is missing", field=f"{place}.{row.value}")
+                raise InvalidInputError(
+                    f"{place}.{row.value} is missing", field=f"{place}.{row.value}"
+                )
             rows.append(cards_from_json(player[row.value], field=f"{place}.{row.value}"))
         in_fl = player.get("in_fantasyland", False)
         streak = player.get("fantasyland_streak", 1 if in_fl else 0)
@@ -113,7 +116,9 @@ def settlement_to_dict(settlement: Settlement, ids: Sequence[str]) -> dict[str, 
                 "units": p.units,
                 "fouled": p.fouled,
                 "royalties": {**royalties, "total": sum(p.royalties)},
-                "hands": {r.value: hand_to_dict(v) for r, v in zip(ROWS, p.board.values, strict=True)},
+                "hands": {
+                    r.value: hand_to_dict(v) for r, v in zip(ROWS, p.board.values, strict=True)
+                },
                 "fantasyland_next": {
                     "qualifies": p.fantasyland.qualifies,
                     "cards": p.fantasyland.cards,

@@ -294,7 +294,10 @@ def _validate(r: Ruleset) -> None:
     if not BOARD_SIZE <= r.stay_cards <= 17:
         raise bad("Fantasyland hands have 13..17 cards", "stay_cards")
     if r.max_consecutive_fantasylands is not None and r.max_consecutive_fantasylands < 1:
-        raise bad("max_consecutive_fantasylands must be at least 1 when set", "max_consecutive_fantasylands")  # noqa: E501
+        raise bad(
+            "max_consecutive_fantasylands must be at least 1 when set",
+            "max_consecutive_fantasylands",
+        )
     worst = max(r.cards_per_hand, r.max_fantasyland_cards)
     if worst * r.max_players > 52:
         raise bad(f"{r.max_players} seats x {worst} cards exceed the 52-card deck", "max_players")
@@ -356,7 +359,9 @@ def resolve_ruleset(spec: str | Mapping[str, Any] | Ruleset | None) -> Ruleset:
     if isinstance(spec, str):
         return get_ruleset(spec)
     if not isinstance(spec, Mapping):
-        raise InvalidRulesetError(f"ruleset must be a name or an object, not {spec!r}", field="ruleset")
+        raise InvalidRulesetError(
+            f"ruleset must be a name or an object, not {spec!r}", field="ruleset"
+        )
     overrides = dict(spec)
     base = get_ruleset(overrides.pop("preset", "classic"))
     return ruleset_from_dict(overrides, base=base)

@@ -42,11 +42,15 @@ __all__ = [
 
 def _check(server_seed: bytes, client_seed: bytes, nonce: int) -> None:
     if not isinstance(server_seed, bytes) or len(server_seed) != SERVER_SEED_BYTES:
-        raise InvalidSeedError(f"server seed must be {SERVER_SEED_BYTES} bytes", field="server_seed")
+        raise InvalidSeedError(
+            f"server seed must be {SERVER_SEED_BYTES} bytes", field="server_seed"
+        )
     if not isinstance(client_seed, bytes) or len(client_seed) > _U32_MAX:
         raise InvalidSeedError("client seed must be bytes", field="client_seed")
     if isinstance(nonce, bool) or not isinstance(nonce, int) or not 0 <= nonce <= _U64_MAX:
-        raise InvalidSeedError(f"nonce must be an integer in 0..2^64-1, got {nonce!r}", field="nonce")
+        raise InvalidSeedError(
+            f"nonce must be an integer in 0..2^64-1, got {nonce!r}", field="nonce"
+        )
 
 
 def word_stream(server_seed: bytes, client_seed: bytes, nonce: int) -> Iterator[int]:

@@ -11,6 +11,7 @@ encode events and responses.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -23,9 +24,22 @@ from typing import Any
 
 from ofc import engine
 from ofc.engine import Action, Event, MatchState
-from ofc.engine_json import action_from_dict, action_to_dict, hand_history, state_from_dict, state_to_dict
+from ofc.engine_json import (
+    action_from_dict,
+    action_to_dict,
+    hand_history,
+    state_from_dict,
+    state_to_dict,
+)
 from ofc.errors import InvalidInputError
-from ofc_service.auth import Authenticator, Credentials, PermissionDeniedError, new_seat_token, token_hash
+
+from ofc_service.auth import (
+    Authenticator,
+    Credentials,
+    PermissionDeniedError,
+    new_seat_token,
+    token_hash,
+)
 from ofc_service.metrics import MOVES
 from ofc_service.store import StaleVersionError, TableStore
 
@@ -135,7 +149,9 @@ def mask_secret(secret: str, request_id: str) -> str:
 
 def unmask_secret(masked_hex: str, request_id: str) -> str:
     data = bytes.fromhex(masked_hex)
-    return bytes(a ^ b for a, b in zip(data, _keystream(request_id, len(data)), strict=True)).decode()
+    return bytes(
+        a ^ b for a, b in zip(data, _keystream(request_id, len(data)), strict=True)
+    ).decode()
 
 
 def _keystream(request_id: str, size: int) -> bytes:
@@ -173,9 +189,7 @@ class TableManager:
         stored = await self.store.load(table_id)
         return TableRecord.from_bytes(stored.state), stored.version, stored.last_event_id
 
-    async def create(
-        self, record: TableRecord, *, respond: Callable[[Committed], bytes]
-    ) -> bytes:
+    async def create(self, record: TableRecord, *, respond: Callable[[Committed], bytes]) -> bytes:
         result = await self.store.create_table(record.table_id, record.to_bytes())
         return respond(Committed(Change(record, ()), result.version, ""))
 
@@ -246,7 +260,7 @@ class TableManager:
     def join(self, record: TableRecord, seat: int, player_id: str, now: int) -> Change:
         token = new_seat_token()
         new, events = self.apply_action(record, engine.SitDown(seat, player_id, now), now)
-        tokens = tuple(t for t in new.seat_tokens if t[0] != seat) + ((seat, token_hash(token)),)
+        tokens = (*tuple(t for t in new.seat_tokens if t[0] != seat), (seat, token_hash(token)))
         return Change(dataclasses.replace(new, seat_tokens=tokens), events, seat, token)
 
     def leave(self, record: TableRecord, seat: int, creds: Credentials, now: int) -> Change:
@@ -256,9 +270,13 @@ class TableManager:
         return Change(dataclasses.replace(new, seat_tokens=tokens), events, None)
 
     def start_hand(self, record: TableRecord, creds: Credentials, now: int) -> Change:
-        seat = None if self.auth.is_operator(creds) else self.auth.seat_of(creds, record.token_hashes)
+        seat = (
+            None if self.auth.is_operator(creds) else self.auth.seat_of(creds, record.token_hashes)
+        )
         if seat is None and not self.auth.is_operator(creds):
-            raise PermissionDeniedError("starting a hand needs a seat token of this table or an API key")
+            raise PermissionDeniedError(
+                "starting a hand needs a seat token of this table or an API key"
+            )
         action = engine.StartHand(self.server_seed(), record.client_seed, now)
         new, events = self.apply_action(record, action, now)
         return Change(new, events, seat)
@@ -313,7 +331,9 @@ def with_deadlines(record: TableRecord, now: int) -> TableRecord:
     fantasyland = {s.seat for s in hand.seats if s.in_fantasyland} if hand is not None else set()
     deadlines = []
     for seat in waiting:
-        limit = record.fantasyland_time_limit_ms if seat in fantasyland else record.turn_time_limit_ms
+        limit = (
+            record.fantasyland_time_limit_ms if seat in fantasyland else record.turn_time_limit_ms
+        )
         deadlines.append((seat, running.get(seat, now + limit)))
     return dataclasses.replace(record, seat_deadlines=tuple(deadlines))
 
@@ -334,7 +354,9 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
 class DeadlineSweeper:
     """Applies timeout moves when turns run out; runs in every replica, safely."""
 
-    def __init__(self, manager: TableManager, *, interval_s: float = 0.25, batch: int = 100) -> None:
+    def __init__(
+        self, manager: TableManager, *, interval_s: float = 0.25, batch: int = 100
+    ) -> None:
         self.manager = manager
         self.interval_s = interval_s
         self.batch = batch
@@ -364,10 +386,8 @@ class DeadlineSweeper:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
             self._task = None
 
 
@@ -394,4 +414,3 @@ __all__ = [
     "unmask_secret",
     "with_deadlines",
 ]
-

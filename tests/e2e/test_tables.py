@@ -20,12 +20,20 @@ from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 API_KEY = "test-operator-key"
 OPERATOR = (("x-ofc-api-key", API_KEY),)
 ROWS = (cards_pb2.ROW_POSITION_BOTTOM, cards_pb2.ROW_POSITION_MIDDLE, cards_pb2.ROW_POSITION_TOP)
-ROW_SIZE = {cards_pb2.ROW_POSITION_TOP: 3, cards_pb2.ROW_POSITION_MIDDLE: 5, cards_pb2.ROW_POSITION_BOTTOM: 5}
+ROW_SIZE = {
+    cards_pb2.ROW_POSITION_TOP: 3,
+    cards_pb2.ROW_POSITION_MIDDLE: 5,
+    cards_pb2.ROW_POSITION_BOTTOM: 5,
+}
 
 
 def start_server(redis_url: str = "") -> BackgroundServer:
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", redis_url=redis_url, grace_seconds=1, api_keys=API_KEY
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        redis_url=redis_url,
+        grace_seconds=1,
+        api_keys=API_KEY,
     )
     return BackgroundServer(config)
 
@@ -62,11 +70,11 @@ def seat_md(token: str) -> tuple[tuple[str, str], ...]:
 
 
 def error_reason(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
-    trailers = dict(err.trailing_metadata() or ())  # type: ignore[attr-defined]
+    trailers = dict(err.trailing_metadata() or ())
     status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
     info = error_details_pb2.ErrorInfo()
     status.details[0].Unpack(info)
-    return err.code(), info.reason  # type: ignore[attr-defined]
+    return err.code(), info.reason
 
 
 def expect_error(call: object, code: grpc.StatusCode, reason: str) -> None:
@@ -78,10 +86,17 @@ def expect_error(call: object, code: grpc.StatusCode, reason: str) -> None:
 class Table:
     """A two-seat classic table with both seats joined, driven through the API."""
 
-    def __init__(self, stub: pb_grpc.TableServiceStub, name: str, **create: int) -> None:
+    def __init__(
+        self, stub: pb_grpc.TableServiceStub, name: str, *, turn_time_limit_ms: int = 0
+    ) -> None:
         self.stub = stub
         created = stub.CreateTable(
-            pb.CreateTableRequest(seats=2, request_id=f"create-{name}", client_seed="e2e", **create),
+            pb.CreateTableRequest(
+                seats=2,
+                request_id=f"create-{name}",
+                client_seed="e2e",
+                turn_time_limit_ms=turn_time_limit_ms,
+            ),
             metadata=OPERATOR,
         )
         self.id = created.table_id
@@ -99,13 +114,17 @@ class Table:
 
     def view(self, seat: int | None) -> pb.TableView:
         md = () if seat is None else seat_md(self.tokens[seat])
-        table = self.stub.GetTable(pb.GetTableRequest(table_id=self.id), metadata=md).table
+        table: pb.TableView = self.stub.GetTable(
+            pb.GetTableRequest(table_id=self.id), metadata=md
+        ).table
         self.version = table.version
         return table
 
     def start(self) -> pb.TableView:
-        table = self.stub.StartHand(
-            pb.StartHandRequest(table_id=self.id, expected_version=self.version, request_id=f"start-{self.version}"),
+        table: pb.TableView = self.stub.StartHand(
+            pb.StartHandRequest(
+                table_id=self.id, expected_version=self.version, request_id=f"start-{self.version}"
+            ),
             metadata=seat_md(self.tokens[0]),
         ).table
         self.version = table.version
@@ -134,7 +153,9 @@ class Table:
         table = self.start()
         while not table.hand.over:
             seat = table.hand.turn
-            table = self.stub.PlaceCards(self.placement_for(seat), metadata=seat_md(self.tokens[seat])).table
+            table = self.stub.PlaceCards(
+                self.placement_for(seat), metadata=seat_md(self.tokens[seat])
+            ).table
             self.version = table.version
         return table
 
@@ -150,16 +171,23 @@ def test_a_full_hand_settles_zero_sum_and_its_history_reveals_the_committed_seed
     table.stub = stubs[-1]
     while not (view := table.view(0)).hand.over:
         seat = view.hand.turn
-        done = table.stub.PlaceCards(table.placement_for(seat), metadata=seat_md(table.tokens[seat]))
+        done = table.stub.PlaceCards(
+            table.placement_for(seat), metadata=seat_md(table.tokens[seat])
+        )
         table.version = done.table.version
     final = table.view(None)
     assert final.hand.over
     assert sum(p.points for p in final.hand.settlement.players) == 0
-    assert [p.player_id for p in final.hand.settlement.players] == ["bob", "ann"]  # left of button first
+    assert [p.player_id for p in final.hand.settlement.players] == [
+        "bob",
+        "ann",
+    ]  # left of button first
     assert commitment(final.hand.server_seed) == committed
     history = table.stub.GetHandHistory(pb.GetHandHistoryRequest(table_id=table.id, hand_number=1))
     assert history.commitment == committed and history.server_seed == final.hand.server_seed
-    assert [p.points for p in history.settlement.players] == [p.points for p in final.hand.settlement.players]
+    assert [p.points for p in history.settlement.players] == [
+        p.points for p in final.hand.settlement.players
+    ]
     assert '"format_version"' in history.history_json
     listed = table.stub.ListHands(pb.ListHandsRequest(table_id=table.id))
     assert [h.hand_number for h in listed.hands] == [1] and listed.next_page_token == ""
@@ -168,7 +196,9 @@ def test_a_full_hand_settles_zero_sum_and_its_history_reveals_the_committed_seed
     )
 
 
-def test_views_never_show_another_seats_cards_or_the_seed(stubs: list[pb_grpc.TableServiceStub]) -> None:
+def test_views_never_show_another_seats_cards_or_the_seed(
+    stubs: list[pb_grpc.TableServiceStub],
+) -> None:
     table = Table(stubs[0], "hidden")
     table.start()
     turn = table.view(None).hand.turn
@@ -194,7 +224,9 @@ def test_stale_versions_replays_and_credentials(stubs: list[pb_grpc.TableService
         lambda: stub.PlaceCards(request, metadata=seat_md(table.tokens[1 - turn])),
         grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED",
     )  # fmt: skip
-    expect_error(lambda: stub.PlaceCards(request), grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED")
+    expect_error(
+        lambda: stub.PlaceCards(request), grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
+    )
     other = Table(stub, "errors-other")
     expect_error(
         lambda: stub.PlaceCards(request, metadata=seat_md(other.tokens[turn])),
@@ -205,24 +237,38 @@ def test_stale_versions_replays_and_credentials(stubs: list[pb_grpc.TableService
         grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED",
     )  # fmt: skip
     expect_error(
-        lambda: stub.CreateTable(pb.CreateTableRequest(request_id="x"), metadata=seat_md(table.tokens[0])),
+        lambda: stub.CreateTable(
+            pb.CreateTableRequest(request_id="x"), metadata=seat_md(table.tokens[0])
+        ),
         grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED",
     )  # fmt: skip
     # out of turn, a card not dealt, a stale version: all leave the table as it was
     wrong_turn = pb.PlaceCardsRequest()
     wrong_turn.CopyFrom(request)
     wrong_turn.seat = 1 - turn
-    expect_error(lambda: stub.PlaceCards(wrong_turn, metadata=OPERATOR), grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN")
+    expect_error(
+        lambda: stub.PlaceCards(wrong_turn, metadata=OPERATOR),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "NOT_YOUR_TURN",
+    )
     not_dealt = pb.PlaceCardsRequest()
     not_dealt.CopyFrom(request)
     dealt = {p.card for p in request.placements}
-    not_dealt.placements[0].card = next(c for c in ("2c", "3c", "4c", "5c", "6c", "7c") if c not in dealt)
-    expect_error(lambda: stub.PlaceCards(not_dealt, metadata=OPERATOR), grpc.StatusCode.FAILED_PRECONDITION, "CARD_NOT_DEALT")
+    not_dealt.placements[0].card = next(
+        c for c in ("2c", "3c", "4c", "5c", "6c", "7c") if c not in dealt
+    )
+    expect_error(
+        lambda: stub.PlaceCards(not_dealt, metadata=OPERATOR),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "CARD_NOT_DEALT",
+    )
     stale = pb.PlaceCardsRequest()
     stale.CopyFrom(request)
     stale.expected_version -= 1
     stale.request_id = "stale"
-    expect_error(lambda: stub.PlaceCards(stale, metadata=OPERATOR), grpc.StatusCode.ABORTED, "STALE_VERSION")
+    expect_error(
+        lambda: stub.PlaceCards(stale, metadata=OPERATOR), grpc.StatusCode.ABORTED, "STALE_VERSION"
+    )
     assert table.view(None).version == request.expected_version
     # the move, then its retry: the same answer, applied once
     first = stub.PlaceCards(request, metadata=seat_md(table.tokens[turn]))
@@ -246,13 +292,20 @@ def test_join_retry_returns_the_same_token_and_create_retry_the_same_table(
     created = stub.CreateTable(pb.CreateTableRequest(seats=2, request_id="same"), metadata=OPERATOR)
     again = stub.CreateTable(pb.CreateTableRequest(seats=2, request_id="same"), metadata=OPERATOR)
     assert created.table_id == again.table_id
-    join = pb.JoinSeatRequest(table_id=created.table_id, seat=1, player_id="cy", expected_version=1, request_id="j")
+    join = pb.JoinSeatRequest(
+        table_id=created.table_id, seat=1, player_id="cy", expected_version=1, request_id="j"
+    )
     first = stub.JoinSeat(join)
     retry = stub.JoinSeat(join)
     assert first.seat_token == retry.seat_token and first.seat_token.startswith("st_")
     assert stub.GetTable(pb.GetTableRequest(table_id=created.table_id)).table.version == 2
     expect_error(
-        lambda: stub.JoinSeat(pb.JoinSeatRequest(table_id=created.table_id, seat=1, player_id="dee", expected_version=2, request_id="k")),
+        lambda: stub.JoinSeat(
+            pb.JoinSeatRequest(
+                table_id=created.table_id, seat=1, player_id="dee",
+                expected_version=2, request_id="k",
+            )
+        ),
         grpc.StatusCode.FAILED_PRECONDITION, "SEAT_TAKEN",
     )  # fmt: skip
 
@@ -263,7 +316,9 @@ def test_watch_sends_a_snapshot_then_each_event_as_that_seat_may_see_it_and_resu
     table = Table(stubs[0], "watch")
     watcher_stub = stubs[-1]  # another replica, when there are two
     received: list[pb.WatchResponse] = []
-    stream = watcher_stub.Watch(pb.WatchRequest(table_id=table.id), metadata=seat_md(table.tokens[0]))
+    stream = watcher_stub.Watch(
+        pb.WatchRequest(table_id=table.id), metadata=seat_md(table.tokens[0])
+    )
 
     def read() -> None:
         try:
@@ -279,7 +334,9 @@ def test_watch_sends_a_snapshot_then_each_event_as_that_seat_may_see_it_and_resu
         time.sleep(0.02)
     table.play_hand()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any(m.event.HasField("button_moved") for m in received):
+    while time.monotonic() < deadline and not any(
+        m.event.HasField("button_moved") for m in received
+    ):
         time.sleep(0.05)
     stream.cancel()
     reader.join(5)
@@ -295,7 +352,8 @@ def test_watch_sends_a_snapshot_then_each_event_as_that_seat_may_see_it_and_resu
     # resume in the middle: exactly the rest, no gap, no duplicate
     middle = len(events) // 2
     resumed = watcher_stub.Watch(
-        pb.WatchRequest(table_id=table.id, after_event_id=ids[middle]), metadata=seat_md(table.tokens[0])
+        pb.WatchRequest(table_id=table.id, after_event_id=ids[middle]),
+        metadata=seat_md(table.tokens[0]),
     )
     rest: list[str] = []
     for message in resumed:

@@ -20,7 +20,9 @@ from ofc_cli import remote
 def register(subparsers: Any) -> None:
     score = subparsers.add_parser("score", help="settle a hand given as JSON (file or stdin)")
     score.add_argument("file", nargs="?", default="-", help="JSON file, or - for stdin")
-    score.add_argument("--jsonl", action="store_true", help="one hand per line, one result per line")
+    score.add_argument(
+        "--jsonl", action="store_true", help="one hand per line, one result per line"
+    )
     score.set_defaults(handler=run_score)
     remote.add_server_option(score, remote.run_score)
 
@@ -37,12 +39,14 @@ def register(subparsers: Any) -> None:
     ev.add_argument("--json", action="store_true")
     ev.set_defaults(handler=run_eval)
 
-    presets = subparsers.add_parser("presets", help="print the ruleset presets with every parameter")
+    presets = subparsers.add_parser(
+        "presets", help="print the ruleset presets with every parameter"
+    )
     presets.set_defaults(handler=run_presets)
 
 
 def _open(path: str) -> TextIO:
-    return sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    return sys.stdin if path == "-" else open(path, encoding="utf-8")
 
 
 def _score_one(data: Any) -> dict[str, Any]:
@@ -90,7 +94,11 @@ def run_deal(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     value = evaluate(parse_cards(args.cards))
     if args.json:
-        print(json.dumps({"category": value.category.name.lower(), "name": str(value), "value": value.value}))
+        print(
+            json.dumps(
+                {"category": value.category.name.lower(), "name": str(value), "value": value.value}
+            )
+        )
     else:
         print(f"{value.category.name.lower()}\t{value}\t{value.value}")
     return 0

@@ -10,13 +10,16 @@ import sys
 from collections.abc import Sequence
 
 from ofc.errors import OfcError
-from ofc_cli import cmd_rules
 
-SUBCOMMAND_MODULES = (cmd_rules,)
+from ofc_cli import cmd_play, cmd_rules, cmd_serve, cmd_solve
+
+SUBCOMMAND_MODULES = (cmd_rules, cmd_solve, cmd_play, cmd_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ofc", description="Open-Face Chinese Poker rules and service")
+    parser = argparse.ArgumentParser(
+        prog="ofc", description="Open-Face Chinese Poker rules and service"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMAND_MODULES:
         module.register(subparsers)

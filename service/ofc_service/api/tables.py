@@ -9,6 +9,7 @@ another seat's hidden cards, the undealt deck or an unrevealed seed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -98,7 +99,7 @@ def rpc(
     async def handler(self: TableServicer, request: Req, context: grpc.aio.ServicerContext) -> Resp:
         try:
             return await method(self, request, context)
-        except Exception as exc:  # noqa: BLE001 - every error becomes a status, see fail()
+        except Exception as exc:
             await fail(context, exc)
 
     return handler
@@ -122,7 +123,9 @@ _ROW_TO_PROTO = {
 }
 
 
-def write_settlement(settlement: Settlement, ids: tuple[str, ...], out: settlement_pb2.Settlement) -> None:
+def write_settlement(
+    settlement: Settlement, ids: tuple[str, ...], out: settlement_pb2.Settlement
+) -> None:
     fouls = sum(1 for p in settlement.players if p.fouled)
     convert.write_settlement(convert.SettledHand(settlement, ids, "", fouls), out)
 
@@ -150,19 +153,26 @@ def event_to_proto(event: Event, version: int, player_ids: tuple[str, ...]) -> p
         )
     elif isinstance(event, engine.CardsDealt):
         dealt = pb.CardsDealtEvent(
-            seat=event.seat, position=event.position, count=event.count, cards=card_codes(event.cards)
+            seat=event.seat,
+            position=event.position,
+            count=event.count,
+            cards=card_codes(event.cards),
         )
         if event.street is not None:
             dealt.street = event.street
         out.cards_dealt.CopyFrom(dealt)
     elif isinstance(event, engine.CardsPlaced):
         out.cards_placed.CopyFrom(
-            pb.CardsPlacedEvent(seat=event.seat, street=event.street, placements=_placements(event.placements))
+            pb.CardsPlacedEvent(
+                seat=event.seat, street=event.street, placements=_placements(event.placements)
+            )
         )
     elif isinstance(event, engine.DiscardMade):
         out.discard_made.CopyFrom(
             pb.DiscardMadeEvent(
-                seat=event.seat, street=event.street, card="" if event.card is None else str(event.card)
+                seat=event.seat,
+                street=event.street,
+                card="" if event.card is None else str(event.card),
             )
         )
     elif isinstance(event, engine.TimeoutApplied):
@@ -170,7 +180,9 @@ def event_to_proto(event: Event, version: int, player_ids: tuple[str, ...]) -> p
     elif isinstance(event, engine.FantasylandSet):
         out.fantasyland_set.CopyFrom(
             pb.FantasylandSetEvent(
-                seat=event.seat, board=_board_proto(event.board), discards=card_codes(event.discards)
+                seat=event.seat,
+                board=_board_proto(event.board),
+                discards=card_codes(event.discards),
             )
         )
     elif isinstance(event, engine.FantasylandRevealed):
@@ -189,11 +201,15 @@ def event_to_proto(event: Event, version: int, player_ids: tuple[str, ...]) -> p
         out.hand_settled.CopyFrom(settled)
     elif isinstance(event, engine.SeedRevealed):
         out.seed_revealed.CopyFrom(
-            pb.SeedRevealedEvent(number=event.number, server_seed=event.server_seed, commitment=event.commitment)
+            pb.SeedRevealedEvent(
+                number=event.number, server_seed=event.server_seed, commitment=event.commitment
+            )
         )
     else:
         assert isinstance(event, engine.ButtonMoved)
-        out.button_moved.CopyFrom(pb.ButtonMovedEvent(from_seat=event.from_seat, to_seat=event.to_seat))
+        out.button_moved.CopyFrom(
+            pb.ButtonMovedEvent(from_seat=event.from_seat, to_seat=event.to_seat)
+        )
     return out
 
 
@@ -247,7 +263,12 @@ def table_view(
     hand = view.hand
     if hand is not None:
         h = out.hand
-        h.number, h.button, h.commitment, h.client_seed = hand.number, hand.button, hand.commitment, hand.client_seed
+        h.number, h.button, h.commitment, h.client_seed = (
+            hand.number,
+            hand.button,
+            hand.commitment,
+            hand.client_seed,
+        )
         h.server_seed = hand.server_seed or b""
         h.street, h.deck_remaining, h.over = hand.street, hand.deck_remaining, hand.over
         if hand.turn is not None:
@@ -288,7 +309,9 @@ def _limit_ms(value: int, default: int, field: str) -> int:
     if value == 0:
         return default
     if not MIN_LIMIT_MS <= value <= MAX_LIMIT_MS:
-        raise core.InvalidInputError(f"{field} must be {MIN_LIMIT_MS}..{MAX_LIMIT_MS} ms", field=field)
+        raise core.InvalidInputError(
+            f"{field} must be {MIN_LIMIT_MS}..{MAX_LIMIT_MS} ms", field=field
+        )
     return value
 
 
@@ -353,24 +376,27 @@ class TableServicer(pb_grpc.TableServiceServicer):
             client_seed=client_seed,
             created_at_ms=self.manager.clock_ms(),
         )
-        try:
+        # A retry of the same request finds its table: answer with the table as it is now.
+        with contextlib.suppress(store.TableExistsError):
             await self.manager.create(record, respond=lambda c: b"")
-        except store.TableExistsError:
-            pass  # a retry of the same request: answer with the table as it is now
         current, version, last = await self.manager.load(table_id)
         return pb.CreateTableResponse(
             table_id=table_id, table=table_view(current, version, None, last_event_id=last)
         )
 
     @rpc
-    async def GetTable(self, request: pb.GetTableRequest, context: grpc.aio.ServicerContext) -> pb.GetTableResponse:
+    async def GetTable(
+        self, request: pb.GetTableRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetTableResponse:
         record, version, last = await self.manager.load(_table_id(request.table_id))
         as_seat = request.as_seat if request.HasField("as_seat") else None
         viewer = seat_of_viewer(self.auth, _creds(context), record, as_seat)
         return pb.GetTableResponse(table=table_view(record, version, viewer, last_event_id=last))
 
     @rpc
-    async def JoinSeat(self, request: pb.JoinSeatRequest, context: grpc.aio.ServicerContext) -> pb.JoinSeatResponse:
+    async def JoinSeat(
+        self, request: pb.JoinSeatRequest, context: grpc.aio.ServicerContext
+    ) -> pb.JoinSeatResponse:
         player_id = request.player_id
         if not 1 <= len(player_id) <= convert.MAX_ID_CHARS:
             raise core.InvalidInputError(
@@ -424,7 +450,9 @@ class TableServicer(pb_grpc.TableServiceServicer):
         return response_type.FromString(raw)  # type: ignore[attr-defined,no-any-return]
 
     @rpc
-    async def LeaveSeat(self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext) -> pb.LeaveSeatResponse:
+    async def LeaveSeat(
+        self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeaveSeatResponse:
         return await self._move(
             request,
             context,
@@ -433,19 +461,28 @@ class TableServicer(pb_grpc.TableServiceServicer):
         )
 
     @rpc
-    async def StartHand(self, request: pb.StartHandRequest, context: grpc.aio.ServicerContext) -> pb.StartHandResponse:
+    async def StartHand(
+        self, request: pb.StartHandRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StartHandResponse:
         return await self._move(
-            request, context, lambda r, now, creds: self.manager.start_hand(r, creds, now), pb.StartHandResponse
+            request,
+            context,
+            lambda r, now, creds: self.manager.start_hand(r, creds, now),
+            pb.StartHandResponse,
         )
 
     @rpc
-    async def PlaceCards(self, request: pb.PlaceCardsRequest, context: grpc.aio.ServicerContext) -> pb.PlaceCardsResponse:
+    async def PlaceCards(
+        self, request: pb.PlaceCardsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.PlaceCardsResponse:
         placements = []
         for k, p in enumerate(request.placements):
             (card,) = convert.parse_cards([p.card], f"placements[{k}].card")
             row = convert.row_position(p.row, f"placements[{k}].row")
             if row is None:
-                raise core.InvalidRowError("every placement needs a row", field=f"placements[{k}].row")
+                raise core.InvalidRowError(
+                    "every placement needs a row", field=f"placements[{k}].row"
+                )
             placements.append((card, row))
         discard = convert.parse_cards([request.discard], "discard")[0] if request.discard else None
 
@@ -499,7 +536,9 @@ class TableServicer(pb_grpc.TableServiceServicer):
         return response
 
     @rpc
-    async def ListHands(self, request: pb.ListHandsRequest, context: grpc.aio.ServicerContext) -> pb.ListHandsResponse:
+    async def ListHands(
+        self, request: pb.ListHandsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListHandsResponse:
         table_id = _table_id(request.table_id)
         size = request.page_size or DEFAULT_PAGE_SIZE
         if size > MAX_PAGE_SIZE:
@@ -511,7 +550,9 @@ class TableServicer(pb_grpc.TableServiceServicer):
             start = int(request.page_token)
         await self.manager.store.load(table_id)
         page = await self.manager.store.list_extra(table_id, HAND_PREFIX, start=start, count=size)
-        response = pb.ListHandsResponse(next_page_token="" if page.next_start is None else str(page.next_start))
+        response = pb.ListHandsResponse(
+            next_page_token="" if page.next_start is None else str(page.next_start)
+        )
         for number, raw in page.items:
             history = json.loads(raw)
             players = history["settlement"]["players"]
@@ -538,13 +579,19 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 store.parse_event_id(cursor)
             else:
                 cursor = last or "0"
-                yield pb.WatchResponse(snapshot=table_view(record, version, viewer, last_event_id=last))
+                yield pb.WatchResponse(
+                    snapshot=table_view(record, version, viewer, last_event_id=last)
+                )
             while True:
-                events = await self.manager.store.wait_events(table_id, after=cursor, timeout_s=WATCH_POLL_S)
+                events = await self.manager.store.wait_events(
+                    table_id, after=cursor, timeout_s=WATCH_POLL_S
+                )
                 for stored_event in events:
-                    yield pb.WatchResponse(event=decode_event(stored_event.data, viewer, stored_event.event_id))
+                    yield pb.WatchResponse(
+                        event=decode_event(stored_event.data, viewer, stored_event.event_id)
+                    )
                     cursor = stored_event.event_id
-        except Exception as exc:  # noqa: BLE001 - every error becomes a status, see fail()
+        except Exception as exc:
             await fail(context, exc)
 
 
@@ -552,7 +599,10 @@ def _settlement_from_history(history: dict[str, Any], out: settlement_pb2.Settle
     """The settlement of a stored history, recomputed by replaying its actions (what an
     auditor holding the history can do too)."""
     start = state_from_dict(history["initial_state"])
-    actions = [action_from_dict({k: v for k, v in a.items() if k != "resolved"}) for a in history["actions"]]
+    actions = [
+        action_from_dict({k: v for k, v in a.items() if k != "resolved"})
+        for a in history["actions"]
+    ]
     final, _ = engine.replay(start, actions)
     assert final.hand is not None
     settlement = engine.hand_settlement(final.hand, final.ruleset)
@@ -560,4 +610,11 @@ def _settlement_from_history(history: dict[str, Any], out: settlement_pb2.Settle
     write_settlement(settlement, ids, out)
 
 
-__all__ = ["SERVICE_NAME", "TableServicer", "decode_event", "encode_event", "event_to_proto", "table_view"]
+__all__ = [
+    "SERVICE_NAME",
+    "TableServicer",
+    "decode_event",
+    "encode_event",
+    "event_to_proto",
+    "table_view",
+]

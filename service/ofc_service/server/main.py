@@ -25,11 +25,11 @@ from ofc_service.api.rules import SERVICE_NAME, RulesServicer
 from ofc_service.api.tables import SERVICE_NAME as TABLE_SERVICE_NAME
 from ofc_service.api.tables import TableServicer, encode_event
 from ofc_service.auth import Authenticator
-from ofc_service.store import TableStore, open_store
-from ofc_service.tables import DeadlineSweeper, TableManager
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import configure_logging
+from ofc_service.store import TableStore, open_store
+from ofc_service.tables import DeadlineSweeper, TableManager
 
 log = logging.getLogger("ofc.server")
 
@@ -141,7 +141,7 @@ def serve(config: ServerConfig) -> int:
     configure_logging(config.log_level)
     log.info(
         "table store",
-        extra={"fields": {"store": "redis" if config.redis_url else "in-memory (one process only)"}},
+        extra={"fields": {"store": "redis" if config.redis_url else "in-memory (one process)"}},
     )
     try:
         asyncio.run(run(config))
