@@ -339,3 +339,13 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
         "error: DUPLICATE_CARD at players[1].top: duplicate card Ac: players[0].top and "
         "players[1].top\n"
     )
+
+
+def test_score_of_a_missing_file_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope.json"
+    assert main(["score", str(missing)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("error: INVALID_INPUT at file: cannot read") and err.count("\n") == 1

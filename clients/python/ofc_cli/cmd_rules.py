@@ -46,7 +46,12 @@ def register(subparsers: Any) -> None:
 
 
 def _open(path: str) -> TextIO:
-    return sys.stdin if path == "-" else open(path, encoding="utf-8")
+    if path == "-":
+        return sys.stdin
+    try:
+        return open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc.strerror}", field="file") from None
 
 
 def _score_one(data: Any) -> dict[str, Any]:
