@@ -1,0 +1,105 @@
+"""The timeout policy: legal, deterministic, foul-averse, and much better than random."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ofc.cards import ALL_CARDS, Card, parse_cards
+from ofc.errors import InvalidInputError, WrongCardCountError
+from ofc.policy import choose_fantasyland, choose_placement
+from ofc.rulesets import ROWS, Row, get_ruleset
+from ofc.scoring import Board, assess
+
+from bench.policy import run
+
+PINEAPPLE = get_ruleset("pineapple")
+
+
+def placed(board: Board, placements: tuple[tuple[Card, Row], ...]) -> Board:
+    rows = {row: list(board.row(row)) for row in ROWS}
+    for card, row in placements:
+        rows[row].append(card)
+    return Board(*(tuple(rows[row]) for row in ROWS))
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_a_placement_is_legal_and_deterministic(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(["classic", "pineapple", "turbo"]))
+    ruleset = get_ruleset(name)
+    street_index = data.draw(st.integers(0, len(ruleset.streets) - 1))
+    street = ruleset.streets[street_index]
+    cards = data.draw(st.permutations(ALL_CARDS))
+    before = sum(s.place for s in ruleset.streets[:street_index])
+    sizes = data.draw(
+        st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 5)).filter(
+            lambda t: sum(t) == before
+        )
+    )
+    board = Board(
+        tuple(cards[: sizes[0]]),
+        tuple(cards[sizes[0] : sizes[0] + sizes[1]]),
+        tuple(cards[sizes[0] + sizes[1] : before]),
+    )
+    batch = tuple(cards[before : before + street.deal])
+    dead = tuple(cards[before + street.deal : before + street.deal + 6])
+    placements, discards = choose_placement(board, batch, street.place, ruleset, dead=dead)
+    assert len(placements) == street.place and len(discards) == street.deal - street.place
+    assert sorted([c for c, _ in placements] + list(discards)) == sorted(batch)
+    after = placed(board, placements)
+    assert all(len(after.row(r)) <= r.size for r in ROWS)
+    # The same question gets the same answer, whatever order the dead cards come in.
+    again = choose_placement(board, batch, street.place, ruleset, dead=dead[::-1])
+    assert again == (placements, discards)
+
+
+def test_the_last_card_goes_where_it_does_not_foul() -> None:
+    board = Board.parse("Ah 2c / Kc Kd 7h 5s 3c / Qs Qh Qd 9c")
+    placements, _ = choose_placement(board, parse_cards("As"), 1)
+    assert placements == ((Card.parse("As"), Row.BOTTOM),)  # AA on top would beat KK
+    board = Board.parse("Ah 2c 3d / Kc Kd 7h 5s / Qs Qh Qd 9c 8c")
+    placements, _ = choose_placement(board, parse_cards("Ks"), 1)
+    assert placements == ((Card.parse("Ks"), Row.MIDDLE),)
+
+
+def test_pineapple_discard_keeps_the_board_legal() -> None:
+    # Only the middle and bottom have room; a king would pair the middle above the bottom.
+    board = Board.parse("Kc 5d 4h / Qh Qs 9c 8d / Jc Jd Js 2c")
+    placements, discards = choose_placement(board, parse_cards("Kd Jh 3c"), 2, PINEAPPLE)
+    final = placed(board, placements)
+    assert not assess(final, PINEAPPLE).fouled
+    assert discards == (Card.parse("Kd"),)
+
+
+def test_strong_first_cards_go_low_and_weak_ones_high() -> None:
+    placements, _ = choose_placement(Board(), parse_cards("Ah Ad 7c 3s 2d"), 5)
+    rows = {str(c): r for c, r in placements}
+    assert rows["Ah"] == rows["Ad"] == Row.BOTTOM
+    assert Counter(rows.values())[Row.TOP] <= 3
+
+
+def test_bad_questions_are_refused() -> None:
+    with pytest.raises(WrongCardCountError):
+        choose_placement(Board(), parse_cards("Ah Ad"), 3)
+    with pytest.raises(InvalidInputError):
+        choose_placement(Board(), parse_cards("Ah Ah 2c"), 2, PINEAPPLE)
+
+
+@pytest.mark.parametrize("size", [14, 15, 16, 17])
+def test_fantasyland_sets_are_legal_with_the_right_discards(size: int) -> None:
+    cards = tuple(ALL_CARDS[i] for i in range(0, 52, 3))[:size]
+    top, middle, bottom, discards = choose_fantasyland(cards, get_ruleset("progressive-pineapple"))
+    assert (len(top), len(middle), len(bottom), len(discards)) == (3, 5, 5, size - 13)
+    assert sorted(top + middle + bottom + discards) == sorted(cards)
+    assert not assess(Board(top, middle, bottom)).fouled
+
+
+@pytest.mark.parametrize("ruleset", ["classic", "pineapple", "turbo"])
+def test_the_policy_fouls_far_less_than_random_placement(ruleset: str) -> None:
+    figures = run(hands=40, ruleset=ruleset)  # bench.policy measures 10,000 hands
+    assert figures.random_foul_rate >= 0.4
+    assert figures.policy_foul_rate * 4 <= figures.random_foul_rate
+    assert figures.policy_points > 0 > figures.random_points
