@@ -59,6 +59,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_MAX_MESSAGE_BYTES": "65536",
         "OFC_GRACE_SECONDS": "2.5",
         "OFC_MAX_CONNECTION_AGE_SECONDS": "300",
+        "OFC_API_KEYS": "key-one, key-two",
     }
     assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
     from_env = config_from_args(parser.parse_args([]), env)
@@ -70,7 +71,9 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         max_message_bytes=65536,
         grace_seconds=2.5,
         max_connection_age_seconds=300,
+        api_keys="key-one, key-two",
     )
+    assert from_env.api_key_list == ("key-one", "key-two")
     flags = parser.parse_args(["--listen", "127.0.0.1:7001", "--grace-seconds", "1"])
     both = config_from_args(flags, env)
     assert (both.listen, both.grace_seconds, both.log_level) == ("127.0.0.1:7001", 1.0, "debug")

@@ -60,7 +60,8 @@ class OfcServer:
         log.info(
             "serving",
             extra={"fields": {"listen": f"{host}:{self.port}", "metrics_port": self.metrics_port,
-                              "tls": bool(self.config.tls_cert)}},
+                              "tls": bool(self.config.tls_cert),
+                              "store": "redis" if self.config.redis_url else "in-memory"}},
         )  # fmt: skip
 
     async def stop(self, grace: float | None = None) -> None:
@@ -139,10 +140,6 @@ async def run(config: ServerConfig) -> None:
 def serve(config: ServerConfig) -> int:
     """The ``ofc serve`` entry point; returns the exit status (0 after a graceful stop)."""
     configure_logging(config.log_level)
-    log.info(
-        "table store",
-        extra={"fields": {"store": "redis" if config.redis_url else "in-memory (one process)"}},
-    )
     try:
         asyncio.run(run(config))
     except (OSError, RuntimeError) as exc:  # an address in use, a bad certificate

@@ -30,7 +30,7 @@ class ErrorDetail(_message.Message):
       names, 0-based indexes) and whose `description` is the message; present when the error
       names a field.
 
-    Reasons and codes (every reason is permanent for the same request: do not retry):
+    Reasons and codes (permanent for the same request unless the Retrying note below says so):
 
     | reason              | code                | meaning                                        |
     |---------------------|---------------------|------------------------------------------------|
@@ -48,6 +48,16 @@ class ErrorDetail(_message.Message):
     | BATCH_TOO_LARGE     | INVALID_ARGUMENT    | more than 1000 hands in one SettleHands call   |
     | ILLEGAL_ACTION      | FAILED_PRECONDITION | (table services) well formed but not allowed   |
     |   and sub-reasons   |                     | in the current state: re-read, then decide     |
+    | STALE_VERSION       | ABORTED             | expected_version is not the table's: re-read   |
+    | TABLE_NOT_FOUND     | NOT_FOUND           | no such table (or it expired)                  |
+    | HAND_NOT_FOUND      | NOT_FOUND           | a hand not started or not over yet             |
+    | EVENTS_TRIMMED      | OUT_OF_RANGE        | Watch resume point older than the kept log:    |
+    |                     |                     | start again from a snapshot                    |
+    | STORE_UNAVAILABLE   | UNAVAILABLE         | the table store did not answer: retry with     |
+    |                     |                     | the same request_id                            |
+    | UNAUTHENTICATED     | UNAUTHENTICATED     | credentials missing or unknown                 |
+    | PERMISSION_DENIED   | PERMISSION_DENIED   | a seat token for another seat or table, or a   |
+    |                     |                     | seat token where an operator key is needed     |
     | INTERNAL            | INTERNAL            | a server bug; report it with the request id    |
 
     Codes without an ErrorInfo come from gRPC itself: RESOURCE_EXHAUSTED when a message is
@@ -58,7 +68,9 @@ class ErrorDetail(_message.Message):
     idempotent — every RulesService method is), ABORTED after re-reading the state it
     depends on, and RESOURCE_EXHAUSTED caused by load with exponential backoff (one caused by
     message size fails the same way again: split the request). DEADLINE_EXCEEDED may be
-    retried for the idempotent RulesService methods. Never retry INVALID_ARGUMENT or
+    retried for the idempotent RulesService methods. TableService moves are idempotent by
+    their request_id: retry UNAVAILABLE and DEADLINE_EXCEEDED with the same request_id (the
+    first result comes back, applied once). Never retry INVALID_ARGUMENT or
     FAILED_PRECONDITION unchanged.
 
     Request ids: send metadata `x-request-id` (1..128 printable ASCII characters) to

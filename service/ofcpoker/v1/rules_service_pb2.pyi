@@ -424,6 +424,106 @@ class ResolveRulesetResponse(_message.Message):
 Global___ResolveRulesetResponse: _TypeAlias = ResolveRulesetResponse  # noqa: Y015
 
 @_typing.final
+class SolveFantasylandRequest(_message.Message):
+    """SolveFantasyland input."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARDS_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_VALUE_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
+    in_fantasyland: _builtins.bool
+    """True when the player is in Fantasyland now: the ruleset's stay rule decides whether the
+    board qualifies for Fantasyland next hand. False: its entry rule decides.
+    """
+    fantasyland_value: _builtins.int
+    """Points the objective adds for qualifying for Fantasyland next hand, 0..10000; 0 means
+    royalties only. Unset means 10.
+    """
+    fantasyland_streak: _builtins.int
+    """Fantasyland hands in a row counting this one, 0..1000 (unset or 0 with in_fantasyland
+    means 1); with a max_consecutive_fantasylands cap, a streak at the cap cannot stay.
+    Ignored when in_fantasyland is false.
+    """
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The dealt card codes: 13-17 distinct cards (13 are set, the rest discarded)."""
+
+    @_builtins.property
+    def ruleset(self) -> _ruleset_pb2.RulesetSpec:
+        """The rules (royalty table, Fantasyland entry and stay rules); unset means "classic"."""
+
+    def __init__(
+        self,
+        *,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        ruleset: _ruleset_pb2.RulesetSpec | None = ...,
+        in_fantasyland: _builtins.bool = ...,
+        fantasyland_value: _builtins.int | None = ...,
+        fantasyland_streak: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_fantasyland_streak", b"_fantasyland_streak", "_fantasyland_value", b"_fantasyland_value", "fantasyland_streak", b"fantasyland_streak", "fantasyland_value", b"fantasyland_value", "ruleset", b"ruleset"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fantasyland_streak", b"_fantasyland_streak", "_fantasyland_value", b"_fantasyland_value", "cards", b"cards", "fantasyland_streak", b"fantasyland_streak", "fantasyland_value", b"fantasyland_value", "in_fantasyland", b"in_fantasyland", "ruleset", b"ruleset"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__fantasyland_streak: _TypeAlias = _typing.Literal["fantasyland_streak"]  # noqa: Y015
+    _WhichOneofArgType__fantasyland_streak: _TypeAlias = _typing.Literal["_fantasyland_streak", b"_fantasyland_streak"]  # noqa: Y015
+    _WhichOneofReturnType__fantasyland_value: _TypeAlias = _typing.Literal["fantasyland_value"]  # noqa: Y015
+    _WhichOneofArgType__fantasyland_value: _TypeAlias = _typing.Literal["_fantasyland_value", b"_fantasyland_value"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fantasyland_streak) -> _WhichOneofReturnType__fantasyland_streak | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fantasyland_value) -> _WhichOneofReturnType__fantasyland_value | None: ...
+
+Global___SolveFantasylandRequest: _TypeAlias = SolveFantasylandRequest  # noqa: Y015
+
+@_typing.final
+class SolveFantasylandResponse(_message.Message):
+    """SolveFantasyland result."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOARD_FIELD_NUMBER: _builtins.int
+    DISCARDS_FIELD_NUMBER: _builtins.int
+    ROYALTIES_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_NEXT_FIELD_NUMBER: _builtins.int
+    OBJECTIVE_FIELD_NUMBER: _builtins.int
+    royalties: _builtins.int
+    """The board's total royalties under the ruleset (top + middle + bottom)."""
+    fantasyland_next: _builtins.bool
+    """True when the board qualifies for Fantasyland next hand (stay or entry rule, streak cap)."""
+    objective: _builtins.int
+    """The maximised value: royalties, plus fantasyland_value when fantasyland_next."""
+    @_builtins.property
+    def board(self) -> _cards_pb2.Board:
+        """The chosen board, each row's cards highest first (by rank, then s > h > d > c); never
+        fouled.
+        """
+
+    @_builtins.property
+    def discards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The cards not set (len(cards) - 13 of them), highest first."""
+
+    def __init__(
+        self,
+        *,
+        board: _cards_pb2.Board | None = ...,
+        discards: _abc.Iterable[_builtins.str] | None = ...,
+        royalties: _builtins.int = ...,
+        fantasyland_next: _builtins.bool = ...,
+        objective: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["board", b"board"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "discards", b"discards", "fantasyland_next", b"fantasyland_next", "objective", b"objective", "royalties", b"royalties"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SolveFantasylandResponse: _TypeAlias = SolveFantasylandResponse  # noqa: Y015
+
+@_typing.final
 class DeriveDeckRequest(_message.Message):
     """DeriveDeck input."""
 

@@ -72,6 +72,11 @@ class RulesServiceStub:
                 request_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.ResolveRulesetRequest.SerializeToString,
                 response_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.ResolveRulesetResponse.FromString,
                 _registered_method=True)
+        self.SolveFantasyland = channel.unary_unary(
+                '/ofcpoker.v1.RulesService/SolveFantasyland',
+                request_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.SolveFantasylandRequest.SerializeToString,
+                response_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.SolveFantasylandResponse.FromString,
+                _registered_method=True)
         self.DeriveDeck = channel.unary_unary(
                 '/ofcpoker.v1.RulesService/DeriveDeck',
                 request_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.DeriveDeckRequest.SerializeToString,
@@ -150,6 +155,18 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SolveFantasyland(self, request, context):
+        """The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
+        `ofc solve`): the board that maximises royalties plus `fantasyland_value` when it
+        qualifies for Fantasyland next hand, among boards that do not foul; ties go to the
+        stronger bottom, then middle, then top.
+        Errors: INVALID_INPUT (not 13-17 cards; fantasyland_value or fantasyland_streak out of
+        range), INVALID_CARD, DUPLICATE_CARD, UNKNOWN_RULESET, INVALID_RULESET.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DeriveDeck(self, request, context):
         """Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
         commitment and the 52-card deck, so an auditor can check any hand over the wire.
@@ -204,6 +221,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.ResolveRuleset,
                     request_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.ResolveRulesetRequest.FromString,
                     response_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.ResolveRulesetResponse.SerializeToString,
+            ),
+            'SolveFantasyland': grpc.unary_unary_rpc_method_handler(
+                    servicer.SolveFantasyland,
+                    request_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.SolveFantasylandRequest.FromString,
+                    response_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.SolveFantasylandResponse.SerializeToString,
             ),
             'DeriveDeck': grpc.unary_unary_rpc_method_handler(
                     servicer.DeriveDeck,
@@ -408,6 +430,33 @@ class RulesService:
             '/ofcpoker.v1.RulesService/ResolveRuleset',
             ofcpoker_dot_v1_dot_rules__service__pb2.ResolveRulesetRequest.SerializeToString,
             ofcpoker_dot_v1_dot_rules__service__pb2.ResolveRulesetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SolveFantasyland(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ofcpoker.v1.RulesService/SolveFantasyland',
+            ofcpoker_dot_v1_dot_rules__service__pb2.SolveFantasylandRequest.SerializeToString,
+            ofcpoker_dot_v1_dot_rules__service__pb2.SolveFantasylandResponse.FromString,
             options,
             channel_credentials,
             insecure,

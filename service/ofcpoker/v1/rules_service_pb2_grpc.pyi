@@ -67,6 +67,14 @@ class RulesServiceStub:
     """The full parameters of a preset with overrides applied: check a house ruleset before
     using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
     """
+    SolveFantasyland: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.SolveFantasylandRequest, _rules_service_pb2.SolveFantasylandResponse]
+    """The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
+    `ofc solve`): the board that maximises royalties plus `fantasyland_value` when it
+    qualifies for Fantasyland next hand, among boards that do not foul; ties go to the
+    stronger bottom, then middle, then top.
+    Errors: INVALID_INPUT (not 13-17 cards; fantasyland_value or fantasyland_streak out of
+    range), INVALID_CARD, DUPLICATE_CARD, UNKNOWN_RULESET, INVALID_RULESET.
+    """
     DeriveDeck: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.DeriveDeckRequest, _rules_service_pb2.DeriveDeckResponse]
     """Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
     commitment and the 52-card deck, so an auditor can check any hand over the wire.
@@ -115,6 +123,14 @@ class RulesServiceAsyncStub(RulesServiceStub):
     ResolveRuleset: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.ResolveRulesetRequest, _rules_service_pb2.ResolveRulesetResponse]  # type: ignore[assignment]
     """The full parameters of a preset with overrides applied: check a house ruleset before
     using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+    """
+    SolveFantasyland: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.SolveFantasylandRequest, _rules_service_pb2.SolveFantasylandResponse]  # type: ignore[assignment]
+    """The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
+    `ofc solve`): the board that maximises royalties plus `fantasyland_value` when it
+    qualifies for Fantasyland next hand, among boards that do not foul; ties go to the
+    stronger bottom, then middle, then top.
+    Errors: INVALID_INPUT (not 13-17 cards; fantasyland_value or fantasyland_streak out of
+    range), INVALID_CARD, DUPLICATE_CARD, UNKNOWN_RULESET, INVALID_RULESET.
     """
     DeriveDeck: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.DeriveDeckRequest, _rules_service_pb2.DeriveDeckResponse]  # type: ignore[assignment]
     """Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
@@ -203,6 +219,20 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_rules_service_pb2.ResolveRulesetResponse, _abc.Awaitable[_rules_service_pb2.ResolveRulesetResponse]]:
         """The full parameters of a preset with overrides applied: check a house ruleset before
         using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+        """
+
+    @_abc_1.abstractmethod
+    def SolveFantasyland(
+        self,
+        request: _rules_service_pb2.SolveFantasylandRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_service_pb2.SolveFantasylandResponse, _abc.Awaitable[_rules_service_pb2.SolveFantasylandResponse]]:
+        """The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
+        `ofc solve`): the board that maximises royalties plus `fantasyland_value` when it
+        qualifies for Fantasyland next hand, among boards that do not foul; ties go to the
+        stronger bottom, then middle, then top.
+        Errors: INVALID_INPUT (not 13-17 cards; fantasyland_value or fantasyland_streak out of
+        range), INVALID_CARD, DUPLICATE_CARD, UNKNOWN_RULESET, INVALID_RULESET.
         """
 
     @_abc_1.abstractmethod
