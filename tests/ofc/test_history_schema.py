@@ -1,0 +1,120 @@
+"""schemas/hand-history.schema.json: the published JSON Schema of the hand-history format.
+
+Every history ``ofc play`` prints (every preset, every table size) and every shape the
+engine writes (Fantasyland blocks and sets, discards, timeouts, what the live tables add)
+validates; the schema requires exactly the keys the producers write; and the structural
+damage that ``ofc verify`` calls MALFORMED_HISTORY is refused by the schema too, while the
+semantic tampering (a wrong card, a wrong score) is left to the verifier.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]  # test-only dependency, no stubs
+import pytest
+from ofc.engine import new_match
+from ofc.engine_json import state_to_dict
+from ofc.rulesets import DEFAULT_RULESET, PRESETS
+from ofc.verify import SECTION_CODES, example_history
+from ofc_cli.main import main
+
+from tests.ofc.test_verify import BASES, MALFORMED, TAMPERING, Mutation
+
+SCHEMA_PATH = Path(__file__).parents[2] / "schemas" / "hand-history.schema.json"
+SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def errors(history: Any) -> list[str]:
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in VALIDATOR.iter_errors(history)
+    ]
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+TABLES = [
+    (name, players)
+    for name, rules in PRESETS.items()
+    for players in range(rules.min_players, rules.max_players + 1)
+]
+
+
+@pytest.mark.parametrize(("ruleset", "players"), TABLES, ids=[f"{r}-{n}" for r, n in TABLES])
+def test_what_ofc_play_prints_validates(
+    capsys: pytest.CaptureFixture[str], ruleset: str, players: int
+) -> None:
+    seed = f"{players:02x}" * 32
+    args = ["play", "--seed", seed, "--ruleset", ruleset, "--players", str(players)]
+    assert main([*args, "--client-seed", "schema"]) == 0
+    history = json.loads(capsys.readouterr().out)
+    assert errors(history) == []
+
+
+@pytest.mark.parametrize("name", list(BASES))
+def test_every_shape_the_engine_writes_validates(name: str) -> None:
+    assert errors(BASES[name]) == []
+
+
+def test_what_the_live_tables_store_validates() -> None:
+    stored = {**example_history(), "table_id": "t-9", "settled_at_ms": 1_700_000_000_000}
+    assert errors(stored) == []
+    assert errors({**stored, "an_extension": {"any": "thing"}}) == []
+    assert errors({**stored, "settled_at_ms": -1}) != []
+
+
+def test_the_schema_requires_exactly_what_the_producers_write() -> None:
+    history = example_history(4)
+    assert SCHEMA["required"] == list(history) == list(SECTION_CODES)
+    defs = SCHEMA["$defs"]
+    settlement = defs["settlement"]["properties"]
+    required_and_written = [
+        (defs["ruleset"], DEFAULT_RULESET.to_dict()),
+        (defs["initialState"], history["initial_state"]),
+        (defs["deal"], history["deals"][0]),
+        (defs["finalBoard"], history["boards"][0]),
+        (defs["settlement"], history["settlement"]),
+        (settlement["players"]["items"], history["settlement"]["players"][0]),
+        (settlement["pairs"]["items"], history["settlement"]["pairs"][0]),
+        (defs["startHand"], history["actions"][0]),
+        (defs["timeout"], history["actions"][1]),
+        (defs["place"], history["actions"][1]["resolved"]),
+        (defs["setFantasyland"], BASES["fantasyland"]["actions"][-1]),
+    ]
+    for definition, written in required_and_written:
+        assert set(definition["required"]) == set(written) == set(definition["properties"])
+    for preset in PRESETS.values():  # every preset's parameters fit the ruleset definition
+        state = state_to_dict(new_match(preset))
+        assert errors({**history, "initial_state": state}) == []
+
+
+# What JSON Schema cannot say: 1.0 is an integer to it, and "the streets place 13 cards"
+# is a rule across fields. ofc.verify refuses both.
+SCHEMA_CANNOT = {"a float for a number", "invalid ruleset"}
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [pytest.param(case[1], id=case[0]) for case in MALFORMED if case[0] not in SCHEMA_CANNOT],
+)
+def test_the_schema_refuses_what_the_verifier_calls_malformed(mutate: Mutation) -> None:
+    history = copy.deepcopy(BASES["explicit"])
+    mutate(history)
+    assert errors(history) != []
+
+
+@pytest.mark.parametrize(
+    ("base", "mutate"), [pytest.param(case[1], case[2], id=case[0]) for case in TAMPERING]
+)
+def test_tampering_keeps_the_form_and_is_left_to_the_verifier(base: str, mutate: Mutation) -> None:
+    history = copy.deepcopy(BASES[base])
+    mutate(history)
+    assert errors(history) == []

@@ -1,0 +1,578 @@
+"""``ofc.verify`` and ``ofc verify``: untampered histories verify, every tampering is named.
+
+The tampering table reads like an audit report: what was changed, the code the verifier
+gives and the JSON path it points at. Locations are chosen so they do not depend on what
+the timeout policy happens to play (the last card of a classic hand has one free slot; a
+card from the bottom of the deck was never dealt).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ofc.cards import card_codes
+from ofc.engine import (
+    Action,
+    SitDown,
+    StartHand,
+    Timeout,
+    apply,
+    new_match,
+    replay,
+    seats_to_act,
+    timeout_action,
+)
+from ofc.engine_json import hand_history
+from ofc.rulesets import PRESETS, Ruleset, get_ruleset, resolve_ruleset
+from ofc.shuffle import commitment, shuffle_deck
+from ofc.verify import SECTION_CODES, Code, Discrepancy, verify_history, verify_history_json
+from ofc_cli.main import main
+
+SEED = bytes(32)
+History = dict[str, Any]
+
+
+def play_history(
+    ruleset: str | Ruleset = "classic",
+    players: int = 3,
+    *,
+    seed: bytes = SEED,
+    client_seed: bytes = b"",
+    button: int = 0,
+    fantasyland: dict[int, int] | None = None,
+    explicit: bool = False,
+) -> History:
+    """One hand played by the timeout policy: as timeouts (what ``ofc play`` records) or,
+    with ``explicit``, as the place/set_fantasyland moves a player would send."""
+    table, _ = replay(
+        new_match(ruleset, seats=players, button=button),
+        [SitDown(s, f"player-{s}") for s in range(players)],
+    )
+    if fantasyland:
+        seats = list(table.seats)
+        for seat, cards in fantasyland.items():
+            seats[seat] = dataclasses.replace(seats[seat], fantasyland=cards)
+        table = dataclasses.replace(table, seats=tuple(seats))
+    actions: list[Action] = [StartHand(seed, client_seed, at_ms=1_000)]
+    state, _ = apply(table, actions[0])
+    while waiting := seats_to_act(state):
+        at_ms = 1_000 + len(actions)
+        move: Action = Timeout(waiting[0], at_ms)
+        if explicit:
+            move = timeout_action(state, waiting[0], at_ms=at_ms)
+        state, _ = apply(state, move)
+        actions.append(move)
+    return hand_history(table, actions)
+
+
+TIMEOUTS = play_history()  # every move a timeout, like `ofc play`
+EXPLICIT = play_history(explicit=True)
+PINEAPPLE = play_history("pineapple", explicit=True, client_seed=b"table-7")
+FANTASYLAND = play_history("progressive-pineapple", fantasyland={1: 15}, explicit=True)
+FANTASYLAND_TIMEOUTS = play_history("classic", 4, fantasyland={2: 13, 3: 13}, button=1)
+BASES = {
+    "timeouts": TIMEOUTS,
+    "explicit": EXPLICIT,
+    "pineapple": PINEAPPLE,
+    "fantasyland": FANTASYLAND,
+    "fantasyland_timeouts": FANTASYLAND_TIMEOUTS,
+}
+
+
+def _never_dealt(h: History) -> str:
+    """A card of the deck that nobody was dealt (the last position)."""
+    deck = shuffle_deck(bytes.fromhex(h["server_seed"]), bytes.fromhex(h["client_seed"]), 1)
+    return str(deck[51])
+
+
+def _other_card(card: str) -> str:
+    return "2c" if card != "2c" else "3c"
+
+
+def _first_nonzero_player(h: History) -> int:
+    return next(i for i, p in enumerate(h["settlement"]["players"]) if p["points"])
+
+
+# --- untampered histories -------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(BASES))
+def test_untampered_histories_verify(name: str) -> None:
+    history = BASES[name]
+    assert verify_history(history) is None
+    assert verify_history_json(json.dumps(history)) is None
+    assert verify_history_json(json.dumps(history, indent=2).encode()) is None
+
+
+def test_the_fixtures_cover_discards_fantasyland_and_both_move_forms() -> None:
+    kinds = {a["type"] for h in BASES.values() for a in h["actions"]}
+    assert kinds == {"start_hand", "place", "set_fantasyland", "timeout"}
+    resolved = {a["resolved"]["type"] for a in FANTASYLAND_TIMEOUTS["actions"] if "resolved" in a}
+    assert resolved == {"place", "set_fantasyland"}
+    assert any(b["discards"] for b in PINEAPPLE["boards"])
+    assert [d["street"] for d in FANTASYLAND["deals"][:1]] == [None]
+
+
+def test_what_the_live_tables_add_is_not_checked() -> None:
+    stored = {**EXPLICIT, "table_id": "t-1", "settled_at_ms": 1_700_000_000_000, "note": [1]}
+    assert verify_history(stored) is None
+    bad = {**EXPLICIT, "settled_at_ms": "yesterday"}
+    assert _code_at(verify_history(bad)) == (Code.MALFORMED_HISTORY, "settled_at_ms")
+
+
+def test_the_compared_sections_are_every_key_of_the_format() -> None:
+    assert list(SECTION_CODES) == list(TIMEOUTS)
+
+
+# --- tampering ------------------------------------------------------------------------------
+Mutation = Callable[[History], None]
+
+
+def _set(path: Sequence[str | int], value: Any) -> Mutation:
+    def mutate(h: History) -> None:
+        target: Any = h
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value(target[path[-1]]) if callable(value) else value
+
+    return mutate
+
+
+def _swap(path: Sequence[str | int], i: int, j: int) -> Mutation:
+    def mutate(h: History) -> None:
+        target: Any = h
+        for key in path:
+            target = target[key]
+        target[i], target[j] = target[j], target[i]
+
+    return mutate
+
+
+def _all(*mutations: Mutation) -> Mutation:
+    def mutate(h: History) -> None:
+        for m in mutations:
+            m(h)
+
+    return mutate
+
+
+def _reseed(h: History) -> None:
+    """Another server seed everywhere, with its own (consistent) commitment."""
+    seed = "ab" * 32
+    h["server_seed"], h["commitment"] = seed, commitment(bytes.fromhex(seed))
+    h["actions"][0]["server_seed"] = seed
+
+
+def _drop_last_action(h: History) -> None:
+    h["actions"].pop()
+
+
+def _repeat_last_action(h: History) -> None:
+    h["actions"].append(copy.deepcopy(h["actions"][-1]))
+
+
+def _never_dealt_card_in_last_place(h: History) -> None:
+    h["actions"][-1]["placements"][0][0] = _never_dealt(h)
+
+
+def _last_place_to_another_row(h: History) -> None:
+    card, row = h["actions"][-1]["placements"][0]
+    h["actions"][-1]["placements"][0] = [card, "top" if row != "top" else "bottom"]
+
+
+def _other_card_in_last_timeout(h: History) -> None:
+    placement = h["actions"][-1]["resolved"]["placements"][0]
+    placement[0] = _other_card(placement[0])
+
+
+def _unit_value(h: History) -> None:
+    h["initial_state"]["ruleset"]["unit_value"] = 3
+
+
+def _rename_ruleset(h: History) -> None:
+    h["initial_state"]["ruleset"]["name"] = "classic-house"
+
+
+def _drop_fantasyland(h: History) -> None:
+    h["initial_state"]["seats"][1]["fantasyland"] = 0
+
+
+# (name, base, mutation, code, location); a location ending in "[" is a prefix.
+TAMPERING: list[tuple[str, str, Mutation, Code, str]] = [
+    # the seeds and the deck
+    ("server seed", "timeouts", _set(["server_seed"], "11" * 32),
+     Code.COMMITMENT_MISMATCH, "commitment"),
+    ("commitment", "timeouts", _set(["commitment"], "22" * 32),
+     Code.COMMITMENT_MISMATCH, "commitment"),
+    ("seed and commitment, not the start", "explicit",
+     _all(_set(["server_seed"], "ab" * 32), _set(["commitment"], commitment(b"\xab" * 32))),
+     Code.DECK_MISMATCH, "actions[0].server_seed"),
+    ("another seed everywhere", "explicit", _reseed, Code.DEAL_MISMATCH, "deals[0].cards["),
+    ("client seed", "pineapple", _set(["client_seed"], "00"),
+     Code.DECK_MISMATCH, "actions[0].client_seed"),
+    ("hand number (the nonce)", "timeouts", _set(["hand_number"], 2),
+     Code.DECK_MISMATCH, "hand_number"),
+    # the deals
+    ("one card of a deal", "explicit", _set(["deals", 3, "cards", 0], _other_card),
+     Code.DEAL_MISMATCH, "deals[3].cards[0]"),
+    ("a deal's position", "timeouts", _set(["deals", 2, "position"], lambda p: p + 1),
+     Code.DEAL_MISMATCH, "deals[2].position"),
+    ("two deals swapped", "pineapple", _swap(["deals"], 0, 1), Code.DEAL_MISMATCH, "deals[0].seat"),
+    ("a deal dropped", "timeouts", _set(["deals"], lambda d: d[:-1]),
+     Code.DEAL_MISMATCH, "deals[26]"),
+    ("a deal added", "timeouts", _set(["deals"], lambda d: [*d, d[-1]]),
+     Code.DEAL_MISMATCH, "deals[27]"),
+    ("a Fantasyland block's size", "fantasyland", _set(["deals", 0, "count"], 14),
+     Code.DEAL_MISMATCH, "deals[0].count"),
+    ("a Fantasyland block as a street", "fantasyland", _set(["deals", 0, "street"], 0),
+     Code.DEAL_MISMATCH, "deals[0].street"),
+    ("a Fantasyland taken away", "fantasyland", _drop_fantasyland,
+     Code.DEAL_MISMATCH, "deals[0].street"),
+    # the actions
+    ("an action's card", "explicit", _never_dealt_card_in_last_place,
+     Code.ILLEGAL_ACTION, "actions[27].placements[0][0]"),
+    ("an action's row", "explicit", _last_place_to_another_row,
+     Code.ILLEGAL_ACTION, "actions[27].placements[0][1]"),
+    ("a timeout's recorded move", "timeouts", _other_card_in_last_timeout,
+     Code.TIMEOUT_MISMATCH, "actions[27].resolved.placements[0][0]"),
+    ("a Fantasyland set's card", "fantasyland",
+     _set(["actions", -1, "top", 0], lambda c: _never_dealt(FANTASYLAND)),
+     Code.ILLEGAL_ACTION, "actions[11].top[0]"),
+    ("two actions swapped", "explicit", _swap(["actions"], 1, 2),
+     Code.ILLEGAL_ACTION, "actions[1].seat"),
+    ("an action dropped", "timeouts", _set(["actions"], lambda a: a[:2] + a[3:]),
+     Code.ILLEGAL_ACTION, "actions[2].seat"),
+    ("the last action dropped", "explicit", _drop_last_action, Code.INCOMPLETE_HAND, "actions[27]"),
+    ("an action after the end", "explicit", _repeat_last_action,
+     Code.ILLEGAL_ACTION, "actions[28]"),
+    # the header, boards and result
+    ("the button", "explicit", _set(["button"], 2), Code.HEADER_MISMATCH, "button"),
+    ("the turn order", "explicit", _set(["order"], lambda o: o[::-1]),
+     Code.HEADER_MISMATCH, "order[0]"),
+    ("a player id", "explicit", _set(["players", 1, "player_id"], "mallory"),
+     Code.HEADER_MISMATCH, "players[1].player_id"),
+    ("the ruleset's name", "explicit", _rename_ruleset, Code.HEADER_MISMATCH, "ruleset"),
+    ("two cards of a board", "explicit", _swap(["boards", 0, "middle"], 0, 1),
+     Code.BOARD_MISMATCH, "boards[0].middle[0]"),
+    ("a discard", "pineapple", _set(["boards", 2, "discards", 0], _other_card),
+     Code.BOARD_MISMATCH, "boards[2].discards[0]"),
+    ("a player's points", "explicit", _set(["settlement", "players", 0, "points"], lambda p: p + 1),
+     Code.SETTLEMENT_MISMATCH, "settlement.players[0].points"),
+    ("a pair's units", "pineapple", _set(["settlement", "pairs", 2, "units"], lambda u: u - 1),
+     Code.SETTLEMENT_MISMATCH, "settlement.pairs[2].units"),
+    ("a royalty total", "explicit",
+     _set(["settlement", "players", 1, "royalties", "total"], lambda t: t + 2),
+     Code.SETTLEMENT_MISMATCH, "settlement.players[1].royalties.total"),
+    ("a foul", "explicit", _set(["settlement", "players", 2, "fouled"], lambda f: not f),
+     Code.SETTLEMENT_MISMATCH, "settlement.players[2].fouled"),
+    ("the Fantasyland owed next", "explicit",
+     _set(["fantasyland_next"], [{"seat": 0, "cards": 13}]),
+     Code.SETTLEMENT_MISMATCH, "fantasyland_next[0]"),
+    ("the next button", "explicit", _set(["button_next"], 0),
+     Code.SETTLEMENT_MISMATCH, "button_next"),
+    # the ruleset's parameters: a change that plays a part in the hand shows in the result
+    ("the unit value", "timeouts", _unit_value, Code.SETTLEMENT_MISMATCH,
+     f"settlement.players[{_first_nonzero_player(TIMEOUTS)}].units"),
+    ("the scoring", "explicit", _set(["initial_state", "ruleset", "scoring", "row_value"], 5),
+     Code.SETTLEMENT_MISMATCH, "settlement.players["),
+    ("the streets", "timeouts",
+     _set(["initial_state", "ruleset", "streets"], [[5, 5], [4, 4], [4, 4]]),
+     Code.DEAL_MISMATCH, "deals[3].count"),
+]  # fmt: skip
+
+
+def _code_at(found: Discrepancy | None) -> tuple[Code, str] | None:
+    return None if found is None else (found.code, found.location)
+
+
+@pytest.mark.parametrize(
+    ("base", "mutate", "code", "location"),
+    [pytest.param(*case[1:], id=case[0]) for case in TAMPERING],
+)
+def test_tampering_is_caught_and_named(
+    base: str, mutate: Mutation, code: Code, location: str
+) -> None:
+    history = copy.deepcopy(BASES[base])
+    mutate(history)
+    assert history != BASES[base]
+    found = verify_history(history)
+    assert found is not None, "tampering went unnoticed"
+    assert found.code == code, str(found)
+    if location.endswith("["):
+        assert found.location.startswith(location), str(found)
+    else:
+        assert found.location == location, str(found)
+    assert found.message and str(found).startswith(f"{code} at {found.location}: ")
+    # The same answer from the JSON text.
+    assert verify_history_json(json.dumps(history)) == found
+
+
+def test_illegal_actions_quote_the_engine_reason() -> None:
+    history = copy.deepcopy(EXPLICIT)
+    _swap(["actions"], 1, 2)(history)
+    found = verify_history(history)
+    assert found is not None and found.message.startswith("NOT_YOUR_TURN: ")
+    history = copy.deepcopy(EXPLICIT)
+    _never_dealt_card_in_last_place(history)
+    found = verify_history(history)
+    assert found is not None and found.message.startswith("CARD_NOT_DEALT: ")
+
+
+def test_a_deal_mismatch_names_the_deck_card() -> None:
+    history = copy.deepcopy(TIMEOUTS)
+    recorded = history["deals"][1]["cards"][2]
+    history["deals"][1]["cards"][2] = _other_card(recorded)
+    found = verify_history(history)
+    assert found == Discrepancy(
+        Code.DEAL_MISMATCH,
+        "deals[1].cards[2]",
+        f"recorded {_other_card(recorded)!r}, the deck from position 5 has {recorded!r}",
+    )
+
+
+# --- the agreed ruleset ---------------------------------------------------------------------
+def test_a_parameter_the_hand_never_used_needs_the_agreed_ruleset() -> None:
+    history = copy.deepcopy(EXPLICIT)
+    history["initial_state"]["ruleset"]["royalties"]["bottom"]["royal_flush"] = 99
+    assert verify_history(history) is None  # consistent: no board made a royal flush
+    classic = get_ruleset("classic")
+    found = verify_history(history, expected_ruleset=classic)
+    assert _code_at(found) == (
+        Code.RULESET_MISMATCH,
+        "initial_state.ruleset.royalties.bottom.royal_flush",
+    )
+    assert verify_history(EXPLICIT, expected_ruleset=classic) is None
+
+
+def test_the_agreed_ruleset_may_be_a_house_variant() -> None:
+    house = resolve_ruleset({"preset": "pineapple", "loss_cap": 30})
+    history = play_history(house, 2)
+    assert verify_history(history, expected_ruleset=house) is None
+    found = verify_history(history, expected_ruleset=get_ruleset("pineapple"))
+    assert _code_at(found) == (Code.RULESET_MISMATCH, "initial_state.ruleset.name")
+
+
+# --- malformed histories --------------------------------------------------------------------
+MALFORMED: list[tuple[str, Mutation, str]] = [
+    ("format version", _set(["format_version"], 2), "format_version"),
+    ("algorithm", _set(["algorithm"], "ofc-shuffle-v2"), "algorithm"),
+    ("missing key", lambda h: h.pop("deals"), "deals"),
+    ("not a card", _set(["deals", 0, "cards", 1], "Zz"), "deals[0].cards[1]"),
+    ("ten as 10", _set(["boards", 0, "top", 0], "10h"), "boards[0].top[0]"),
+    ("upper-case hex", _set(["server_seed"], "AB" * 32), "server_seed"),
+    ("odd hex", _set(["client_seed"], "abc"), "client_seed"),
+    ("a bool for a number", _set(["button"], True), "button"),
+    ("a float for a number", _set(["settlement", "players", 0, "points"], 1.0),
+     "settlement.players[0].points"),
+    ("unknown key in a board", _set(["boards", 0, "extra"], 1), "boards[0].extra"),
+    ("missing at_ms", lambda h: h["actions"][1].pop("at_ms"), "actions[1].at_ms"),
+    ("placement as object",
+     _set(["actions", 1, "placements", 0], lambda p: {"card": p[0], "row": p[1]}),
+     "actions[1].placements[0]"),
+    ("bad row", _set(["actions", 1, "placements", 0, 1], "side"), "actions[1].placements[0][1]"),
+    ("first action not a start", _swap(["actions"], 0, 1), "actions[0].type"),
+    ("a second start", _set(["actions"], lambda a: [a[0], *a]), "actions[1].type"),
+    ("a move marked resolved", _set(["actions", 1, "resolved"], None), "actions[1].resolved"),
+    ("incomplete ruleset", lambda h: h["initial_state"]["ruleset"].pop("loss_cap"),
+     "initial_state.ruleset.loss_cap"),
+    ("invalid ruleset", _set(["initial_state", "ruleset", "streets"], [[5, 5]]),
+     "initial_state.ruleset.streets"),
+    ("zero royalty written out",
+     _set(["initial_state", "ruleset", "royalties", "bottom", "pair"], 0),
+     "initial_state.ruleset.royalties.bottom.pair"),
+    ("a hand in the initial state", _set(["initial_state", "hand"], {}),
+     "initial_state.hand.number"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mutate", "location"), [pytest.param(*case[1:], id=case[0]) for case in MALFORMED]
+)
+def test_malformed_histories_are_named(mutate: Mutation, location: str) -> None:
+    history = copy.deepcopy(EXPLICIT)
+    mutate(history)
+    assert _code_at(verify_history(history)) == (Code.MALFORMED_HISTORY, location)
+
+
+def test_a_timeout_without_its_move_is_malformed() -> None:
+    history = copy.deepcopy(TIMEOUTS)
+    del history["actions"][3]["resolved"]
+    assert _code_at(verify_history(history)) == (Code.MALFORMED_HISTORY, "actions[3].resolved")
+    history = copy.deepcopy(TIMEOUTS)
+    history["actions"][3]["resolved"] = {"type": "timeout", "seat": 0, "at_ms": 0}
+    assert _code_at(verify_history(history)) == (
+        Code.MALFORMED_HISTORY,
+        "actions[3].resolved.type",
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "[1, 2]",
+        '"history"',
+        "null",
+        b"\x80{}",
+        '{"a": 1, "a": 2}',
+        '{"format_version": NaN}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+    ids=["empty", "truncated", "list", "string", "null", "bad utf-8", "repeated key", "NaN",
+         "deep nesting"],
+)  # fmt: skip
+def test_text_that_is_not_a_history(text: str | bytes) -> None:
+    found = verify_history_json(text)
+    assert found is not None and (found.code, found.location) == (Code.MALFORMED_HISTORY, "")
+
+
+# --- properties -----------------------------------------------------------------------------
+@st.composite
+def histories(draw: st.DrawFn) -> History:
+    name = draw(st.sampled_from(sorted(PRESETS)))
+    rules = PRESETS[name]
+    players = draw(st.integers(rules.min_players, rules.max_players))
+    sizes = sorted({e.cards for e in rules.fantasyland_entry} | {rules.stay_cards})
+    owed = draw(st.lists(st.sampled_from([0, 0, *sizes]), min_size=players, max_size=players))
+    return play_history(
+        name,
+        players,
+        seed=draw(st.binary(min_size=32, max_size=32)),
+        client_seed=draw(st.binary(max_size=12)),
+        button=draw(st.integers(0, players - 1)),
+        fantasyland={seat: cards for seat, cards in enumerate(owed) if cards},
+        explicit=draw(st.booleans()),
+    )
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories())
+def test_untampered_histories_always_verify(history: History) -> None:
+    assert verify_history(history) is None
+    assert verify_history_json(json.dumps(history, indent=2)) is None
+
+
+def _leaves(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))] or [path]
+    return [path]
+
+
+LEAVES = _leaves(EXPLICIT)
+UNBOUND = {("initial_state", "seats"), ("initial_state", "max_hands"), ("initial_state", "ruleset")}
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 60) | st.text(max_size=4)
+    | st.sampled_from(card_codes(shuffle_deck(SEED))),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(path=st.sampled_from(LEAVES), value=json_values)
+def test_any_changed_value_gives_an_answer_never_an_exception(
+    path: tuple[str | int, ...], value: Any
+) -> None:
+    history = copy.deepcopy(EXPLICIT)
+    _set(path, value)(history)
+    found = verify_history(history)
+    if found is None and history != EXPLICIT:
+        # Unbound by the checks: the times, the table's running totals and limits, and
+        # ruleset parameters that played no part in the hand (docs/hand-history.md).
+        assert path[-1] == "at_ms" or path[:2] in UNBOUND, (path, value)
+
+
+# --- the command line -----------------------------------------------------------------------
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(["verify", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _write(tmp_path: Path, name: str, history: Any) -> str:
+    path = tmp_path / name
+    path.write_text(history if isinstance(history, str) else json.dumps(history, indent=2))
+    return str(path)
+
+
+def test_cli_prints_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, _write(tmp_path, "h.json", PINEAPPLE)) == (0, "OK\n", "")
+
+
+def test_cli_verifies_what_ofc_play_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["play", "--seed", "00" * 32, "--players", "3", "--ruleset", "turbo"]) == 0
+    printed = capsys.readouterr().out
+    assert _run(capsys, _write(tmp_path, "play.json", printed)) == (0, "OK\n", "")
+
+
+def test_cli_prints_the_first_discrepancy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = copy.deepcopy(EXPLICIT)
+    history["settlement"]["players"][0]["points"] += 1
+    status, out, err = _run(capsys, _write(tmp_path, "h.json", history))
+    assert (status, err) == (1, "")
+    assert out.startswith("SETTLEMENT_MISMATCH at settlement.players[0].points: recorded ")
+    assert out.count("\n") == 1
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"format_version": 1}'])
+def test_cli_malformed_history_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    status, out, err = _run(capsys, _write(tmp_path, "h.json", content))
+    assert (status, out) == (2, "")
+    assert err.startswith("error: MALFORMED_HISTORY") and err.count("\n") == 1
+
+
+def test_cli_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "missing.json")
+    status, out, err = _run(capsys, missing)
+    assert (status, out) == (2, "")
+    assert err == f"error: cannot read {missing}: No such file or directory\n"
+
+
+def test_cli_several_files_and_stdin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tampered = copy.deepcopy(TIMEOUTS)
+    tampered["commitment"] = "00" * 32
+    good, bad = _write(tmp_path, "good.json", TIMEOUTS), _write(tmp_path, "bad.json", tampered)
+    status, out, err = _run(capsys, good, bad)
+    assert (status, err) == (1, "")
+    assert out.splitlines() == [
+        f"{good}: OK",
+        f"{bad}: COMMITMENT_MISMATCH at commitment: SHA-256 of server_seed is "
+        f"{TIMEOUTS['commitment']}, not {'00' * 32}",
+    ]
+
+    class Stdin:
+        buffer = io.BytesIO(json.dumps(FANTASYLAND).encode())
+
+    monkeypatch.setattr("sys.stdin", Stdin)
+    assert _run(capsys, "-") == (0, "OK\n", "")
+
+
+def test_cli_expected_ruleset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "h.json", PINEAPPLE)
+    assert _run(capsys, path, "--expect-ruleset", "pineapple") == (0, "OK\n", "")
+    house = '{"preset": "pineapple", "loss_cap": 9}'
+    status, out, _ = _run(capsys, path, "--expect-ruleset", house)
+    assert status == 1 and out.startswith("RULESET_MISMATCH at initial_state.ruleset.name: ")
+    status, out, err = _run(capsys, path, "--expect-ruleset", "nope")
+    assert (status, out) == (2, "") and err.startswith("error: UNKNOWN_RULESET")
+    status, out, err = _run(capsys, path, "--expect-ruleset", "{nope")
+    assert (status, out) == (2, "") and err.startswith("error: INVALID_RULESET")
