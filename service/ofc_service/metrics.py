@@ -9,7 +9,7 @@ a preset name, or ``custom`` for any ruleset with overrides (never a free-form n
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 GRPC_LABELS = ("grpc_type", "grpc_service", "grpc_method")
 
@@ -62,3 +62,15 @@ REQUEST_ERRORS = Counter(
 MOVES = Counter("ofc_moves_total", "Moves accepted at live tables, by kind", ["kind"])
 for _kind in ("place", "set_fantasyland", "timeout"):
     MOVES.labels(_kind)
+
+# Cluster-wide, not per replica: every replica reports the size of the shared deadline index,
+# so dashboards aggregate it with max(), never sum().
+ACTIVE_TABLES = Gauge(
+    "ofc_active_tables",
+    "Tables waiting for a move (a pending turn deadline), across all replicas: use max().",
+)
+SETTLEMENT_LAG = Histogram(
+    "ofc_settlement_lag_seconds",
+    "Seconds from a hand's settlement to its acknowledgement on the settlement feed.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0),
+)

@@ -18,6 +18,7 @@ import json
 import logging
 import secrets
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,16 +37,17 @@ from ofc.errors import InvalidInputError
 from ofc_service.auth import (
     Authenticator,
     Credentials,
-    PermissionDeniedError,
+    UnauthenticatedError,
     new_seat_token,
     token_hash,
 )
-from ofc_service.metrics import MOVES
-from ofc_service.store import StaleVersionError, TableStore
+from ofc_service.metrics import ACTIVE_TABLES, MOVES
+from ofc_service.settlements import SettlementRecord, SettlementRelay, money_totals
+from ofc_service.store import StaleVersionError, TableNotFoundError, TableStore
 
 log = logging.getLogger("ofc.tables")
 
-RECORD_FORMAT = 1
+RECORD_FORMAT = 2  # 2 added seat_units; format 1 records still load (with no money yet)
 MAX_REQUEST_ID_CHARS = 128
 HAND_PREFIX = "hand"
 
@@ -67,10 +69,15 @@ class TableRecord:
     hand_start: MatchState | None = None  # the match right before the current hand started
     hand_actions: tuple[Action, ...] = ()  # the current hand's actions, StartHand first
     seat_deadlines: tuple[tuple[int, int], ...] = ()  # (seat, Unix ms) for seats to act
+    seat_units: tuple[int, ...] = ()  # per seat: running money total (smallest currency unit)
 
     @property
     def token_hashes(self) -> dict[int, str]:
         return dict(self.seat_tokens)
+
+    def units_of(self, seat: int) -> int:
+        """The seat's running money total at this table (0 before its first hand)."""
+        return self.seat_units[seat] if seat < len(self.seat_units) else 0
 
     @property
     def deadline_ms(self) -> int | None:
@@ -89,13 +96,14 @@ class TableRecord:
             "hand_start": None if self.hand_start is None else state_to_dict(self.hand_start),
             "hand_actions": [action_to_dict(a) for a in self.hand_actions],
             "seat_deadlines": [list(d) for d in self.seat_deadlines],
+            "seat_units": list(self.seat_units),
         }
         return json.dumps(data, separators=(",", ":")).encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TableRecord:
         data = json.loads(raw)
-        if data.get("format") != RECORD_FORMAT:
+        if data.get("format") not in (1, RECORD_FORMAT):
             raise ValueError(f"unknown table record format {data.get('format')!r}")
         return cls(
             table_id=data["table_id"],
@@ -108,6 +116,7 @@ class TableRecord:
             hand_start=None if data["hand_start"] is None else state_from_dict(data["hand_start"]),
             hand_actions=tuple(action_from_dict(a) for a in data["hand_actions"]),
             seat_deadlines=tuple((int(s), int(ms)) for s, ms in data["seat_deadlines"]),
+            seat_units=tuple(int(u) for u in data.get("seat_units", ())),
         )
 
 
@@ -177,12 +186,14 @@ class TableManager:
         *,
         clock_ms: Callable[[], int] = now_ms,
         server_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+        relay: SettlementRelay | None = None,
     ) -> None:
         self.store = store
         self.auth = authenticator
         self.encode_event = encode_event
         self.clock_ms = clock_ms
         self.server_seed = server_seed
+        self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
 
     async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
         """The record, its version and the id of the last event it includes."""
@@ -209,21 +220,31 @@ class TableManager:
         leaves the table untouched.
         """
         key = request_key(request_id)
-        prior = await self.store.get_response(table_id, key)
-        if prior is not None:
-            return prior
-        stored = await self.store.load(table_id)
+        # Two store round trips per move: the load and the commit. The request record is
+        # read only when the request cannot go on as sent: a committed request moved the
+        # table on, so its retry always meets another version (or a missing table, or a
+        # change that no longer applies); a duplicate racing past the load is answered by
+        # the commit itself, which checks the request id before the version.
+        try:
+            stored = await self.store.load(table_id)
+        except TableNotFoundError as missing:
+            return await self._replayed(table_id, key, missing)
         if stored.version != expected_version:
-            raise StaleVersionError(
+            stale = StaleVersionError(
                 table_id, expected_version=expected_version, current_version=stored.version
             )
+            return await self._replayed(table_id, key, stale)
         record = TableRecord.from_bytes(stored.state)
         now = self.clock_ms()
-        done = change(record, now)
+        try:
+            done = change(record, now)
+        except Exception as refused:
+            return await self._replayed(table_id, key, refused)
         done = dataclasses.replace(done, record=with_deadlines(done.record, now))
         version = stored.version + 1
         blobs = [self.encode_event(e, version, done.record) for e in done.events]
         extra = _history_extra(done, now)
+        outbox = _settlement_outbox(done, now)
         # Event ids are assigned by the commit, so a move's response carries none; watchers
         # resume from the ids in Watch snapshots and events.
         response = respond(Committed(done, version, ""))
@@ -236,8 +257,21 @@ class TableManager:
             request_id=key,
             deadline_ms=done.record.deadline_ms,
             extra=extra,
+            outbox=outbox,
         )
+        if outbox and not result.replayed and self.relay is not None:
+            try:
+                await self.relay.relay_table(table_id)
+            except Exception:  # the move is committed; the relay's sweep retries the outbox
+                log.exception("relay failed", extra={"fields": {"table_id": table_id}})
         return result.response
+
+    async def _replayed(self, table_id: str, key: str, error: Exception) -> bytes:
+        """The first response of a request already committed; else ``error`` is raised."""
+        prior = await self.store.get_response(table_id, key)
+        if prior is None:
+            raise error
+        return prior
 
     # --- the changes each RPC makes -------------------------------------------------------
     def apply_action(
@@ -255,7 +289,8 @@ class TableManager:
             )
         else:
             record = dataclasses.replace(record, match=match)
-        return record, events
+        units = money_totals(record.seat_units, len(match.seats), events)
+        return dataclasses.replace(record, seat_units=units), events
 
     def join(self, record: TableRecord, seat: int, player_id: str, now: int) -> Change:
         token = new_seat_token()
@@ -273,8 +308,8 @@ class TableManager:
         seat = (
             None if self.auth.is_operator(creds) else self.auth.seat_of(creds, record.token_hashes)
         )
-        if seat is None and not self.auth.is_operator(creds):
-            raise PermissionDeniedError(
+        if seat is None and not self.auth.is_operator(creds):  # no credentials at all
+            raise UnauthenticatedError(
                 "starting a hand needs a seat token of this table or an API key"
             )
         action = engine.StartHand(self.server_seed(), record.client_seed, now)
@@ -348,7 +383,40 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
     history["table_id"] = record.table_id
     history["settled_at_ms"] = now
     number = record.match.hand.number
-    return {f"{HAND_PREFIX}:{number}": json.dumps(history, separators=(",", ":")).encode()}
+    return {f"{HAND_PREFIX}:{number}": pack_history(history)}
+
+
+def pack_history(history: Mapping[str, Any]) -> bytes:
+    """A hand history as stored: compact JSON, zlib-compressed (about a quarter the size;
+    a table keeps every finished hand for its lifetime).
+
+    >>> unpack_history(pack_history({"hand_number": 1}))
+    b'{"hand_number":1}'
+    >>> unpack_history(b'{"hand_number":1}')  # as stored before compression
+    b'{"hand_number":1}'
+    """
+    return zlib.compress(json.dumps(history, separators=(",", ":")).encode(), 6)
+
+
+def unpack_history(raw: bytes) -> bytes:
+    """The JSON of a stored hand history (plain JSON is read as it is)."""
+    return raw if raw.startswith(b"{") else zlib.decompress(raw)
+
+
+def _settlement_outbox(done: Change, now: int) -> Mapping[str, bytes]:
+    """The settlement record for the feed, written in the same commit as the move that ended
+    the hand (into the table's outbox; the relay moves it on to the feed)."""
+    record = done.record
+    settled = [e for e in done.events if isinstance(e, engine.HandSettled)]
+    return {
+        s.settlement_id: s.to_bytes()
+        for s in (
+            SettlementRecord.from_event(
+                record.table_id, e, record.match, record.seat_units, settled_at_ms=now
+            )
+            for e in settled
+        )
+    }
 
 
 class DeadlineSweeper:
@@ -363,6 +431,8 @@ class DeadlineSweeper:
         self._task: asyncio.Task[None] | None = None
 
     async def sweep_once(self) -> int:
+        # Tables waiting for a move, all replicas' (the index is global): dashboards take max().
+        ACTIVE_TABLES.set(await self.manager.store.deadline_count())
         due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
         applied = 0
         for table_id, _ in due:
@@ -409,8 +479,10 @@ __all__ = [
     "TableManager",
     "TableRecord",
     "mask_secret",
+    "pack_history",
     "request_key",
     "seat_of_viewer",
     "unmask_secret",
+    "unpack_history",
     "with_deadlines",
 ]

@@ -44,6 +44,7 @@ from ofc_service.tables import (
     mask_secret,
     seat_of_viewer,
     unmask_secret,
+    unpack_history,
 )
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TableService"].full_name
@@ -259,6 +260,7 @@ def table_view(
             points=s.points,
             fantasyland_cards=s.fantasyland,
             fantasyland_streak=s.fantasyland_streak,
+            units=record.units_of(s.seat),
         )
     hand = view.hand
     if hand is not None:
@@ -313,6 +315,14 @@ def _limit_ms(value: int, default: int, field: str) -> int:
             f"{field} must be {MIN_LIMIT_MS}..{MAX_LIMIT_MS} ms", field=field
         )
     return value
+
+
+def _card(token: str, field: str) -> Card:
+    """One card from a single string field; an error names ``field`` itself (no ``[0]``)."""
+    try:
+        return convert.parse_cards([token], field)[0]
+    except core.OfcError as exc:
+        raise convert.with_field(exc, field) from None
 
 
 def _seat(value: int, record: TableRecord, field: str = "seat") -> int:
@@ -477,14 +487,14 @@ class TableServicer(pb_grpc.TableServiceServicer):
     ) -> pb.PlaceCardsResponse:
         placements = []
         for k, p in enumerate(request.placements):
-            (card,) = convert.parse_cards([p.card], f"placements[{k}].card")
+            card = _card(p.card, f"placements[{k}].card")
             row = convert.row_position(p.row, f"placements[{k}].row")
             if row is None:
                 raise core.InvalidRowError(
                     "every placement needs a row", field=f"placements[{k}].row"
                 )
             placements.append((card, row))
-        discard = convert.parse_cards([request.discard], "discard")[0] if request.discard else None
+        discard = _card(request.discard, "discard") if request.discard else None
 
         def make(record: TableRecord, now: int, creds: auth.Credentials) -> Change:
             action = engine.Place(_seat(request.seat, record), tuple(placements), discard, now)
@@ -524,6 +534,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 f"hand {request.hand_number} of table {table_id} is not over (or never started)",
                 field="hand_number",
             )
+        raw = unpack_history(raw)
         history = json.loads(raw)
         response = pb.GetHandHistoryResponse(
             hand_number=request.hand_number,
@@ -554,7 +565,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
             next_page_token="" if page.next_start is None else str(page.next_start)
         )
         for number, raw in page.items:
-            history = json.loads(raw)
+            history = json.loads(unpack_history(raw))
             players = history["settlement"]["players"]
             response.hands.add(
                 hand_number=number,

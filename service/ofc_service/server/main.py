@@ -18,23 +18,32 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from ofcpoker.v1 import rules_service_pb2_grpc, table_service_pb2_grpc
+from ofcpoker.v1 import rules_service_pb2_grpc, settlement_feed_pb2_grpc, table_service_pb2_grpc
 from prometheus_client import start_http_server
 
 from ofc_service.api.rules import SERVICE_NAME, RulesServicer
+from ofc_service.api.settlement_feed import SERVICE_NAME as FEED_SERVICE_NAME
+from ofc_service.api.settlement_feed import SettlementFeedServicer
 from ofc_service.api.tables import SERVICE_NAME as TABLE_SERVICE_NAME
 from ofc_service.api.tables import TableServicer, encode_event
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import configure_logging
-from ofc_service.store import TableStore, open_store
+from ofc_service.settlements import SettlementRelay
+from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
 from ofc_service.tables import DeadlineSweeper, TableManager
 
 log = logging.getLogger("ofc.server")
 
 HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-SERVICE_NAMES = (SERVICE_NAME, TABLE_SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)
+SERVICE_NAMES = (
+    SERVICE_NAME,
+    TABLE_SERVICE_NAME,
+    FEED_SERVICE_NAME,
+    HEALTH_SERVICE_NAME,
+    reflection.SERVICE_NAME,
+)
 
 
 @dataclass
@@ -48,12 +57,16 @@ class OfcServer:
     store: TableStore
     sweeper: DeadlineSweeper
     metrics_port: int | None = None
+    relay: SettlementRelay | None = None
+    feed: SettlementFeed | None = None
     _metrics_httpd: WSGIServer | None = field(default=None, repr=False)
     _metrics_thread: threading.Thread | None = field(default=None, repr=False)
 
     async def start(self) -> None:
         await self.server.start()
         self.sweeper.start()
+        if self.relay is not None:
+            self.relay.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         host, _ = split_address(self.config.listen, what="listen")
@@ -68,8 +81,12 @@ class OfcServer:
         """Health NOT_SERVING first (load balancers drain), then finish in-flight calls."""
         await self.health.enter_graceful_shutdown()
         await self.sweeper.stop()
+        if self.relay is not None:
+            await self.relay.stop()
         await self.server.stop(self.config.grace_seconds if grace is None else grace)
         await self.store.close()
+        if self.feed is not None:
+            await self.feed.close()
         if self._metrics_httpd is not None:
             self._metrics_httpd.shutdown()
             self._metrics_httpd.server_close()
@@ -97,8 +114,14 @@ async def create_server(config: ServerConfig) -> OfcServer:
     )
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesServicer(), server)
     store = open_store(config.redis_url or None)
-    manager = TableManager(store, Authenticator(config.api_key_list), encode_event)
+    feed = open_feed(config.redis_url or None)
+    relay = SettlementRelay(store, feed)
+    authenticator = Authenticator(config.api_key_list)
+    manager = TableManager(store, authenticator, encode_event, relay=relay)
     table_service_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(manager), server)
+    settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
+        SettlementFeedServicer(feed, authenticator), server
+    )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(SERVICE_NAMES, server)
@@ -111,6 +134,7 @@ async def create_server(config: ServerConfig) -> OfcServer:
     if not port:
         raise OSError(f"cannot bind {config.listen}")
     ofc_server = OfcServer(config, server, health_servicer, port, store, DeadlineSweeper(manager))
+    ofc_server.relay, ofc_server.feed = relay, feed
     if config.metrics_listen:
         host, metrics_port = split_address(config.metrics_listen, what="metrics_listen")
         httpd, thread = start_http_server(metrics_port, host)

@@ -3,7 +3,7 @@
 :func:`open_store` picks Redis when a URL is configured (production, any number of
 replicas) and the in-memory store otherwise (one process). The engine's bytes pass through
 unread; see :mod:`ofc_service.store.base` for the guarantees and :mod:`.redis` for the key
-layout.
+layout. The settlement feed (:mod:`.feed`) has the same pair: :func:`open_feed`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from .base import (
     format_event_id,
     parse_event_id,
 )
+from .feed import FeedEntry, SettlementFeed
+from .feed_memory import MemorySettlementFeed
+from .feed_redis import RedisSettlementFeed
 from .memory import MemoryTableStore
 from .redis import RedisTableStore
 
@@ -37,9 +40,13 @@ __all__ = [
     "CommitResult",
     "EventsTrimmedError",
     "ExtraPage",
+    "FeedEntry",
     "InvalidIdError",
+    "MemorySettlementFeed",
     "MemoryTableStore",
+    "RedisSettlementFeed",
     "RedisTableStore",
+    "SettlementFeed",
     "StaleVersionError",
     "StoreError",
     "StoreUnavailableError",
@@ -49,6 +56,7 @@ __all__ = [
     "TableNotFoundError",
     "TableStore",
     "format_event_id",
+    "open_feed",
     "open_store",
     "parse_event_id",
 ]
@@ -64,3 +72,15 @@ def open_store(redis_url: str | None, *, max_events: int = DEFAULT_MAX_EVENTS) -
     if redis_url:
         return RedisTableStore.from_url(redis_url, max_events=max_events)
     return MemoryTableStore(max_events=max_events)
+
+
+def open_feed(redis_url: str | None) -> SettlementFeed:
+    """The settlement feed beside :func:`open_store`'s store: the Redis Stream when
+    ``redis_url`` is given (its own connections), else a fresh in-memory feed.
+
+    >>> type(open_feed(None)).__name__, type(open_feed("redis://127.0.0.1:1/0")).__name__
+    ('MemorySettlementFeed', 'RedisSettlementFeed')
+    """
+    if redis_url:
+        return RedisSettlementFeed.from_url(redis_url)
+    return MemorySettlementFeed()

@@ -30,6 +30,17 @@ whose own deadline has passed. It is a hint as well: the sweeper loads the table
 engine's timeout move and commits it with ``expected_version`` (and, say, the request id
 ``f"timeout:{deadline_ms}"``), so whichever replica commits first wins and the others get
 :class:`StaleVersionError` or the replayed result.
+
+Outbox: a commit may carry ``outbox`` records (settlement records, keyed by their stable
+settlement id) that must reach the global settlement feed. They are written into the table's
+own outbox atomically with the commit, and survive the table's expiry; a global index only
+hints which tables have an outbox (written before the commit, like the deadline index, since
+a Redis Cluster cannot run one script across slots). :meth:`TableStore.pending_outboxes`
+returns hinted tables whose outbox holds records and drops hints it finds empty once they
+are older than :data:`OUTBOX_HINT_GRACE_MS` (younger ones may belong to a commit still in
+flight); the settlement relay copies each record to the feed (which ignores ids it has
+seen) and only then :meth:`TableStore.remove_from_outbox`, so a crash in between relays the
+record again and the feed drops the duplicate. See docs/settlement-feed.md.
 """
 
 from __future__ import annotations
@@ -49,6 +60,9 @@ DEFAULT_MAX_EVENTS: Final = 10_000
 MAX_EXTRA_NUMBER: Final = 10**16 - 1
 """The largest number an indexed extra key (``"<prefix>:<number>"``) may carry."""
 NO_EXTRA: Final[Mapping[str, bytes]] = MappingProxyType({})
+OUTBOX_HINT_GRACE_MS: Final = 30_000
+"""An outbox hint found with an empty outbox is dropped only once it is this old: a younger
+one may come from a commit whose script has not run yet (and replicas' clocks may differ)."""
 
 _ID_RE: Final = re.compile(r"[^\s{}\x00-\x1f\x7f]{1,200}")
 _EVENT_ID_RE: Final = re.compile(r"(\d{1,20})(?:-(\d{1,20}))?")
@@ -196,12 +210,14 @@ class TableStore(Protocol):
         extra: Mapping[str, bytes] = NO_EXTRA,
         ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        outbox: Mapping[str, bytes] = NO_EXTRA,
     ) -> CommitResult:
         """Apply one change atomically and at most once per ``request_id``.
 
         ``deadline_ms`` (epoch ms, normally still to come) replaces the table's deadline;
         ``None`` clears it. ``extra`` blobs are written (or overwritten) by key; keys of the
-        form ``"<prefix>:<number>"`` are also listed by :meth:`list_extra`.
+        form ``"<prefix>:<number>"`` are also listed by :meth:`list_extra`. ``outbox``
+        records (id -> bytes) go to the table's outbox, which has no time-to-live.
         """
         ...
 
@@ -235,6 +251,27 @@ class TableStore(Protocol):
     async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
         """``(table_id, deadline_ms)`` of tables whose stored deadline is ``<= now_ms``,
         earliest first; also drops index entries found stale."""
+        ...
+
+    async def deadline_count(self) -> int:
+        """How many tables have a deadline in the global index (all replicas' tables; stale
+        hints included until a sweep drops them): a gauge of tables waiting for a move."""
+        ...
+
+    async def pending_outboxes(
+        self, now_ms: int, *, limit: int = 100, rescan: bool = False
+    ) -> list[str]:
+        """Up to ``limit`` tables whose outbox holds records, oldest hint first; drops hints
+        of empty outboxes older than :data:`OUTBOX_HINT_GRACE_MS`. ``rescan``: first look
+        for outboxes that lost their hint (slow: a scan of the key space; a backstop)."""
+        ...
+
+    async def read_outbox(self, table_id: str) -> dict[str, bytes]:
+        """The table's outbox records, id -> bytes (also after the table expired)."""
+        ...
+
+    async def remove_from_outbox(self, table_id: str, record_ids: Sequence[str]) -> None:
+        """Delete these records from the table's outbox (ids not there are ignored)."""
         ...
 
     async def close(self) -> None:
@@ -284,6 +321,15 @@ def check_write(
     if deadline_ms is not None:
         check_at_least(deadline_ms, 0, what="deadline_ms")
     return [(check_extra_key(k), v, parse_indexed_extra(k)) for k, v in extra.items()]
+
+
+def check_outbox(outbox: Mapping[str, bytes]) -> list[tuple[str, bytes]]:
+    """Outbox records as (id, bytes) pairs; an id follows :func:`check_id`.
+
+    >>> check_outbox({"t-1:3": b"{}"})
+    [('t-1:3', b'{}')]
+    """
+    return [(check_id(k, what="outbox record id"), v) for k, v in outbox.items()]
 
 
 def parse_event_id(event_id: str) -> tuple[int, int]:

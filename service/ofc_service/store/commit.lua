@@ -1,14 +1,16 @@
 -- One change to one table, atomically: the whole of TableStore.commit (and create_table,
 -- which is a commit expecting version 0). Every key shares the table's hash tag.
 --
--- KEYS: 1 state hash, 2 event stream, 3 extra hash, 4 extra index (zset), 5 request record
+-- KEYS: 1 state hash, 2 event stream, 3 extra hash, 4 extra index (zset), 5 request record,
+--       6 outbox hash (no TTL: it outlives the table until the relay empties it)
 -- ARGV: 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
---       10 .. 9+n events, then m triples (extra key, value, index member or '')
+--       10 .. 9+n events, then m triples (extra key, value, index member or ''),
+--       then the outbox count k and k pairs (record id, record)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        | {'stale' | 'exists', current version, deadline} | {'missing'}
-local state_key, events_key, extra_key, index_key, request_key =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local state_key, events_key, extra_key, index_key, request_key, outbox_key =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
 
@@ -69,6 +71,11 @@ for i = 0, n_extra - 1 do
   local k = at + 3 * i
   redis.call('HSET', extra_key, ARGV[k], ARGV[k + 1])
   if ARGV[k + 2] ~= '' then redis.call('ZADD', index_key, 0, ARGV[k + 2]) end
+end
+
+local ob = at + 3 * n_extra
+for i = 1, tonumber(ARGV[ob]) do
+  redis.call('HSET', outbox_key, ARGV[ob + 2 * i - 1], ARGV[ob + 2 * i])
 end
 
 redis.call('HSET', request_key, 'version', version, 'events', table.concat(ids, ' '),

@@ -1,4 +1,4 @@
--- Compare-and-set on the global deadline index (a hint; see redis.py): for each triple,
+-- Compare-and-set on a global hint index (deadlines or outboxes; see redis.py): for each triple,
 -- if the table's entry still has the score the caller saw, move it to the new score, or
 -- remove it when the new score is ''. An entry changed meanwhile by a commit is left alone.
 -- KEYS: 1 deadline index (zset: member table id, score deadline ms)

@@ -7,7 +7,8 @@ would guard nothing more. Time comes from ``clock`` (seconds since the epoch) so
 move it: it stamps event ids (``"<ms>-<seq>"`` like Redis) and expires tables
 (``ttl_seconds`` after their last write) and request records (``request_ttl_seconds``).
 Like a Redis stream trimmed with ``MAXLEN ~``, a table keeps at least ``max_events`` events,
-dropping the oldest in batches of :data:`TRIM_BATCH`.
+dropping the oldest in batches of :data:`TRIM_BATCH`. Outboxes live beside the tables (they
+outlive an expired table, as on Redis); the tables whose outbox holds records are the hints.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .base import (
     check_at_least,
     check_extra_key,
     check_id,
+    check_outbox,
     check_page,
     check_prefix,
     check_write,
@@ -79,6 +81,7 @@ class MemoryTableStore:
         self._tables: dict[str, _Table] = {}
         self._records: dict[tuple[str, str], _Record] = {}
         self._signals: dict[str, asyncio.Event] = {}
+        self._outboxes: dict[str, dict[str, bytes]] = {}  # table id -> record id -> bytes
 
     # --- writes -------------------------------------------------------------------------------
     async def create_table(
@@ -110,6 +113,7 @@ class MemoryTableStore:
         extra: Mapping[str, bytes] = NO_EXTRA,
         ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        outbox: Mapping[str, bytes] = NO_EXTRA,
     ) -> CommitResult:
         check_id(table_id, what="table id")
         check_id(request_id, what="request id")
@@ -120,6 +124,7 @@ class MemoryTableStore:
             deadline_ms=deadline_ms,
             extra=extra,
         )
+        records = check_outbox(outbox)
         record = self._record(table_id, request_id)
         if record is not None:
             return record.result
@@ -142,6 +147,8 @@ class MemoryTableStore:
                 at = bisect.bisect_left(numbers, indexed[1])
                 if at == len(numbers) or numbers[at] != indexed[1]:
                     numbers.insert(at, indexed[1])
+        if records:
+            self._outboxes.setdefault(table_id, {}).update(records)
         result = CommitResult(table.version, response, False, self._append(table_id, table, events))
         self._records[table_id, request_id] = _Record(
             CommitResult(result.version, response, True, result.event_ids),
@@ -273,6 +280,26 @@ class MemoryTableStore:
             if table.deadline_ms is not None and table.deadline_ms <= now_ms
         ]
         return [(table_id, deadline) for deadline, table_id in sorted(due)[:limit]]
+
+    async def deadline_count(self) -> int:
+        return sum(1 for table in self._tables.values() if table.deadline_ms is not None)
+
+    # --- outboxes -----------------------------------------------------------------------------
+    async def pending_outboxes(
+        self, now_ms: int, *, limit: int = 100, rescan: bool = False
+    ) -> list[str]:
+        check_at_least(limit, 1, what="limit")
+        return [table_id for table_id, records in self._outboxes.items() if records][:limit]
+
+    async def read_outbox(self, table_id: str) -> dict[str, bytes]:
+        return dict(self._outboxes.get(check_id(table_id, what="table id"), {}))
+
+    async def remove_from_outbox(self, table_id: str, record_ids: Sequence[str]) -> None:
+        records = self._outboxes.get(check_id(table_id, what="table id"), {})
+        for record_id in record_ids:
+            records.pop(record_id, None)
+        if not records:
+            self._outboxes.pop(table_id, None)
 
     async def close(self) -> None:
         """Wake every waiting :meth:`wait_events` (they return what is there)."""

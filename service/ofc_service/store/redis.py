@@ -15,7 +15,11 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  paged with ZRANGEBYLEX by :meth:`list_extra`
 ``ofc:{<table>}:req:<request id>``      hash     ``version``, ``events`` (ids), ``response``;
                                                  expires after ``request_ttl_seconds``
+``ofc:{<table>}:outbox``                hash     settlement id -> record, until relayed to the
+                                                 feed (no TTL: it outlives the table)
 ``ofc:deadlines``                       zset     member table id, score deadline ms: a hint
+``ofc:outbox``                          zset     member table id, score ms of the commit that
+                                                 wrote its outbox: a hint, like ``deadlines``
 ======================================  =======  ================================================
 
 The four table keys get the table's TTL again on every commit; a request record keeps its own
@@ -37,6 +41,13 @@ therefore only a hint, and it errs early, never late, with one exception below:
   whole pipeline a few times first) and never retried leaves a later hint than the table's
   unchanged deadline; that deadline then fires at the hint's time instead.
 
+The outbox index is a hint the same way: the commit sends ``ZADD ofc:outbox`` before its script
+in the same pipeline. :meth:`RedisTableStore.pending_outboxes` drops a hint only when the
+outbox is empty and the hint is older than :data:`~.base.OUTBOX_HINT_GRACE_MS`, by
+compare-and-set on its score; a commit cut off between the two leaves a hint with an empty
+outbox (dropped later), never an outbox without a hint, unless the ``ZADD`` alone failed: the
+``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``) restores such hints.
+
 Scripts run by EVALSHA; after ``SCRIPT FLUSH`` or a server restart the ``NOSCRIPT`` reply
 makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does it for
 direct calls; the pipelined commit does it here). Connection errors are retried by redis-py
@@ -50,7 +61,9 @@ waiting watcher), so commits through any replica wake it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -67,6 +80,7 @@ from .base import (
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
     NO_EXTRA,
+    OUTBOX_HINT_GRACE_MS,
     CommitResult,
     EventsTrimmedError,
     ExtraPage,
@@ -80,6 +94,7 @@ from .base import (
     check_at_least,
     check_extra_key,
     check_id,
+    check_outbox,
     check_page,
     check_prefix,
     check_write,
@@ -91,6 +106,10 @@ LAYOUT: Final = b"1"
 _BLOCK_GRACE_S: Final = 5.0
 _CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
 _RETRIES: Final = 3  # per call, with 20-500 ms jittered backoff: a reconnect, not an outage
+_SCAN_COUNT: Final = 1000
+_HINT_PAGES: Final = 10
+
+log = logging.getLogger("ofc.store.redis")
 
 
 def _lua(name: str) -> str:
@@ -141,6 +160,7 @@ class RedisTableStore:
         self._max_events = max_events
         self._owns_clients = owns_clients
         self._deadlines_key = f"{key_prefix}:deadlines"
+        self._outbox_index_key = f"{key_prefix}:outbox"
         self._commit: AsyncScript = client.register_script(_lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(_lua("list_extra.lua"))
         self._fix: AsyncScript = client.register_script(_lua("fix_deadlines.lua"))
@@ -213,6 +233,7 @@ class RedisTableStore:
         extra: Mapping[str, bytes] = NO_EXTRA,
         ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        outbox: Mapping[str, bytes] = NO_EXTRA,
     ) -> CommitResult:
         check_at_least(expected_version, 1, what="expected_version")
         return await self._apply(
@@ -226,6 +247,7 @@ class RedisTableStore:
             extra=extra,
             ttl_seconds=ttl_seconds,
             request_ttl_seconds=request_ttl_seconds,
+            outbox=outbox,
         )
 
     async def _apply(
@@ -241,14 +263,20 @@ class RedisTableStore:
         extra: Mapping[str, bytes],
         ttl_seconds: int,
         request_ttl_seconds: int,
+        outbox: Mapping[str, bytes] = NO_EXTRA,
     ) -> CommitResult:
-        keys = [*self._table_keys(table_id), self._request_key(table_id, request_id)]
+        keys = [
+            *self._table_keys(table_id),
+            self._request_key(table_id, request_id),
+            self._table_key(table_id, "outbox"),
+        ]
         blobs = check_write(
             ttl_seconds=ttl_seconds,
             request_ttl_seconds=request_ttl_seconds,
             deadline_ms=deadline_ms,
             extra=extra,
         )
+        records = check_outbox(outbox)
         args: list[bytes | str | int] = [
             expected_version,
             state,
@@ -263,9 +291,17 @@ class RedisTableStore:
         ]
         for key, value, indexed in blobs:
             args += [key, value, "" if indexed is None else _index_member(*indexed)]
+        args.append(len(records))
+        for record_id, record in records:
+            args += [record_id, record]
 
+        hints: dict[str, int] = {}
+        if deadline_ms is not None:
+            hints[self._deadlines_key] = deadline_ms
+        if records:
+            hints[self._outbox_index_key] = time.time_ns() // 1_000_000
         with _unavailable():
-            reply = await self._run_commit(table_id, keys, args, deadline_ms)
+            reply = await self._run_commit(table_id, keys, args, hints)
             status = reply[0]
             if status == b"ok":
                 return CommitResult(int(reply[1]), response, False, tuple(map(_text, reply[4:])))
@@ -290,15 +326,21 @@ class RedisTableStore:
         table_id: str,
         keys: list[str],
         args: list[bytes | str | int],
-        deadline_ms: int | None,
+        hints: Mapping[str, int],
     ) -> list[Any]:
-        if deadline_ms is None:
+        """The commit script, after a ``ZADD`` of the table to each hint index (score)."""
+        if not hints:
             reply: list[Any] = await self._commit(keys=keys, args=args)
             return reply
         async with self._client.pipeline(transaction=False) as pipe:
-            pipe.zadd(self._deadlines_key, {table_id: deadline_ms})
+            for index_key, score in hints.items():
+                pipe.zadd(index_key, {table_id: score})
             pipe.evalsha(self._commit.sha, len(keys), *keys, *args)
-            _, reply = await pipe.execute(raise_on_error=False)
+            *added, reply = await pipe.execute(raise_on_error=False)
+        for index_key, result in zip(hints, added, strict=True):
+            if isinstance(result, Exception) and index_key == self._outbox_index_key:
+                # The outbox record is written all the same; the rescan backstop finds it.
+                log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
         if isinstance(reply, redis_errors.NoScriptError):
             reply = await self._commit(keys=keys, args=args)  # loads the script, runs it once
         elif isinstance(reply, Exception):
@@ -410,6 +452,65 @@ class RedisTableStore:
             if fixes:
                 await self._fix(keys=[self._deadlines_key], args=fixes)
         return sorted(due, key=lambda item: (item[1], item[0]))
+
+    async def deadline_count(self) -> int:
+        with _unavailable():
+            return int(await self._client.zcard(self._deadlines_key))
+
+    # --- outboxes -----------------------------------------------------------------------------
+    async def pending_outboxes(
+        self, now_ms: int, *, limit: int = 100, rescan: bool = False
+    ) -> list[str]:
+        check_at_least(limit, 1, what="limit")
+        pending: list[str] = []
+        drops: list[str | int] = []
+        with _unavailable():
+            if rescan:
+                await self._rescan_outboxes()
+            # Hints of outboxes already relayed wait out the grace period at the front of
+            # the index: look past them (at most _HINT_PAGES pages) for outboxes with records.
+            for page in range(_HINT_PAGES):
+                hints: list[Any] = await self._client.zrange(
+                    self._outbox_index_key, page * limit, (page + 1) * limit - 1, withscores=True
+                )
+                table_ids = [_text(member) for member, _ in hints]
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for table_id in table_ids:
+                        pipe.hlen(self._table_key(table_id, "outbox"))
+                    sizes: list[int] = await pipe.execute()
+                for table_id, (_, score), size in zip(table_ids, hints, sizes, strict=True):
+                    if size:
+                        pending.append(table_id)
+                    elif score <= now_ms - OUTBOX_HINT_GRACE_MS:
+                        drops += [table_id, int(score), ""]
+                if len(hints) < limit or len(pending) >= limit:
+                    break
+            if drops:
+                await self._fix(keys=[self._outbox_index_key], args=drops)
+        return pending[:limit]
+
+    async def _rescan_outboxes(self) -> None:
+        """Give every non-empty outbox a hint (``ZADD NX`` at score 0: first in line)."""
+        found: dict[str, int] = {}
+        pattern = f"{self._prefix}:{{*}}:outbox"
+        async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT, _type="hash"):
+            name = _text(key)
+            table_id = name[len(self._prefix) + 2 : -len("}:outbox")]
+            found[table_id] = 0
+        if found:
+            await self._client.zadd(self._outbox_index_key, found, nx=True)
+
+    async def read_outbox(self, table_id: str) -> dict[str, bytes]:
+        key = self._table_key(check_id(table_id, what="table id"), "outbox")
+        with _unavailable():
+            records: dict[Any, Any] = await self._client.hgetall(key)
+        return {_text(k): bytes(v) for k, v in records.items()}
+
+    async def remove_from_outbox(self, table_id: str, record_ids: Sequence[str]) -> None:
+        key = self._table_key(check_id(table_id, what="table id"), "outbox")
+        if record_ids:
+            with _unavailable():
+                await self._client.hdel(key, *record_ids)
 
     async def close(self) -> None:
         if self._owns_clients:

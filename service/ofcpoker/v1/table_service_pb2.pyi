@@ -829,6 +829,7 @@ class SeatView(_message.Message):
     POINTS_FIELD_NUMBER: _builtins.int
     FANTASYLAND_CARDS_FIELD_NUMBER: _builtins.int
     FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
+    UNITS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat index, 0-based."""
     player_id: _builtins.str
@@ -839,6 +840,10 @@ class SeatView(_message.Message):
     """Cards owed as a Fantasyland hand next hand, 13..17; 0 for none."""
     fantasyland_streak: _builtins.int
     """Fantasyland hands played in a row just now."""
+    units: _builtins.int
+    """Cumulative money at this table, in the smallest currency unit (each hand's settlement
+    units summed; like points, it starts at 0 when a player takes the seat).
+    """
     def __init__(
         self,
         *,
@@ -847,10 +852,11 @@ class SeatView(_message.Message):
         points: _builtins.int = ...,
         fantasyland_cards: _builtins.int = ...,
         fantasyland_streak: _builtins.int = ...,
+        units: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "player_id", b"player_id", "points", b"points", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "player_id", b"player_id", "points", b"points", "seat", b"seat", "units", b"units"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

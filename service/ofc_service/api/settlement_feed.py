@@ -1,0 +1,186 @@
+"""The SettlementFeedService servicer: the settlement feed's consumer groups over gRPC.
+
+``Subscribe`` streams a consumer's pending records first (``XREADGROUP`` from ``0``), then
+new ones (``>``), without end; ``Acknowledge`` marks records done by settlement id or stream
+id and observes ``ofc_settlement_lag_seconds`` (settlement to acknowledgement) for each
+record it acknowledged. Both need an operator key when the server has any configured.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+
+import grpc
+from ofc import errors as core
+from ofcpoker.v1 import settlement_feed_pb2 as pb
+from ofcpoker.v1 import settlement_feed_pb2_grpc as pb_grpc
+
+from ofc_service import auth, store
+from ofc_service.api import errors as api_errors
+from ofc_service.api.tables import fail
+from ofc_service.metrics import SETTLEMENT_LAG
+from ofc_service.settlements import SettlementRecord
+from ofc_service.store import FeedEntry, SettlementFeed
+from ofc_service.store.feed import (
+    MAX_READ_COUNT,
+    check_name,
+    check_settlement_id,
+    check_stream_id,
+)
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SettlementFeedService"].full_name
+DEFAULT_BATCH_SIZE = 100
+MAX_ACK_IDS = 1000
+POLL_S = 5.0
+
+
+def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
+    """A feed entry as the API's record (the entry's bytes are the JSON record)."""
+    record = SettlementRecord.from_bytes(entry.data)
+    out = pb.SettlementRecord(
+        settlement_id=record.settlement_id,
+        stream_id=entry.stream_id,
+        table_id=record.table_id,
+        hand_number=record.hand_number,
+        ruleset=record.ruleset,
+        unit_value=record.unit_value,
+        loss_cap=record.loss_cap or 0,
+        settled_at_ms=record.settled_at_ms,
+    )
+    for s in record.seats:
+        out.seats.add(
+            seat=s.seat,
+            player_id=s.player_id,
+            points=s.points,
+            units=s.units,
+            total_points=s.total_points,
+            total_units=s.total_units,
+            fouled=s.fouled,
+        )
+    for p in record.pairs:
+        out.pairs.add(
+            seat_a=p.seat_a,
+            seat_b=p.seat_b,
+            points=p.points,
+            capped_points=p.capped_points,
+            unit_value=p.unit_value,
+            units=p.units,
+        )
+    return out
+
+
+def _name(value: str, field: str) -> str:
+    try:
+        return check_name(value, what=field)
+    except store.InvalidIdError as error:
+        raise core.InvalidInputError(
+            f"{field} must be 1..64 letters, digits, '.', '_', ':' or '-', not {value!r}",
+            field=field,
+        ) from error
+
+
+def _batch_size(value: int) -> int:
+    if value > MAX_READ_COUNT:
+        raise core.InvalidInputError(f"batch_size must be 0..{MAX_READ_COUNT}", field="batch_size")
+    return value or DEFAULT_BATCH_SIZE
+
+
+def _ids(values: list[str], check: Callable[[str], str], field: str) -> list[str]:
+    for k, value in enumerate(values):
+        try:
+            check(value)
+        except store.InvalidIdError as error:
+            raise core.InvalidInputError(error.message, field=f"{field}[{k}]") from error
+    return values
+
+
+class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
+    """ofcpoker.v1.SettlementFeedService over a :class:`~ofc_service.store.SettlementFeed`."""
+
+    def __init__(
+        self,
+        feed: SettlementFeed,
+        authenticator: auth.Authenticator,
+        *,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        poll_s: float = POLL_S,
+    ) -> None:
+        self.feed = feed
+        self.auth = authenticator
+        self.clock_ms = clock_ms
+        self.poll_s = poll_s
+
+    def _authorize(self, context: grpc.aio.ServicerContext) -> None:
+        if self.auth.has_operator_keys:  # none configured: development mode, like CreateTable
+            self.auth.require_operator(
+                auth.Credentials.from_metadata(context.invocation_metadata())
+            )
+
+    async def Subscribe(
+        self, request: pb.SubscribeRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.SubscribeResponse]:
+        try:
+            self._authorize(context)
+            group = _name(request.group, "group")
+            consumer = _name(request.consumer, "consumer")
+            batch = _batch_size(request.batch_size)
+            sent: set[str] = set()  # stream ids this call handed out (pending until acked)
+            cursor = "0"
+            while entries := await self.feed.read_pending(
+                group, consumer, after=cursor, count=batch
+            ):
+                for entry in entries:
+                    sent.add(entry.stream_id)
+                    yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
+                cursor = entries[-1].stream_id
+            while not context.cancelled():
+                entries = await self.feed.read_new(
+                    group, consumer, count=batch, block_s=self.poll_s
+                )
+                for entry in entries:
+                    sent.add(entry.stream_id)
+                    yield pb.SubscribeResponse(record=record_to_proto(entry))
+                if not entries:
+                    # Idle: records pending for this name that this call never handed out
+                    # (read by an earlier call of the same consumer, cut off after its
+                    # read) come now rather than at the next Subscribe.
+                    pending = await self.feed.read_pending(group, consumer, count=MAX_READ_COUNT)
+                    sent &= {e.stream_id for e in pending}
+                    for entry in pending:
+                        if entry.stream_id not in sent:
+                            sent.add(entry.stream_id)
+                            yield pb.SubscribeResponse(
+                                record=record_to_proto(entry), redelivered=True
+                            )
+        except Exception as exc:  # every error becomes a status, see fail()
+            await fail(context, exc)
+
+    async def Acknowledge(
+        self, request: pb.AcknowledgeRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AcknowledgeResponse:
+        try:
+            self._authorize(context)
+            group = _name(request.group, "group")
+            if len(request.settlement_ids) + len(request.stream_ids) > MAX_ACK_IDS:
+                raise api_errors.BatchTooLargeError(
+                    f"at most {MAX_ACK_IDS} ids per Acknowledge", field="settlement_ids"
+                )
+            settlement_ids = list(request.settlement_ids)
+            by_settlement = _ids(settlement_ids, check_settlement_id, "settlement_ids")
+            by_stream = _ids(list(request.stream_ids), check_stream_id, "stream_ids")
+            resolved = await self.feed.stream_ids(by_settlement)
+            unknown = [s for s in by_settlement if s not in resolved]
+            ids = list(dict.fromkeys([*by_stream, *resolved.values()]))
+            done = await self.feed.acknowledge(group, ids)
+            now = self.clock_ms()
+            for entry in done:
+                if entry.data:  # empty: the entry was gone from the log
+                    settled_at = SettlementRecord.from_bytes(entry.data).settled_at_ms
+                    SETTLEMENT_LAG.observe(max(0.0, (now - settled_at) / 1000))
+            return pb.AcknowledgeResponse(acknowledged=len(done), unknown_settlement_ids=unknown)
+        except Exception as exc:  # every error becomes a status, see fail()
+            await fail(context, exc)
+
+
+__all__ = ["SERVICE_NAME", "SettlementFeedServicer", "record_to_proto"]

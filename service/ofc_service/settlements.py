@@ -1,0 +1,359 @@
+"""Money in matches: one settlement record per settled hand, and the relay that feeds them out.
+
+A record (:class:`SettlementRecord`) is built from the engine's :class:`~ofc.engine.HandSettled`
+event in the same commit as the move that ended the hand, and written to the table's outbox
+(:mod:`ofc_service.store.base`). Its id ``"<table_id>:<hand_number>"`` is stable: the same
+hand always yields the same id, so a ledger that upserts by id stays exact however often a
+record is delivered. Points and money are integers (money in the smallest currency unit:
+each pair's capped points times its unit value) and sum to zero over the seats, as does each
+pair. The loss cap is applied to points by :func:`ofc.scoring.settle` (largest remainder,
+ties to the player earlier in the hand's order; see docs/settlement-feed.md), before the
+money is computed, so no rounding ever happens on money.
+
+:class:`SettlementRelay` moves records from the tables' outboxes to the global
+:class:`~ofc_service.store.feed.SettlementFeed`: right after each settling commit, and in a
+periodic sweep that every replica runs (safe: the feed ignores a settlement id it has seen).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ofc import engine
+from ofc.engine import Event, HandSettled, MatchState
+
+from ofc_service.store import SettlementFeed, StoreUnavailableError, TableStore
+from ofc_service.store.feed import DEFAULT_RETENTION_SECONDS
+
+log = logging.getLogger("ofc.settlements")
+
+RECORD_FORMAT: Final = 1
+
+
+def settlement_id(table_id: str, hand_number: int) -> str:
+    """The stable id of a hand's settlement.
+
+    >>> settlement_id("t-1", 3)
+    't-1:3'
+    >>> parse_settlement_id(settlement_id("t-1", 3))
+    ('t-1', 3)
+    """
+    return f"{table_id}:{hand_number}"
+
+
+def parse_settlement_id(text: str) -> tuple[str, int]:
+    """The inverse of :func:`settlement_id`; ``ValueError`` for anything else.
+
+    >>> parse_settlement_id("t-1")
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid settlement id: 't-1'
+    """
+    table_id, _, number = text.rpartition(":")
+    if not table_id or not number.isdigit() or number != str(int(number)):
+        raise ValueError(f"invalid settlement id: {text!r}")
+    return table_id, int(number)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatSettlement:
+    """One seat's result in a hand, and its running totals at the table after it."""
+
+    seat: int
+    player_id: str
+    points: int
+    units: int
+    total_points: int
+    total_units: int
+    fouled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PairSettlement:
+    """One pair's result from ``seat_a``'s side (``seat_b`` gets the negatives)."""
+
+    seat_a: int
+    seat_b: int
+    points: int  # before the loss cap
+    capped_points: int
+    unit_value: int
+    units: int  # capped_points * unit_value
+
+
+@dataclass(frozen=True, slots=True)
+class SettlementRecord:
+    """What a ledger books for one settled hand (see the module docstring)."""
+
+    settlement_id: str
+    table_id: str
+    hand_number: int
+    ruleset: str
+    unit_value: int
+    loss_cap: int | None
+    settled_at_ms: int
+    seats: tuple[SeatSettlement, ...]  # ascending seat
+    pairs: tuple[PairSettlement, ...]  # the settlement's pair order
+
+    @classmethod
+    def from_event(
+        cls,
+        table_id: str,
+        event: HandSettled,
+        match: MatchState,
+        seat_units: tuple[int, ...],
+        *,
+        settled_at_ms: int,
+    ) -> SettlementRecord:
+        """The record of ``event``; ``match`` and ``seat_units`` are the table right after it
+        (for the player ids and running totals)."""
+        players = event.settlement.players
+        seats = [
+            SeatSettlement(
+                seat=seat,
+                player_id=match.seats[seat].player_id,
+                points=player.points,
+                units=player.units,
+                total_points=match.seats[seat].points,
+                total_units=seat_units[seat],
+                fouled=player.fouled,
+            )
+            for seat, player in zip(event.seats, players, strict=True)
+        ]
+        pairs = tuple(
+            PairSettlement(
+                seat_a=event.seats[p.a],
+                seat_b=event.seats[p.b],
+                points=p.points,
+                capped_points=p.capped_points,
+                unit_value=p.unit_value,
+                units=p.units,
+            )
+            for p in event.settlement.pairs
+        )
+        record = cls(
+            settlement_id=settlement_id(table_id, event.number),
+            table_id=table_id,
+            hand_number=event.number,
+            ruleset=event.settlement.ruleset,
+            unit_value=match.ruleset.unit_value,
+            loss_cap=match.ruleset.loss_cap,
+            settled_at_ms=settled_at_ms,
+            seats=tuple(sorted(seats, key=lambda s: s.seat)),
+            pairs=pairs,
+        )
+        record.check()
+        return record
+
+    def check(self) -> None:
+        """Raise ``ValueError`` unless points and money are zero-sum, per pair consistent,
+        and the seats' results are the sums of their pairs."""
+        if sum(s.points for s in self.seats) or sum(s.units for s in self.seats):
+            raise ValueError(f"settlement {self.settlement_id} is not zero-sum")
+        points = {s.seat: 0 for s in self.seats}
+        units = dict(points)
+        for p in self.pairs:
+            if p.units != p.capped_points * p.unit_value:
+                raise ValueError(f"settlement {self.settlement_id}: pair units != points x unit")
+            points[p.seat_a] += p.capped_points
+            points[p.seat_b] -= p.capped_points
+            units[p.seat_a] += p.units
+            units[p.seat_b] -= p.units
+        if any(points[s.seat] != s.points or units[s.seat] != s.units for s in self.seats):
+            raise ValueError(f"settlement {self.settlement_id}: seats do not add up to pairs")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": RECORD_FORMAT,
+            "settlement_id": self.settlement_id,
+            "table_id": self.table_id,
+            "hand_number": self.hand_number,
+            "ruleset": self.ruleset,
+            "unit_value": self.unit_value,
+            "loss_cap": self.loss_cap,
+            "settled_at_ms": self.settled_at_ms,
+            "seats": [
+                {
+                    "seat": s.seat,
+                    "player_id": s.player_id,
+                    "points": s.points,
+                    "units": s.units,
+                    "total_points": s.total_points,
+                    "total_units": s.total_units,
+                    "fouled": s.fouled,
+                }
+                for s in self.seats
+            ],
+            "pairs": [
+                {
+                    "seat_a": p.seat_a,
+                    "seat_b": p.seat_b,
+                    "points": p.points,
+                    "capped_points": p.capped_points,
+                    "unit_value": p.unit_value,
+                    "units": p.units,
+                }
+                for p in self.pairs
+            ],
+        }
+
+    def to_bytes(self) -> bytes:
+        """Compact JSON: what the outbox and the Redis Stream hold (field ``d``)."""
+        return json.dumps(self.to_dict(), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SettlementRecord:
+        if data.get("format") != RECORD_FORMAT:
+            raise ValueError(f"unknown settlement record format {data.get('format')!r}")
+        return cls(
+            settlement_id=str(data["settlement_id"]),
+            table_id=str(data["table_id"]),
+            hand_number=int(data["hand_number"]),
+            ruleset=str(data["ruleset"]),
+            unit_value=int(data["unit_value"]),
+            loss_cap=None if data["loss_cap"] is None else int(data["loss_cap"]),
+            settled_at_ms=int(data["settled_at_ms"]),
+            seats=tuple(SeatSettlement(**s) for s in data["seats"]),
+            pairs=tuple(PairSettlement(**p) for p in data["pairs"]),
+        )
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> SettlementRecord:
+        return cls.from_dict(json.loads(raw))
+
+
+def money_totals(
+    units: tuple[int, ...], seat_count: int, events: Iterable[Event]
+) -> tuple[int, ...]:
+    """Each seat's running money total after ``events``: a settled hand adds each seat's
+    units; a seat taken or vacated starts again from 0 (as the engine does with points).
+
+    >>> from ofc.engine import SeatTaken
+    >>> money_totals((), 2, [SeatTaken(1, "bob")])
+    (0, 0)
+    """
+    totals = list(units) + [0] * (seat_count - len(units))
+    for event in events:
+        if isinstance(event, engine.SeatTaken | engine.SeatVacated):
+            totals[event.seat] = 0
+        elif isinstance(event, HandSettled):
+            for seat, player in zip(event.seats, event.settlement.players, strict=True):
+                totals[seat] += player.units
+    return tuple(totals)
+
+
+def _hand_order(record_id: str) -> tuple[int, str]:
+    try:
+        return parse_settlement_id(record_id)[1], record_id
+    except ValueError:
+        return 0, record_id
+
+
+class SettlementRelay:
+    """Copies outbox records to the feed, then empties them from the outbox.
+
+    Safe to run anywhere and concurrently: the feed drops a settlement id it has seen, and a
+    record leaves the outbox only after the feed has it. Records of one table are published
+    in hand order; across tables there is no order.
+    """
+
+    def __init__(
+        self,
+        store: TableStore,
+        feed: SettlementFeed,
+        *,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        interval_s: float = 1.0,
+        batch: int = 100,
+        rescan_interval_s: float = 300.0,
+        trim_interval_s: float = 60.0,
+        retention_s: int = DEFAULT_RETENTION_SECONDS,
+    ) -> None:
+        self.store = store
+        self.feed = feed
+        self.clock_ms = clock_ms
+        self.interval_s = interval_s
+        self.batch = batch
+        self.rescan_interval_s = rescan_interval_s
+        self.trim_interval_s = trim_interval_s
+        self.retention_s = retention_s
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    async def relay_table(self, table_id: str) -> int:
+        """Publish the table's outbox records; how many were new to the feed."""
+        records = await self.store.read_outbox(table_id)
+        published = 0
+        for record_id in sorted(records, key=_hand_order):
+            if await self.feed.publish(record_id, records[record_id]) is not None:
+                published += 1
+        await self.store.remove_from_outbox(table_id, list(records))
+        return published
+
+    async def sweep_once(self, *, rescan: bool = False) -> int:
+        """Relay every table whose outbox holds records (up to ``batch`` tables)."""
+        tables = await self.store.pending_outboxes(self.clock_ms(), limit=self.batch, rescan=rescan)
+        published = 0
+        for table_id in tables:
+            try:
+                published += await self.relay_table(table_id)
+            except StoreUnavailableError:
+                raise  # the backend is down: the whole sweep is retried
+            except Exception:  # one bad outbox must not hold up the others
+                log.exception("relaying an outbox failed", extra={"fields": {"table_id": table_id}})
+        return published
+
+    async def trim_once(self) -> int:
+        """Drop feed records past the retention that every consumer group acknowledged."""
+        return await self.feed.trim(self.clock_ms() - self.retention_s * 1000)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_rescan = loop.time() + self.rescan_interval_s
+        next_trim = loop.time()
+        while not self._stopping:
+            try:
+                rescan = loop.time() >= next_rescan
+                await self.sweep_once(rescan=rescan)
+                if rescan:
+                    next_rescan = loop.time() + self.rescan_interval_s
+                if loop.time() >= next_trim:
+                    await self.trim_once()
+                    next_trim = loop.time() + self.trim_interval_s
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep relaying through store hiccups; they are logged
+                log.exception("settlement relay sweep failed")
+            await asyncio.sleep(self.interval_s)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._stopping = False
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            # The flag ends the loop even when a redis-py call swallows the cancellation
+            # (Python 3.11's wait_for can), one interval later at most.
+            self._stopping = True
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+
+__all__ = [
+    "PairSettlement",
+    "SeatSettlement",
+    "SettlementRecord",
+    "SettlementRelay",
+    "money_totals",
+    "parse_settlement_id",
+    "settlement_id",
+]

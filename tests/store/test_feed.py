@@ -1,0 +1,381 @@
+"""The settlement feed and the outbox relay, run against both backends (memory and Redis):
+outbox writes ride on the table commit, the relay publishes each record once however often
+it runs, and consumer groups deliver at least once with pending records first."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import pytest
+from ofc import engine
+from ofc.engine import SitDown, StartHand, Timeout
+from ofc.rulesets import resolve_ruleset
+from ofc_service.auth import Authenticator
+from ofc_service.settlements import SettlementRecord, SettlementRelay
+from ofc_service.store import (
+    FeedEntry,
+    InvalidIdError,
+    MemorySettlementFeed,
+    RedisSettlementFeed,
+    SettlementFeed,
+    StaleVersionError,
+    StoreUnavailableError,
+)
+from ofc_service.tables import Change, DeadlineSweeper, TableManager, TableRecord
+from prometheus_client import REGISTRY
+from redis.asyncio import Redis
+
+from .conftest import Backend, Harness
+from .test_conformance import play
+
+
+@dataclass
+class Feeds:
+    """A harness (two table stores) plus two feeds on the same backend (two replicas)."""
+
+    h: Harness
+    feed: SettlementFeed
+    other: SettlementFeed
+
+    def relay(self, *, other: bool = False) -> SettlementRelay:
+        return SettlementRelay(
+            self.h.other if other else self.h.store,
+            self.other if other else self.feed,
+            clock_ms=lambda: time.time_ns() // 1_000_000,
+        )
+
+
+@asynccontextmanager
+async def open_feeds(backend: Backend) -> AsyncIterator[Feeds]:
+    async with backend.open() as h:
+        if backend.server is None:
+            memory = MemorySettlementFeed(clock=h.clock)
+            yield Feeds(h, memory, memory)
+            await memory.close()
+            return
+        feeds = [RedisSettlementFeed.from_url(backend.server.url) for _ in range(2)]
+        try:
+            yield Feeds(h, feeds[0], feeds[1])
+        finally:
+            for feed in feeds:
+                await feed.close()
+
+
+async def settle(f: Feeds, table_id: str, version: int, hands: list[int]) -> None:
+    """Commit ``version -> version + 1`` with one outbox record per hand number."""
+    outbox = {f"{table_id}:{n}": b"record %d" % n for n in hands}
+    await f.h.store.commit(
+        table_id,
+        expected_version=version,
+        state=b"v%d" % (version + 1),
+        events=[],
+        response=b"",
+        request_id=f"settle-{version}",
+        deadline_ms=None,
+        outbox=outbox,
+    )
+
+
+def ids(entries: Sequence[FeedEntry]) -> list[str]:
+    return [e.settlement_id for e in entries]
+
+
+# --- the outbox -----------------------------------------------------------------------------------
+async def test_an_outbox_record_is_written_with_its_commit_only(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        await f.h.store.create_table("t", b"v1")
+        await settle(f, "t", 1, [1])
+        assert await f.h.other.read_outbox("t") == {"t:1": b"record 1"}
+        assert await f.h.other.pending_outboxes(0) == ["t"]
+        # a stale commit and a replayed one write nothing to the outbox
+        with pytest.raises(StaleVersionError):
+            await play(f.h.store, "t", 1, request_id="late")
+        again = await f.h.store.commit(
+            "t", expected_version=1, state=b"x", events=[], response=b"", request_id="settle-1",
+            deadline_ms=None, outbox={"t:9": b"never"},
+        )  # fmt: skip
+        assert again.replayed
+        assert await f.h.store.read_outbox("t") == {"t:1": b"record 1"}
+        await f.h.store.remove_from_outbox("t", ["t:1", "t:404"])
+        assert await f.h.store.read_outbox("t") == {}
+        assert await f.h.store.pending_outboxes(int(time.time() * 1000)) == []
+        with pytest.raises(InvalidIdError):
+            await f.h.store.commit(
+                "t", expected_version=2, state=b"", events=[], response=b"", request_id="r",
+                deadline_ms=None, outbox={"has space": b""},
+            )  # fmt: skip
+
+
+async def test_the_outbox_outlives_its_table(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        await f.h.store.create_table("t", b"v1", ttl_seconds=1)
+        await f.h.store.commit(
+            "t", expected_version=1, state=b"v2", events=[], response=b"", request_id="r",
+            deadline_ms=None, ttl_seconds=1, outbox={"t:1": b"late but kept"},
+        )  # fmt: skip
+        await f.h.advance(1.2)
+        assert await f.h.store.get_extra("t", "anything") is None  # the table is gone
+        assert await f.h.store.read_outbox("t") == {"t:1": b"late but kept"}
+        assert await f.relay().sweep_once() == 1
+        assert ids(await f.feed.read_new("g", "c")) == ["t:1"]
+
+
+# --- the relay ------------------------------------------------------------------------------------
+async def test_the_relay_publishes_each_record_once_in_hand_order(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        for table_id in ("a", "b"):
+            await f.h.store.create_table(table_id, b"v1")
+            await settle(f, table_id, 1, [10, 2])
+        # a relay that crashed after publishing "a:2" and before emptying the outbox
+        await f.feed.publish("a:2", b"record 2")
+        relays = [f.relay(), f.relay(other=True)]
+        published = await asyncio.gather(*(r.sweep_once() for r in relays))
+        assert sum(published) == 3
+        assert await f.h.store.pending_outboxes(0) == []
+        entries = await f.feed.read_new("ledger", "one", count=100)
+        assert sorted(ids(entries)) == ["a:10", "a:2", "b:10", "b:2"]
+        assert ids([e for e in entries if e.settlement_id.startswith("b")]) == ["b:2", "b:10"]
+        # the outboxes are empty, and publishing again is ignored
+        assert await relays[0].sweep_once() == 0
+        assert await f.other.publish("b:2", b"again") is None
+        assert await f.feed.read_new("ledger", "one") == []
+
+
+async def test_relay_table_needs_no_hint(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        await f.h.store.create_table("t", b"v1")
+        await settle(f, "t", 1, [1])
+        assert await f.relay().relay_table("t") == 1
+        assert await f.relay().relay_table("t") == 0
+        assert await f.h.store.read_outbox("t") == {}
+
+
+# --- the feed -------------------------------------------------------------------------------------
+async def test_publish_ignores_a_settlement_id_seen_before(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        first = await f.feed.publish("t:1", b"one")
+        assert first is not None
+        assert await f.other.publish("t:1", b"one again") is None
+        second = await f.other.publish("t:2", b"two")
+        assert second is not None and second > first
+        assert await f.feed.stream_ids(["t:1", "t:2", "t:3"]) == {"t:1": first, "t:2": second}
+
+
+async def test_a_consumer_gets_its_unacknowledged_records_back_first(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        for n in range(1, 6):
+            await f.feed.publish(f"t:{n}", b"r%d" % n)
+        handed = await f.feed.read_new("ledger", "c1", count=3)
+        assert ids(handed) == ["t:1", "t:2", "t:3"]
+        done = await f.other.acknowledge("ledger", [handed[0].stream_id])
+        assert [(e.settlement_id, e.data) for e in done] == [("t:1", b"r1")]
+        assert await f.feed.acknowledge("ledger", [handed[0].stream_id]) == []  # once only
+        # "c1" crashed: it restarts with the same name and gets t:2, t:3 back, then the rest
+        assert ids(await f.other.read_pending("ledger", "c1")) == ["t:2", "t:3"]
+        assert ids(await f.other.read_pending("ledger", "c1", after=handed[1].stream_id)) == ["t:3"]
+        assert ids(await f.other.read_pending("ledger", "c1", count=1)) == ["t:2"]
+        assert await f.other.read_pending("ledger", "c2") == []
+        assert ids(await f.other.read_new("ledger", "c2")) == ["t:4", "t:5"]
+        assert await f.feed.read_new("ledger", "c1") == []
+        # another group reads everything from the start, on its own
+        assert ids(await f.feed.read_new("audit", "x", count=10)) == [f"t:{n}" for n in range(1, 6)]
+        assert await f.feed.acknowledge("nobody", [handed[1].stream_id]) == []
+
+
+async def test_read_new_waits_for_a_publish_through_another_replica(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        assert await f.feed.read_new("g", "c", block_s=0.05) == []
+        waiting = asyncio.create_task(f.feed.read_new("g", "c", block_s=5))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()
+        await f.other.publish("t:1", b"x")
+        assert ids(await asyncio.wait_for(waiting, 5)) == ["t:1"]
+
+
+async def test_trim_keeps_what_any_group_has_not_acknowledged(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        for n in range(1, 5):
+            await f.feed.publish(f"t:{n}", b"")
+        late = int(time.time() * 1000) + 10**9  # every record is old enough
+        assert await f.feed.trim(late) == 0  # no group: nothing is trimmed
+        a = await f.feed.read_new("a", "c", count=10)
+        await f.feed.acknowledge("a", [e.stream_id for e in a[:3]])
+        b = await f.feed.read_new("b", "c", count=2)
+        await f.feed.acknowledge("b", [b[0].stream_id])
+        assert await f.feed.trim(late) == 1  # t:1 only: b has t:2 pending
+        await f.feed.acknowledge("b", [b[1].stream_id])
+        assert await f.feed.trim(0) == 0  # nothing old enough
+        assert await f.feed.trim(late) == 1  # t:2; t:3 was never read by b
+        assert ids(await f.feed.read_new("b", "c", count=10)) == ["t:3", "t:4"]
+        assert ids(await f.feed.read_new("new", "c", count=10)) == ["t:3", "t:4"]
+
+
+async def test_bad_names_and_ids_are_refused(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        for call in (
+            f.feed.read_new("two words", "c"),
+            f.feed.read_new("g", ""),
+            f.feed.read_pending("g", "c" * 65),
+            f.feed.acknowledge("g", ["17"]),
+            f.feed.acknowledge("g", ["1-2-3"]),
+            f.feed.publish("a{b}:1", b""),
+            f.feed.stream_ids(["with space"]),
+        ):
+            with pytest.raises(InvalidIdError):
+                await call
+        with pytest.raises(ValueError, match="count"):
+            await f.feed.read_new("g", "c", count=0)
+
+
+# --- Redis only -----------------------------------------------------------------------------------
+async def test_redis_keys_hints_and_the_rescan_backstop(redis_backend: Backend) -> None:
+    async with open_feeds(redis_backend) as f:
+        admin = f.h.admin
+        assert isinstance(admin, Redis)
+        await f.h.store.create_table("t", b"v1")
+        await settle(f, "t", 1, [1])
+        assert await admin.type("ofc:{t}:outbox") == b"hash"
+        assert await admin.ttl("ofc:{t}:outbox") == -1  # no TTL: outlives the table
+        assert await admin.zscore("ofc:outbox", "t") is not None
+        await f.relay().sweep_once()
+        assert await admin.type("ofc:{settlements}:stream") == b"stream"
+        assert await admin.get("ofc:{settlements}:relayed:t:1") is not None
+        assert await admin.ttl("ofc:{settlements}:relayed:t:1") > 0
+        # an emptied outbox keeps its hint for the grace period (a commit may be in flight)
+        now = int(time.time() * 1000)
+        assert await f.h.store.pending_outboxes(now) == []
+        assert await admin.zscore("ofc:outbox", "t") is not None
+        assert await f.h.store.pending_outboxes(now + 60_000) == []
+        assert await admin.zscore("ofc:outbox", "t") is None
+        # a record whose hint was lost is found by the rescan
+        await settle(f, "t", 2, [2])
+        await admin.zrem("ofc:outbox", "t")
+        assert await f.h.store.pending_outboxes(now) == []
+        assert await f.h.store.pending_outboxes(now, rescan=True) == ["t"]
+
+
+async def test_redis_a_pending_record_gone_from_the_stream_is_skipped(
+    redis_backend: Backend,
+) -> None:
+    async with open_feeds(redis_backend) as f:
+        assert f.h.admin is not None
+        for n in (1, 2, 3):
+            await f.feed.publish(f"t:{n}", b"")
+        handed = await f.feed.read_new("g", "c", count=3)
+        await f.h.admin.xdel("ofc:{settlements}:stream", handed[1].stream_id)
+        assert ids(await f.feed.read_pending("g", "c", count=1)) == ["t:1"]
+        assert ids(await f.feed.read_pending("g", "c", after=handed[0].stream_id, count=1)) == [
+            "t:3"
+        ]
+        summary = await f.h.admin.xpending("ofc:{settlements}:stream", "g")
+        assert summary["pending"] == 2  # the gone entry was acknowledged, t:1 and t:3 remain
+        assert [e.stream_id for e in await f.feed.acknowledge("g", [handed[1].stream_id])] == []
+
+
+async def test_redis_groups_come_back_after_the_stream_is_deleted(
+    redis_backend: Backend,
+) -> None:
+    async with open_feeds(redis_backend) as f:
+        assert f.h.admin is not None
+        await f.feed.publish("t:1", b"")
+        assert ids(await f.feed.read_new("g", "c")) == ["t:1"]
+        await f.h.admin.delete("ofc:{settlements}:stream")
+        assert await f.feed.read_pending("g", "c") == []  # the group is made again
+        await f.h.admin.delete("ofc:{settlements}:stream")
+        assert await f.feed.read_new("g", "c") == []
+        await f.other.publish("t:2", b"")
+        assert ids(await f.feed.read_new("g", "c")) == ["t:2"]
+
+
+# --- the shell around it: the background relay, the inline relay, the gauge --------------------
+async def test_the_background_relay_sweeps_every_outbox(backend: Backend) -> None:
+    async with open_feeds(backend) as f:
+        await f.h.store.create_table("t", b"v1")
+        await settle(f, "t", 1, [1, 2])
+        relay = f.relay(other=True)
+        relay.interval_s = 0.01
+        relay.start()
+        try:
+            found: list[str] = []
+            for _ in range(200):
+                found += ids(await f.feed.read_new("g", "c", count=10, block_s=0.05))
+                if len(found) == 2:
+                    break
+        finally:
+            await relay.stop()
+        assert found == ["t:1", "t:2"]
+        # Stopped (maybe between publishing and emptying the outbox): the next run appends
+        # nothing again and empties it.
+        assert await f.relay().sweep_once() == 0
+        assert await f.h.store.read_outbox("t") == {}
+
+
+class BrokenFeed(MemorySettlementFeed):
+    async def publish(self, settlement_id: str, data: bytes) -> str | None:
+        raise StoreUnavailableError("the feed is down")
+
+
+async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> None:
+    """The record rides on the commit that ends the hand; relaying it is best effort then,
+    and the sweep delivers it later."""
+    async with open_feeds(backend) as f:
+        down = SettlementRelay(f.h.store, BrokenFeed())
+        manager = TableManager(f.h.store, Authenticator(), lambda e, v, r: b"", relay=down)
+        rules = resolve_ruleset({"preset": "classic", "unit_value": 5})
+        match, _ = engine.replay(
+            engine.new_match(rules, seats=2), [SitDown(0, "ann"), SitDown(1, "bob")]
+        )
+        record = TableRecord("t", match, 30_000, 120_000, b"seed", 0)
+        await manager.create(record, respond=lambda c: b"")
+
+        def start(now: int) -> engine.Action:
+            return StartHand(bytes(32), b"c", now)
+
+        def move(action: Callable[[int], engine.Action]) -> Callable[[TableRecord, int], Change]:
+            def change(current: TableRecord, now: int) -> Change:
+                return Change(*manager.apply_action(current, action(now), now))
+
+            return change
+
+        version = 1
+        for n in range(30):
+            current, version, _ = await manager.load("t")
+            if current.match.hand is not None and current.match.hand.over:
+                break
+            to_act = engine.seats_to_act(current.match)
+            await manager.mutate(
+                "t", expected_version=version, request_id=f"m{n}", respond=lambda c: b"",
+                change=move(functools.partial(Timeout, to_act[0]) if to_act else start),
+            )  # fmt: skip
+        final, _, _ = await manager.load("t")
+        assert final.match.hand is not None and final.match.hand.over
+        outbox = await f.h.store.read_outbox("t")
+        assert list(outbox) == ["t:1"]
+        settled = SettlementRecord.from_bytes(outbox["t:1"])
+        assert [(s.seat, s.total_units) for s in settled.seats] == [
+            (0, final.units_of(0)), (1, final.units_of(1))
+        ]  # fmt: skip
+        assert settled.seats[0].units == 5 * settled.seats[0].points
+        assert await f.relay().sweep_once() == 1
+        assert ids(await f.feed.read_new("g", "c")) == ["t:1"]
+
+
+async def test_deadline_count_is_global_and_the_sweeper_reports_it(backend: Backend) -> None:
+    async with backend.open() as h:
+        far = 10**15  # never due
+        for table_id in ("a", "b", "c"):
+            await h.store.create_table(table_id, b"v1")
+        await play(h.store, "a", 1, deadline_ms=far)
+        await play(h.other, "b", 1, deadline_ms=far + 1)
+        await play(h.store, "c", 1)
+        assert await h.store.deadline_count() == 2 == await h.other.deadline_count()
+        manager = TableManager(h.other, Authenticator(), lambda e, v, r: b"")
+        assert await DeadlineSweeper(manager).sweep_once() == 0
+        assert REGISTRY.get_sample_value("ofc_active_tables") == 2
+        await play(h.store, "a", 2)  # a's deadline cleared
+        assert await h.other.deadline_count() == (2 if h.kind == "redis" else 1)  # a stale hint
