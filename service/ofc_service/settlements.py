@@ -18,7 +18,6 @@ periodic sweep that every replica runs (safe: the feed ignores a settlement id i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -29,6 +28,7 @@ from typing import Any, Final
 from ofc import engine
 from ofc.engine import Event, HandSettled, MatchState
 
+from ofc_service.periodic import Periodic
 from ofc_service.store import SettlementFeed, StoreUnavailableError, TableStore
 from ofc_service.store.feed import DEFAULT_RETENTION_SECONDS
 
@@ -278,13 +278,12 @@ class SettlementRelay:
         self.store = store
         self.feed = feed
         self.clock_ms = clock_ms
-        self.interval_s = interval_s
         self.batch = batch
         self.rescan_interval_s = rescan_interval_s
         self.trim_interval_s = trim_interval_s
         self.retention_s = retention_s
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = False
+        self._loop = Periodic("settlement relay sweep", self._tick, interval_s)
+        self._next_rescan = self._next_trim = 0.0
 
     async def relay_table(self, table_id: str) -> int:
         """Publish the table's outbox records; how many were new to the feed."""
@@ -313,39 +312,23 @@ class SettlementRelay:
         """Drop feed records past the retention that every consumer group acknowledged."""
         return await self.feed.trim(self.clock_ms() - self.retention_s * 1000)
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        next_rescan = loop.time() + self.rescan_interval_s
-        next_trim = loop.time()
-        while not self._stopping:
-            try:
-                rescan = loop.time() >= next_rescan
-                await self.sweep_once(rescan=rescan)
-                if rescan:
-                    next_rescan = loop.time() + self.rescan_interval_s
-                if loop.time() >= next_trim:
-                    await self.trim_once()
-                    next_trim = loop.time() + self.trim_interval_s
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # keep relaying through store hiccups; they are logged
-                log.exception("settlement relay sweep failed")
-            await asyncio.sleep(self.interval_s)
+    async def _tick(self) -> None:
+        now = asyncio.get_running_loop().time()
+        rescan = now >= self._next_rescan
+        await self.sweep_once(rescan=rescan)
+        if rescan:
+            self._next_rescan = now + self.rescan_interval_s
+        if now >= self._next_trim:
+            await self.trim_once()
+            self._next_trim = now + self.trim_interval_s
 
     def start(self) -> None:
-        if self._task is None:
-            self._stopping = False
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        now = asyncio.get_running_loop().time()
+        self._next_rescan, self._next_trim = now + self.rescan_interval_s, now
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            # The flag ends the loop even when a redis-py call swallows the cancellation
-            # (Python 3.11's wait_for can), one interval later at most.
-            self._stopping = True
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
 
 
 __all__ = [

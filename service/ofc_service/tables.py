@@ -10,8 +10,6 @@ encode events and responses.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -42,6 +40,7 @@ from ofc_service.auth import (
     token_hash,
 )
 from ofc_service.metrics import ACTIVE_TABLES, MOVES
+from ofc_service.periodic import Periodic
 from ofc_service.settlements import SettlementRecord, SettlementRelay, money_totals
 from ofc_service.store import StaleVersionError, TableNotFoundError, TableStore
 
@@ -426,9 +425,8 @@ class DeadlineSweeper:
         self, manager: TableManager, *, interval_s: float = 0.25, batch: int = 100
     ) -> None:
         self.manager = manager
-        self.interval_s = interval_s
         self.batch = batch
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("deadline sweep", self.sweep_once, interval_s)
 
     async def sweep_once(self) -> int:
         # Tables waiting for a move, all replicas' (the index is global): dashboards take max().
@@ -439,26 +437,11 @@ class DeadlineSweeper:
             applied += await self.manager.apply_due_timeouts(table_id)
         return applied
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.sweep_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # keep sweeping through store hiccups; they are logged
-                log.exception("deadline sweep failed")
-            await asyncio.sleep(self.interval_s)
-
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
 
 
 def seat_of_viewer(

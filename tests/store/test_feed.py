@@ -298,7 +298,7 @@ async def test_the_background_relay_sweeps_every_outbox(backend: Backend) -> Non
         await f.h.store.create_table("t", b"v1")
         await settle(f, "t", 1, [1, 2])
         relay = f.relay(other=True)
-        relay.interval_s = 0.01
+        relay._loop.interval_s = 0.01
         relay.start()
         try:
             found: list[str] = []
