@@ -37,7 +37,9 @@ def free_port() -> int:
 class RedisServer:
     """A private redis-server process; ``restart()`` keeps the port (scripts are flushed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *extra_args: str) -> None:
+        """``extra_args`` go last on the command line (``"--appendonly", "yes"`` wins)."""
+        self.extra_args = extra_args
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not on PATH (apt-get install redis-server)")
@@ -54,7 +56,8 @@ class RedisServer:
     def start(self) -> None:
         self.process = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir, "--protected-mode", "no"],
+             "--appendonly", "no", "--dir", self.dir, "--protected-mode", "no",
+             *self.extra_args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip

@@ -7,13 +7,18 @@ from ofc_client.client import OfcClient
 from ofc_client.errors import (
     FailedPreconditionError,
     InvalidRequestError,
+    NotFoundError,
     OfcClientError,
+    PermissionDeniedError,
     RetryableError,
     ServerError,
+    StaleVersionError,
+    UnauthenticatedError,
 )
 from ofc_client.models import (
     BoardAssessment,
     Deck,
+    FantasylandSet,
     HandError,
     HandInput,
     HandValue,
@@ -23,22 +28,34 @@ from ofc_client.models import (
     RowEvaluation,
     Settlement,
 )
+from ofc_client.table_models import Board, TableEvent, TableView
+from ofc_client.tables import TableClient, TableWatch
 
 __all__ = [
+    "Board",
     "BoardAssessment",
     "Deck",
     "FailedPreconditionError",
+    "FantasylandSet",
     "HandError",
     "HandInput",
     "HandValue",
     "InvalidRequestError",
+    "NotFoundError",
     "OfcClient",
     "OfcClientError",
     "PairResult",
+    "PermissionDeniedError",
     "PlayerInput",
     "PlayerResult",
     "RetryableError",
     "RowEvaluation",
     "ServerError",
     "Settlement",
+    "StaleVersionError",
+    "TableClient",
+    "TableEvent",
+    "TableView",
+    "TableWatch",
+    "UnauthenticatedError",
 ]

@@ -28,6 +28,7 @@ from ofc_client.models import (
     BoardAssessment,
     BoardLike,
     Deck,
+    FantasylandSet,
     HandInput,
     HandResult,
     HandValue,
@@ -182,6 +183,33 @@ class OfcClient:
         if spec is not None:
             request.ruleset.CopyFrom(spec)
         return _ruleset_dict(self._call(self._stub.ResolveRuleset, request).ruleset)
+
+    def solve_fantasyland(
+        self,
+        cards: str | Sequence[str],
+        *,
+        ruleset: RulesetLike = None,
+        in_fantasyland: bool = False,
+        fantasyland_value: int | None = None,
+        fantasyland_streak: int | None = None,
+    ) -> FantasylandSet:
+        """The best set of 13..17 cards (the server's exact solver). ``in_fantasyland``: the
+        stay rule decides Fantasyland next hand, else the entry rule; ``fantasyland_value``:
+        points for qualifying (the server's default, 10, when ``None``)."""
+        request = pb.SolveFantasylandRequest(cards=card_list(cards), in_fantasyland=in_fantasyland)
+        for name, number in (
+            ("fantasyland_value", fantasyland_value),
+            ("fantasyland_streak", fantasyland_streak),
+        ):
+            if number is None:
+                continue
+            if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < 2**32:
+                raise invalid(f"{name} must be a non-negative integer, got {number!r}", name)
+            setattr(request, name, number)
+        spec = ruleset_spec(ruleset)
+        if spec is not None:
+            request.ruleset.CopyFrom(spec)
+        return FantasylandSet.from_proto(self._call(self._stub.SolveFantasyland, request))
 
     # --- fairness ---------------------------------------------------------------------------
     def derive_deck(

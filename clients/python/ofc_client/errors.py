@@ -49,6 +49,23 @@ class RetryableError(OfcClientError):
     """UNAVAILABLE, ABORTED, RESOURCE_EXHAUSTED or DEADLINE_EXCEEDED: may succeed later."""
 
 
+class StaleVersionError(RetryableError):
+    """ABORTED (STALE_VERSION): the table moved on; re-read it, then decide again."""
+
+
+class NotFoundError(OfcClientError):
+    """NOT_FOUND: no such table (TABLE_NOT_FOUND) or finished hand (HAND_NOT_FOUND)."""
+
+
+class UnauthenticatedError(OfcClientError):
+    """UNAUTHENTICATED: credentials missing or unknown (seat token, API key)."""
+
+
+class PermissionDeniedError(OfcClientError):
+    """PERMISSION_DENIED: a valid credential that may not do this (another seat's turn,
+    another table's token, a seat token where an operator key is required)."""
+
+
 class ServerError(OfcClientError):
     """INTERNAL, UNKNOWN or another code a correct request should never get."""
 
@@ -57,9 +74,12 @@ _CLASSES: dict[grpc.StatusCode, type[OfcClientError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
     grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
     grpc.StatusCode.UNAVAILABLE: RetryableError,
-    grpc.StatusCode.ABORTED: RetryableError,
+    grpc.StatusCode.ABORTED: StaleVersionError,
     grpc.StatusCode.RESOURCE_EXHAUSTED: RetryableError,
     grpc.StatusCode.DEADLINE_EXCEEDED: RetryableError,
+    grpc.StatusCode.NOT_FOUND: NotFoundError,
+    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
 }
 
 

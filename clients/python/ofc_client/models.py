@@ -194,6 +194,32 @@ class Deck:
     first_block_hex: str  # empty unless asked for
 
 
+@dataclass(frozen=True, slots=True)
+class FantasylandSet:
+    """A solved Fantasyland hand: rows as card codes (highest first) and what it is worth."""
+
+    top: tuple[str, ...]
+    middle: tuple[str, ...]
+    bottom: tuple[str, ...]
+    discards: tuple[str, ...]
+    royalties: int
+    fantasyland_next: bool
+    objective: int  # royalties, plus the Fantasyland value when fantasyland_next
+
+    @classmethod
+    def from_proto(cls, m: rules_service_pb2.SolveFantasylandResponse) -> FantasylandSet:
+        b = m.board
+        return cls(
+            tuple(b.top),
+            tuple(b.middle),
+            tuple(b.bottom),
+            tuple(m.discards),
+            m.royalties,
+            m.fantasyland_next,
+            m.objective,
+        )
+
+
 def category_name(value: int) -> str:
     return cards_pb2.HandCategory.Name(value).removeprefix(_CATEGORY_PREFIX).lower()  # type: ignore[arg-type]
 

@@ -20,6 +20,8 @@ from ofc.evaluator import rank_row
 from ofc.rulesets import PRESETS
 from ofc.scoring import assess, row_royalty
 from ofc.shuffle import ALGORITHM, commitment, shuffle_deck, verify_commitment, word_stream
+from ofc.solver import DEFAULT_FANTASYLAND_VALUE, solve_fantasyland
+from ofc.verify import verify_history_json
 from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1 import rules_service_pb2_grpc as pb_grpc
 from ofcpoker.v1 import settlement_pb2
@@ -31,6 +33,8 @@ from ofc_service.metrics import FOULS, HANDS_SETTLED, REQUEST_ERRORS
 
 MAX_BATCH_HANDS = 1000
 MAX_HAND_ID_CHARS = 128
+MAX_HISTORY_BYTES = 1 << 20  # VerifyHandHistory: a real history is some 10..60 KiB
+FANTASYLAND_CARDS = range(13, 18)  # a Fantasyland hand: 13..17 cards
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RulesService"].full_name
 
 log = logging.getLogger("ofc.api")
@@ -191,6 +195,51 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
         return pb.ResolveRulesetResponse(ruleset=convert.ruleset_to_proto(ruleset))
 
     @rpc
+    def SolveFantasyland(self, request: pb.SolveFantasylandRequest) -> pb.SolveFantasylandResponse:
+        n = len(request.cards)
+        if n not in FANTASYLAND_CARDS:  # before parsing: an oversized list costs nothing
+            raise core.InvalidInputError(
+                f"a Fantasyland hand has 13..17 cards, got {n}", field="cards"
+            )
+        cards = convert.parse_cards(request.cards, "cards")
+        convert.check_distinct(cards, "cards")
+        value = DEFAULT_FANTASYLAND_VALUE
+        if request.HasField("fantasyland_value"):
+            value = request.fantasyland_value
+            if value > convert.MAX_POINTS:
+                raise core.InvalidInputError(
+                    f"fantasyland_value must be 0..{convert.MAX_POINTS}, got {value}",
+                    field="fantasyland_value",
+                )
+        streak = request.fantasyland_streak
+        if streak > convert.MAX_FANTASYLAND_STREAK:
+            raise core.InvalidInputError(
+                f"fantasyland_streak must be 0..{convert.MAX_FANTASYLAND_STREAK}",
+                field="fantasyland_streak",
+            )
+        spec = request.ruleset if request.HasField("ruleset") else None
+        ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
+        in_fantasyland = request.in_fantasyland
+        solution = solve_fantasyland(
+            cards,
+            ruleset,
+            in_fantasyland=in_fantasyland,
+            fantasyland_value=value,
+            fantasyland_streak=max(streak, 1) if in_fantasyland else 0,
+        )
+        response = pb.SolveFantasylandResponse(
+            discards=card_codes(solution.discards),
+            royalties=solution.royalties,
+            fantasyland_next=solution.fantasyland_next,
+            objective=solution.objective,
+        )
+        board = response.board
+        board.top.extend(card_codes(solution.top))
+        board.middle.extend(card_codes(solution.middle))
+        board.bottom.extend(card_codes(solution.bottom))
+        return response
+
+    @rpc
     def DeriveDeck(self, request: pb.DeriveDeckRequest) -> pb.DeriveDeckResponse:
         seed = convert.server_seed_from_proto(
             request.WhichOneof("server_seed"), request.server_seed_hex, request.server_seed_bytes
@@ -221,3 +270,24 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
         return pb.VerifyCommitmentResponse(
             valid=verify_commitment(seed, expected), computed_commitment=commitment(seed)
         )
+
+    @rpc
+    def VerifyHandHistory(
+        self, request: pb.VerifyHandHistoryRequest
+    ) -> pb.VerifyHandHistoryResponse:
+        text = request.history_json
+        if len(text) > MAX_HISTORY_BYTES or len(text.encode()) > MAX_HISTORY_BYTES:
+            raise core.InvalidInputError(
+                f"history_json has at most {MAX_HISTORY_BYTES} bytes", field="history_json"
+            )
+        expected = None
+        if request.HasField("expected_ruleset"):
+            spec = request.expected_ruleset
+            expected = convert.ruleset_from_proto(spec, "expected_ruleset").ruleset
+        found = verify_history_json(text, expected_ruleset=expected)
+        if found is None:
+            return pb.VerifyHandHistoryResponse(ok=True)
+        discrepancy = pb.HistoryDiscrepancy(
+            code=found.code, location=found.location, message=found.message
+        )
+        return pb.VerifyHandHistoryResponse(ok=False, discrepancy=discrepancy)

@@ -14,6 +14,7 @@ Handlers are wrapped once per method and cached, so the per-call cost is a few c
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import secrets
@@ -100,6 +101,7 @@ class _Probe:
         self.started.inc()
         request_id = _request_id(context)
         request_id_var.set(request_id)
+        _peer_var.set(context.peer())  # now: after a cancelled stream, peer() can segfault
         context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
         return request_id, time.perf_counter()
 
@@ -140,8 +142,11 @@ class _Probe:
             "grpc_type": self.grpc_type,
             "code": code.name,
             "duration_ms": round(elapsed * 1000, 3),
-            "peer": context.peer(),
+            "peer": _peer_var.get(""),
         }
+
+
+_peer_var: contextvars.ContextVar[str] = contextvars.ContextVar("ofc_peer")
 
 
 def _final_code(context: grpc.aio.ServicerContext, exc: BaseException | None) -> grpc.StatusCode:

@@ -667,3 +667,97 @@ class VerifyCommitmentResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___VerifyCommitmentResponse: _TypeAlias = VerifyCommitmentResponse  # noqa: Y015
+
+@_typing.final
+class VerifyHandHistoryRequest(_message.Message):
+    """VerifyHandHistory input."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HISTORY_JSON_FIELD_NUMBER: _builtins.int
+    EXPECTED_RULESET_FIELD_NUMBER: _builtins.int
+    history_json: _builtins.str
+    """The hand history as a JSON document, at most 1 MiB of UTF-8."""
+    @_builtins.property
+    def expected_ruleset(self) -> _ruleset_pb2.RulesetSpec:
+        """Optional: the ruleset agreed for the match. When set, every parameter of the history's
+        ruleset must equal it (RULESET_MISMATCH otherwise); unset, the history's own ruleset is
+        used as it is.
+        """
+
+    def __init__(
+        self,
+        *,
+        history_json: _builtins.str = ...,
+        expected_ruleset: _ruleset_pb2.RulesetSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expected_ruleset", b"expected_ruleset"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_ruleset", b"expected_ruleset", "history_json", b"history_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VerifyHandHistoryRequest: _TypeAlias = VerifyHandHistoryRequest  # noqa: Y015
+
+@_typing.final
+class HistoryDiscrepancy(_message.Message):
+    """The first check a hand history fails."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    LOCATION_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    """What kind, stable UPPER_SNAKE: MALFORMED_HISTORY, COMMITMENT_MISMATCH, DECK_MISMATCH,
+    RULESET_MISMATCH, DEAL_MISMATCH, ILLEGAL_ACTION, TIMEOUT_MISMATCH, INCOMPLETE_HAND,
+    HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH (docs/hand-history.md).
+    """
+    location: _builtins.str
+    """Where: a JSON path into the history (`actions[7].placements[0][0]`, `deals[3].cards[1]`,
+    `settlement.players[0].points`); empty for the document as a whole.
+    """
+    message: _builtins.str
+    """What differs, in English, for people; not for parsing."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.str = ...,
+        location: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "location", b"location", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HistoryDiscrepancy: _TypeAlias = HistoryDiscrepancy  # noqa: Y015
+
+@_typing.final
+class VerifyHandHistoryResponse(_message.Message):
+    """VerifyHandHistory result."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OK_FIELD_NUMBER: _builtins.int
+    DISCREPANCY_FIELD_NUMBER: _builtins.int
+    ok: _builtins.bool
+    """True when every check passed."""
+    @_builtins.property
+    def discrepancy(self) -> Global___HistoryDiscrepancy:
+        """The first discrepancy; unset when ok."""
+
+    def __init__(
+        self,
+        *,
+        ok: _builtins.bool = ...,
+        discrepancy: Global___HistoryDiscrepancy | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["discrepancy", b"discrepancy"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["discrepancy", b"discrepancy", "ok", b"ok"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VerifyHandHistoryResponse: _TypeAlias = VerifyHandHistoryResponse  # noqa: Y015

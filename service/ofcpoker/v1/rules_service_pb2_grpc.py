@@ -87,6 +87,11 @@ class RulesServiceStub:
                 request_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyCommitmentRequest.SerializeToString,
                 response_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyCommitmentResponse.FromString,
                 _registered_method=True)
+        self.VerifyHandHistory = channel.unary_unary(
+                '/ofcpoker.v1.RulesService/VerifyHandHistory',
+                request_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryRequest.SerializeToString,
+                response_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class RulesServiceServicer:
@@ -184,6 +189,20 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def VerifyHandHistory(self, request, context):
+        """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
+        prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
+        ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
+        through the rules engine, the final boards and every number of the settlement. The
+        answer names the first discrepancy. A history that is not JSON or not a version-1
+        history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+        Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
+        (expected_ruleset).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RulesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -236,6 +255,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.VerifyCommitment,
                     request_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyCommitmentRequest.FromString,
                     response_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyCommitmentResponse.SerializeToString,
+            ),
+            'VerifyHandHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.VerifyHandHistory,
+                    request_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryRequest.FromString,
+                    response_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -511,6 +535,33 @@ class RulesService:
             '/ofcpoker.v1.RulesService/VerifyCommitment',
             ofcpoker_dot_v1_dot_rules__service__pb2.VerifyCommitmentRequest.SerializeToString,
             ofcpoker_dot_v1_dot_rules__service__pb2.VerifyCommitmentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VerifyHandHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ofcpoker.v1.RulesService/VerifyHandHistory',
+            ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryRequest.SerializeToString,
+            ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

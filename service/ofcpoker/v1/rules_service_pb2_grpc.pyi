@@ -84,6 +84,16 @@ class RulesServiceStub:
     """Check a revealed server seed against a published commitment (SHA-256 of the seed).
     Errors: INVALID_SEED, INVALID_INPUT (commitment not 64 hex digits).
     """
+    VerifyHandHistory: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.VerifyHandHistoryRequest, _rules_service_pb2.VerifyHandHistoryResponse]
+    """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
+    prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
+    ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
+    through the rules engine, the final boards and every number of the settlement. The
+    answer names the first discrepancy. A history that is not JSON or not a version-1
+    history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+    Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
+    (expected_ruleset).
+    """
 
 @_typing.type_check_only
 class RulesServiceAsyncStub(RulesServiceStub):
@@ -140,6 +150,16 @@ class RulesServiceAsyncStub(RulesServiceStub):
     VerifyCommitment: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.VerifyCommitmentRequest, _rules_service_pb2.VerifyCommitmentResponse]  # type: ignore[assignment]
     """Check a revealed server seed against a published commitment (SHA-256 of the seed).
     Errors: INVALID_SEED, INVALID_INPUT (commitment not 64 hex digits).
+    """
+    VerifyHandHistory: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.VerifyHandHistoryRequest, _rules_service_pb2.VerifyHandHistoryResponse]  # type: ignore[assignment]
+    """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
+    prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
+    ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
+    through the rules engine, the final boards and every number of the settlement. The
+    answer names the first discrepancy. A history that is not JSON or not a version-1
+    history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+    Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
+    (expected_ruleset).
     """
 
 class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -254,6 +274,22 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_rules_service_pb2.VerifyCommitmentResponse, _abc.Awaitable[_rules_service_pb2.VerifyCommitmentResponse]]:
         """Check a revealed server seed against a published commitment (SHA-256 of the seed).
         Errors: INVALID_SEED, INVALID_INPUT (commitment not 64 hex digits).
+        """
+
+    @_abc_1.abstractmethod
+    def VerifyHandHistory(
+        self,
+        request: _rules_service_pb2.VerifyHandHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_service_pb2.VerifyHandHistoryResponse, _abc.Awaitable[_rules_service_pb2.VerifyHandHistoryResponse]]:
+        """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
+        prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
+        ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
+        through the rules engine, the final boards and every number of the settlement. The
+        answer names the first discrepancy. A history that is not JSON or not a version-1
+        history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+        Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
+        (expected_ruleset).
         """
 
 def add_RulesServiceServicer_to_server(servicer: RulesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,561 @@
+"""``TableClient``: live tables (ofcpoker.v1.TableService) from Python.
+
+    host = TableClient("127.0.0.1:50051", api_key="k")   # the operator key, if configured
+    table = host.create_table(seats=2)
+    ann = TableClient("127.0.0.1:50051")
+    token = ann.join(table.table_id, 0, "ann")            # ann now acts as seat 0
+    ann.start_hand(table.table_id).hand.number            # 1
+
+A complete session is examples/table_session.py (the README walks through it).
+
+What the client does for you:
+
+- **Versions.** Every mutating call needs the table version it was based on. The client
+  remembers, per table, the highest version it has seen (in any response, snapshot or
+  watched event) and sends that; pass ``expected_version=`` to override. A table it has
+  not seen yet is read first. A stale version raises :class:`StaleVersionError`: call
+  :meth:`TableClient.get` (or watch) and decide again.
+- **Request ids.** Every mutating call gets a fresh ``uuid4`` request id (or the
+  ``request_id=`` you pass). UNAVAILABLE answers (a replica or the store briefly down) are
+  retried ``retries`` times with the *same* request, so a move is applied at most once;
+  :meth:`TableClient.retry` sends the last mutating request again, unchanged, whenever
+  you decide to (the server answers a request id it has seen with its first result).
+- **Credentials.** :meth:`TableClient.join` keeps the returned seat token and sends it
+  (``x-ofc-seat-token``) on every later call about that table; :meth:`use_seat` restores a
+  saved one. Otherwise the ``api_key`` (``x-ofc-api-key``), if any, is sent.
+- **Errors** are the typed exceptions of :mod:`ofc_client.errors`, carrying the server's
+  ErrorInfo ``reason`` (``NOT_YOUR_TURN``, ``STALE_VERSION``, ...) and ``field``.
+- **Watching.** :meth:`TableClient.watch` yields the caller's view as a snapshot, then each
+  event; after a dropped connection it resumes after the last event it yielded (no gap, no
+  duplicate), for up to ``reconnect_timeout`` seconds of failures.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import grpc
+from ofcpoker.v1 import table_service_pb2 as pb
+from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
+
+from ofc_client.errors import REQUEST_ID_KEY, OfcClientError, from_rpc_error
+from ofc_client.models import BoardLike, RulesetLike
+from ofc_client.requests import board_message, card_list, invalid, row_position, ruleset_spec
+from ofc_client.table_models import (
+    HandHistory,
+    HandPage,
+    HandSummary,
+    TableEvent,
+    TableView,
+    WatchItem,
+)
+
+DEFAULT_TIMEOUT = 10.0
+SEAT_TOKEN_HEADER = "x-ofc-seat-token"
+API_KEY_HEADER = "x-ofc-api-key"
+ROWS = ("top", "middle", "bottom")
+
+Placements = Mapping[str, str] | Sequence[tuple[str, str]]
+"""``{"As": "bottom", "Kd": "top"}`` or ``[("As", "bottom"), ("Kd", "top")]``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """A mutating request as sent, so it can be sent again unchanged."""
+
+    table_id: str
+    method: Callable[..., Any]
+    message: Any
+    on_success: Callable[[Any], TableView]
+
+
+class TableClient:
+    """A connection to an ofc server's TableService (see the module docstring).
+
+    ``target`` is ``HOST:PORT`` (or any gRPC target, e.g. ``ipv4:10.0.0.1:50051,10.0.0.2:50051``
+    for several replicas); plaintext unless ``credentials`` are given. ``retries``: how
+    often an UNAVAILABLE call is sent again (same request id), waiting ``retry_delay``
+    seconds, doubling each time. One client may be used from several threads.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        api_key: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        retries: int = 3,
+        retry_delay: float = 0.1,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        if channel is None:
+            channel = (
+                grpc.secure_channel(target, credentials, options)
+                if credentials is not None
+                else grpc.insecure_channel(target, options)
+            )
+        self.channel = channel
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self._stub = pb_grpc.TableServiceStub(channel)
+        self._lock = threading.Lock()
+        self._seats: dict[str, tuple[int, str]] = {}
+        self._versions: dict[str, int] = {}
+        self._last: _Request | None = None
+        self.last_request_id = ""
+        """The request id of the last mutating call (what :meth:`retry` sends again)."""
+
+    # --- credentials and versions -------------------------------------------------------------
+    def use_seat(self, table_id: str, seat: int, token: str) -> None:
+        """Act as ``seat`` at ``table_id`` with a seat token saved from :meth:`join`."""
+        with self._lock:
+            self._seats[table_id] = (seat, token)
+
+    def seat_of(self, table_id: str) -> int | None:
+        """The seat this client acts for at ``table_id``, if it holds a token there."""
+        held = self._seats.get(table_id)
+        return None if held is None else held[0]
+
+    def seat_token(self, table_id: str) -> str | None:
+        held = self._seats.get(table_id)
+        return None if held is None else held[1]
+
+    def version(self, table_id: str) -> int | None:
+        """The highest version of ``table_id`` this client has seen (what moves expect)."""
+        return self._versions.get(table_id)
+
+    def _saw(self, table_id: str, version: int) -> None:
+        with self._lock:
+            if version > self._versions.get(table_id, 0):
+                self._versions[table_id] = version
+
+    def _view(self, message: pb.TableView) -> TableView:
+        view = TableView.from_proto(message)
+        self._saw(view.table_id, view.version)
+        return view
+
+    def _metadata(self, table_id: str | None) -> tuple[tuple[str, str], ...]:
+        md: list[tuple[str, str]] = [(REQUEST_ID_KEY, uuid.uuid4().hex)]
+        held = None if table_id is None else self._seats.get(table_id)
+        if held is not None:
+            md.append((SEAT_TOKEN_HEADER, held[1]))
+        elif self.api_key:
+            md.append((API_KEY_HEADER, self.api_key))
+        return tuple(md)
+
+    # --- plumbing -----------------------------------------------------------------------------
+    def _call(self, method: Callable[..., Any], message: Any, table_id: str | None) -> Any:
+        """One unary call; UNAVAILABLE is retried with the very same message."""
+        attempt = 0
+        while True:
+            try:
+                return method(message, timeout=self.timeout, metadata=self._metadata(table_id))
+            except grpc.RpcError as rpc_error:
+                error = from_rpc_error(rpc_error)
+            if error.code != grpc.StatusCode.UNAVAILABLE or attempt >= self.retries:
+                raise error
+            time.sleep(self.retry_delay * 2**attempt)
+            attempt += 1
+
+    def _send(self, request: _Request) -> TableView:
+        response = self._call(request.method, request.message, request.table_id)
+        return request.on_success(response)
+
+    def _mutate(
+        self,
+        table_id: str,
+        method: Callable[..., Any],
+        message: Any,
+        *,
+        request_id: str | None,
+        expected_version: int | None,
+        on_success: Callable[[Any], TableView] | None = None,
+    ) -> TableView:
+        message.table_id = table_id
+        message.request_id = request_id or str(uuid.uuid4())
+        if expected_version is None:
+            expected_version = self._versions.get(table_id)
+            if expected_version is None:
+                expected_version = self.get(table_id).version
+        message.expected_version = expected_version
+        request = _Request(
+            table_id,
+            method,
+            message,
+            on_success or (lambda response: self._view(response.table)),
+        )
+        with self._lock:
+            self._last = request
+            self.last_request_id = message.request_id
+        return self._send(request)
+
+    def retry(self) -> TableView:
+        """Send the last mutating request again, unchanged (same request id and expected
+        version): the first result if it was applied, else it is judged now."""
+        request = self._last
+        if request is None:
+            raise invalid("no mutating request to retry", "request_id")
+        return self._send(request)
+
+    def _own_seat(self, table_id: str, seat: int | None) -> int:
+        if seat is not None:
+            return seat
+        own = self.seat_of(table_id)
+        if own is None:
+            raise invalid(
+                f"which seat? this client holds no seat token for table {table_id!r}", "seat"
+            )
+        return own
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> TableClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- tables and seats ---------------------------------------------------------------------
+    def create_table(
+        self,
+        *,
+        ruleset: RulesetLike = None,
+        seats: int = 0,
+        turn_time_limit_ms: int = 0,
+        fantasyland_time_limit_ms: int = 0,
+        max_hands: int = 0,
+        client_seed: str = "",
+        request_id: str | None = None,
+    ) -> TableView:
+        """Open a table (the operator ``api_key`` when the server has keys configured); the
+        spectator's view of it. A retry with the same ``request_id`` names the same table."""
+        message = pb.CreateTableRequest(
+            seats=seats,
+            turn_time_limit_ms=turn_time_limit_ms,
+            fantasyland_time_limit_ms=fantasyland_time_limit_ms,
+            max_hands=max_hands,
+            client_seed=client_seed,
+            request_id=request_id or str(uuid.uuid4()),
+        )
+        spec = ruleset_spec(ruleset)
+        if spec is not None:
+            message.ruleset.CopyFrom(spec)
+        response = self._call(self._stub.CreateTable, message, None)
+        return self._view(response.table)
+
+    def get(self, table_id: str, *, as_seat: int | None = None) -> TableView:
+        """The table as this client may see it (its seat's view, else a spectator's; an
+        operator may pass ``as_seat``)."""
+        message = pb.GetTableRequest(table_id=table_id)
+        if as_seat is not None:
+            message.as_seat = as_seat
+        return self._view(self._call(self._stub.GetTable, message, table_id).table)
+
+    def join(
+        self,
+        table_id: str,
+        seat: int,
+        player_id: str,
+        *,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> str:
+        """Take ``seat``; returns its seat token, which this client keeps and sends on every
+        later call about ``table_id`` (save it to resume elsewhere: :meth:`use_seat`)."""
+
+        def joined(response: pb.JoinSeatResponse) -> TableView:
+            self.use_seat(table_id, seat, response.seat_token)
+            return self._view(response.table)
+
+        self._mutate(
+            table_id,
+            self._stub.JoinSeat,
+            pb.JoinSeatRequest(seat=seat, player_id=player_id),
+            request_id=request_id,
+            expected_version=expected_version,
+            on_success=joined,
+        )
+        token = self.seat_token(table_id)
+        assert token is not None
+        return token
+
+    def leave(
+        self,
+        table_id: str,
+        *,
+        seat: int | None = None,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> TableView:
+        """Leave a seat between hands (default: this client's own); its token is dropped."""
+        own = self._own_seat(table_id, seat)
+
+        def left(response: pb.LeaveSeatResponse) -> TableView:
+            with self._lock:
+                if self._seats.get(table_id, (None,))[0] == own:
+                    del self._seats[table_id]
+            return self._view(response.table)
+
+        return self._mutate(
+            table_id,
+            self._stub.LeaveSeat,
+            pb.LeaveSeatRequest(seat=own),
+            request_id=request_id,
+            expected_version=expected_version,
+            on_success=left,
+        )
+
+    # --- hands --------------------------------------------------------------------------------
+    def start_hand(
+        self,
+        table_id: str,
+        *,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> TableView:
+        """Start the next hand (any seated player, or an operator)."""
+        return self._mutate(
+            table_id,
+            self._stub.StartHand,
+            pb.StartHandRequest(),
+            request_id=request_id,
+            expected_version=expected_version,
+        )
+
+    def place(
+        self,
+        table_id: str,
+        placements: Placements | None = None,
+        *,
+        top: str | Sequence[str] = (),
+        middle: str | Sequence[str] = (),
+        bottom: str | Sequence[str] = (),
+        discard: str | None = None,
+        seat: int | None = None,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> TableView:
+        """Place the dealt batch: ``placements`` card -> row (``"top"``, ``"middle"``,
+        ``"bottom"``), or the cards row by row (``bottom="As Ad", top="7c"``); ``discard``
+        on streets that discard (Pineapple)."""
+        pairs = _placement_pairs(placements, top=top, middle=middle, bottom=bottom)
+        message = pb.PlaceCardsRequest(
+            seat=self._own_seat(table_id, seat),
+            placements=[pb.Placement(card=card, row=row_position(row)) for card, row in pairs],
+            discard=discard or "",
+        )
+        return self._mutate(
+            table_id,
+            self._stub.PlaceCards,
+            message,
+            request_id=request_id,
+            expected_version=expected_version,
+        )
+
+    def set_fantasyland(
+        self,
+        table_id: str,
+        board: BoardLike,
+        discards: str | Sequence[str] = (),
+        *,
+        seat: int | None = None,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> TableView:
+        """Set a whole Fantasyland hand: the board (``"Qs Qd 2c / ... / ..."``, a mapping or
+        rows) and the dealt cards left off it."""
+        message = pb.SetFantasylandRequest(
+            seat=self._own_seat(table_id, seat),
+            board=board_message(board),
+            discards=card_list(discards, "discards"),
+        )
+        return self._mutate(
+            table_id,
+            self._stub.SetFantasyland,
+            message,
+            request_id=request_id,
+            expected_version=expected_version,
+        )
+
+    def hand_history(self, table_id: str, hand_number: int) -> HandHistory:
+        """A finished hand, its server seed revealed (NotFoundError while it is not over)."""
+        message = pb.GetHandHistoryRequest(table_id=table_id, hand_number=hand_number)
+        return HandHistory.from_proto(self._call(self._stub.GetHandHistory, message, table_id))
+
+    def list_hands(self, table_id: str, *, page_size: int = 0, page_token: str = "") -> HandPage:
+        """One page of the table's finished hands, oldest first."""
+        message = pb.ListHandsRequest(table_id=table_id, page_size=page_size, page_token=page_token)
+        return HandPage.from_proto(self._call(self._stub.ListHands, message, table_id))
+
+    def iter_hands(self, table_id: str, *, page_size: int = 0) -> Iterator[HandSummary]:
+        """Every finished hand, oldest first, page after page."""
+        token = ""
+        while True:
+            page = self.list_hands(table_id, page_size=page_size, page_token=token)
+            yield from page.hands
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    def watch(
+        self,
+        table_id: str,
+        *,
+        as_seat: int | None = None,
+        after_event_id: str = "",
+        reconnect_timeout: float = 30.0,
+    ) -> TableWatch:
+        """The caller's view as a snapshot, then every event as the caller may see it
+        (iterate; ``cancel()`` or leave the ``with`` block to stop). ``after_event_id``:
+        resume after that event, without a snapshot."""
+        return TableWatch(
+            self,
+            table_id,
+            as_seat=as_seat,
+            after_event_id=after_event_id,
+            reconnect_timeout=reconnect_timeout,
+        )
+
+
+class TableWatch:
+    """An open watch: iterate for :data:`~ofc_client.table_models.WatchItem` values.
+
+    ``last_event_id`` is the id of the last event yielded (or the snapshot's); a dropped
+    stream is reopened after it, so events arrive exactly once. When the server no longer
+    holds events that far back (EVENTS_TRIMMED), the watch starts again with a fresh
+    snapshot: a snapshot in the middle of a stream means "resynchronise from here".
+    """
+
+    def __init__(
+        self,
+        client: TableClient,
+        table_id: str,
+        *,
+        as_seat: int | None,
+        after_event_id: str,
+        reconnect_timeout: float,
+    ) -> None:
+        self.client = client
+        self.table_id = table_id
+        self.as_seat = as_seat
+        self.last_event_id = after_event_id
+        self.reconnect_timeout = reconnect_timeout
+        self.reconnects = 0
+        self._call: Any = None
+        self._cancelled = False
+
+    def _open(self) -> Any:
+        message = pb.WatchRequest(table_id=self.table_id, after_event_id=self.last_event_id)
+        if self.as_seat is not None:
+            message.as_seat = self.as_seat
+        return self.client._stub.Watch(
+            message, timeout=None, metadata=self.client._metadata(self.table_id)
+        )
+
+    def __iter__(self) -> TableWatch:
+        return self
+
+    def __next__(self) -> WatchItem:
+        failing_since: float | None = None
+        delay = 0.05
+        while True:
+            if self._cancelled:
+                raise StopIteration
+            if self._call is None:
+                self._call = self._open()
+            try:
+                message = next(self._call)
+            except StopIteration:
+                self._call = None
+                raise
+            except grpc.RpcError as rpc_error:
+                self._call = None
+                if self._cancelled:
+                    raise StopIteration from None
+                error = from_rpc_error(rpc_error)
+                if error.reason == "EVENTS_TRIMMED":
+                    self.last_event_id = ""
+                    continue
+                now = time.monotonic()
+                failing_since = now if failing_since is None else failing_since
+                if not _reconnectable(error) or now - failing_since > self.reconnect_timeout:
+                    raise error from None
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                self.reconnects += 1
+                continue
+            if message.HasField("snapshot"):
+                view = self.client._view(message.snapshot)
+                self.last_event_id = view.last_event_id
+                return view
+            event = TableEvent.from_proto(message.event)
+            self.last_event_id = event.event_id
+            self.client._saw(self.table_id, event.version)
+            return event
+
+    def cancel(self) -> None:
+        """Stop the watch (from any thread); iteration ends."""
+        self._cancelled = True
+        call = self._call
+        if call is not None:
+            call.cancel()
+
+    def __enter__(self) -> TableWatch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cancel()
+
+
+def _reconnectable(error: OfcClientError) -> bool:
+    """A replica or the store went away (or the server ended the stream): try again."""
+    return error.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
+
+def _placement_pairs(
+    placements: Placements | None,
+    *,
+    top: str | Sequence[str],
+    middle: str | Sequence[str],
+    bottom: str | Sequence[str],
+) -> list[tuple[str, str]]:
+    """Placements as (card, row) pairs, from a mapping, pairs or rows.
+
+    >>> _placement_pairs({"As": "bottom"}, top=(), middle=(), bottom=())
+    [('As', 'bottom')]
+    >>> _placement_pairs(None, top="7c", middle=(), bottom="As Ad")
+    [('7c', 'top'), ('As', 'bottom'), ('Ad', 'bottom')]
+    """
+    by_rows = [(card, row) for row, cards in zip(ROWS, (top, middle, bottom), strict=True)
+               for card in card_list(cards, f"placements.{row}")]  # fmt: skip
+    if placements is None:
+        return by_rows
+    if by_rows:
+        raise invalid("give placements or rows (top=, middle=, bottom=), not both", "placements")
+    pairs = list(placements.items()) if isinstance(placements, Mapping) else list(placements)
+    for k, pair in enumerate(pairs):
+        shaped = isinstance(pair, tuple) and len(pair) == 2
+        if not shaped or not all(isinstance(x, str) for x in pair):
+            raise invalid(f"a placement is (card, row), got {pair!r}", f"placements[{k}]")
+    return pairs

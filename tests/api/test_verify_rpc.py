@@ -1,0 +1,183 @@
+"""RulesService.VerifyHandHistory over a real channel: the same answers as ``ofc.verify``.
+
+A bad history is an answer (ok false), never an error; only a request the service will
+not read is an error (over the size limit, an unknown expected ruleset). The histories of
+a whole match, exported with TableService.ListHands + GetHandHistory, verify.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from ofc.verify import Code, verify_history
+from ofc_service.api.rules import MAX_HISTORY_BYTES
+from ofc_service.server.background import BackgroundServer
+from ofc_service.server.config import ServerConfig
+from ofcpoker.v1 import rules_service_pb2 as pb
+from ofcpoker.v1 import ruleset_pb2
+from ofcpoker.v1 import table_service_pb2 as tables_pb
+from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
+from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
+
+from tests.api.conftest import MAX_MESSAGE_BYTES
+from tests.api.wire import wire_error
+from tests.e2e.test_tables import Table, start_server
+from tests.ofc.test_verify import BASES, TAMPERING, Mutation
+
+
+def verify(stub: RulesServiceStub, history: Any, **kwargs: Any) -> pb.VerifyHandHistoryResponse:
+    text = history if isinstance(history, str) else json.dumps(history)
+    response: pb.VerifyHandHistoryResponse = stub.VerifyHandHistory(
+        pb.VerifyHandHistoryRequest(history_json=text, **kwargs)
+    )
+    return response
+
+
+@pytest.mark.parametrize("name", list(BASES))
+def test_untampered_histories_are_ok(stub: RulesServiceStub, name: str) -> None:
+    response = verify(stub, BASES[name])
+    assert response.ok and not response.HasField("discrepancy")
+
+
+@pytest.mark.parametrize(
+    ("base", "mutate"), [pytest.param(case[1], case[2], id=case[0]) for case in TAMPERING]
+)
+def test_the_rpc_names_what_ofc_verify_names(
+    stub: RulesServiceStub, base: str, mutate: Mutation
+) -> None:
+    history = copy.deepcopy(BASES[base])
+    mutate(history)
+    expected = verify_history(history)
+    assert expected is not None
+    response = verify(stub, history)
+    assert not response.ok
+    found = response.discrepancy
+    assert (found.code, found.location, found.message) == (
+        expected.code,
+        expected.location,
+        expected.message,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "location"),
+    [("{not json", ""), ("[]", ""), ('{"format_version": 1}', "algorithm")],
+    ids=["not json", "not an object", "incomplete"],
+)
+def test_a_malformed_history_is_an_answer_not_an_error(
+    stub: RulesServiceStub, text: str, location: str
+) -> None:
+    response = verify(stub, text)
+    assert not response.ok
+    assert (response.discrepancy.code, response.discrepancy.location) == (
+        Code.MALFORMED_HISTORY,
+        location,
+    )
+    assert response.discrepancy.message
+
+
+def test_the_agreed_ruleset(stub: RulesServiceStub) -> None:
+    history = BASES["pineapple"]
+    pineapple = ruleset_pb2.RulesetSpec(preset="pineapple")
+    assert verify(stub, history, expected_ruleset=pineapple).ok
+    house = ruleset_pb2.RulesetSpec(
+        preset="pineapple", overrides=ruleset_pb2.RulesetOverrides(loss_cap=20)
+    )
+    response = verify(stub, history, expected_ruleset=house)
+    assert not response.ok
+    assert (response.discrepancy.code, response.discrepancy.location) == (
+        "RULESET_MISMATCH",
+        "initial_state.ruleset.name",
+    )
+
+
+def test_an_unknown_agreed_ruleset_is_an_error(stub: RulesServiceStub) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        verify(stub, BASES["explicit"], expected_ruleset=ruleset_pb2.RulesetSpec(preset="nope"))
+    error = wire_error(caught.value)
+    assert (error.code, error.reason, error.info_field) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "UNKNOWN_RULESET",
+        "expected_ruleset.preset",
+    )
+
+
+def test_over_the_servers_message_limit_is_resource_exhausted(stub: RulesServiceStub) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        verify(stub, " " * (MAX_MESSAGE_BYTES + 1))
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+@pytest.fixture(scope="module")
+def roomy_stub() -> Iterator[RulesServiceStub]:
+    """A server whose message limit is above the history limit, to reach the latter."""
+    size = 4 * MAX_HISTORY_BYTES
+    config = ServerConfig(
+        listen="127.0.0.1:0", metrics_listen="", max_message_bytes=size, grace_seconds=1
+    )
+    options = [("grpc.max_send_message_length", size), ("grpc.max_receive_message_length", size)]
+    with BackgroundServer(config) as server, grpc.insecure_channel(server.address, options) as ch:
+        yield RulesServiceStub(ch)
+
+
+def test_the_history_size_limit(roomy_stub: RulesServiceStub) -> None:
+    text = json.dumps(BASES["timeouts"])
+    padded = text + " " * (MAX_HISTORY_BYTES - len(text))  # JSON allows trailing whitespace
+    assert verify(roomy_stub, padded).ok
+    with pytest.raises(grpc.RpcError) as caught:
+        verify(roomy_stub, padded + " ")
+    error = wire_error(caught.value)
+    assert (error.code, error.reason, error.info_field) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_INPUT",
+        "history_json",
+    )
+    multibyte = "é" * (MAX_HISTORY_BYTES // 2 + 1)  # under the limit in characters, not bytes
+    with pytest.raises(grpc.RpcError) as caught:
+        verify(roomy_stub, multibyte)
+    assert wire_error(caught.value).info_field == "history_json"
+
+
+# --- a match exported from a live table ------------------------------------------------------
+def export_match(tables: TableServiceStub, table_id: str) -> list[dict[str, Any]]:
+    """The export of docs/hand-history.md: ListHands page by page, then each GetHandHistory."""
+    exported = []
+    page_token = ""
+    while True:
+        page = tables.ListHands(
+            tables_pb.ListHandsRequest(table_id=table_id, page_size=1, page_token=page_token)
+        )
+        for summary in page.hands:
+            got = tables.GetHandHistory(
+                tables_pb.GetHandHistoryRequest(table_id=table_id, hand_number=summary.hand_number)
+            )
+            exported.append(json.loads(got.history_json))
+        page_token = page.next_page_token
+        if not page_token:
+            return exported
+
+
+def test_every_hand_of_an_exported_match_verifies(stub: RulesServiceStub) -> None:
+    with start_server() as server, grpc.insecure_channel(server.address) as channel:
+        tables = TableServiceStub(channel)
+        table = Table(tables, "verify-export")  # two seats, each filling bottom, middle, top
+        for _ in range(2):
+            table.play_hand()
+        exported = export_match(tables, table.id)
+        table_id = table.id
+    assert [h["hand_number"] for h in exported] == [1, 2]
+    assert [h["table_id"] for h in exported] == [table_id] * 2
+    for history in exported:
+        assert verify_history(history) is None
+        assert verify(stub, history).ok
+    # the second hand starts where the first left the table
+    assert exported[1]["initial_state"]["button"] == exported[0]["button_next"]
+    tampered = copy.deepcopy(exported[1])
+    tampered["settlement"]["pairs"][0]["points"] += 1
+    response = verify(stub, tampered)
+    assert (response.ok, response.discrepancy.location) == (False, "settlement.pairs[0].points")

@@ -1,0 +1,211 @@
+"""ofc_client.TableClient against a live server: versions and request ids handled for the
+caller, retries with the same id, typed errors with the ErrorInfo reason, watches."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from ofc.rulesets import get_ruleset
+from ofc_client import (
+    FailedPreconditionError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    RetryableError,
+    StaleVersionError,
+    TableClient,
+    TableEvent,
+    TableView,
+    UnauthenticatedError,
+)
+from ofc_client.table_models import CardsDealtEvent
+from ofc_service.server.background import BackgroundServer
+
+from tests.conftest import free_port
+from tests.e2e.tablekit import API_KEY, LONG_TURN_MS, Watcher, naive_move, start_server
+
+CLASSIC = get_ruleset("classic")
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[BackgroundServer]:
+    with start_server() as running:
+        yield running
+
+
+@pytest.fixture
+def seated(live: BackgroundServer) -> Iterator[tuple[str, TableClient, TableClient, TableClient]]:
+    """A fresh two-seat table: (table id, the operator, ann in seat 0, bob in seat 1)."""
+    host = TableClient(live.address, api_key=API_KEY)
+    ann, bob = TableClient(live.address), TableClient(live.address)
+    table_id = host.create_table(seats=2, turn_time_limit_ms=LONG_TURN_MS).table_id
+    ann.join(table_id, 0, "ann")
+    bob.join(table_id, 1, "bob")
+    yield table_id, host, ann, bob
+    for c in (host, ann, bob):
+        c.close()
+
+
+def turn_client(table_id: str, view: TableView, *players: TableClient) -> TableClient:
+    assert view.hand is not None and view.hand.turn is not None
+    return players[view.hand.turn]
+
+
+def test_moves_use_the_last_version_seen_and_a_fresh_uuid4_request_id(
+    seated: tuple[str, TableClient, TableClient, TableClient], live: BackgroundServer
+) -> None:
+    table_id, _, ann, bob = seated
+    assert (ann.seat_of(table_id), bob.seat_of(table_id)) == (0, 1)
+    assert ann.version(table_id) == 2 and bob.version(table_id) == 3  # each saw its own join
+    with pytest.raises(StaleVersionError) as stale:
+        ann.start_hand(table_id)  # ann has not seen bob join
+    assert (stale.value.code, stale.value.reason, stale.value.field) == (
+        grpc.StatusCode.ABORTED,
+        "STALE_VERSION",
+        "expected_version",
+    )
+    assert isinstance(stale.value, RetryableError)
+    ann.get(table_id)
+    started = ann.start_hand(table_id)
+    assert started.version == 4 and ann.version(table_id) == 4
+    assert uuid.UUID(ann.last_request_id).version == 4
+    player = turn_client(table_id, started, ann, bob)
+    mine = player.get(table_id)
+    placements, _ = naive_move(mine, CLASSIC)
+    moved = player.place(table_id, placements)
+    assert moved.version == 5 and moved.my_seat is not None and moved.my_seat.pending == ()
+    first_id = player.last_request_id
+    # retry(): the same request again, answered with the first result, applied once
+    assert player.retry() == moved and player.last_request_id == first_id
+    assert player.get(table_id).version == 5
+    # the same id from another client (say, after a crash) changes nothing either
+    other = TableClient(live.address)
+    token = player.seat_token(table_id)
+    assert mine.viewer_seat is not None and token is not None
+    other.use_seat(table_id, mine.viewer_seat, token)
+    again = other.place(table_id, placements, request_id=first_id, expected_version=4)
+    assert again == moved
+    other.close()
+
+
+def test_errors_are_typed_and_carry_the_server_reason(
+    seated: tuple[str, TableClient, TableClient, TableClient], live: BackgroundServer
+) -> None:
+    table_id, host, ann, bob = seated
+    with pytest.raises(NotFoundError) as missing:
+        ann.get("no-such-table")
+    assert missing.value.reason == "TABLE_NOT_FOUND"
+    with pytest.raises(UnauthenticatedError) as no_key:
+        ann.create_table(seats=2)
+    assert no_key.value.reason == "UNAUTHENTICATED"
+    ann.get(table_id)
+    with pytest.raises(FailedPreconditionError) as not_started:
+        ann.place(table_id, {"As": "top"})
+    assert not_started.value.reason == "HAND_NOT_IN_PROGRESS"
+    host.get(table_id)
+    started = host.start_hand(table_id)
+    assert started.viewer_seat is None and started.hand is not None
+    waiting = ann if started.hand.turn == 1 else bob
+    mover = bob if waiting is ann else ann
+    waiting.get(table_id)
+    mover.get(table_id)
+    with pytest.raises(PermissionDeniedError) as not_mine:
+        waiting.place(table_id, {"As": "top"}, seat=started.hand.turn)
+    assert not_mine.value.reason == "PERMISSION_DENIED"
+    with pytest.raises(FailedPreconditionError) as early:
+        waiting.place(table_id, {"As": "top"})
+    assert early.value.reason == "NOT_YOUR_TURN"
+    with pytest.raises(InvalidRequestError) as bad_card:
+        mover.place(table_id, {"Zz": "top"})
+    assert (bad_card.value.reason, bad_card.value.field) == ("INVALID_CARD", "placements[0].card")
+    with pytest.raises(InvalidRequestError) as bad_row:
+        mover.place(table_id, {"As": "sideways"})  # refused before anything is sent
+    assert bad_row.value.field == "row"
+    with pytest.raises(InvalidRequestError):
+        mover.place(table_id, {"As": "top"}, bottom="Kd")
+    with pytest.raises(NotFoundError) as not_over:
+        ann.hand_history(table_id, 1)
+    assert not_over.value.reason == "HAND_NOT_FOUND"
+    with pytest.raises(InvalidRequestError) as no_seat:
+        host.place(table_id, {"As": "top"})
+    assert no_seat.value.field == "seat"
+    assert host.get(table_id).version == started.version  # nothing above changed the table
+
+
+def test_unavailable_is_retried_then_raised_as_retryable() -> None:
+    nowhere = TableClient(f"127.0.0.1:{free_port()}", retries=2, retry_delay=0.01, timeout=2)
+    with pytest.raises(RetryableError) as down:
+        nowhere.get("t")
+    assert down.value.code == grpc.StatusCode.UNAVAILABLE
+    nowhere.close()
+
+
+def test_join_leave_and_resume_a_seat_with_a_saved_token(live: BackgroundServer) -> None:
+    host = TableClient(live.address, api_key=API_KEY)
+    table_id = host.create_table(seats=3).table_id
+    cy = TableClient(live.address)
+    request_id = str(uuid.uuid4())
+    token = cy.join(table_id, 2, "cy", request_id=request_id)
+    assert token.startswith("st_")
+    assert cy.retry().viewer_seat == 2 and cy.seat_token(table_id) == token  # same token again
+    elsewhere = TableClient(live.address)
+    elsewhere.use_seat(table_id, 2, token)
+    assert elsewhere.get(table_id).viewer_seat == 2
+    left = elsewhere.leave(table_id)
+    assert left.seats[2].player_id == "" and elsewhere.seat_of(table_id) is None
+    assert elsewhere.get(table_id).viewer_seat is None  # a spectator now
+    with pytest.raises(PermissionDeniedError):
+        cy.get(table_id)  # the old token is gone with the seat
+    for c in (host, cy, elsewhere):
+        c.close()
+
+
+def test_watch_snapshot_events_resume_and_hand_listing(
+    seated: tuple[str, TableClient, TableClient, TableClient],
+) -> None:
+    table_id, host, ann, bob = seated
+    watcher = Watcher(ann, table_id).wait_for_snapshot()
+    host.get(table_id)
+    for _ in range(3):  # three hands, both seats by the naive player
+        host.start_hand(table_id)
+        while True:
+            view = host.get(table_id)
+            assert view.hand is not None
+            if view.hand.over:
+                break
+            player = turn_client(table_id, view, ann, bob)
+            placements, _ = naive_move(player.get(table_id), CLASSIC)
+            player.place(table_id, placements)
+    final = host.get(table_id)
+    watcher.wait_for_event_id(final.last_event_id)
+    watcher.stop()
+    snapshot = watcher.snapshot
+    assert snapshot.viewer_seat == 0 and snapshot.version == 3
+    events = watcher.events
+    assert [e.version for e in events] == sorted(e.version for e in events)
+    assert events[-1].version == final.version and ann.version(table_id) == final.version
+    dealt = [e.detail for e in events if isinstance(e.detail, CardsDealtEvent)]
+    assert all(bool(d.cards) == (d.seat == 0) for d in dealt)
+    # resume in the middle: exactly the rest
+    middle = events[len(events) // 2]
+    resumed = ann.watch(table_id, after_event_id=middle.event_id)
+    rest: list[TableEvent] = []
+    for item in resumed:
+        assert isinstance(item, TableEvent)
+        rest.append(item)
+        if item.event_id == final.last_event_id:
+            resumed.cancel()
+    assert rest == events[len(events) // 2 + 1 :]
+    assert list(resumed) == []  # cancelled: iteration is over
+    # finished hands, page by page
+    page = host.list_hands(table_id, page_size=2)
+    assert [h.hand_number for h in page.hands] == [1, 2] and page.next_page_token
+    summaries = list(host.iter_hands(table_id, page_size=2))
+    assert [h.hand_number for h in summaries] == [1, 2, 3]
+    history = host.hand_history(table_id, 3)
+    assert history.history["hand_number"] == 3
+    assert history.settlement.points == summaries[2].points
+    assert sum(s.points for s in final.seats) == 0
