@@ -1,19 +1,29 @@
 """Deterministic default moves: what the table plays for a seat whose clock ran out.
 
-:func:`choose_placement` places a dealt batch (and picks the discard) by a one-step
-look-ahead. Every legal way to place the batch is scored on the same fixed set of sampled
-completions: the cards the seat has not seen, drawn in a pseudo-random order that is a
-pure function of what the seat can see (its board, its batch and the dead cards), fill the
-empty slots. A completion that fouls costs :data:`FOUL_COST`; a legal one is worth its
-royalties, a small bonus per row category (rows that win more often) and a bonus for
-qualifying for Fantasyland. The placement with the best average wins; ties go to the
-first in a fixed enumeration that prefers lower rows. With many placements (a five-card
-first street) a short screen on a few samples keeps the best dozen for the full count.
+:func:`choose_placement` places a dealt batch (and picks the discard) by playing the rest
+of the hand out many times. A *future* is one way the later streets could come to the
+seat: the cards it has not seen, in a pseudo-random order that is a pure function of what
+the seat can see (its board, its batch and the dead cards). The ways to place the batch
+are played out along the same futures and the final boards scored: a foul costs
+:data:`FOUL_COST`; a legal board is worth its royalties, a small bonus per row category
+(rows that win more often) and a bonus for qualifying for Fantasyland. The best average
+wins; ties go to the first placement in a fixed enumeration that prefers lower rows.
 
-Filling slots at random plays the future worse than the seat would, so the estimate is
-pessimistic about fragile boards: strong cards on top, a middle that may outgrow the
-bottom. That bias is what a timeout wants — avoid fouling. ``python -m bench.policy``
-measures it against random placement.
+Inside a future the later cards are placed the way a careful player places them: one at a
+time, without knowing what comes next, each to the row that scores best on average over
+:data:`ROLLOUT_FILLS` random completions of the board (*fills*: other unseen cards of the
+same future, none of which the seat is dealt in it); on a street with a discard, the card
+whose best row scores lowest is thrown. The first version of this policy (kept as
+``bench/policy_v1.py``) filled the later slots at random instead, which plays the future
+worse than the seat will and so misjudges boards: it liked three cards on top on the first
+street, split pairs, and let a middle outgrow the bottom. ``python -m bench.policy``
+measures this version against that one and against random placement.
+
+The work is bounded. Many candidates (232 for a five-card first street, about 24 for a
+pineapple batch) are first cut down on random fills, the first version's cheap estimate,
+in stages (:data:`SCREEN`); the few left are played out on as many futures as
+:data:`WORK` allows. When one card is still to come, every unseen card is tried once, so
+that choice is exact.
 
 :func:`choose_fantasyland` sets a Fantasyland hand with the exact solver
 (:func:`ofc.solver.solve_fantasyland`), which never fouls.
@@ -21,14 +31,16 @@ measures it against random placement.
 >>> from ofc.cards import parse_cards
 >>> placements, discards = choose_placement(Board(), parse_cards("Ah Ad 7c 3s 2d"), 5)
 >>> sorted((r.value, str(c)) for c, r in placements)
-[('bottom', 'Ad'), ('bottom', 'Ah'), ('top', '2d'), ('top', '3s'), ('top', '7c')]
+[('bottom', '7c'), ('bottom', 'Ad'), ('bottom', 'Ah'), ('top', '2d'), ('top', '3s')]
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Iterable, Sequence
-from itertools import combinations, product
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import combinations, combinations_with_replacement, product
 
 from ofc.cards import ALL_CARDS, Card
 from ofc.errors import InvalidInputError, WrongCardCountError
@@ -37,25 +49,58 @@ from ofc.rulesets import BOARD_SIZE, DEFAULT_RULESET, Row, Ruleset
 from ofc.scoring import Board, row_royalty
 from ofc.solver import solve_fantasyland
 
-__all__ = ["FOUL_COST", "choose_fantasyland", "choose_placement"]
+__all__ = [
+    "CATEGORY_WEIGHT",
+    "FANTASYLAND_BONUS",
+    "FOUL_COST",
+    "MAX_SAMPLES",
+    "MIN_SAMPLES",
+    "ROLLOUT_FILLS",
+    "SCREEN",
+    "WORK",
+    "choose_fantasyland",
+    "choose_placement",
+]
 
 FOUL_COST = 8.0
-"""What a fouled completion scores: the 6 a foul pays plus a typical opponent's royalties."""
+"""What a fouled board scores: the 6 a foul pays plus a typical opponent's royalties."""
 
 CATEGORY_WEIGHT = 0.35
 """Bonus per category step of each row (a pair beats high cards more often, and so on)."""
 
 FANTASYLAND_BONUS = 6.0
-"""Bonus for a completion that qualifies for Fantasyland next hand."""
+"""Bonus for a board that qualifies for Fantasyland next hand."""
 
-SAMPLES = 96
-SCREEN_SAMPLES = 12
-SCREEN_KEEP = 24
+WORK = 1600
+"""What one decision may play out in all: the candidates played, times their futures, times
+the choices each future makes (a card placed, or weighed for a discard). This bounds the
+time of a move; futures are as many as it allows, within :data:`MIN_SAMPLES` and
+:data:`MAX_SAMPLES`."""
+
+MIN_SAMPLES = 16
+"""Futures per candidate at least, however long the futures."""
+
+MAX_SAMPLES = 64
+"""Futures per candidate at most (late in a hand, when futures are short)."""
+
+ROLLOUT_FILLS = 2
+"""Random completions behind each greedy choice inside a future."""
+
+SCREEN = ((8, 48), (24, 6))
+"""How a large set of candidates (a five-card first street, a pineapple batch) is cut down
+before anything is played out, on random fills: ``(n, k)`` keeps the ``k`` best after
+``n`` fills."""
+
 _MASK = (1 << 64) - 1
+_TOP, _MIDDLE, _BOTTOM = 0, 1, 2
+_SIZES = (3, 5, 5)
 # Rows in the order candidates try them: ties go to the lower row.
 _ROW_ORDER = (Row.BOTTOM, Row.MIDDLE, Row.TOP)
 
 Placements = tuple[tuple[Card, Row], ...]
+_Rows = tuple[tuple[Card, ...], tuple[Card, ...], tuple[Card, ...]]
+_Candidate = tuple[_Rows, Placements, tuple[Card, ...]]
+_Streets = tuple[tuple[int, int], ...]
 
 
 def choose_placement(
@@ -69,7 +114,8 @@ def choose_placement(
 ) -> tuple[Placements, tuple[Card, ...]]:
     """Place ``place`` cards of ``batch`` on ``board`` (discarding the rest); returns the
     (card, row) pairs in batch order and the discards. ``dead``: other cards the seat has
-    seen (its earlier discards, the other boards' face-up cards).
+    seen (its earlier discards, the other boards' face-up cards). ``samples``: futures per
+    candidate played out (default: as many as :data:`WORK` allows).
 
     Deterministic: the same arguments always give the same answer.
 
@@ -82,28 +128,49 @@ def choose_placement(
     ([('Jh', 'bottom'), ('3c', 'middle')], 'Kd')
     """
     batch = tuple(batch)
-    free = (3 - len(board.top), 5 - len(board.middle), 5 - len(board.bottom))
-    if not 0 < place <= len(batch) or place > sum(free):
-        raise WrongCardCountError(
-            f"cannot place {place} of {len(batch)} cards with {sum(free)} slots free", field="place"
-        )
-    if len(set(batch)) != len(batch):
-        raise InvalidInputError("the batch holds a card twice", field="batch")
-    candidates = _candidates(board, batch, place, free)
+    candidates = _candidates(board, batch, place)
     if len(candidates) == 1:
         return _answer(candidates[0])
+    free = _free(board)
     seen = set(board.cards) | set(batch) | set(dead)
     unknown = [c for c in ALL_CARDS if c not in seen]
+    streets = _later_streets(ruleset, len(board.cards) + place)
     to_fill = BOARD_SIZE - len(board.cards) - place
-    count = SAMPLES if samples is None else max(1, samples)
-    fills = _fills(unknown, to_fill, count, _seed(board, batch, seen)) if to_fill else [()]
-    scorer = _Scorer(ruleset)
+    if to_fill > len(unknown):
+        raise InvalidInputError(
+            f"{to_fill} slots to fill but only {len(unknown)} unseen cards", field="dead"
+        )
+    dealt = sum(deal for deal, _ in streets)
+    if dealt > len(unknown):  # not a real deal: no discards
+        streets = ((1, 1),) * to_fill
+        dealt = to_fill
+    keep = min(len(candidates), SCREEN[-1][1])
+    choices = sum(deal + (place < deal) for deal, place in streets)  # per future
+    if samples is None:
+        samples = max(MIN_SAMPLES, min(MAX_SAMPLES, WORK // (keep * max(choices, 1))))
+    count = max(1, samples)
+    fills = SCREEN[-1][0] if len(candidates) > keep else 0
+    futures = _futures(unknown, streets, free, max(count, fills), _seed(board, batch, seen))
+    exact = streets == ((1, 1),)  # every unseen card is a future of its own
+    scorer = _scorer(ruleset)
     indices = list(range(len(candidates)))
-    if len(candidates) > SCREEN_KEEP and len(fills) > SCREEN_SAMPLES:
-        screen = fills[:SCREEN_SAMPLES]
-        quick = [scorer.total(candidates[i][0], screen) for i in indices]
-        indices = sorted(sorted(indices, key=lambda i: -quick[i])[:SCREEN_KEEP])
-    best = max(indices, key=lambda i: (scorer.total(candidates[i][0], fills), -i))
+    quick = [0.0] * len(candidates)
+    done = 0
+    stages = ((len(futures), keep),) if exact else SCREEN
+    for n, k in stages:  # random fills: each future's cards, slot by slot
+        if len(indices) <= k:
+            continue
+        screen = [f.cards for f in futures[done:n]]
+        for i in indices:
+            quick[i] += scorer.filled(candidates[i][0], screen)
+        done = n
+        indices = sorted(sorted(indices, key=lambda i: -quick[i])[:k])
+    if not exact:
+        futures = futures[:count]
+    best = max(
+        indices,
+        key=lambda i: (sum(scorer.play(candidates[i][0], f, streets) for f in futures), -i),
+    )
     return _answer(candidates[best])
 
 
@@ -127,13 +194,20 @@ def choose_fantasyland(
 
 
 # --- candidates -----------------------------------------------------------------------------
-_Rows = tuple[tuple[Card, ...], tuple[Card, ...], tuple[Card, ...]]
-_Candidate = tuple[_Rows, Placements, tuple[Card, ...]]
+def _free(board: Board) -> tuple[int, int, int]:
+    return 3 - len(board.top), 5 - len(board.middle), 5 - len(board.bottom)
 
 
-def _candidates(
-    board: Board, batch: tuple[Card, ...], place: int, free: tuple[int, int, int]
-) -> list[_Candidate]:
+def _candidates(board: Board, batch: tuple[Card, ...], place: int) -> list[_Candidate]:
+    """Every legal way to place ``place`` cards of ``batch``, in a fixed order that tries
+    lower rows first; the question is checked first."""
+    free = _free(board)
+    if not 0 < place <= len(batch) or place > sum(free):
+        raise WrongCardCountError(
+            f"cannot place {place} of {len(batch)} cards with {sum(free)} slots free", field="place"
+        )
+    if len(set(batch)) != len(batch):
+        raise InvalidInputError("the batch holds a card twice", field="batch")
     found: list[_Candidate] = []
     for discards in combinations(batch, len(batch) - place):
         keep = [c for c in batch if c not in discards]
@@ -160,7 +234,24 @@ def _answer(candidate: _Candidate) -> tuple[Placements, tuple[Card, ...]]:
     return candidate[1], candidate[2]
 
 
-# --- deterministic samples ------------------------------------------------------------------
+def _later_streets(ruleset: Ruleset, placed: int) -> _Streets:
+    """(deal, place) of the streets after the one that brings the board to ``placed``
+    cards; one card at a time if the board does not sit on a street boundary."""
+    total = 0
+    for k, street in enumerate(ruleset.streets):
+        total += street.place
+        if total == placed:
+            return tuple((s.deal, s.place) for s in ruleset.streets[k + 1 :])
+    return ((1, 1),) * (BOARD_SIZE - placed)
+
+
+# --- deterministic futures ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Future:
+    cards: tuple[Card, ...]  # the later streets' cards, dealt in this order
+    fills: tuple[_Rows, ...]  # completions for the greedy choices: per row, disjoint cards
+
+
 def _seed(board: Board, batch: tuple[Card, ...], seen: set[Card]) -> int:
     data = bytes([*board.top, 64, *board.middle, 64, *board.bottom, 64, *batch, 64, *sorted(seen)])
     return int.from_bytes(
@@ -168,7 +259,7 @@ def _seed(board: Board, batch: tuple[Card, ...], seen: set[Card]) -> int:
     )
 
 
-def _splitmix64(state: int) -> Iterable[int]:
+def _splitmix64(state: int) -> Iterator[int]:
     while True:
         state = (state + 0x9E3779B97F4A7C15) & _MASK
         z = state
@@ -177,29 +268,57 @@ def _splitmix64(state: int) -> Iterable[int]:
         yield z ^ (z >> 31)
 
 
-def _fills(unknown: list[Card], count: int, samples: int, seed: int) -> list[tuple[Card, ...]]:
-    """``samples`` draws of ``count`` distinct cards from ``unknown`` (partial Fisher-Yates)."""
-    words = iter(_splitmix64(seed))
+def _futures(
+    unknown: list[Card], streets: _Streets, free: tuple[int, int, int], count: int, seed: int
+) -> list[_Future]:
+    """``count`` futures (partial Fisher-Yates over the unseen cards); one per unseen card
+    when a single card is still to come, none to draw when nothing is. Each has up to
+    :data:`ROLLOUT_FILLS` fills, fewer when too few cards are unseen (a full table late in a
+    pineapple hand); with none, the later cards go to the lowest row with room."""
+    dealt = sum(deal for deal, _ in streets)
+    if dealt == 0:
+        return [_Future((), ())]
+    if streets == ((1, 1),):  # its slot is forced: the expectation over every card is exact
+        return [_Future((card,), ()) for card in unknown]
     n = len(unknown)
-    count = min(count, n)
-    fills = []
-    for _ in range(samples):
+    size = sum(free)
+    fills = max(0, min(ROLLOUT_FILLS, (n - dealt) // size))
+    need = min(n, dealt + fills * size)
+    words = _splitmix64(seed)
+    futures = []
+    for _ in range(count):
         pool = unknown[:]
-        for i in range(count):
+        for i in range(need):
             j = i + next(words) % (n - i)
             pool[i], pool[j] = pool[j], pool[i]
-        fills.append(tuple(pool[:count]))
-    return fills
+        sets = []
+        for k in range(fills):
+            at = dealt + k * size
+            top, middle = at + free[0], at + free[0] + free[1]
+            sets.append(
+                (tuple(pool[at:top]), tuple(pool[top:middle]), tuple(pool[middle : at + size]))
+            )
+        futures.append(_Future(tuple(pool[:dealt]), tuple(sets)))
+    return futures
 
 
-# --- scoring completions --------------------------------------------------------------------
+# --- scoring and playing out ----------------------------------------------------------------
+@functools.lru_cache(maxsize=32)  # rulesets are frozen and hashable; a table uses one
+def _scorer(ruleset: Ruleset) -> _Scorer:
+    return _Scorer(ruleset)
+
+
 class _Scorer:
+    """Scores final boards under one ruleset, and plays futures out greedily.
+
+    A future is played with its fills fixed: each fill completes every row (the cards it
+    gives a row are that row's, whatever the other rows hold), so placing a card changes
+    one row's completed value per fill, and the other two carry over to the next card.
+    """
+
     def __init__(self, ruleset: Ruleset) -> None:
         table = ruleset.royalties
-        self.table = table
-        self.middle = table.middle
-        self.bottom = table.bottom
-        self.fantasyland = (
+        fantasyland = (
             min(
                 (e.requirement.category << 20) | ((e.requirement.min_rank + 1) << 16)
                 for e in ruleset.fantasyland_entry
@@ -207,25 +326,129 @@ class _Scorer:
             if ruleset.fantasyland_entry
             else 1 << 40
         )
+        self.top: dict[int, float] = {}
+        for ranks in combinations_with_replacement(range(13), 3):
+            # Distinct cards with these ranks: the k-th copy of a rank gets suit k.
+            value = rank3(*(4 * r + ranks[:i].count(r) for i, r in enumerate(ranks)))
+            self.top[value] = (
+                row_royalty(Row.TOP, value, table)
+                + CATEGORY_WEIGHT * (value >> 20)
+                + (FANTASYLAND_BONUS if value >= fantasyland else 0.0)
+            )
+        self.middle = [p + CATEGORY_WEIGHT * c for c, p in enumerate(table.middle)]
+        self.bottom = [p + CATEGORY_WEIGHT * c for c, p in enumerate(table.bottom)]
 
-    def total(self, rows: _Rows, fills: Sequence[tuple[Card, ...]]) -> float:
+    def value(self, top: int, middle: int, bottom: int) -> float:
+        """The score of a complete board from its three row values."""
+        if top > middle or middle > bottom:
+            return -FOUL_COST
+        return self.top[top] + self.middle[middle >> 20] + self.bottom[bottom >> 20]
+
+    def filled(self, rows: _Rows, fills: Sequence[tuple[Card, ...]]) -> float:
+        """Total score of ``rows`` with the empty slots filled from each fill in order."""
         top, middle, bottom = rows
         a = 3 - len(top)
         b = a + 5 - len(middle)
-        table, mid_table, bot_table, fl = self.table, self.middle, self.bottom, self.fantasyland
-        total = 0.0
-        for fill in fills:
-            vt = rank3(*top, *fill[:a])
-            vm = rank5(*middle, *fill[a:b])
-            vb = rank5(*bottom, *fill[b:])
-            if vt > vm or vm > vb:
-                total -= FOUL_COST
+        c = b + 5 - len(bottom)
+        return sum(
+            self.value(rank3(*top, *f[:a]), rank5(*middle, *f[a:b]), rank5(*bottom, *f[b:c]))
+            for f in fills
+        )
+
+    def play(self, rows: _Rows, future: _Future, streets: _Streets) -> float:
+        """The score of the board ``rows`` become when ``future`` is dealt and placed."""
+        board = list(rows)
+        fills = future.fills
+        completed: list[list[int]] = []  # completed[j][row]: that row completed by fill j
+        stale = True
+        cards = future.cards
+        at = 0
+        for deal, place in streets:
+            batch = cards[at : at + deal]
+            at += deal
+            rooms = [k for k in (_BOTTOM, _MIDDLE, _TOP) if len(board[k]) < _SIZES[k]]
+            if len(rooms) == 1 and place == deal:  # one row left: the cards are forced
+                board[rooms[0]] += batch
+                stale = True
                 continue
-            total += (
-                row_royalty(Row.TOP, vt, table)
-                + mid_table[vm >> 20]
-                + bot_table[vb >> 20]
-                + CATEGORY_WEIGHT * ((vt >> 20) + (vm >> 20) + (vb >> 20))
-                + (FANTASYLAND_BONUS if vt >= fl else 0.0)
+            if stale:
+                completed = [self._complete(board, fill) for fill in fills]
+                stale = False
+            if place < deal:  # keep the cards that fit best (ties: the earlier card)
+                options = [self._options(board, card, fills, completed) for card in batch]
+                kept = sorted(sorted(range(deal), key=lambda k: -options[k][0])[:place])
+                changed: set[int] = set()
+                for k in kept:
+                    option = options[k]
+                    if option[1] in changed:  # that row took a card since: look again
+                        option = self._options(board, batch[k], fills, completed)
+                    self._place(board, batch[k], option, completed)
+                    changed.add(option[1])
+                continue
+            for card in batch:
+                self._place(board, card, self._options(board, card, fills, completed), completed)
+        return self.value(rank3(*board[0]), rank5(*board[1]), rank5(*board[2]))
+
+    @staticmethod
+    def _complete(board: list[tuple[Card, ...]], fill: _Rows) -> list[int]:
+        top, middle, bottom = board
+        return [
+            rank3(*top, *fill[0][: 3 - len(top)]),
+            rank5(*middle, *fill[1][: 5 - len(middle)]),
+            rank5(*bottom, *fill[2][: 5 - len(bottom)]),
+        ]
+
+    def _options(
+        self,
+        board: list[tuple[Card, ...]],
+        card: Card,
+        fills: Sequence[_Rows],
+        completed: list[list[int]],
+    ) -> tuple[float, int, list[int]]:
+        """The best row for ``card`` (ties: the lower row), its total score over the fills,
+        and that row's completed value per fill with the card in it."""
+        top, middle, bottom = board
+        tops, middles, bottoms, foul = self.top, self.middle, self.bottom, -FOUL_COST
+        best: tuple[float, int, list[int]] | None = None
+        # The three rows are written out rather than looped over: this is the hot path
+        # (most of a move's time goes here), and each row pairs with the others differently.
+        if len(bottom) < 5:
+            row, k = (*bottom, card), 4 - len(bottom)
+            values = [rank5(*row, *fill[2][:k]) for fill in fills]
+            score = sum(
+                foul if vt > vm or vm > v else tops[vt] + middles[vm >> 20] + bottoms[v >> 20]
+                for v, (vt, vm, _) in zip(values, completed, strict=True)
             )
-        return total / len(fills)
+            best = (score, _BOTTOM, values)
+        if len(middle) < 5:
+            row, k = (*middle, card), 4 - len(middle)
+            values = [rank5(*row, *fill[1][:k]) for fill in fills]
+            score = sum(
+                foul if vt > v or v > vb else tops[vt] + middles[v >> 20] + bottoms[vb >> 20]
+                for v, (vt, _, vb) in zip(values, completed, strict=True)
+            )
+            if best is None or score > best[0]:
+                best = (score, _MIDDLE, values)
+        if len(top) < 3:
+            row, k = (*top, card), 2 - len(top)
+            values = [rank3(*row, *fill[0][:k]) for fill in fills]
+            score = sum(
+                foul if v > vm or vm > vb else tops[v] + middles[vm >> 20] + bottoms[vb >> 20]
+                for v, (_, vm, vb) in zip(values, completed, strict=True)
+            )
+            if best is None or score > best[0]:
+                best = (score, _TOP, values)
+        assert best is not None, "a card to place needs a row with room"
+        return best
+
+    @staticmethod
+    def _place(
+        board: list[tuple[Card, ...]],
+        card: Card,
+        option: tuple[float, int, list[int]],
+        completed: list[list[int]],
+    ) -> None:
+        _, row, values = option
+        board[row] += (card,)
+        for per_fill, value in zip(completed, values, strict=True):
+            per_fill[row] = value

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from collections import Counter
 
 import pytest
@@ -9,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc.cards import ALL_CARDS, Card, parse_cards
 from ofc.errors import InvalidInputError, WrongCardCountError
-from ofc.policy import choose_fantasyland, choose_placement
-from ofc.rulesets import ROWS, Row, get_ruleset
+from ofc.policy import (
+    CATEGORY_WEIGHT,
+    FANTASYLAND_BONUS,
+    FOUL_COST,
+    choose_fantasyland,
+    choose_placement,
+)
+from ofc.rulesets import ROWS, Row, Ruleset, get_ruleset
 from ofc.scoring import Board, assess
 
 from bench.policy import run
@@ -81,6 +89,48 @@ def test_strong_first_cards_go_low_and_weak_ones_high() -> None:
     assert Counter(rows.values())[Row.TOP] <= 3
 
 
+def score(board: Board, ruleset: Ruleset) -> float:
+    """The policy's documented worth of a final board, from ``assess``."""
+    result = assess(board, ruleset)
+    if result.fouled:
+        return -FOUL_COST
+    categories = sum(value >> 20 for value in result.values)
+    bonus = FANTASYLAND_BONUS if result.fantasyland.qualifies else 0.0
+    return sum(result.royalties) + CATEGORY_WEIGHT * categories + bonus
+
+
+@pytest.mark.parametrize("ruleset", ["classic", "progressive-pineapple"])
+def test_with_one_card_to_come_the_choice_is_the_exact_best(ruleset: str) -> None:
+    # Two slots left in two rows: the batch card takes one, the last card the other. The
+    # policy tries every unseen card as the last one, so its choice is the best expectation
+    # computed here by brute force (ties: the lower row).
+    rules = get_ruleset(ruleset)
+    rng = random.Random(ruleset)
+    for _ in range(12):
+        deck = rng.sample(ALL_CARDS, 52)
+        open_rows = rng.sample(ROWS, 2)
+        sizes = [r.size - (r in open_rows) for r in ROWS]
+        rows, at = [], 0
+        for size in sizes:
+            rows.append(tuple(deck[at : at + size]))
+            at += size
+        board, card, dead = Board(*rows), deck[at], deck[at + 1 : at + 6]
+        unseen = [c for c in ALL_CARDS if c not in {*board.cards, card, *dead}]
+        # Candidates in the policy's order (lower rows first), so max() breaks ties alike.
+        rows_to_try = sorted(open_rows, key=ROWS.index, reverse=True)
+        worth = [expected(board, card, row, unseen, rules) for row in rows_to_try]
+        best = rows_to_try[worth.index(max(worth))]
+        placements, _ = choose_placement(board, (card,), 1, rules, dead=dead)
+        assert placements == ((card, best),)
+
+
+def expected(board: Board, card: Card, row: Row, unseen: list[Card], rules: Ruleset) -> float:
+    """The average worth of ``card`` in ``row`` and each unseen card in the last free slot."""
+    first = placed(board, ((card, row),))
+    other = next(r for r in ROWS if len(first.row(r)) < r.size)
+    return sum(score(placed(first, ((c, other),)), rules) for c in unseen) / len(unseen)
+
+
 def test_bad_questions_are_refused() -> None:
     with pytest.raises(WrongCardCountError):
         choose_placement(Board(), parse_cards("Ah Ad"), 3)
@@ -103,3 +153,12 @@ def test_the_policy_fouls_far_less_than_random_placement(ruleset: str) -> None:
     assert figures.random_foul_rate >= 0.4
     assert figures.policy_foul_rate * 4 <= figures.random_foul_rate
     assert figures.policy_points > 0 > figures.random_points
+
+
+def test_the_head_to_head_plays_every_deal_from_both_seats() -> None:
+    figures = run(hands=4, ruleset="classic")
+    assert figures.h2h_hands == 4 and 0.0 <= figures.h2h_v1_foul_rate <= 1.0
+    # Everything but the clocks is a pure function of the arguments.
+    again = run(hands=4, ruleset="classic")
+    untimed = [f.name for f in dataclasses.fields(figures) if "_ms_" not in f.name]
+    assert [getattr(again, n) for n in untimed] == [getattr(figures, n) for n in untimed]
