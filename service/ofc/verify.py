@@ -39,9 +39,13 @@ from the servers' clocks. docs/hand-history.md documents the format field by fie
 >>> history = example_history()
 >>> verify_history(history) is None
 True
+>>> points = history["settlement"]["players"][0]["points"]
 >>> history["settlement"]["players"][0]["points"] += 1
->>> print(verify_history(history))
-SETTLEMENT_MISMATCH at settlement.players[0].points: recorded 7, recomputed 6
+>>> str(verify_history(history)) == (
+...     f"SETTLEMENT_MISMATCH at settlement.players[0].points: "
+...     f"recorded {points + 1}, recomputed {points}"
+... )
+True
 """
 
 from __future__ import annotations
