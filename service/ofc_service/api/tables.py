@@ -42,6 +42,7 @@ from ofc_service.tables import (
     TableManager,
     TableRecord,
     mask_secret,
+    request_key,
     seat_of_viewer,
     unmask_secret,
     unpack_history,
@@ -358,9 +359,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
         creds = _creds(context)
         if self.auth.has_operator_keys:
             self.auth.require_operator(creds)
-        tables_request_key = request.request_id
-        if not 1 <= len(tables_request_key) <= 128:
-            raise core.InvalidInputError("request_id must be 1..128 characters", field="request_id")
+        request_key(request.request_id)  # the one request_id check (INVALID_INPUT)
         spec = request.ruleset if request.HasField("ruleset") else None
         ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
         if request.max_hands > MAX_HANDS:
