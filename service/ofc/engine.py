@@ -51,9 +51,11 @@ discard what the street discards) before the next seat is dealt. A Fantasyland s
 its cards in one :class:`SetFantasyland` at any time during the hand; the set stays face down
 (only its owner sees it) until every seat is done. When the last board is complete the hand
 settles in the same ``apply``: Fantasyland boards are revealed, :func:`ofc.scoring.settle`
-scores the boards, each seat's points and next Fantasyland are recorded, the server seed is
-revealed and the button moves — to the next occupied seat, or it stays put after a hand in
-which someone played Fantasyland when ``ruleset.button_moves_in_fantasyland`` is false.
+scores the boards (each pair of seats for the unit value agreed for it in
+``MatchState.pair_units``, else the ruleset's), each seat's points and next Fantasyland are
+recorded, the server seed is revealed and the button moves — to the next occupied seat, or
+it stays put after a hand in which someone played Fantasyland when
+``ruleset.button_moves_in_fantasyland`` is false.
 
 Fantasyland bookkeeping: a seat's ``fantasyland`` is the number of cards it is owed next
 hand (the settlement's result, which applies the entry rule, the stay rule and
@@ -90,7 +92,7 @@ to the seat, the rows have room.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
@@ -278,6 +280,9 @@ class MatchState:
 
     ``hands_played`` is the number of the last hand started (the next is its successor and
     uses it as the shuffle nonce). ``max_hands``: after that many hands, no more start.
+    ``pair_units``: the money units per point agreed for particular pairs of seats when the
+    table was made, ``(seat a, seat b, unit value)`` with ``a < b``, ascending; every other
+    pair plays for ``ruleset.unit_value``.
     """
 
     ruleset: Ruleset
@@ -286,6 +291,7 @@ class MatchState:
     hands_played: int = 0
     max_hands: int | None = None
     hand: HandState | None = None
+    pair_units: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def match_over(self) -> bool:
@@ -306,12 +312,16 @@ def new_match(
     seats: int | None = None,
     button: int = 0,
     max_hands: int | None = None,
+    pair_units: Mapping[tuple[int, int], int] | None = None,
 ) -> MatchState:
-    """An empty table: ``seats`` seats (default the ruleset's maximum), button on ``button``.
+    """An empty table: ``seats`` seats (default the ruleset's maximum), button on ``button``;
+    ``pair_units[(a, b)]`` (seats ``a < b``) is the unit value agreed for that pair.
 
     >>> m = new_match("pineapple")
     >>> len(m.seats), m.button, m.hand is None
     (3, 0, True)
+    >>> new_match("pineapple", pair_units={(0, 2): 15, (0, 1): 20}).pair_units
+    ((0, 1, 20), (0, 2, 15))
     >>> new_match("pineapple", seats=4)
     Traceback (most recent call last):
     ...
@@ -341,7 +351,34 @@ def new_match(
         isinstance(max_hands, bool) or not isinstance(max_hands, int) or max_hands < 1
     ):
         raise InvalidInputError("max_hands must be a positive integer", field="max_hands")
-    return MatchState(rules, (Seat(),) * count, button=button, max_hands=max_hands)
+    stakes: list[tuple[int, int, int]] = []
+    for pair, unit in (pair_units or {}).items():
+        if not (
+            isinstance(pair, tuple)
+            and len(pair) == 2
+            and all(_is_int(seat) for seat in pair)
+            and 0 <= pair[0] < pair[1] < count
+        ):
+            raise InvalidInputError(
+                f"pair_units: {pair!r} is not two seats a < b < {count}", field="pair_units"
+            )
+        if not _is_int(unit) or unit < 1:
+            raise InvalidInputError(
+                f"pair_units: the unit value of {pair!r} must be a positive integer",
+                field="pair_units",
+            )
+        stakes.append((pair[0], pair[1], unit))
+    return MatchState(
+        rules,
+        (Seat(),) * count,
+        button=button,
+        max_hands=max_hands,
+        pair_units=tuple(sorted(stakes)),
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --- actions --------------------------------------------------------------------------------
@@ -1050,7 +1087,7 @@ def _maybe_finish(
     if not hand.over:
         return dataclasses.replace(state, hand=hand), tuple(events)
     events.extend(FantasylandRevealed(s.seat, s.board) for s in hand.seats if s.in_fantasyland)
-    result = hand_settlement(hand, state.ruleset)
+    result = hand_settlement(hand, state.ruleset, pair_units=state.pair_units)
     seats = list(state.seats)
     for hand_seat, player in zip(hand.seats, result.players, strict=True):
         before = seats[hand_seat.seat]
@@ -1092,10 +1129,15 @@ def _next_occupied(seats: Sequence[Seat], button: int) -> int:
     return button
 
 
-def hand_settlement(hand: HandState, ruleset: Ruleset) -> Settlement:
+def hand_settlement(
+    hand: HandState, ruleset: Ruleset, *, pair_units: Iterable[tuple[int, int, int]] = ()
+) -> Settlement:
     """Settle a finished hand's boards (player ``i`` of the result is ``hand.seats[i]``).
 
-    Deterministic: it is what the hand's :class:`HandSettled` event carries.
+    ``pair_units`` are the table's agreed ``(seat a, seat b, unit value)`` triples
+    (:attr:`MatchState.pair_units`); pairs of seats not listed play for
+    ``ruleset.unit_value``. Deterministic: it is what the hand's :class:`HandSettled` event
+    carries.
 
     >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
     >>> state, _ = replay(new_match(seats=2), setup)
@@ -1105,12 +1147,23 @@ def hand_settlement(hand: HandState, ruleset: Ruleset) -> Settlement:
     >>> sum(p.points for p in result.players), [s.points for s in state.seats] == [
     ...     result.players[1].points, result.players[0].points]
     (0, True)
+    >>> staked = hand_settlement(state.hand, state.ruleset, pair_units=[(0, 1, 20)])
+    >>> [(p.capped_points, p.unit_value, p.units) for p in staked.pairs] == [
+    ...     (result.pairs[0].capped_points, 20, 20 * result.pairs[0].capped_points)]
+    True
     """
+    index = {s.seat: i for i, s in enumerate(hand.seats)}  # seat -> player in the result
+    stakes = {
+        (min(index[a], index[b]), max(index[a], index[b])): unit
+        for a, b, unit in pair_units
+        if a in index and b in index
+    }
     return settle(
         [s.board for s in hand.seats],
         ruleset,
         in_fantasyland=[s.in_fantasyland for s in hand.seats],
         fantasyland_streaks=[s.fantasyland_streak for s in hand.seats],
+        pair_units=stakes or None,
     )
 
 
@@ -1278,7 +1331,9 @@ def view(state: MatchState, viewer: int | None) -> TableView:
             deck_remaining=hand.deck_remaining,
             seats=tuple(_seat_view(s, viewer, over) for s in hand.seats),
             over=over,
-            settlement=hand_settlement(hand, state.ruleset) if over else None,
+            settlement=(
+                hand_settlement(hand, state.ruleset, pair_units=state.pair_units) if over else None
+            ),
             started_at_ms=hand.started_at_ms,
             updated_at_ms=hand.updated_at_ms,
         )

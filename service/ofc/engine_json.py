@@ -145,9 +145,13 @@ def _board(raw: Any, path: str) -> Board:
 
 # --- states ---------------------------------------------------------------------------------
 def state_to_dict(state: MatchState) -> dict[str, Any]:
-    """The whole match state as JSON-ready data (server seed included: store it privately)."""
+    """The whole match state as JSON-ready data (server seed included: store it privately).
+
+    ``pair_unit_values`` (the agreed unit values per pair of seats) is written only when the
+    table has any, so states and histories of tables without them read as before.
+    """
     hand = state.hand
-    return {
+    data: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "ruleset": state.ruleset.to_dict(),
         "seats": [
@@ -164,6 +168,11 @@ def state_to_dict(state: MatchState) -> dict[str, Any]:
         "max_hands": state.max_hands,
         "hand": None if hand is None else _hand_to_dict(hand),
     }
+    if state.pair_units:
+        data["pair_unit_values"] = [
+            {"a": a, "b": b, "unit_value": unit} for a, b, unit in state.pair_units
+        ]
+    return data
 
 
 def _hand_to_dict(hand: HandState) -> dict[str, Any]:
@@ -234,7 +243,30 @@ def state_from_dict(data: Any) -> MatchState:
         raise InvalidInputError(
             f"hand.number {hand.number} is not hands_played {hands_played}", field="hand.number"
         )
-    return MatchState(ruleset, tuple(seats), button, hands_played, max_hands, hand)
+    pair_units = _pair_units_from_list(obj.get("pair_unit_values", []), len(seats))
+    return MatchState(ruleset, tuple(seats), button, hands_played, max_hands, hand, pair_units)
+
+
+def _pair_units_from_list(raw: Any, table_size: int) -> tuple[tuple[int, int, int], ...]:
+    """``pair_unit_values``: seats ``a < b`` of the table, each pair once, in pair order."""
+    units: list[tuple[int, int, int]] = []
+    for k, item in enumerate(_list(raw, "pair_unit_values")):
+        path = f"pair_unit_values[{k}]"
+        pair = _obj(item, path)
+        a = _int(_key(pair, "a", path), f"{path}.a")
+        b = _int(_key(pair, "b", path), f"{path}.b")
+        unit = _int(_key(pair, "unit_value", path), f"{path}.unit_value", minimum=1)
+        if not a < b < table_size:
+            raise InvalidInputError(
+                f"{path}: a pair is two seats a < b < {table_size}, got ({a}, {b})",
+                field=f"{path}.b",
+            )
+        if units and (a, b) <= units[-1][:2]:
+            raise InvalidInputError(
+                f"{path}: pairs are listed once each, in ascending (a, b) order", field=path
+            )
+        units.append((a, b, unit))
+    return tuple(units)
 
 
 def _hand_from_dict(raw: Any, table_size: int, streets: tuple[Street, ...]) -> HandState:

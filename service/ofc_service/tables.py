@@ -10,16 +10,19 @@ encode events and responses.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import re
 import secrets
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ofc import engine
 from ofc.engine import Action, Event, MatchState
@@ -42,16 +45,56 @@ from ofc_service.auth import (
 from ofc_service.metrics import ACTIVE_TABLES, MOVES
 from ofc_service.periodic import Periodic
 from ofc_service.settlements import SettlementRecord, SettlementRelay, money_totals
-from ofc_service.store import StaleVersionError, TableNotFoundError, TableStore
+from ofc_service.store import (
+    DEFAULT_REQUEST_TTL_SECONDS,
+    StaleVersionError,
+    TableExistsError,
+    TableNotFoundError,
+    TableStore,
+)
 
 log = logging.getLogger("ofc.tables")
+T = TypeVar("T")
 
 RECORD_FORMAT = 2  # 2 added seat_units; format 1 records still load (with no money yet)
 MAX_REQUEST_ID_CHARS = 128
+DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
+DECODED_RECORDS = 1024  # per replica: the tables in play here (a few MB)
 HAND_PREFIX = "hand"
 
 EventEncoder = Callable[[Event, int, "TableRecord"], bytes]
 """(event, table version it produced, record after it) -> the bytes stored in the log."""
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+_HOLE = "\x00hole"  # a string no record field can hold (JSON escapes it as \u0000)
+_HOLE_JSON = re.compile(re.escape(_dumps(_HOLE)))
+
+
+class _Fragments:
+    """JSON of immutable values by identity: the few this replica wrote last."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._texts: OrderedDict[int, tuple[object, str]] = OrderedDict()
+
+    def json(self, value: T, to_dict: Callable[[T], Any]) -> str:
+        key = id(value)
+        hit = self._texts.get(key)
+        if hit is not None and hit[0] is value:
+            self._texts.move_to_end(key)
+            return hit[1]
+        text = _dumps(to_dict(value))
+        self._texts[key] = (value, text)  # holding the value keeps its id from being reused
+        if len(self._texts) > self._size:
+            self._texts.popitem(last=False)
+        return text
+
+
+_FRAGMENTS = _Fragments(16_384)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,18 +129,25 @@ class TableRecord:
         data: dict[str, Any] = {
             "format": RECORD_FORMAT,
             "table_id": self.table_id,
-            "match": state_to_dict(self.match),
+            "match": _HOLE,
             "turn_time_limit_ms": self.turn_time_limit_ms,
             "fantasyland_time_limit_ms": self.fantasyland_time_limit_ms,
             "client_seed": self.client_seed.hex(),
             "created_at_ms": self.created_at_ms,
             "seat_tokens": [list(t) for t in self.seat_tokens],
-            "hand_start": None if self.hand_start is None else state_to_dict(self.hand_start),
-            "hand_actions": [action_to_dict(a) for a in self.hand_actions],
+            "hand_start": _HOLE,
+            "hand_actions": _HOLE,
             "seat_deadlines": [list(d) for d in self.seat_deadlines],
             "seat_units": list(self.seat_units),
         }
-        return json.dumps(data, separators=(",", ":")).encode()
+        # The hand's start and its actions do not change while the hand goes on: their JSON
+        # is made once (per replica) and spliced in, in the order of the holes above.
+        start = self.hand_start
+        hand_start = "null" if start is None else _FRAGMENTS.json(start, state_to_dict)
+        actions = ",".join(_FRAGMENTS.json(a, action_to_dict) for a in self.hand_actions)
+        fills = iter((_dumps(state_to_dict(self.match)), hand_start, f"[{actions}]"))
+        text = _HOLE_JSON.sub(lambda _: next(fills), _dumps(data))
+        return text.encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TableRecord:
@@ -174,6 +224,15 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def new_table_id() -> str:
+    """A fresh table id: 16 random bytes, URL-safe base64 without padding (22 characters).
+
+    >>> len(new_table_id()), new_table_id() != new_table_id()
+    (22, True)
+    """
+    return secrets.token_urlsafe(16)
+
+
 class TableManager:
     """Reads, changes and commits tables; the API layer and the deadline sweeper use it."""
 
@@ -186,6 +245,7 @@ class TableManager:
         clock_ms: Callable[[], int] = now_ms,
         server_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         relay: SettlementRelay | None = None,
+        event_log_hands: int = DEFAULT_EVENT_LOG_HANDS,
     ) -> None:
         self.store = store
         self.auth = authenticator
@@ -193,11 +253,31 @@ class TableManager:
         self.clock_ms = clock_ms
         self.server_seed = server_seed
         self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
+        self.event_log_hands = event_log_hands  # 0: no per-hand trim (the store's cap only)
+        self._decoded: OrderedDict[str, tuple[bytes, TableRecord]] = OrderedDict()
 
     async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
         """The record, its version and the id of the last event it includes."""
         stored = await self.store.load(table_id)
-        return TableRecord.from_bytes(stored.state), stored.version, stored.last_event_id
+        return self.decode(table_id, stored.state), stored.version, stored.last_event_id
+
+    def decode(self, table_id: str, raw: bytes) -> TableRecord:
+        """The record stored as ``raw``. Decoding is most of a move's own work, so the last
+        records this replica wrote or read are kept by their exact bytes (records are
+        immutable; bytes written by another replica simply miss)."""
+        cached = self._decoded.get(table_id)
+        if cached is not None and cached[0] == raw:
+            self._decoded.move_to_end(table_id)
+            return cached[1]
+        record = TableRecord.from_bytes(raw)
+        self._remember(table_id, raw, record)
+        return record
+
+    def _remember(self, table_id: str, raw: bytes, record: TableRecord) -> None:
+        self._decoded[table_id] = (raw, record)
+        self._decoded.move_to_end(table_id)
+        if len(self._decoded) > DECODED_RECORDS:
+            self._decoded.popitem(last=False)
 
     async def create(self, record: TableRecord, *, respond: Callable[[Committed], bytes]) -> bytes:
         result = await self.store.create_table(record.table_id, record.to_bytes())
@@ -233,7 +313,7 @@ class TableManager:
                 table_id, expected_version=expected_version, current_version=stored.version
             )
             return await self._replayed(table_id, key, stale)
-        record = TableRecord.from_bytes(stored.state)
+        record = self.decode(table_id, stored.state)
         now = self.clock_ms()
         try:
             done = change(record, now)
@@ -247,17 +327,25 @@ class TableManager:
         # Event ids are assigned by the commit, so a move's response carries none; watchers
         # resume from the ids in Watch snapshots and events.
         response = respond(Committed(done, version, ""))
+        state = done.record.to_bytes()
         result = await self.store.commit(
             table_id,
             expected_version=stored.version,
-            state=done.record.to_bytes(),
+            state=state,
             events=blobs,
             response=response,
             request_id=key,
             deadline_ms=done.record.deadline_ms,
             extra=extra,
             outbox=outbox,
+            # A hand's first events begin a log segment: the log keeps the last few hands (for
+            # watchers resuming); finished hands live on in their histories.
+            keep_segments=self.event_log_hands
+            if any(isinstance(e, engine.HandStarted) for e in done.events)
+            else 0,
         )
+        if not result.replayed:
+            self._remember(table_id, state, done.record)
         if outbox and not result.replayed and self.relay is not None:
             try:
                 await self.relay.relay_table(table_id)
@@ -271,6 +359,30 @@ class TableManager:
         if prior is None:
             raise error
         return prior
+
+    async def create_for_request(
+        self,
+        claim_id: str,
+        make: Callable[[str], TableRecord],
+        *,
+        ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+    ) -> tuple[TableRecord, int, str]:
+        """The table of one create request: the record ``make(table_id)`` under a table id
+        claimed for ``claim_id`` (the caller's request, hashed) for ``ttl_seconds``; then
+        :meth:`load`'s answer.
+
+        Two steps, each idempotent: the store claims a fresh random id for the request (or
+        returns the id a first call claimed), then the table is created if absent. A retry
+        inside the window so answers with the same table, and creates it if the first call
+        stopped between the steps; after the window the request is new and gets a new id,
+        so a table id is never reused (nor, with it, a settlement id).
+        """
+        table_id = await self.store.claim_table_id(
+            claim_id, new_table_id(), ttl_seconds=ttl_seconds
+        )
+        with contextlib.suppress(TableExistsError):
+            await self.create(make(table_id), respond=lambda c: b"")
+        return await self.load(table_id)
 
     # --- the changes each RPC makes -------------------------------------------------------
     def apply_action(
@@ -462,6 +574,7 @@ __all__ = [
     "TableManager",
     "TableRecord",
     "mask_secret",
+    "new_table_id",
     "pack_history",
     "request_key",
     "seat_of_viewer",

@@ -60,6 +60,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_GRACE_SECONDS": "2.5",
         "OFC_MAX_CONNECTION_AGE_SECONDS": "300",
         "OFC_API_KEYS": "key-one, key-two",
+        "OFC_EVENT_LOG_HANDS": "0",
     }
     assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
     from_env = config_from_args(parser.parse_args([]), env)
@@ -72,6 +73,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         grace_seconds=2.5,
         max_connection_age_seconds=300,
         api_keys="key-one, key-two",
+        event_log_hands=0,
     )
     assert from_env.api_key_list == ("key-one", "key-two")
     flags = parser.parse_args(["--listen", "127.0.0.1:7001", "--grace-seconds", "1"])
@@ -92,6 +94,8 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_TLS_CERT": "/no/cert", "OFC_TLS_KEY": "/no/key"}, "no such file"),
         ({"OFC_REDIS_URL": "http://x"}, "OFC_REDIS_URL / --redis-url"),
         ({"OFC_MAX_CONNECTION_AGE_SECONDS": "-1"}, "OFC_MAX_CONNECTION_AGE_SECONDS"),
+        ({"OFC_EVENT_LOG_HANDS": "-1"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: must be 0"),
+        ({"OFC_EVENT_LOG_HANDS": "two"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: not a number"),
     ],
 )
 def test_bad_settings_name_the_variable_and_the_flag(env: dict[str, str], message: str) -> None:

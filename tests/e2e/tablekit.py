@@ -272,7 +272,8 @@ class ServeProcess:
     def __init__(self, redis_url: str) -> None:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        env = {**os.environ, "OFC_API_KEYS": API_KEY}
+        # The audits replay a table's whole event log: keep all of it (no per-hand trim).
+        env = {**os.environ, "OFC_API_KEYS": API_KEY, "OFC_EVENT_LOG_HANDS": "0"}
         self.process = subprocess.Popen(
             [
                 str(OFC),

@@ -6,20 +6,29 @@ settlement exactly once, its per-player sums equal to the tables' running totals
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import itertools
+import json
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
+from ofc import engine
+from ofc.engine import SitDown, StartHand
+from ofc.rulesets import Row
+from ofc_cli.main import main as cli_main
 from ofc_service.api.settlement_feed import SettlementFeedServicer
 from ofc_service.auth import Authenticator
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
 from ofc_service.settlements import PairSettlement, SeatSettlement, SettlementRecord
 from ofc_service.store import MemorySettlementFeed
-from ofcpoker.v1 import cards_pb2, ruleset_pb2
+from ofcpoker.v1 import cards_pb2, rules_service_pb2, ruleset_pb2, settlement_pb2
+from ofcpoker.v1 import rules_service_pb2_grpc as rules_grpc
 from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
 from ofcpoker.v1 import settlement_feed_pb2_grpc as feed_grpc
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -86,15 +95,21 @@ class Match:
         *,
         unit_value: int,
         loss_cap: int = 0,
+        pair_units: dict[tuple[int, int], int] | None = None,
     ) -> None:
         self.stubs = stubs
         self.calls = 0
         overrides = ruleset_pb2.RulesetOverrides(unit_value=unit_value, loss_cap=loss_cap)
         overrides.fantasyland_entry.SetInParent()  # an empty list: nobody enters Fantasyland
+        stakes = [
+            settlement_pb2.PairUnitValue(a=a, b=b, unit_value=u)
+            for (a, b), u in (pair_units or {}).items()
+        ]
         created = self.stub.CreateTable(
             pb.CreateTableRequest(
                 seats=len(players), request_id=f"create-{name}", client_seed=name,
                 ruleset=ruleset_pb2.RulesetSpec(preset="classic", overrides=overrides),
+                pair_unit_values=stakes,
             ),
             metadata=OPERATOR,
         )  # fmt: skip
@@ -198,8 +213,13 @@ def lag_count() -> float:
 
 
 def test_a_ledger_that_crashes_mid_batch_books_every_settlement_once(
-    channels: list[grpc.Channel],
+    servers: list[BackgroundServer], channels: list[grpc.Channel]
 ) -> None:
+    # Deals from a fixed sequence of seeds (shared by the replicas), so the hands, and the
+    # money that changes hands in them, are the same on every run.
+    seeds = (hashlib.sha256(b"ledger-%d" % n).digest() for n in itertools.count())
+    for replica in servers:
+        replica.server.sweeper.manager.server_seed = lambda: next(seeds)
     stubs = [pb_grpc.TableServiceStub(c) for c in channels]
     feeds = [feed_grpc.SettlementFeedServiceStub(c) for c in channels]
     matches = [
@@ -271,6 +291,115 @@ def test_a_ledger_that_crashes_mid_batch_books_every_settlement_once(
     for match in matches:
         numbers = [r.hand_number for r in received if r.table_id == match.id]
         assert numbers == sorted(numbers)
+
+
+def seed_where_every_pair_scores(client_seed: bytes) -> bytes:
+    """A server seed whose hand 1, played by :meth:`Match.play_hand`'s rule (each card to the
+    lowest row with room) at a 3-seat table, gives every pair of seats points to pay."""
+    for n in itertools.count():
+        server_seed = n.to_bytes(32, "big")
+        state, _ = engine.replay(
+            engine.new_match("classic", seats=3),
+            [*(SitDown(s, f"p{s}") for s in range(3)), StartHand(server_seed, client_seed)],
+        )
+        while state.hand is not None and state.hand.turn is not None:
+            hand_seat = state.hand.seat(state.hand.turn)
+            room = {Row.BOTTOM: 5 - len(hand_seat.board.bottom),
+                    Row.MIDDLE: 5 - len(hand_seat.board.middle),
+                    Row.TOP: 3 - len(hand_seat.board.top)}  # fmt: skip
+            placements = []
+            for card in hand_seat.pending:
+                row = next(r for r in (Row.BOTTOM, Row.MIDDLE, Row.TOP) if room[r] > 0)
+                room[row] -= 1
+                placements.append((card, row))
+            state, _ = engine.apply(state, engine.Place(hand_seat.seat, tuple(placements)))
+        assert state.hand is not None
+        result = engine.hand_settlement(state.hand, state.ruleset)
+        if all(p.capped_points for p in result.pairs):
+            return server_seed
+    raise AssertionError("unreachable")
+
+
+def test_unit_values_agreed_per_pair_of_seats_price_the_table_feed_and_history(
+    servers: list[BackgroundServer],
+    channels: list[grpc.Channel],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 6: seats 0 and 1 play 20 a unit, seats 0 and 2 play 15, seats 1 and 2 the
+    ruleset's 2. The table, the settlement, the feed record and the hand history all say so,
+    and the history alone reproduces the money (a changed stake fails verification)."""
+    server_seed = seed_where_every_pair_scores(b"stakes")  # money changes hands in every pair
+    for replica in servers:
+        replica.server.sweeper.manager.server_seed = lambda: server_seed
+    stubs = [pb_grpc.TableServiceStub(c) for c in channels]
+    agreed = {(0, 1): 20, (0, 2): 15}
+    match = Match(stubs, "stakes", ["ann", "bob", "cy"], unit_value=2, pair_units=agreed)
+    unit_of = {**agreed, (1, 2): 2}
+    stakes = [(p.a, p.b, p.unit_value) for p in match.view().pair_unit_values]
+    assert stakes == [(0, 1, 20), (0, 2, 15)]
+    match.play_hand()
+    table = match.view()
+    assert [(p.a, p.b, p.unit_value) for p in table.pair_unit_values] == stakes
+    hand_seats = [s.seat for s in table.hand.seats]  # the settlement's player order
+    settlement = table.hand.settlement
+    pair_units: dict[tuple[int, int], tuple[int, int]] = {}  # seats -> (capped points, units)
+    for pair in settlement.pairs:
+        a, b = hand_seats[pair.a], hand_seats[pair.b]
+        assert pair.unit_value == unit_of[min(a, b), max(a, b)]
+        assert pair.units == pair.capped_points * pair.unit_value
+        sign = 1 if a < b else -1  # from the lower seat's side
+        pair_units[min(a, b), max(a, b)] = (sign * pair.capped_points, sign * pair.units)
+    assert all(points for points, _ in pair_units.values())  # every pair has money to move
+    seat_units = {
+        0: pair_units[0, 1][1] + pair_units[0, 2][1],
+        1: -pair_units[0, 1][1] + pair_units[1, 2][1],
+        2: -pair_units[0, 2][1] - pair_units[1, 2][1],
+    }
+    assert sum(seat_units.values()) == 0
+    assert {hand_seats[p.index]: p.units for p in settlement.players} == seat_units
+    assert {s.seat: s.units for s in table.seats} == seat_units  # the first hand's totals
+
+    # the settlement feed: per pair its own unit value, per seat the same money
+    feed = feed_grpc.SettlementFeedServiceStub(channels[-1])
+    stream = feed.Subscribe(
+        feed_pb.SubscribeRequest(group="stakes", consumer="c"), metadata=OPERATOR, timeout=30
+    )
+    record = next(stream).record
+    stream.cancel()
+    assert record.settlement_id == f"{match.id}:1" and record.unit_value == 2
+    assert {(p.seat_a, p.seat_b): (p.unit_value, p.units) for p in record.pairs} == {
+        (hand_seats[p.a], hand_seats[p.b]): (p.unit_value, p.units) for p in settlement.pairs
+    }
+    assert {s.seat: (s.units, s.total_units) for s in record.seats} == {
+        seat: (units, units) for seat, units in seat_units.items()
+    }
+
+    # the hand history carries the stakes and reproduces the settlement alone
+    got = match.stub.GetHandHistory(pb.GetHandHistoryRequest(table_id=match.id, hand_number=1))
+    assert got.settlement == settlement
+    history = json.loads(got.history_json)
+    assert history["initial_state"]["pair_unit_values"] == [
+        {"a": 0, "b": 1, "unit_value": 20},
+        {"a": 0, "b": 2, "unit_value": 15},
+    ]
+    rules = rules_grpc.RulesServiceStub(channels[0])
+
+    def verify(text: str) -> tuple[rules_service_pb2.VerifyHandHistoryResponse, int, str]:
+        answer = rules.VerifyHandHistory(
+            rules_service_pb2.VerifyHandHistoryRequest(history_json=text)
+        )
+        path = tmp_path / "hand.json"
+        path.write_text(text)
+        status = cli_main(["verify", str(path)])
+        return answer, status, capsys.readouterr().out
+
+    answer, status, out = verify(got.history_json)
+    assert answer.ok and (status, out) == (0, "OK\n")
+    history["initial_state"]["pair_unit_values"][0]["unit_value"] = 21  # 20 a unit, said 21
+    answer, status, out = verify(json.dumps(history))
+    assert not answer.ok and answer.discrepancy.code == "SETTLEMENT_MISMATCH"
+    assert status == 1 and out.startswith("SETTLEMENT_MISMATCH at settlement.")
 
 
 def test_the_feed_needs_an_operator_key_and_checks_its_input(

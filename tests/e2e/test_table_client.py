@@ -209,3 +209,15 @@ def test_watch_snapshot_events_resume_and_hand_listing(
     assert history.history["hand_number"] == 3
     assert history.settlement.points == summaries[2].points
     assert sum(s.points for s in final.seats) == 0
+
+
+def test_a_table_with_unit_values_agreed_per_pair_of_seats(live: BackgroundServer) -> None:
+    with TableClient(live.address, api_key=API_KEY) as host:
+        created = host.create_table(seats=3, pair_units={(0, 2): 15, (0, 1): 20})
+        assert created.pair_units == ((0, 1, 20), (0, 2, 15))
+        assert host.get(created.table_id).pair_units == ((0, 1, 20), (0, 2, 15))
+        assert host.create_table(seats=2).pair_units == ()
+        with pytest.raises(InvalidRequestError) as refused:
+            host.create_table(seats=3, pair_units={(1, 3): 5})
+        assert refused.value.reason == "INVALID_INPUT"
+        assert refused.value.field == "pair_unit_values[0].b"

@@ -111,7 +111,11 @@ def test_hands_with_a_fantasyland_score_as_the_rules_core_settles_the_final_boar
     ruleset = get_ruleset(preset)
     plan = fantasyland_plan(ruleset, seats, CLIENT_SEED.encode())
     draw = seed_source(plan.server_seed)
-    with start_server(redis_url) as a, start_server(redis_url) as b:
+    # The audit below replays the whole event log: keep all of it (no per-hand trim).
+    with (
+        start_server(redis_url, event_log_hands=0) as a,
+        start_server(redis_url, event_log_hands=0) as b,
+    ):
         for replica in (a, b):
             replica.server.sweeper.manager.server_seed = draw
         addresses = [a.address, b.address]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 import pytest
@@ -27,13 +28,14 @@ ROW_SIZE = {
 }
 
 
-def start_server(redis_url: str = "") -> BackgroundServer:
+def start_server(redis_url: str = "", *, event_log_hands: int = 2) -> BackgroundServer:
     config = ServerConfig(
         listen="127.0.0.1:0",
         metrics_listen="",
         redis_url=redis_url,
         grace_seconds=1,
         api_keys=API_KEY,
+        event_log_hands=event_log_hands,
     )
     return BackgroundServer(config)
 
@@ -362,6 +364,68 @@ def test_watch_sends_a_snapshot_then_each_event_as_that_seat_may_see_it_and_resu
             break
     resumed.cancel()
     assert rest == ids[middle + 1 :]
+
+
+def _events_until_button_moves(stream: Any, hands: int) -> list[pb.TableEvent]:
+    """The events of a Watch stream (single or batched) until ``hands`` hands ended."""
+    events: list[pb.TableEvent] = []
+    for message in stream:
+        if message.HasField("snapshot"):
+            continue
+        batch = message.events.events if message.HasField("events") else [message.event]
+        assert batch, "a batch holds at least one event"
+        events += batch
+        if sum(e.HasField("button_moved") for e in events) == hands:
+            break
+    stream.cancel()
+    return events
+
+
+def test_batched_watch_sends_the_same_events_and_old_hands_are_trimmed_from_the_log(
+    stubs: list[pb_grpc.TableServiceStub],
+) -> None:
+    table = Table(stubs[0], "batched")
+    md = seat_md(table.tokens[1])
+
+    def watch(after: str = "", *, batch: bool) -> Any:
+        request = pb.WatchRequest(table_id=table.id, after_event_id=after, batch_events=batch)
+        return stubs[-1].Watch(request, metadata=md, timeout=30)
+
+    live: dict[bool, list[pb.TableEvent]] = {}
+    streams = {batch: watch(batch=batch) for batch in (False, True)}
+    for stream in streams.values():
+        assert next(stream).HasField("snapshot")  # the stream is open: nothing can be missed
+    readers = [
+        threading.Thread(target=lambda b=b: live.__setitem__(b, _events_until_button_moves(
+            streams[b], 3)))
+        for b in streams
+    ]  # fmt: skip
+    for reader in readers:
+        reader.start()
+    for _ in range(3):
+        table.play_hand()
+    for reader in readers:
+        reader.join(30)
+    single, batched = live[False], live[True]
+    assert [e.SerializeToString() for e in batched] == [e.SerializeToString() for e in single]
+    assert [e.WhichOneof("kind") for e in single].count("hand_settled") == 3
+    for event in batched:  # seat 1's watch: seat 0's cards stay hidden in batches too
+        if event.HasField("cards_dealt") and event.cards_dealt.seat == 0:
+            assert list(event.cards_dealt.cards) == []
+
+    # The log keeps the last two hands (the server's default): resuming inside hand 1 is
+    # refused (the hand lives on in its history); from hand 2's start both forms replay.
+    with pytest.raises(grpc.RpcError) as caught:
+        next(iter(watch(single[0].event_id, batch=True)))
+    assert error_reason(caught.value) == (grpc.StatusCode.OUT_OF_RANGE, "EVENTS_TRIMMED")
+    history = stubs[0].GetHandHistory(pb.GetHandHistoryRequest(table_id=table.id, hand_number=1))
+    assert history.hand_number == 1
+    hand_2 = next(
+        k for k, e in enumerate(single) if e.HasField("hand_started") and e.hand_started.number == 2
+    )
+    for batch in (False, True):
+        rest = _events_until_button_moves(watch(single[hand_2].event_id, batch=batch), 2)
+        assert [e.event_id for e in rest] == [e.event_id for e in single[hand_2 + 1 :]]
 
 
 def test_a_turn_that_runs_out_is_played_by_the_server_exactly_once(

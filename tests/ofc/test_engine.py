@@ -99,9 +99,10 @@ def table(
     owed: Mapping[int, int] | None = None,
     streaks: Mapping[int, int] | None = None,
     hands_played: int = 0,
+    pair_units: Mapping[tuple[int, int], int] | None = None,
 ) -> MatchState:
     """A table with seats 0..players-1 taken, optionally with Fantasylands owed."""
-    state = new_match(ruleset, seats=players, button=button)
+    state = new_match(ruleset, seats=players, button=button, pair_units=pair_units)
     for seat in range(players):
         state, _ = apply(state, SitDown(seat, NAMES[seat]))
     owed, streaks = owed or {}, streaks or {}
@@ -740,3 +741,116 @@ def test_a_history_needs_one_complete_hand() -> None:
     history = hand_history(initial, actions)
     assert history["server_seed"] == seed(1).hex()
     assert [a["resolved"]["type"] for a in history["actions"][1:]] == ["place"] * 18
+
+
+# --- unit values agreed per pair of seats -----------------------------------------------------
+# HAND_1's points per pair of seats (seat 1 acts first, so the hand's player order is 1, 2, 0):
+# seat 1 beats seat 0 by 7, and the foul (seat 2) pays seat 1 14 and seat 0 8.
+HAND_1_PAIR_POINTS = {(0, 1): -7, (0, 2): 8, (1, 2): 14}  # from the lower seat's side
+
+
+@pytest.mark.parametrize(
+    ("unit_value", "pair_units", "units_by_seat", "unit_by_pair"),
+    [
+        (1, {}, {0: 1, 1: 21, 2: -22}, {(0, 1): 1, (0, 2): 1, (1, 2): 1}),
+        (  # the issue's example: seats 0 and 1 play 20 a unit, seats 0 and 2 play 15
+            1,
+            {(0, 1): 20, (0, 2): 15},
+            {0: -7 * 20 + 8 * 15, 1: 7 * 20 + 14, 2: -8 * 15 - 14},  # -20, 154, -134
+            {(0, 1): 20, (0, 2): 15, (1, 2): 1},
+        ),
+        (  # a pair whose seats come in the hand's order 1, 2 (player indexes 0, 1)
+            1,
+            {(1, 2): 7},
+            {0: -7 + 8, 1: 7 + 14 * 7, 2: -8 - 14 * 7},  # 1, 105, -106
+            {(0, 1): 1, (0, 2): 1, (1, 2): 7},
+        ),
+        (  # the ruleset's unit value for the pairs not listed
+            5,
+            {(0, 2): 3},
+            {0: -7 * 5 + 8 * 3, 1: 7 * 5 + 14 * 5, 2: -8 * 3 - 14 * 5},  # -11, 105, -94
+            {(0, 1): 5, (0, 2): 3, (1, 2): 5},
+        ),
+    ],
+    ids=["ruleset-unit", "issue-6-example", "pair-in-hand-order", "mixed"],
+)
+def test_each_pair_of_seats_settles_at_its_agreed_unit_value(
+    unit_value: int,
+    pair_units: dict[tuple[int, int], int],
+    units_by_seat: dict[int, int],
+    unit_by_pair: dict[tuple[int, int], int],
+) -> None:
+    ruleset = CLASSIC.replace(name="classic-stakes", unit_value=unit_value)
+    initial = table(ruleset, 3, pair_units=pair_units)
+    assert initial.pair_units == tuple((a, b, u) for (a, b), u in sorted(pair_units.items()))
+    state, _ = start(initial, 4)
+    state, events = play_to(state, HAND_1)
+    result = settled(events)
+    assert result.seats == (1, 2, 0)
+    players = result.settlement.players
+    assert {seat: p.units for seat, p in zip(result.seats, players, strict=True)} == units_by_seat
+    assert points_by_seat(events) == {1: 21, 2: -22, 0: 1}  # points do not depend on money
+    assert sum(p.units for p in players) == 0
+    pairs = {}
+    for pair in result.settlement.pairs:
+        a, b = result.seats[pair.a], result.seats[pair.b]
+        sign = 1 if a < b else -1  # seen from the lower seat
+        assert pair.units == pair.capped_points * pair.unit_value
+        pairs[min(a, b), max(a, b)] = (sign * pair.capped_points, pair.unit_value)
+    assert pairs == {k: (HAND_1_PAIR_POINTS[k], unit_by_pair[k]) for k in HAND_1_PAIR_POINTS}
+    # the view's settlement is the event's
+    table_view = view(state, None)
+    assert table_view.hand is not None and table_view.hand.settlement == result.settlement
+    # the stakes survive the state's JSON, and the history of the hand carries them
+    assert state_from_dict(json.loads(json.dumps(state_to_dict(state)))) == state
+    actions: list[Action] = [StartHand(seed(4), b"", at_ms=0)]
+    replayed, _ = apply(initial, actions[0])
+    targets = {seat: Board.parse(text) for seat, text in HAND_1.items()}
+    while waiting := seats_to_act(replayed):
+        actions.append(move_towards(replayed, waiting[0], targets[waiting[0]]))
+        replayed, _ = apply(replayed, actions[-1])
+    history = hand_history(initial, actions)
+    assert history["initial_state"].get("pair_unit_values", []) == [
+        {"a": a, "b": b, "unit_value": u} for (a, b), u in sorted(pair_units.items())
+    ]
+    by_seat = {p["seat"]: p["units"] for p in history["settlement"]["players"]}
+    assert by_seat == units_by_seat
+
+
+@pytest.mark.parametrize(
+    ("pair_units", "message"),
+    [
+        ({(0, 3): 5}, "(0, 3) is not two seats a < b < 3"),
+        ({(1, 0): 5}, "(1, 0) is not two seats a < b < 3"),
+        ({(0, 1): 0}, "the unit value of (0, 1) must be a positive integer"),
+        ({(0, 1): True}, "the unit value of (0, 1) must be a positive integer"),
+    ],
+)
+def test_pair_units_name_two_seats_of_the_table_and_a_positive_value(
+    pair_units: dict[tuple[int, int], int], message: str
+) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        new_match(CLASSIC, seats=3, pair_units=pair_units)
+    assert caught.value.field == "pair_units" and message in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ([{"a": 0, "b": 3, "unit_value": 5}], "pair_unit_values[0].b"),
+        ([{"a": 0, "b": 1, "unit_value": 0}], "pair_unit_values[0].unit_value"),
+        ([{"a": 0, "b": 1}], "pair_unit_values[0].unit_value"),
+        ([{"a": 0, "b": 2, "unit_value": 5}, {"a": 0, "b": 1, "unit_value": 5}],
+         "pair_unit_values[1]"),
+        ([{"a": 0, "b": 1, "unit_value": 5}, {"a": 0, "b": 1, "unit_value": 6}],
+         "pair_unit_values[1]"),
+        ({"a": 0}, "pair_unit_values"),
+    ],
+)  # fmt: skip
+def test_a_stored_state_s_pair_units_are_read_strictly(values: object, field: str) -> None:
+    data = state_to_dict(table(CLASSIC, 3))
+    assert "pair_unit_values" not in data  # absent without stakes: older states read as before
+    data["pair_unit_values"] = values
+    with pytest.raises(InvalidInputError) as caught:
+        state_from_dict(data)
+    assert caught.value.field == field

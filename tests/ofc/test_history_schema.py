@@ -22,7 +22,7 @@ from ofc.rulesets import DEFAULT_RULESET, PRESETS
 from ofc.verify import SECTION_CODES, example_history
 from ofc_cli.main import main
 
-from tests.ofc.test_verify import BASES, MALFORMED, TAMPERING, Mutation
+from tests.ofc.test_verify import BASES, MALFORMED, STAKES, TAMPERING, Mutation
 
 SCHEMA_PATH = Path(__file__).parents[2] / "schemas" / "hand-history.schema.json"
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
@@ -64,6 +64,14 @@ def test_every_shape_the_engine_writes_validates(name: str) -> None:
     assert errors(BASES[name]) == []
 
 
+def test_a_history_with_agreed_pair_unit_values_validates() -> None:
+    assert errors(STAKES) == []
+    for wrong in ([], [{"a": 0, "b": 1}], [{"a": 0, "b": 1, "unit_value": 0}]):
+        history = copy.deepcopy(STAKES)
+        history["initial_state"]["pair_unit_values"] = wrong
+        assert errors(history) != []
+
+
 def test_what_the_live_tables_store_validates() -> None:
     stored = {**example_history(), "table_id": "t-9", "settled_at_ms": 1_700_000_000_000}
     assert errors(stored) == []
@@ -78,7 +86,6 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     settlement = defs["settlement"]["properties"]
     required_and_written = [
         (defs["ruleset"], DEFAULT_RULESET.to_dict()),
-        (defs["initialState"], history["initial_state"]),
         (defs["deal"], history["deals"][0]),
         (defs["finalBoard"], history["boards"][0]),
         (defs["settlement"], history["settlement"]),
@@ -91,6 +98,12 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     ]
     for definition, written in required_and_written:
         assert set(definition["required"]) == set(written) == set(definition["properties"])
+    # the initial state's one optional key: the agreed stakes, written when a table has any
+    initial = defs["initialState"]
+    assert set(initial["required"]) == set(history["initial_state"])
+    assert set(initial["properties"]) == set(STAKES["initial_state"])
+    stakes = initial["properties"]["pair_unit_values"]["items"]
+    assert set(stakes["required"]) == set(STAKES["initial_state"]["pair_unit_values"][0])
     for preset in PRESETS.values():  # every preset's parameters fit the ruleset definition
         state = state_to_dict(new_match(preset))
         assert errors({**history, "initial_state": state}) == []

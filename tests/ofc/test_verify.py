@@ -50,11 +50,12 @@ def play_history(
     button: int = 0,
     fantasyland: dict[int, int] | None = None,
     explicit: bool = False,
+    pair_units: dict[tuple[int, int], int] | None = None,
 ) -> History:
     """One hand played by the timeout policy: as timeouts (what ``ofc play`` records) or,
     with ``explicit``, as the place/set_fantasyland moves a player would send."""
     table, _ = replay(
-        new_match(ruleset, seats=players, button=button),
+        new_match(ruleset, seats=players, button=button, pair_units=pair_units),
         [SitDown(s, f"player-{s}") for s in range(players)],
     )
     if fantasyland:
@@ -109,6 +110,54 @@ def test_untampered_histories_verify(name: str) -> None:
     assert verify_history(history) is None
     assert verify_history_json(json.dumps(history)) is None
     assert verify_history_json(json.dumps(history, indent=2).encode()) is None
+
+
+STAKES = play_history(pair_units={(0, 1): 20, (0, 2): 15})  # issue 6: a table's agreed stakes
+
+
+def test_a_history_carries_the_agreed_pair_unit_values_and_verifies() -> None:
+    assert verify_history(STAKES) is None
+    assert STAKES["initial_state"]["pair_unit_values"] == [
+        {"a": 0, "b": 1, "unit_value": 20},
+        {"a": 0, "b": 2, "unit_value": 15},
+    ]
+    agreed = {(0, 1): 20, (0, 2): 15, (1, 2): 1}
+    pairs = STAKES["settlement"]["pairs"]
+    assert {(min(p["a"], p["b"]), max(p["a"], p["b"])): p["unit_value"] for p in pairs} == agreed
+    assert all(p["units"] == p["capped_points"] * p["unit_value"] for p in pairs)
+    assert sum(p["units"] for p in STAKES["settlement"]["players"]) == 0
+    assert "pair_unit_values" not in TIMEOUTS["initial_state"]  # none agreed: not written
+
+
+def _pair_of_seats(h: History, a: int, b: int) -> int:
+    pairs = h["settlement"]["pairs"]
+    return next(k for k, p in enumerate(pairs) if {p["a"], p["b"]} == {a, b})
+
+
+@pytest.mark.parametrize(
+    ("mutate", "code", "location"),
+    [
+        (lambda h: h["initial_state"]["pair_unit_values"][0].update(unit_value=21),
+         Code.SETTLEMENT_MISMATCH, "settlement"),
+        (lambda h: h["initial_state"].pop("pair_unit_values"),
+         Code.SETTLEMENT_MISMATCH, "settlement"),
+        (lambda h: h["settlement"]["pairs"][_pair_of_seats(h, 0, 2)].update(unit_value=16),
+         Code.SETTLEMENT_MISMATCH, "settlement.pairs"),
+        (lambda h: h["initial_state"]["pair_unit_values"].reverse(),
+         Code.MALFORMED_HISTORY, "initial_state.pair_unit_values[1]"),
+        (lambda h: h["initial_state"]["pair_unit_values"][1].update(b=3),
+         Code.MALFORMED_HISTORY, "initial_state.pair_unit_values[1].b"),
+    ],
+    ids=["stake-changed", "stakes-removed", "pair-unit-changed", "unordered", "no-such-seat"],
+)  # fmt: skip
+def test_a_changed_pair_unit_value_is_caught(
+    mutate: Callable[[History], object], code: Code, location: str
+) -> None:
+    history = copy.deepcopy(STAKES)
+    mutate(history)
+    found = verify_history(history)
+    assert found is not None and found.code == code, found
+    assert found.location.startswith(location), found
 
 
 def test_the_fixtures_cover_discards_fantasyland_and_both_move_forms() -> None:

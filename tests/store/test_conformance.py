@@ -281,6 +281,51 @@ async def test_trimmed_events_are_reported_not_skipped(backend: Backend) -> None
         assert await h.store.read_events("t", after=last.last_event_id) == []
 
 
+async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
+    backend: Backend,
+) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        segments: list[tuple[str, ...]] = []
+        version = 1
+        for _hand in range(3):  # three hands: a segment of 2 events, then a 3-event move
+            started = await h.store.commit(
+                "t", expected_version=version, state=b"s", events=[b"h%d.a" % version, b"x"],
+                response=b"", request_id=f"start-{version}", deadline_ms=None, keep_segments=2,
+            )  # fmt: skip
+            moved = await play(h.store, "t", version + 1, events=3)
+            segments.append(started.event_ids + moved.event_ids)
+            version += 2
+            if len(segments) == 1:  # what came before the first hand is the segment before it
+                assert payloads(await h.other.read_events("t"))[:2] == [b"e1.0", b"h1.a"]
+        # Kept: the last two hands, in order; the first hand and the created event are gone.
+        kept = await h.other.read_events("t", after=segments[1][0])
+        assert [e.event_id for e in kept] == [*segments[1][1:], *segments[2]]
+        # Reading after any id older than the first one kept is refused (even the last one
+        # dropped: the store remembers where the log starts, not what it dropped).
+        for gone in ("0", segments[0][0], segments[0][-1]):
+            with pytest.raises(EventsTrimmedError):
+                await h.other.read_events("t", after=gone)
+        with pytest.raises(EventsTrimmedError):
+            await h.other.wait_events("t", after=segments[0][0], timeout_s=1)
+        # A commit without the flag keeps everything (the trim happens at a hand's start).
+        await play(h.store, "t", version, events=1)
+        assert len(await h.other.read_events("t", after=segments[1][0])) == 10
+        # Keeping one segment: everything before this commit goes.
+        one = await h.store.commit(
+            "t", expected_version=version + 1, state=b"s", events=[b"only", b"these"],
+            response=b"", request_id="start-last", deadline_ms=None, keep_segments=1,
+        )  # fmt: skip
+        assert payloads(await h.other.read_events("t", after=one.event_ids[0])) == [b"these"]
+        with pytest.raises(EventsTrimmedError):
+            await h.other.read_events("t", after=segments[2][-1])
+        with pytest.raises(ValueError):
+            await h.store.commit(
+                "t", expected_version=version + 2, state=b"s", events=[b"x"], response=b"",
+                request_id="bad", deadline_ms=None, keep_segments=-1,
+            )  # fmt: skip
+
+
 async def test_wait_events_times_out_cleanly(backend: Backend) -> None:
     async with backend.open() as h:
         created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
@@ -426,3 +471,39 @@ async def test_tables_and_request_ids_expire(backend: Backend) -> None:
             await play(h.store, "alive", 1, request_id="r")
         await h.store.create_table("short", b"again")  # the id is free again
         assert (await h.store.load("short")).version == 1
+
+
+# --- create claims --------------------------------------------------------------------------------
+async def test_a_create_claim_keeps_the_first_table_id_for_its_window(backend: Backend) -> None:
+    async with backend.open() as h:
+        assert await h.store.claim_table_id("c1", "table-a", ttl_seconds=1) == "table-a"
+        # a retry (through any replica) gets the first id, whatever id it brings itself
+        assert await h.other.claim_table_id("c1", "table-b", ttl_seconds=1) == "table-a"
+        assert await h.store.claim_table_id("c2", "table-c", ttl_seconds=60) == "table-c"
+        # the claim is not the table: nothing was created, and a claim never creates one
+        with pytest.raises(TableNotFoundError):
+            await h.store.load("table-a")
+        await h.advance(1.3)
+        # after the window the claim id is free: the new id wins (and is kept in turn)
+        assert await h.other.claim_table_id("c1", "table-d", ttl_seconds=60) == "table-d"
+        assert await h.store.claim_table_id("c1", "table-e", ttl_seconds=60) == "table-d"
+        assert await h.store.claim_table_id("c2", "table-f", ttl_seconds=60) == "table-c"
+
+
+async def test_racing_create_claims_agree_on_one_table_id(backend: Backend) -> None:
+    async with backend.open() as h:
+        racers = [
+            (h.store if i % 2 else h.other).claim_table_id("race", f"table-{i}") for i in range(12)
+        ]
+        claimed = await asyncio.gather(*racers)
+        assert len(set(claimed)) == 1 and claimed[0] in {f"table-{i}" for i in range(12)}
+
+
+async def test_create_claim_arguments_are_checked(backend: Backend) -> None:
+    async with backend.open() as h:
+        for claim_id, table_id in (("a{b}", "t"), ("", "t"), ("c", "has space"), ("c", "")):
+            with pytest.raises(InvalidIdError):
+                await h.store.claim_table_id(claim_id, table_id)
+        with pytest.raises(ValueError):
+            await h.store.claim_table_id("c", "t", ttl_seconds=0)
+        assert await h.store.claim_table_id("c", "t") == "t"  # nothing was claimed before

@@ -139,6 +139,7 @@ class TableView:
     turn_time_limit_ms: int
     deadline_ms: int  # 0: nobody is waiting
     last_event_id: str  # "" in a move's response
+    pair_units: tuple[tuple[int, int, int], ...] = ()  # (seat a, seat b, unit value) agreed
 
     @property
     def my_seat(self) -> HandSeat | None:
@@ -209,6 +210,7 @@ class TableView:
             turn_time_limit_ms=m.turn_time_limit_ms,
             deadline_ms=m.deadline_ms,
             last_event_id=m.last_event_id,
+            pair_units=tuple((p.a, p.b, p.unit_value) for p in m.pair_unit_values),
         )
 
 

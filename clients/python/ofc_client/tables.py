@@ -35,6 +35,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -242,9 +243,12 @@ class TableClient:
         max_hands: int = 0,
         client_seed: str = "",
         request_id: str | None = None,
+        pair_units: Mapping[tuple[int, int], int] | None = None,
     ) -> TableView:
         """Open a table (the operator ``api_key`` when the server has keys configured); the
-        spectator's view of it. A retry with the same ``request_id`` names the same table."""
+        spectator's view of it. A retry with the same ``request_id`` (within 24 hours) names
+        the same table. ``pair_units[(a, b)]``: the unit value agreed for seats ``a < b``
+        (other pairs play for the ruleset's ``unit_value``)."""
         message = pb.CreateTableRequest(
             seats=seats,
             turn_time_limit_ms=turn_time_limit_ms,
@@ -253,6 +257,8 @@ class TableClient:
             client_seed=client_seed,
             request_id=request_id or str(uuid.uuid4()),
         )
+        for (a, b), unit_value in sorted((pair_units or {}).items()):
+            message.pair_unit_values.add(a=a, b=b, unit_value=unit_value)
         spec = ruleset_spec(ruleset)
         if spec is not None:
             message.ruleset.CopyFrom(spec)
@@ -459,9 +465,15 @@ class TableWatch:
         self.reconnects = 0
         self._call: Any = None
         self._cancelled = False
+        # Events come in batches (fewer messages); they are handed out one at a time, and a
+        # reconnect resumes after the last one received, not the last one handed out.
+        self._received: deque[pb.TableEvent] = deque()
+        self._cursor = after_event_id
 
     def _open(self) -> Any:
-        message = pb.WatchRequest(table_id=self.table_id, after_event_id=self.last_event_id)
+        message = pb.WatchRequest(
+            table_id=self.table_id, after_event_id=self._cursor, batch_events=True
+        )
         if self.as_seat is not None:
             message.as_seat = self.as_seat
         return self.client._stub.Watch(
@@ -477,6 +489,11 @@ class TableWatch:
         while True:
             if self._cancelled:
                 raise StopIteration
+            if self._received:
+                event = TableEvent.from_proto(self._received.popleft())
+                self.last_event_id = event.event_id
+                self.client._saw(self.table_id, event.version)
+                return event
             if self._call is None:
                 self._call = self._open()
             try:
@@ -490,7 +507,7 @@ class TableWatch:
                     raise StopIteration from None
                 error = from_rpc_error(rpc_error)
                 if error.reason == "EVENTS_TRIMMED":
-                    self.last_event_id = ""
+                    self.last_event_id = self._cursor = ""
                     continue
                 now = time.monotonic()
                 failing_since = now if failing_since is None else failing_since
@@ -502,12 +519,11 @@ class TableWatch:
                 continue
             if message.HasField("snapshot"):
                 view = self.client._view(message.snapshot)
-                self.last_event_id = view.last_event_id
+                self.last_event_id = self._cursor = view.last_event_id
                 return view
-            event = TableEvent.from_proto(message.event)
-            self.last_event_id = event.event_id
-            self.client._saw(self.table_id, event.version)
-            return event
+            events = message.events.events if message.HasField("events") else [message.event]
+            self._received.extend(events)
+            self._cursor = events[-1].event_id if events else self._cursor
 
     def cancel(self) -> None:
         """Stop the watch (from any thread); iteration ends."""

@@ -431,7 +431,7 @@ def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
         in_fantasyland = player.in_fantasyland
         flags.append(in_fantasyland)
         streaks.append((streak or 1) if in_fantasyland else 0)
-    pair_units = _pair_units(hand.pair_unit_values, n, f"{path}pair_unit_values")
+    pair_units = pair_units_from_proto(hand.pair_unit_values, n, f"{path}pair_unit_values")
     try:
         settlement = settle(
             boards,
@@ -447,9 +447,12 @@ def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
     return SettledHand(settlement, tuple(ids), resolved.label, fouls)
 
 
-def _pair_units(
-    items: Sequence[settlement_pb2.PairUnitValue], n: int, field: str
+def pair_units_from_proto(
+    items: Sequence[settlement_pb2.PairUnitValue], n: int, field: str, *, what: str = "player"
 ) -> dict[tuple[int, int], int] | None:
+    """``PairUnitValue``s as ``{(a, b): unit_value}`` (``None`` for none), each checked:
+    ``a < b < n`` (``what`` names the indexes: players of a hand, seats of a table), a unit
+    value of 1..:data:`MAX_UNIT_VALUE`, each pair once; errors name ``field[k].b`` etc."""
     if not items:
         return None
     units: dict[tuple[int, int], int] = {}
@@ -457,7 +460,7 @@ def _pair_units(
         place = f"{field}[{k}]"
         if not item.a < item.b < n:
             raise core.InvalidInputError(
-                f"a pair is two player indexes a < b < {n}, got ({item.a}, {item.b})",
+                f"a pair is two {what} indexes a < b < {n}, got ({item.a}, {item.b})",
                 field=f"{place}.b",
             )
         if not 1 <= item.unit_value <= MAX_UNIT_VALUE:

@@ -8,8 +8,6 @@ another seat's hidden cards, the undealt deck or an unrevealed seed.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import functools
 import hashlib
 import json
@@ -24,7 +22,7 @@ from ofc import errors as core
 from ofc.cards import Card, card_codes
 from ofc.engine import Event
 from ofc.engine_json import action_from_dict, state_from_dict
-from ofc.rulesets import Row
+from ofc.rulesets import Row, Ruleset
 from ofc.scoring import Board, Settlement
 from ofcpoker.v1 import cards_pb2, settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -47,6 +45,7 @@ from ofc_service.tables import (
     unmask_secret,
     unpack_history,
 )
+from ofc_service.watch import WatchHub
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TableService"].full_name
 DEFAULT_TURN_MS = 30_000
@@ -55,7 +54,6 @@ MAX_HANDS = 10_000
 MAX_CLIENT_SEED_BYTES = 256
 MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE = 100, 20
 MAX_TABLE_ID_CHARS = 64
-WATCH_POLL_S = 5.0
 _PUBLIC = 255
 
 log = logging.getLogger("ofc.api.tables")
@@ -253,7 +251,7 @@ def table_view(
     )
     if viewer is not None:
         out.viewer_seat = viewer
-    out.ruleset.CopyFrom(convert.ruleset_to_proto(record.match.ruleset))
+    out.ruleset.MergeFromString(_ruleset_bytes(record.match.ruleset))
     for s in view.seats:
         out.seats.add(
             seat=s.seat,
@@ -263,6 +261,8 @@ def table_view(
             fantasyland_streak=s.fantasyland_streak,
             units=record.units_of(s.seat),
         )
+    for a, b, unit in record.match.pair_units:
+        out.pair_unit_values.add(a=a, b=b, unit_value=unit)
     hand = view.hand
     if hand is not None:
         h = out.hand
@@ -293,6 +293,13 @@ def table_view(
             ids = tuple(record.match.seats[hs.seat].player_id for hs in hand.seats)
             write_settlement(hand.settlement, ids, h.settlement)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _ruleset_bytes(ruleset: Ruleset) -> bytes:
+    """A ruleset's parameters, serialised once: every view carries them, few tables differ."""
+    data: bytes = convert.ruleset_to_proto(ruleset).SerializeToString()
+    return data
 
 
 def _player_ids(record: TableRecord) -> tuple[str, ...]:
@@ -336,12 +343,12 @@ def _creds(context: grpc.aio.ServicerContext) -> auth.Credentials:
     return auth.Credentials.from_metadata(context.invocation_metadata())
 
 
-def _table_id_for(creds: auth.Credentials, request_id: str) -> str:
-    """A retried CreateTable (same caller, same request_id) names the same table, so the
-    store's create-if-absent makes it idempotent without a separate request record."""
+def _create_claim(creds: auth.Credentials, request_id: str) -> str:
+    """The key of a CreateTable request (caller and request_id, hashed): a retry inside the
+    retry window finds the table id the first call claimed under it (a fresh random id, so
+    a table id is never reused, even by a request id reused after the window)."""
     caller = auth.token_hash(creds.api_key) if creds.api_key else ""
-    digest = hashlib.sha256(f"ofc-table\x00{caller}\x00{request_id}".encode()).digest()
-    return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
+    return hashlib.sha256(f"ofc-table\x00{caller}\x00{request_id}".encode()).hexdigest()
 
 
 class TableServicer(pb_grpc.TableServiceServicer):
@@ -350,6 +357,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
     def __init__(self, manager: TableManager) -> None:
         self.manager = manager
         self.auth = manager.auth
+        self.hub = WatchHub(manager.store)  # one log reader per watched table, shared
 
     # --- tables and seats -----------------------------------------------------------------
     @rpc
@@ -373,24 +381,36 @@ class TableServicer(pb_grpc.TableServiceServicer):
         fantasyland_ms = _limit_ms(
             request.fantasyland_time_limit_ms, 4 * turn_ms, "fantasyland_time_limit_ms"
         )
+        pair_units = convert.pair_units_from_proto(
+            request.pair_unit_values,
+            request.seats or ruleset.max_players,
+            "pair_unit_values",
+            what="seat",
+        )
         match = engine.new_match(
-            ruleset, seats=request.seats or None, max_hands=request.max_hands or None
+            ruleset,
+            seats=request.seats or None,
+            max_hands=request.max_hands or None,
+            pair_units=pair_units,
         )
-        table_id = _table_id_for(creds, request.request_id)
-        record = TableRecord(
-            table_id=table_id,
-            match=match,
-            turn_time_limit_ms=turn_ms,
-            fantasyland_time_limit_ms=fantasyland_ms,
-            client_seed=client_seed,
-            created_at_ms=self.manager.clock_ms(),
-        )
+        created_at_ms = self.manager.clock_ms()
+
+        def record(table_id: str) -> TableRecord:
+            return TableRecord(
+                table_id=table_id,
+                match=match,
+                turn_time_limit_ms=turn_ms,
+                fantasyland_time_limit_ms=fantasyland_ms,
+                client_seed=client_seed,
+                created_at_ms=created_at_ms,
+            )
+
         # A retry of the same request finds its table: answer with the table as it is now.
-        with contextlib.suppress(store.TableExistsError):
-            await self.manager.create(record, respond=lambda c: b"")
-        current, version, last = await self.manager.load(table_id)
+        current, version, last = await self.manager.create_for_request(
+            _create_claim(creds, request.request_id), record
+        )
         return pb.CreateTableResponse(
-            table_id=table_id, table=table_view(current, version, None, last_event_id=last)
+            table_id=current.table_id, table=table_view(current, version, None, last_event_id=last)
         )
 
     @rpc
@@ -592,15 +612,13 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 yield pb.WatchResponse(
                     snapshot=table_view(record, version, viewer, last_event_id=last)
                 )
-            while True:
-                events = await self.manager.store.wait_events(
-                    table_id, after=cursor, timeout_s=WATCH_POLL_S
-                )
-                for stored_event in events:
-                    yield pb.WatchResponse(
-                        event=decode_event(stored_event.data, viewer, stored_event.event_id)
-                    )
-                    cursor = stored_event.event_id
+            async for events in self.hub.follow(table_id, cursor):
+                decoded = [decode_event(e.data, viewer, e.event_id) for e in events]
+                if request.batch_events:
+                    yield pb.WatchResponse(events=pb.EventBatch(events=decoded))
+                    continue
+                for event in decoded:
+                    yield pb.WatchResponse(event=event)
         except Exception as exc:
             await fail(context, exc)
 
@@ -615,7 +633,7 @@ def _settlement_from_history(history: dict[str, Any], out: settlement_pb2.Settle
     ]
     final, _ = engine.replay(start, actions)
     assert final.hand is not None
-    settlement = engine.hand_settlement(final.hand, final.ruleset)
+    settlement = engine.hand_settlement(final.hand, final.ruleset, pair_units=final.pair_units)
     ids = tuple(start.seats[s.seat].player_id for s in final.hand.seats)
     write_settlement(settlement, ids, out)
 

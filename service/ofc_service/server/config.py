@@ -43,6 +43,7 @@ class ServerConfig:
     grace_seconds: float = 10.0
     max_connection_age_seconds: float = 0.0  # 0: connections live as long as clients keep them
     api_keys: str = ""  # operator API keys, comma-separated; empty: anyone may create tables
+    event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
 
     @property
     def api_key_list(self) -> tuple[str, ...]:
@@ -133,6 +134,15 @@ OPTIONS: tuple[Option, ...] = (
         "operator API keys, comma-separated (prefer the env var: flags show in ps)",
         metavar="KEYS",
     ),
+    Option(
+        "event_log_hands",
+        "OFC_EVENT_LOG_HANDS",
+        "--event-log-hands",
+        "hands each table's event log keeps for Watch resumes (finished hands stay in their "
+        "histories); 0: keep every event up to the 10000 cap",
+        _number(int),
+        "HANDS",
+    ),
 )
 
 
@@ -208,5 +218,7 @@ def _validate(c: ServerConfig) -> None:
         raise bad("grace_seconds", "must be 0 .. 3600")
     if not 0 <= c.max_connection_age_seconds <= 365 * 86400:
         raise bad("max_connection_age_seconds", "must be 0 or more (0: no limit)")
+    if not 0 <= c.event_log_hands <= 1000:
+        raise bad("event_log_hands", "must be 0 .. 1000 (0: no per-hand trim)")
     if c.redis_url and not c.redis_url.startswith(REDIS_SCHEMES):
         raise bad("redis_url", f"must start with {', '.join(REDIS_SCHEMES)}")

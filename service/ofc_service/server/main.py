@@ -117,7 +117,9 @@ async def create_server(config: ServerConfig) -> OfcServer:
     feed = open_feed(config.redis_url or None)
     relay = SettlementRelay(store, feed)
     authenticator = Authenticator(config.api_key_list)
-    manager = TableManager(store, authenticator, encode_event, relay=relay)
+    manager = TableManager(
+        store, authenticator, encode_event, relay=relay, event_log_hands=config.event_log_hands
+    )
     table_service_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(manager), server)
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
         SettlementFeedServicer(feed, authenticator), server

@@ -41,6 +41,12 @@ are older than :data:`OUTBOX_HINT_GRACE_MS` (younger ones may belong to a commit
 flight); the settlement relay copies each record to the feed (which ignores ids it has
 seen) and only then :meth:`TableStore.remove_from_outbox`, so a crash in between relays the
 record again and the feed drops the duplicate. See docs/settlement-feed.md.
+
+Create claims: :meth:`TableStore.claim_table_id` keeps, per create request (a ``claim_id``
+made from the caller and its request id), the table id the first call chose, for the retry
+window. A create is then "claim, then create if absent", each step idempotent, so a retry
+finds the same table (and creates it if the first call stopped between the steps), while a
+request id reused after the window gets a new table id: table ids are never reused.
 """
 
 from __future__ import annotations
@@ -211,6 +217,7 @@ class TableStore(Protocol):
         ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         outbox: Mapping[str, bytes] = NO_EXTRA,
+        keep_segments: int = 0,
     ) -> CommitResult:
         """Apply one change atomically and at most once per ``request_id``.
 
@@ -218,6 +225,12 @@ class TableStore(Protocol):
         ``None`` clears it. ``extra`` blobs are written (or overwritten) by key; keys of the
         form ``"<prefix>:<number>"`` are also listed by :meth:`list_extra`. ``outbox``
         records (id -> bytes) go to the table's outbox, which has no time-to-live.
+
+        ``keep_segments`` > 0 (with events): this commit's events begin a new segment of the
+        log (a new hand), and the log keeps only the newest ``keep_segments`` segments (this
+        one included; the events before the first segment count as one), dropping what came
+        before as trimming does (reads after a dropped id fail with
+        :class:`EventsTrimmedError`). Finished hands live on in their histories.
         """
         ...
 
@@ -276,6 +289,16 @@ class TableStore(Protocol):
 
     async def close(self) -> None:
         """Release connections; the store is not used afterwards."""
+        ...
+
+    async def claim_table_id(
+        self, claim_id: str, table_id: str, *, ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+    ) -> str:
+        """The table id claimed under ``claim_id`` (a create request): ``table_id`` when no
+        live claim exists (it is then kept for ``ttl_seconds``), else the id claimed first.
+        Atomic: racing calls with one ``claim_id`` all get the same id. The claim does not
+        depend on the table (it lives in its own Redis Cluster slot); after ``ttl_seconds``
+        the ``claim_id`` is free again."""
         ...
 
 

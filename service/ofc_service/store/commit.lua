@@ -6,7 +6,8 @@
 -- ARGV: 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
 --       10 .. 9+n events, then m triples (extra key, value, index member or ''),
---       then the outbox count k and k pairs (record id, record)
+--       then the outbox count k and k pairs (record id, record), then keep_segments s
+--       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        | {'stale' | 'exists', current version, deadline} | {'missing'}
 local state_key, events_key, extra_key, index_key, request_key, outbox_key =
@@ -58,6 +59,20 @@ if n_events > 0 then
   end
   fields[#fields + 1] = 'last_event'
   fields[#fields + 1] = ids[n_events]
+  local keep = tonumber(ARGV[#ARGV])
+  if keep > 0 then
+    local starts = {'0'}  -- what came before the first segment counts as one
+    local kept = redis.call('HGET', state_key, 'segments')
+    if kept then starts = {} end
+    for id in string.gmatch(kept or '', '%S+') do
+      starts[#starts + 1] = id
+    end
+    starts[#starts + 1] = ids[1]
+    while #starts > keep do table.remove(starts, 1) end
+    redis.call('XTRIM', events_key, 'MINID', starts[1])
+    fields[#fields + 1] = 'segments'
+    fields[#fields + 1] = table.concat(starts, ' ')
+  end
   if redis.call('XLEN', events_key) < length + n_events then
     -- Whole stream nodes were trimmed: remember where the retained log now starts.
     fields[#fields + 1] = 'events_from'

@@ -57,6 +57,8 @@ class _Table:
     events: list[tuple[tuple[int, int], StoredEvent]] = field(default_factory=list)
     last_event: tuple[int, int] = (0, 0)
     events_from: tuple[int, int] | None = None
+    # First event ids of the segments kept; what came before the first one counts as one.
+    segments: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
     extra: dict[str, bytes] = field(default_factory=dict)
     index: dict[str, list[int]] = field(default_factory=dict)
 
@@ -82,6 +84,7 @@ class MemoryTableStore:
         self._records: dict[tuple[str, str], _Record] = {}
         self._signals: dict[str, asyncio.Event] = {}
         self._outboxes: dict[str, dict[str, bytes]] = {}  # table id -> record id -> bytes
+        self._claims: dict[str, tuple[str, float]] = {}  # claim id -> (table id, expires at)
 
     # --- writes -------------------------------------------------------------------------------
     async def create_table(
@@ -114,6 +117,7 @@ class MemoryTableStore:
         ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         outbox: Mapping[str, bytes] = NO_EXTRA,
+        keep_segments: int = 0,
     ) -> CommitResult:
         check_id(table_id, what="table id")
         check_id(request_id, what="request id")
@@ -149,16 +153,25 @@ class MemoryTableStore:
                     numbers.insert(at, indexed[1])
         if records:
             self._outboxes.setdefault(table_id, {}).update(records)
-        result = CommitResult(table.version, response, False, self._append(table_id, table, events))
+        ids = self._append(
+            table_id,
+            table,
+            events,
+            keep_segments=check_at_least(keep_segments, 0, what="keep_segments"),
+        )
+        result = CommitResult(table.version, response, False, ids)
         self._records[table_id, request_id] = _Record(
             CommitResult(result.version, response, True, result.event_ids),
             now + request_ttl_seconds,
         )
         return result
 
-    def _append(self, table_id: str, table: _Table, events: Sequence[bytes]) -> tuple[str, ...]:
+    def _append(
+        self, table_id: str, table: _Table, events: Sequence[bytes], *, keep_segments: int = 0
+    ) -> tuple[str, ...]:
         if not events:
             return ()
+        first = len(table.events)
         ms, seq = table.last_event
         now_ms = int(self._clock() * 1000)
         ids = []
@@ -168,6 +181,12 @@ class MemoryTableStore:
             table.events.append(((ms, seq), event))
             ids.append(event.event_id)
         table.last_event = (ms, seq)
+        if keep_segments > 0:
+            table.segments = [*table.segments, table.events[first][0]][-keep_segments:]
+            keep = next(k for k, (at, _) in enumerate(table.events) if at >= table.segments[0])
+            if keep:
+                del table.events[:keep]
+                table.events_from = table.events[0][0]
         if len(table.events) >= self._max_events + TRIM_BATCH:
             del table.events[: len(table.events) - self._max_events]
             table.events_from = table.events[0][0]
@@ -306,3 +325,22 @@ class MemoryTableStore:
         for signal in self._signals.values():
             signal.set()
         self._signals.clear()
+
+    # --- create claims ------------------------------------------------------------------------
+    async def claim_table_id(
+        self, claim_id: str, table_id: str, *, ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+    ) -> str:
+        check_id(claim_id, what="claim id")
+        check_id(table_id, what="table id")
+        check_at_least(ttl_seconds, 1, what="ttl_seconds")
+        now = self._clock()
+        while self._claims:  # drop expired claims from the oldest end
+            oldest, (_, expires_at) = next(iter(self._claims.items()))
+            if expires_at > now:
+                break
+            del self._claims[oldest]
+        claimed = self._claims.get(claim_id)
+        if claimed is None or claimed[1] <= now:
+            self._claims.pop(claim_id, None)  # a new claim goes to the young end
+            claimed = self._claims[claim_id] = (table_id, now + ttl_seconds)
+        return claimed[0]

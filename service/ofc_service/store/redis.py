@@ -7,9 +7,13 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:{<table>}:state``                 hash     ``version``, ``state`` (engine bytes),
                                                  ``deadline`` (ms, absent = none), ``last_event``
                                                  (id, ``0`` = none), ``events_from`` (first
-                                                 retained id once trimmed), ``layout`` (``1``)
+                                                 retained id once trimmed), ``segments``
+                                                 (first ids of the segments kept),
+                                                 ``layout`` (``1``)
 ``ofc:{<table>}:events``                stream   one entry per event, field ``d`` = engine
-                                                 bytes; ``MAXLEN ~ max_events``
+                                                 bytes; ``MAXLEN ~ max_events``, and a new
+                                                 hand trims (``MINID``) all before the
+                                                 oldest hand kept
 ``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
 ``ofc:{<table>}:extra_index``           zset     ``<prefix>:<16-digit number>`` at score 0,
                                                  paged with ZRANGEBYLEX by :meth:`list_extra`
@@ -20,6 +24,9 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:deadlines``                       zset     member table id, score deadline ms: a hint
 ``ofc:outbox``                          zset     member table id, score ms of the commit that
                                                  wrote its outbox: a hint, like ``deadlines``
+``ofc:{create:<claim id>}:table``       string   the table id a create request claimed
+                                                 (``SET NX GET``); expires after the retry
+                                                 window; its own slot, not the table's
 ======================================  =======  ================================================
 
 The four table keys get the table's TTL again on every commit; a request record keeps its own
@@ -55,7 +62,8 @@ and then raised as :class:`StoreUnavailableError`; retrying a commit is safe bec
 request record.
 
 ``wait_events`` blocks in ``XREAD BLOCK`` on a second connection pool (one connection per
-waiting watcher), so commits through any replica wake it.
+waiting watcher), so commits through any replica wake it; the events come back in that same
+reply (one round trip per wake-up).
 """
 
 from __future__ import annotations
@@ -133,6 +141,14 @@ def _blob(value: bytes | str | None) -> bytes | None:
     if isinstance(value, str):
         raise StoreError("the Redis client must be created with decode_responses=False")
     return value
+
+
+def _entries(read: Any) -> list[Any]:
+    """The entries of a one-stream XREAD reply (RESP2: ``[[key, entries]]``, RESP3: a map)."""
+    if not read:
+        return []
+    streams = read.values() if isinstance(read, dict) else (entries for _, entries in read)
+    return [entry for entries in streams for entry in entries]
 
 
 def _index_member(prefix: str, number: int) -> str:
@@ -234,6 +250,7 @@ class RedisTableStore:
         ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         outbox: Mapping[str, bytes] = NO_EXTRA,
+        keep_segments: int = 0,
     ) -> CommitResult:
         check_at_least(expected_version, 1, what="expected_version")
         return await self._apply(
@@ -248,6 +265,7 @@ class RedisTableStore:
             ttl_seconds=ttl_seconds,
             request_ttl_seconds=request_ttl_seconds,
             outbox=outbox,
+            keep_segments=keep_segments,
         )
 
     async def _apply(
@@ -264,6 +282,7 @@ class RedisTableStore:
         ttl_seconds: int,
         request_ttl_seconds: int,
         outbox: Mapping[str, bytes] = NO_EXTRA,
+        keep_segments: int = 0,
     ) -> CommitResult:
         keys = [
             *self._table_keys(table_id),
@@ -294,6 +313,7 @@ class RedisTableStore:
         args.append(len(records))
         for record_id, record in records:
             args += [record_id, record]
+        args.append(check_at_least(keep_segments, 0, what="keep_segments"))
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:
@@ -392,20 +412,28 @@ class RedisTableStore:
     async def wait_events(
         self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
     ) -> list[StoredEvent]:
-        events = await self.read_events(table_id, after=after, limit=limit)
-        if events or timeout_s <= 0:
-            return events
-        events_key = self._table_keys(table_id)[1]
-        block_ms = max(1, round(timeout_s * 1000))
+        # One round trip: XREAD (blocking until an event comes, or not at all when events
+        # are there already) and, pipelined behind it, the trim mark. The mark is read after
+        # the events, so a log trimmed past ``after`` before they were read is always seen.
+        state_key, events_key = self._table_keys(table_id)[:2]
+        position = parse_event_id(after)
+        check_at_least(limit, 1, what="limit")
+        block_ms = round(timeout_s * 1000) if timeout_s > 0 else None
         with _unavailable():
-            async with asyncio.timeout(timeout_s + _BLOCK_GRACE_S):
-                woken = await self._blocking.xread(
-                    {events_key: format_event_id(*parse_event_id(after))},
-                    count=1,
-                    block=block_ms,
-                )
-        # XREAD only wakes us: the events come through read_events and its trim check.
-        return await self.read_events(table_id, after=after, limit=limit) if woken else []
+            async with asyncio.timeout(max(0.0, timeout_s) + _BLOCK_GRACE_S):
+                async with self._blocking.pipeline(transaction=False) as pipe:
+                    pipe.xread(
+                        {events_key: format_event_id(*position)},
+                        count=limit,
+                        block=max(1, block_ms) if block_ms is not None else None,
+                    )
+                    pipe.hmget(state_key, ["version", "events_from"])
+                    read, (version, events_from) = await pipe.execute()
+        if version is None:
+            raise TableNotFoundError(table_id)
+        if events_from is not None and position < parse_event_id(_text(events_from)):
+            raise EventsTrimmedError(table_id, after=after, first_retained=_text(events_from))
+        return [StoredEvent(_text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
 
     async def get_extra(self, table_id: str, key: str) -> bytes | None:
         extra_key = self._table_keys(table_id)[2]
@@ -517,3 +545,18 @@ class RedisTableStore:
             await self._client.aclose()
             if self._blocking is not self._client:
                 await self._blocking.aclose()
+
+    # --- create claims ------------------------------------------------------------------------
+    async def claim_table_id(
+        self, claim_id: str, table_id: str, *, ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+    ) -> str:
+        key = f"{self._prefix}:{{create:{check_id(claim_id, what='claim id')}}}:table"
+        check_id(table_id, what="table id")
+        check_at_least(ttl_seconds, 1, what="ttl_seconds")
+        with _unavailable():  # one atomic command: set unless present, and say what was there
+            first = await self._client.set(key, table_id, ex=ttl_seconds, nx=True, get=True)
+        if first is None:
+            return table_id
+        if isinstance(first, bool):  # GET makes the reply the old value, never OK
+            raise StoreError(f"unexpected reply to SET NX GET: {first!r}")
+        return _text(first)

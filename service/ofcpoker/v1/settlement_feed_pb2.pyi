@@ -107,7 +107,9 @@ class SettlementRecord(_message.Message):
     ruleset: _builtins.str
     """The ruleset's name (a preset name or the overrides' name)."""
     unit_value: _builtins.int
-    """Money units per point between every pair at this table."""
+    """Money units per point of the ruleset: every pair at this table without a unit value of its
+    own (CreateTableRequest.pair_unit_values); the pairs' own values are in `pairs`.
+    """
     loss_cap: _builtins.int
     """Points a seat may lose at most in one hand; 0 when there is no cap."""
     settled_at_ms: _builtins.int
@@ -213,7 +215,7 @@ class PairSettlement(_message.Message):
     docs/settlement-feed.md).
     """
     unit_value: _builtins.int
-    """Money units per point for this pair."""
+    """Money units per point for this pair (agreed at CreateTable, else the ruleset's)."""
     units: _builtins.int
     """capped_points * unit_value."""
     def __init__(

@@ -107,7 +107,9 @@ Global___PlayerHand: _TypeAlias = PlayerHand  # noqa: Y015
 
 @_typing.final
 class PairUnitValue(_message.Message):
-    """The unit value agreed between two players."""
+    """The unit value agreed between two players (at a live table: between two seats, and `a`,
+    `b` are seat numbers).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -34,6 +34,7 @@ class CreateTableRequest(_message.Message):
     MAX_HANDS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    PAIR_UNIT_VALUES_FIELD_NUMBER: _builtins.int
     seats: _builtins.int
     """Number of seats, between the ruleset's min_players and max_players; 0 means max_players."""
     turn_time_limit_ms: _builtins.int
@@ -51,10 +52,23 @@ class CreateTableRequest(_message.Message):
     the players know the server could not pick the deck alone.
     """
     request_id: _builtins.str
-    """Idempotency key (see the service comment); required, 1..128 characters."""
+    """Idempotency key (see the service comment); required, 1..128 characters. A retry by the
+    same caller with the same id within 24 hours returns the table the first call created;
+    after that the id names a new request, and a new table (a table id is never reused).
+    """
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetSpec:
         """The rules; unset means "classic"."""
+
+    @_builtins.property
+    def pair_unit_values(self) -> _containers.RepeatedCompositeFieldContainer[_settlement_pb2.PairUnitValue]:
+        """Unit values agreed for particular pairs of seats for the whole match (a tournament or
+        private game: seats 0 and 1 play 20 a unit, seats 0 and 2 play 15). Here `a` and `b` are
+        SEAT numbers, a < b < seats; each pair at most once. Pairs not listed play for the
+        ruleset's unit_value. Every hand's settlement, HandSettled event, settlement feed record
+        and hand history carries them. INVALID_ARGUMENT (INVALID_INPUT) with the field path,
+        e.g. `pair_unit_values[1].b`, as in SettleHand.
+        """
 
     def __init__(
         self,
@@ -66,10 +80,11 @@ class CreateTableRequest(_message.Message):
         max_hands: _builtins.int = ...,
         client_seed: _builtins.str = ...,
         request_id: _builtins.str = ...,
+        pair_unit_values: _abc.Iterable[_settlement_pb2.PairUnitValue] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "fantasyland_time_limit_ms", b"fantasyland_time_limit_ms", "max_hands", b"max_hands", "request_id", b"request_id", "ruleset", b"ruleset", "seats", b"seats", "turn_time_limit_ms", b"turn_time_limit_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "fantasyland_time_limit_ms", b"fantasyland_time_limit_ms", "max_hands", b"max_hands", "pair_unit_values", b"pair_unit_values", "request_id", b"request_id", "ruleset", b"ruleset", "seats", b"seats", "turn_time_limit_ms", b"turn_time_limit_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -84,7 +99,7 @@ class CreateTableResponse(_message.Message):
     TABLE_ID_FIELD_NUMBER: _builtins.int
     TABLE_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
-    """The new table's id (URL-safe, 22 characters)."""
+    """The new table's id (URL-safe, 22 characters; random, never reused)."""
     @_builtins.property
     def table(self) -> Global___TableView:
         """The table as a spectator sees it."""
@@ -685,13 +700,21 @@ class WatchRequest(_message.Message):
     TABLE_ID_FIELD_NUMBER: _builtins.int
     AS_SEAT_FIELD_NUMBER: _builtins.int
     AFTER_EVENT_ID_FIELD_NUMBER: _builtins.int
+    BATCH_EVENTS_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table; required."""
     as_seat: _builtins.int
     """With an operator key: the seat to watch as. Ignored otherwise."""
     after_event_id: _builtins.str
     """Resume after this event id (from TableEvent.event_id) without a snapshot; empty: start
-    with a snapshot of the current view.
+    with a snapshot of the current view. The table keeps the events of the current hand and
+    the one before (at most 10000); an older id fails with OUT_OF_RANGE (EVENTS_TRIMMED):
+    start again with a snapshot, and read finished hands with GetHandHistory.
+    """
+    batch_events: _builtins.bool
+    """Send events in batches (WatchResponse.events: the events ready at once, in order; a
+    move's events usually arrive together) instead of one message each. Fewer messages for
+    the same events: the server and the client do less work per move.
     """
     def __init__(
         self,
@@ -699,10 +722,11 @@ class WatchRequest(_message.Message):
         table_id: _builtins.str = ...,
         as_seat: _builtins.int | None = ...,
         after_event_id: _builtins.str = ...,
+        batch_events: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_as_seat", b"_as_seat", "as_seat", b"as_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_as_seat", b"_as_seat", "after_event_id", b"after_event_id", "as_seat", b"as_seat", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_as_seat", b"_as_seat", "after_event_id", b"after_event_id", "as_seat", b"as_seat", "batch_events", b"batch_events", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__as_seat: _TypeAlias = _typing.Literal["as_seat"]  # noqa: Y015
     _WhichOneofArgType__as_seat: _TypeAlias = _typing.Literal["_as_seat", b"_as_seat"]  # noqa: Y015
@@ -718,6 +742,7 @@ class WatchResponse(_message.Message):
 
     SNAPSHOT_FIELD_NUMBER: _builtins.int
     EVENT_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def snapshot(self) -> Global___TableView:
         """The caller's view at the start of the stream (events follow from there)."""
@@ -726,21 +751,50 @@ class WatchResponse(_message.Message):
     def event(self) -> Global___TableEvent:
         """One event, as the caller may see it."""
 
+    @_builtins.property
+    def events(self) -> Global___EventBatch:
+        """Events in order, as the caller may see them (only when WatchRequest.batch_events)."""
+
     def __init__(
         self,
         *,
         snapshot: Global___TableView | None = ...,
         event: Global___TableEvent | None = ...,
+        events: Global___EventBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "kind", b"kind", "snapshot", b"snapshot"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "events", b"events", "kind", b"kind", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "kind", b"kind", "snapshot", b"snapshot"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "events", b"events", "kind", b"kind", "snapshot", b"snapshot"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "event"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "event", "events"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
 Global___WatchResponse: _TypeAlias = WatchResponse  # noqa: Y015
+
+@_typing.final
+class EventBatch(_message.Message):
+    """Events of a Watch stream, in order."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___TableEvent]:
+        """One or more events, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___TableEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventBatch: _TypeAlias = EventBatch  # noqa: Y015
 
 @_typing.final
 class TableView(_message.Message):
@@ -760,6 +814,7 @@ class TableView(_message.Message):
     TURN_TIME_LIMIT_MS_FIELD_NUMBER: _builtins.int
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     LAST_EVENT_ID_FIELD_NUMBER: _builtins.int
+    PAIR_UNIT_VALUES_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table id."""
     version: _builtins.int
@@ -792,6 +847,12 @@ class TableView(_message.Message):
     def hand(self) -> Global___HandView:
         """The current hand, or the last one once it is over; unset before the first hand."""
 
+    @_builtins.property
+    def pair_unit_values(self) -> _containers.RepeatedCompositeFieldContainer[_settlement_pb2.PairUnitValue]:
+        """The unit values agreed for particular pairs of seats at CreateTable (`a`, `b`: seat
+        numbers), ascending by (a, b); every other pair plays for ruleset.unit_value.
+        """
+
     def __init__(
         self,
         *,
@@ -807,10 +868,11 @@ class TableView(_message.Message):
         turn_time_limit_ms: _builtins.int = ...,
         deadline_ms: _builtins.int = ...,
         last_event_id: _builtins.str = ...,
+        pair_unit_values: _abc.Iterable[_settlement_pb2.PairUnitValue] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat", "hand", b"hand", "ruleset", b"ruleset", "viewer_seat", b"viewer_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat", "button", b"button", "deadline_ms", b"deadline_ms", "hand", b"hand", "hands_played", b"hands_played", "last_event_id", b"last_event_id", "max_hands", b"max_hands", "ruleset", b"ruleset", "seats", b"seats", "table_id", b"table_id", "turn_time_limit_ms", b"turn_time_limit_ms", "version", b"version", "viewer_seat", b"viewer_seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat", "button", b"button", "deadline_ms", b"deadline_ms", "hand", b"hand", "hands_played", b"hands_played", "last_event_id", b"last_event_id", "max_hands", b"max_hands", "pair_unit_values", b"pair_unit_values", "ruleset", b"ruleset", "seats", b"seats", "table_id", b"table_id", "turn_time_limit_ms", b"turn_time_limit_ms", "version", b"version", "viewer_seat", b"viewer_seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__viewer_seat: _TypeAlias = _typing.Literal["viewer_seat"]  # noqa: Y015
     _WhichOneofArgType__viewer_seat: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat"]  # noqa: Y015

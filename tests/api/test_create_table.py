@@ -1,0 +1,179 @@
+"""CreateTable in process, on the in-memory store with a clock the test moves: a request id
+names one table for the retry window (a retry returns it, and creates it when the first
+call stopped between claiming the id and creating the table); after the window the same
+request id makes a new table with a new id, so a table id (and a settlement id) is never
+reused. Also the agreed pair unit values, checked like SettleHand's."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+from ofc_service.api.errors import STATUS_DETAILS_KEY
+from ofc_service.api.tables import TableServicer, encode_event
+from ofc_service.auth import Authenticator
+from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS, MemoryTableStore, StoreUnavailableError
+from ofc_service.tables import TableManager
+from ofcpoker.v1 import settlement_pb2
+from ofcpoker.v1 import table_service_pb2 as pb
+
+KEYS = ("key-of-platform-a", "key-of-platform-b")
+START_S = 1_700_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START_S
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CrashingStore(MemoryTableStore):
+    """Fails the next ``crashes`` table creations as a lost connection would (after the
+    claim was made: the first call stops between its two steps)."""
+
+    crashes = 0
+
+    async def create_table(self, table_id: str, state: bytes, **kwargs: Any) -> Any:
+        if self.crashes:
+            self.crashes -= 1
+            raise StoreUnavailableError("connection lost")
+        return await super().create_table(table_id, state, **kwargs)
+
+
+class Aborted(Exception):
+    def __init__(self, code: grpc.StatusCode, reason: str, field: str) -> None:
+        super().__init__(f"{code} {reason} {field}")
+        self.code, self.reason, self.field = code, reason, field
+
+
+class Context:
+    """Just enough of a servicer context: the caller's metadata, and abort."""
+
+    def __init__(self, api_key: str) -> None:
+        self.metadata = (("x-ofc-api-key", api_key),)
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self.metadata
+
+    async def abort(
+        self, code: grpc.StatusCode, details: str, trailers: Sequence[tuple[str, Any]]
+    ) -> None:
+        status = status_pb2.Status.FromString(dict(trailers)[STATUS_DETAILS_KEY])
+        info = error_details_pb2.ErrorInfo()
+        status.details[0].Unpack(info)
+        raise Aborted(code, info.reason, info.metadata.get("field", ""))
+
+
+class Service:
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.store = CrashingStore(clock=self.clock)
+        manager = TableManager(
+            self.store,
+            Authenticator(KEYS),
+            encode_event,
+            clock_ms=lambda: int(self.clock.now * 1000),
+        )
+        self.servicer = TableServicer(manager)
+
+    def create(
+        self, request: pb.CreateTableRequest, *, key: str = KEYS[0]
+    ) -> pb.CreateTableResponse:
+        context: Any = Context(key)
+
+        async def call() -> pb.CreateTableResponse:
+            return await self.servicer.CreateTable(request, context)
+
+        return asyncio.run(call())
+
+
+def test_a_request_id_names_one_table_for_the_window_and_a_new_one_after() -> None:
+    service = Service()
+    request = pb.CreateTableRequest(seats=2, request_id="match-42")
+    first = service.create(request)
+    assert len(first.table_id) == 22 and first.table.version == 1
+    assert first.table.table_id == first.table_id
+    # a retry inside the window: the same table, as it is now (nothing created twice)
+    service.clock.now += DEFAULT_REQUEST_TTL_SECONDS - 1
+    assert service.create(request).table_id == first.table_id
+    # another caller's request id is its own
+    other = service.create(request, key=KEYS[1])
+    assert other.table_id != first.table_id
+    # after the window the request id is a new request: a new table, never the old id
+    service.clock.now += 2
+    later = service.create(request)
+    assert later.table_id not in {first.table_id, other.table_id}
+    assert service.create(request).table_id == later.table_id  # and it is kept in turn
+    # the first table lives on (its own time-to-live is a week), untouched
+    assert set(service.store._tables) == {first.table_id, other.table_id, later.table_id}
+
+
+def test_a_crash_between_the_claim_and_the_create_is_healed_by_the_retry() -> None:
+    service = Service()
+    request = pb.CreateTableRequest(seats=3, request_id="crashy")
+    service.store.crashes = 1
+    with pytest.raises(Aborted) as crashed:
+        service.create(request)
+    assert (crashed.value.code, crashed.value.reason) == (
+        grpc.StatusCode.UNAVAILABLE,
+        "STORE_UNAVAILABLE",
+    )
+    # the crashed call claimed a table id but created no table
+    claimed = [table_id for table_id, _ in service.store._claims.values()]
+    assert len(claimed) == 1 and not service.store._tables
+    retried = service.create(request)  # finds the claim, creates the table it names
+    assert retried.table_id == claimed[0]
+    assert retried.table.version == 1 and len(retried.table.seats) == 3
+    assert service.create(request).table_id == retried.table_id
+    assert list(service.store._tables) == [retried.table_id]
+
+
+@pytest.mark.parametrize(
+    ("pairs", "field"),
+    [
+        ([(0, 3, 5)], "pair_unit_values[0].b"),  # seat 3 at a 3-seat table
+        ([(1, 1, 5)], "pair_unit_values[0].b"),
+        ([(0, 1, 20), (0, 2, 0)], "pair_unit_values[1].unit_value"),
+        ([(0, 1, 20), (0, 2, 1_000_001)], "pair_unit_values[1].unit_value"),
+        ([(0, 1, 20), (0, 1, 15)], "pair_unit_values[1]"),
+    ],
+)
+def test_pair_unit_values_are_checked_like_settle_hands(
+    pairs: list[tuple[int, int, int]], field: str
+) -> None:
+    service = Service()
+    request = pb.CreateTableRequest(
+        seats=3,
+        request_id="stakes",
+        pair_unit_values=[
+            settlement_pb2.PairUnitValue(a=a, b=b, unit_value=u) for a, b, u in pairs
+        ],
+    )
+    with pytest.raises(Aborted) as refused:
+        service.create(request)
+    assert (refused.value.code, refused.value.reason, refused.value.field) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_INPUT",
+        field,
+    )
+    assert not service.store._tables  # nothing claimed a table
+
+
+def test_the_agreed_pair_unit_values_are_in_the_table_view() -> None:
+    service = Service()
+    stakes = [
+        settlement_pb2.PairUnitValue(a=a, b=b, unit_value=u) for a, b, u in [(1, 2, 15), (0, 1, 20)]
+    ]
+    created = service.create(
+        pb.CreateTableRequest(seats=3, request_id="stakes", pair_unit_values=stakes)
+    )
+    assert [(p.a, p.b, p.unit_value) for p in created.table.pair_unit_values] == [
+        (0, 1, 20),
+        (1, 2, 15),
+    ]
