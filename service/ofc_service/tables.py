@@ -59,7 +59,7 @@ T = TypeVar("T")
 RECORD_FORMAT = 2  # 2 added seat_units; format 1 records still load (with no money yet)
 MAX_REQUEST_ID_CHARS = 128
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
-DECODED_RECORDS = 1024  # per replica: the tables in play here (a few MB)
+KEPT_RECORDS = 1024  # per replica: the tables in play here (a few MB)
 HAND_PREFIX = "hand"
 
 EventEncoder = Callable[[Event, int, "TableRecord"], bytes]
@@ -169,6 +169,21 @@ class TableRecord:
         )
 
 
+@dataclass(slots=True)
+class _Kept:
+    """A table's record as this replica last wrote or read it."""
+
+    raw: bytes
+    record: TableRecord
+    version: int
+    _sha1: str = ""
+
+    def sha1(self) -> str:
+        if not self._sha1:
+            self._sha1 = hashlib.sha1(self.raw).hexdigest()
+        return self._sha1
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """What one accepted request did (before it is committed)."""
@@ -254,30 +269,32 @@ class TableManager:
         self.server_seed = server_seed
         self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
         self.event_log_hands = event_log_hands  # 0: no per-hand trim (the store's cap only)
-        self._decoded: OrderedDict[str, tuple[bytes, TableRecord]] = OrderedDict()
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
     async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
         """The record, its version and the id of the last event it includes."""
         stored = await self.store.load(table_id)
-        return self.decode(table_id, stored.state), stored.version, stored.last_event_id
+        record = self.decode(table_id, stored.state, stored.version)
+        return record, stored.version, stored.last_event_id
 
-    def decode(self, table_id: str, raw: bytes) -> TableRecord:
-        """The record stored as ``raw``. Decoding is most of a move's own work, so the last
-        records this replica wrote or read are kept by their exact bytes (records are
-        immutable; bytes written by another replica simply miss)."""
-        cached = self._decoded.get(table_id)
-        if cached is not None and cached[0] == raw:
-            self._decoded.move_to_end(table_id)
-            return cached[1]
+    def decode(self, table_id: str, raw: bytes, version: int) -> TableRecord:
+        """The record stored as ``raw`` at ``version``. Decoding is a good part of a move's
+        work, so the record this replica last wrote or read of each table is kept, with its
+        bytes (a load of other bytes decodes them) and its version (see :meth:`mutate`)."""
+        kept = self._kept.get(table_id)
+        if kept is not None and kept.raw == raw:
+            self._kept.move_to_end(table_id)
+            kept.version = version
+            return kept.record
         record = TableRecord.from_bytes(raw)
-        self._remember(table_id, raw, record)
+        self._keep(table_id, raw, record, version)
         return record
 
-    def _remember(self, table_id: str, raw: bytes, record: TableRecord) -> None:
-        self._decoded[table_id] = (raw, record)
-        self._decoded.move_to_end(table_id)
-        if len(self._decoded) > DECODED_RECORDS:
-            self._decoded.popitem(last=False)
+    def _keep(self, table_id: str, raw: bytes, record: TableRecord, version: int) -> None:
+        self._kept[table_id] = _Kept(raw, record, version)
+        self._kept.move_to_end(table_id)
+        if len(self._kept) > KEPT_RECORDS:
+            self._kept.popitem(last=False)
 
     async def create(self, record: TableRecord, *, respond: Callable[[Committed], bytes]) -> bytes:
         result = await self.store.create_table(record.table_id, record.to_bytes())
@@ -299,11 +316,27 @@ class TableManager:
         leaves the table untouched.
         """
         key = request_key(request_id)
-        # Two store round trips per move: the load and the commit. The request record is
-        # read only when the request cannot go on as sent: a committed request moved the
-        # table on, so its retry always meets another version (or a missing table, or a
-        # change that no longer applies); a duplicate racing past the load is answered by
-        # the commit itself, which checks the request id before the version.
+        # One store round trip when this replica holds the record at that version (it made
+        # or read the table's last change): the commit itself checks the version, the state
+        # (by its SHA-1, so a store that lost writes cannot fool it) and the request id.
+        kept = self._kept.get(table_id)
+        if kept is not None and kept.version == expected_version:
+            try:
+                done = change(kept.record, self.clock_ms())
+            except Exception:  # judged against the store's table below, as a retry may be
+                done = None
+            if done is not None:
+                try:
+                    return await self._commit(
+                        table_id, key, expected_version, done, respond, kept.sha1()
+                    )
+                except (StaleVersionError, TableNotFoundError):
+                    self._kept.pop(table_id, None)
+        # Otherwise two: the load and the commit. The request record is read only when the
+        # request cannot go on as sent: a committed request moved the table on, so its retry
+        # always meets another version (or a missing table, or a change that no longer
+        # applies); a duplicate racing past the load is answered by the commit itself, which
+        # checks the request id before the version.
         try:
             stored = await self.store.load(table_id)
         except TableNotFoundError as missing:
@@ -313,14 +346,25 @@ class TableManager:
                 table_id, expected_version=expected_version, current_version=stored.version
             )
             return await self._replayed(table_id, key, stale)
-        record = self.decode(table_id, stored.state)
-        now = self.clock_ms()
+        record = self.decode(table_id, stored.state, stored.version)
         try:
-            done = change(record, now)
+            done = change(record, self.clock_ms())
         except Exception as refused:
             return await self._replayed(table_id, key, refused)
+        return await self._commit(table_id, key, stored.version, done, respond, "")
+
+    async def _commit(
+        self,
+        table_id: str,
+        key: str,
+        expected_version: int,
+        done: Change,
+        respond: Callable[[Committed], bytes],
+        expected_sha1: str,
+    ) -> bytes:
+        now = self.clock_ms()
         done = dataclasses.replace(done, record=with_deadlines(done.record, now))
-        version = stored.version + 1
+        version = expected_version + 1
         blobs = [self.encode_event(e, version, done.record) for e in done.events]
         extra = _history_extra(done, now)
         outbox = _settlement_outbox(done, now)
@@ -330,7 +374,7 @@ class TableManager:
         state = done.record.to_bytes()
         result = await self.store.commit(
             table_id,
-            expected_version=stored.version,
+            expected_version=expected_version,
             state=state,
             events=blobs,
             response=response,
@@ -343,9 +387,10 @@ class TableManager:
             keep_segments=self.event_log_hands
             if any(isinstance(e, engine.HandStarted) for e in done.events)
             else 0,
+            expected_state_sha1=expected_sha1,
         )
         if not result.replayed:
-            self._remember(table_id, state, done.record)
+            self._keep(table_id, state, done.record, result.version)
         if outbox and not result.replayed and self.relay is not None:
             try:
                 await self.relay.relay_table(table_id)

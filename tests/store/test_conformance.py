@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import random
 import time
 
@@ -324,6 +325,23 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
                 "t", expected_version=version + 2, state=b"s", events=[b"x"], response=b"",
                 request_id="bad", deadline_ms=None, keep_segments=-1,
             )  # fmt: skip
+
+
+async def test_a_commit_can_require_the_state_it_was_computed_from(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        await play(h.store, "t", 1)  # state b"v2"
+        with pytest.raises(StaleVersionError) as caught:  # the right version, another state
+            await h.other.commit(
+                "t", expected_version=2, state=b"x", events=[], response=b"", request_id="r",
+                deadline_ms=None, expected_state_sha1=hashlib.sha1(b"v1").hexdigest(),
+            )  # fmt: skip
+        assert caught.value.current_version == 2
+        done = await h.other.commit(
+            "t", expected_version=2, state=b"v3", events=[], response=b"", request_id="r",
+            deadline_ms=None, expected_state_sha1=hashlib.sha1(b"v2").hexdigest(),
+        )  # fmt: skip
+        assert (done.version, (await h.store.load("t")).state) == (3, b"v3")
 
 
 async def test_wait_events_times_out_cleanly(backend: Backend) -> None:

@@ -218,6 +218,7 @@ class TableStore(Protocol):
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
+        expected_state_sha1: str = "",
     ) -> CommitResult:
         """Apply one change atomically and at most once per ``request_id``.
 
@@ -231,6 +232,11 @@ class TableStore(Protocol):
         one included; the events before the first segment count as one), dropping what came
         before as trimming does (reads after a dropped id fail with
         :class:`EventsTrimmedError`). Finished hands live on in their histories.
+
+        ``expected_state_sha1`` (hex; empty: not checked): the commit also requires the stored
+        state to have this SHA-1, else :class:`StaleVersionError` (even at the expected
+        version). A caller that kept the state it last wrote can so commit without loading
+        it first, safely even if the store lost writes and reached that version again.
         """
         ...
 

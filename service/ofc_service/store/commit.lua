@@ -7,13 +7,15 @@
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
 --       10 .. 9+n events, then m triples (extra key, value, index member or ''),
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
---       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments)
+--       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
+--       then the expected SHA-1 of the stored state ('' = not checked)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        | {'stale' | 'exists', current version, deadline} | {'missing'}
 local state_key, events_key, extra_key, index_key, request_key, outbox_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
+local keep, expected_sha1 = tonumber(ARGV[#ARGV - 1]), ARGV[#ARGV]
 
 -- 1. A recorded request id answers with its first result, whatever the version says.
 local current = redis.call('HMGET', state_key, 'version', 'deadline')
@@ -33,6 +35,8 @@ elseif not current[1] then
   return {'missing'}
 elseif tonumber(current[1]) ~= expected then
   return {'stale', current[1], deadline}
+elseif expected_sha1 ~= '' and redis.sha1hex(redis.call('HGET', state_key, 'state')) ~= expected_sha1 then
+  return {'stale', current[1], deadline}  -- same version, another state: the store lost writes
 end
 
 -- 3. Write the new version, state, deadline, events, extra blobs and request record.
@@ -59,7 +63,6 @@ if n_events > 0 then
   end
   fields[#fields + 1] = 'last_event'
   fields[#fields + 1] = ids[n_events]
-  local keep = tonumber(ARGV[#ARGV])
   if keep > 0 then
     local starts = {'0'}  -- what came before the first segment counts as one
     local kept = redis.call('HGET', state_key, 'segments')

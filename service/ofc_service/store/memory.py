@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +119,7 @@ class MemoryTableStore:
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
+        expected_state_sha1: str = "",
     ) -> CommitResult:
         check_id(table_id, what="table id")
         check_id(request_id, what="request id")
@@ -135,7 +137,9 @@ class MemoryTableStore:
         table = self._live(table_id)
         if table is None:
             raise TableNotFoundError(table_id)
-        if table.version != expected_version:
+        if table.version != expected_version or (
+            expected_state_sha1 and hashlib.sha1(table.state).hexdigest() != expected_state_sha1
+        ):
             raise StaleVersionError(
                 table_id, expected_version=expected_version, current_version=table.version
             )

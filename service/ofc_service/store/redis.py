@@ -251,6 +251,7 @@ class RedisTableStore:
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
+        expected_state_sha1: str = "",
     ) -> CommitResult:
         check_at_least(expected_version, 1, what="expected_version")
         return await self._apply(
@@ -266,6 +267,7 @@ class RedisTableStore:
             request_ttl_seconds=request_ttl_seconds,
             outbox=outbox,
             keep_segments=keep_segments,
+            expected_state_sha1=expected_state_sha1,
         )
 
     async def _apply(
@@ -283,6 +285,7 @@ class RedisTableStore:
         request_ttl_seconds: int,
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
+        expected_state_sha1: str = "",
     ) -> CommitResult:
         keys = [
             *self._table_keys(table_id),
@@ -314,6 +317,7 @@ class RedisTableStore:
         for record_id, record in records:
             args += [record_id, record]
         args.append(check_at_least(keep_segments, 0, what="keep_segments"))
+        args.append(expected_state_sha1)
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:

@@ -1,0 +1,125 @@
+"""TableManager's kept records: one store round trip per move, and never a wrong state."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from ofc import engine
+from ofc_service.api.tables import encode_event
+from ofc_service.auth import Authenticator
+from ofc_service.store import MemoryTableStore, StaleVersionError, StoredTable
+from ofc_service.tables import Change, Committed, TableManager, TableRecord
+
+from .conftest import Backend
+
+
+class CountingLoads:
+    """A store whose loads and commits are counted (everything else passes through)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.loads = 0
+        self.commits = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def load(self, table_id: str) -> StoredTable:
+        self.loads += 1
+        return await self.store.load(table_id)  # type: ignore[no-any-return]
+
+    async def commit(self, table_id: str, **kwargs: Any) -> Any:
+        self.commits += 1
+        return await self.store.commit(table_id, **kwargs)
+
+
+def respond(committed: Committed) -> bytes:
+    return b"v%d" % committed.version
+
+
+async def join(manager: TableManager, version: int, seat: int, player: str) -> bytes:
+    def change(record: TableRecord, now: int) -> Change:
+        return manager.join(record, seat, player, now)
+
+    return await manager.mutate(
+        "t", expected_version=version, request_id=f"join-{version}", change=change, respond=respond
+    )
+
+
+async def leave(manager: TableManager, version: int, seat: int, who: str = "a") -> bytes:
+    def change(record: TableRecord, now: int) -> Change:
+        new, events = manager.apply_action(record, engine.StandUp(seat, now), now)
+        return Change(new, events)
+
+    return await manager.mutate(
+        "t",
+        expected_version=version,
+        request_id=f"leave-{version}-{who}",
+        change=change,
+        respond=respond,
+    )
+
+
+async def open_table(backend: Backend, test: Any) -> None:
+    async with backend.open() as h:
+        counted = CountingLoads(h.store)
+        manager = TableManager(counted, Authenticator(), encode_event)
+        other = TableManager(h.other, Authenticator(), encode_event)
+        record = TableRecord("t", engine.new_match("classic", seats=3), 30_000, 120_000, b"", 0)
+        await manager.create(record, respond=respond)
+        await test(h, counted, manager, other)
+
+
+async def test_moves_after_this_replicas_own_commit_skip_the_load(backend: Backend) -> None:
+    async def test(h: Any, counted: CountingLoads, manager: TableManager, other: Any) -> None:
+        assert await join(manager, 1, 0, "ann") == b"v2"  # nothing kept yet: load + commit
+        assert (counted.loads, counted.commits) == (1, 1)
+        assert await join(manager, 2, 1, "bob") == b"v3"  # kept at version 2: commit only
+        assert await join(manager, 3, 2, "cy") == b"v4"
+        assert (counted.loads, counted.commits) == (1, 3)
+        # Another replica moves: this one's kept record is behind, its commit is refused as
+        # stale, and the move is judged against the store (a stale version, as it should).
+        await leave(other, 4, 2, who="b")
+        with pytest.raises(StaleVersionError):
+            await leave(manager, 4, 2)
+        assert await leave(manager, 5, 1) == b"v6"  # loaded again: and on it goes
+        stored, version, _ = await other.load("t")
+        assert version == 6 and [s.player_id for s in stored.match.seats] == ["ann", "", ""]
+
+    await open_table(backend, test)
+
+
+async def test_a_kept_record_never_stands_in_for_another_state_at_its_version(
+    backend: Backend,
+) -> None:
+    async def test(h: Any, counted: CountingLoads, manager: TableManager, other: Any) -> None:
+        await join(manager, 1, 0, "ann")
+        kept_bytes = (await h.store.load("t")).state
+        # The store loses that write and reaches version 2 again with another state (a Redis
+        # restart without its last writes, then another replica's move): same version, other
+        # bytes. The kept record must not be used: its SHA-1 no longer matches.
+        theirs = TableRecord.from_bytes(kept_bytes)
+        theirs = dataclasses.replace(
+            theirs,
+            match=engine.apply(engine.new_match("classic", seats=3), engine.SitDown(0, "zed"))[0],
+        )
+        await overwrite_state(h, theirs.to_bytes())
+        assert (await h.store.load("t")).version == 2
+        loads = counted.loads
+        assert await join(manager, 2, 1, "bob") == b"v3"
+        assert counted.loads == loads + 1  # refused by the commit, then loaded and applied
+        stored, _, _ = await other.load("t")
+        assert [s.player_id for s in stored.match.seats] == ["zed", "bob", ""]
+
+    await open_table(backend, test)
+
+
+async def overwrite_state(h: Any, state: bytes) -> None:
+    """Replace the stored state of table ``t``, keeping its version (a test-only rewind)."""
+    if h.admin is None:
+        assert isinstance(h.store, MemoryTableStore)
+        h.store._tables["t"].state = state
+    else:
+        await h.admin.hset("ofc:{t}:state", "state", state)
