@@ -192,6 +192,7 @@ class Change:
     events: tuple[Event, ...]
     actor_seat: int | None = None  # the seat the caller acted for, if any
     seat_token: str | None = None  # a new seat token (JoinSeat)
+    move: str | None = None  # the kind of hand move, counted in ofc_moves_total once committed
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +392,8 @@ class TableManager:
         )
         if not result.replayed:
             self._keep(table_id, state, done.record, result.version)
+            if done.move is not None:
+                MOVES.labels(done.move).inc()
         if outbox and not result.replayed and self.relay is not None:
             try:
                 await self.relay.relay_table(table_id)
@@ -476,7 +479,7 @@ class TableManager:
         seat = getattr(action, "seat")  # noqa: B009 - every hand action names its seat
         self.auth.may_act_for(creds, seat, record.token_hashes)
         new, events = self.apply_action(record, action, now)
-        return Change(new, events, seat)
+        return Change(new, events, seat, move=_MOVE_KINDS.get(type(action)))
 
     # --- deadlines ------------------------------------------------------------------------
     async def apply_due_timeouts(self, table_id: str) -> int:
@@ -496,7 +499,7 @@ class TableManager:
 
         def change(current: TableRecord, at: int) -> Change:
             new, events = self.apply_action(current, engine.Timeout(seat, at), at)
-            return Change(new, events, None)
+            return Change(new, events, None, move="timeout")
 
         try:
             await self.mutate(
@@ -508,8 +511,10 @@ class TableManager:
             )
         except StaleVersionError:
             return 0  # someone moved (or another replica timed out) first: nothing to do
-        MOVES.labels("timeout").inc()
         return 1
+
+
+_MOVE_KINDS: dict[type, str] = {engine.Place: "place", engine.SetFantasyland: "set_fantasyland"}
 
 
 def with_deadlines(record: TableRecord, now: int) -> TableRecord:

@@ -17,6 +17,7 @@ from ofc_service.server.config import ServerConfig
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
+from prometheus_client import REGISTRY
 
 API_KEY = "test-operator-key"
 OPERATOR = (("x-ofc-api-key", API_KEY),)
@@ -215,11 +216,17 @@ def test_views_never_show_another_seats_cards_or_the_seed(
         assert "deck" not in str(seen).lower() or seen.hand.deck_remaining == 47
 
 
+def moves_counted(kind: str) -> float:
+    """ofc_moves_total of this process (the servers of these tests run in it)."""
+    return REGISTRY.get_sample_value("ofc_moves_total", {"kind": kind}) or 0.0
+
+
 def test_stale_versions_replays_and_credentials(stubs: list[pb_grpc.TableServiceStub]) -> None:
     stub = stubs[0]
     table = Table(stub, "errors")
     table.start()
     turn = table.view(None).hand.turn
+    placed_before = moves_counted("place")
     request = table.placement_for(turn)
     # the wrong seat's token, no token, a token of another table, a wrong API key
     expect_error(
@@ -277,6 +284,7 @@ def test_stale_versions_replays_and_credentials(stubs: list[pb_grpc.TableService
     again = stub.PlaceCards(request, metadata=seat_md(table.tokens[turn]))
     assert first == again
     assert table.view(None).version == request.expected_version + 1
+    assert moves_counted("place") == placed_before + 1  # refusals and the replay: not moves
     expect_error(
         lambda: stub.GetTable(pb.GetTableRequest(table_id="no-such-table")),
         grpc.StatusCode.NOT_FOUND, "TABLE_NOT_FOUND",

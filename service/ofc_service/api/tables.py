@@ -32,7 +32,7 @@ from ofc_service import auth, store
 from ofc_service.api import convert
 from ofc_service.api import errors as api_errors
 from ofc_service.api.errors import abort
-from ofc_service.metrics import MOVES, REQUEST_ERRORS
+from ofc_service.metrics import REQUEST_ERRORS
 from ofc_service.tables import (
     HAND_PREFIX,
     Change,
@@ -514,14 +514,12 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 )
             placements.append((card, row))
         discard = _card(request.discard, "discard") if request.discard else None
-
-        def make(record: TableRecord, now: int, creds: auth.Credentials) -> Change:
-            action = engine.Place(_seat(request.seat, record), tuple(placements), discard, now)
-            done = self.manager.act(record, action, creds, now)
-            MOVES.labels("place").inc()
-            return done
-
-        return await self._move(request, context, make, pb.PlaceCardsResponse)
+        return await self._hand_action(
+            request,
+            context,
+            lambda seat, now: engine.Place(seat, tuple(placements), discard, now),
+            pb.PlaceCardsResponse,
+        )
 
     @rpc
     async def SetFantasyland(
@@ -529,16 +527,28 @@ class TableServicer(pb_grpc.TableServiceServicer):
     ) -> pb.SetFantasylandResponse:
         board = convert.board_from_proto(request.board, "board")
         discards = convert.parse_cards(request.discards, "discards")
+        return await self._hand_action(
+            request,
+            context,
+            lambda seat, now: engine.SetFantasyland(
+                seat, board.top, board.middle, board.bottom, discards, now
+            ),
+            pb.SetFantasylandResponse,
+        )
+
+    async def _hand_action(
+        self,
+        request: Any,
+        context: grpc.aio.ServicerContext,
+        action: Callable[[int, int], engine.Action],
+        response_type: type[Resp],
+    ) -> Resp:
+        """A move of ``request.seat``, made by the caller for that seat."""
 
         def make(record: TableRecord, now: int, creds: auth.Credentials) -> Change:
-            action = engine.SetFantasyland(
-                _seat(request.seat, record), board.top, board.middle, board.bottom, discards, now
-            )
-            done = self.manager.act(record, action, creds, now)
-            MOVES.labels("set_fantasyland").inc()
-            return done
+            return self.manager.act(record, action(_seat(request.seat, record), now), creds, now)
 
-        return await self._move(request, context, make, pb.SetFantasylandResponse)
+        return await self._move(request, context, make, response_type)
 
     # --- histories ------------------------------------------------------------------------
     @rpc

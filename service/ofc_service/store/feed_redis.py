@@ -24,8 +24,6 @@ from typing import Any, Final
 
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 from redis.commands.core import AsyncScript
 
 from .base import check_at_least, format_event_id, parse_event_id
@@ -37,7 +35,7 @@ from .feed import (
     check_settlement_id,
     check_stream_id,
 )
-from .redis import _RETRIES, _lua, _text, _unavailable
+from .redis_io import lua, retry, text, unavailable
 
 _BLOCK_GRACE_S: Final = 5.0
 
@@ -45,7 +43,7 @@ _BLOCK_GRACE_S: Final = 5.0
 def _entries(flat: list[Any]) -> list[FeedEntry]:
     """Script replies of flat (stream id, settlement id, record) triples as entries."""
     return [
-        FeedEntry(_text(flat[i]), _text(flat[i + 1]), bytes(flat[i + 2]))
+        FeedEntry(text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2]))
         for i in range(0, len(flat), 3)
     ]
 
@@ -71,10 +69,10 @@ class RedisSettlementFeed:
         self._owns_clients = owns_clients
         self._stream = f"{key_prefix}:{{settlements}}:stream"
         self._groups: set[str] = set()  # groups this instance knows to exist
-        self._publish: AsyncScript = client.register_script(_lua("feed_publish.lua"))
-        self._pending: AsyncScript = client.register_script(_lua("feed_pending.lua"))
-        self._ack: AsyncScript = client.register_script(_lua("feed_ack.lua"))
-        self._trim: AsyncScript = client.register_script(_lua("feed_trim.lua"))
+        self._publish: AsyncScript = client.register_script(lua("feed_publish.lua"))
+        self._pending: AsyncScript = client.register_script(lua("feed_pending.lua"))
+        self._ack: AsyncScript = client.register_script(lua("feed_ack.lua"))
+        self._trim: AsyncScript = client.register_script(lua("feed_trim.lua"))
 
     @classmethod
     def from_url(
@@ -85,9 +83,6 @@ class RedisSettlementFeed:
         dedupe_ttl_seconds: int = DEFAULT_DEDUPE_TTL_SECONDS,
     ) -> RedisSettlementFeed:
         """A feed with its own two connection pools (commands, and blocking reads)."""
-
-        def retry() -> Retry:
-            return Retry(ExponentialWithJitterBackoff(cap=0.5, base=0.02), _RETRIES)
 
         return cls(
             Redis.from_url(url, retry=retry()),
@@ -103,11 +98,11 @@ class RedisSettlementFeed:
     # --- writing ----------------------------------------------------------------------------
     async def publish(self, settlement_id: str, data: bytes) -> str | None:
         keys = [self._stream, self._dedupe_key(settlement_id)]
-        with _unavailable():
+        with unavailable():
             added, stream_id = await self._publish(
                 keys=keys, args=[settlement_id, data, self._dedupe_ttl]
             )
-        return _text(stream_id) if added else None
+        return text(stream_id) if added else None
 
     # --- groups -----------------------------------------------------------------------------
     async def _ensure_group(self, group: str) -> None:
@@ -148,7 +143,7 @@ class RedisSettlementFeed:
             )
             return reply
 
-        with _unavailable():
+        with unavailable():
             return _entries(await self._in_group(group, call))
 
     async def read_new(
@@ -169,11 +164,11 @@ class RedisSettlementFeed:
             streams = reply.items() if isinstance(reply, dict) else reply or ()
             return [entry for _, entries in streams for entry in entries]
 
-        with _unavailable():
+        with unavailable():
             entries = await self._in_group(group, call)
         found = []
         for stream_id, fields in entries:
-            found.append(FeedEntry(_text(stream_id), _text(fields[b"id"]), bytes(fields[b"d"])))
+            found.append(FeedEntry(text(stream_id), text(fields[b"id"]), bytes(fields[b"d"])))
         return found
 
     async def acknowledge(self, group: str, stream_ids: Sequence[str]) -> list[FeedEntry]:
@@ -181,7 +176,7 @@ class RedisSettlementFeed:
         ids = [check_stream_id(s) for s in stream_ids]
         if not ids:
             return []
-        with _unavailable():
+        with unavailable():
             reply: list[Any] = await self._ack(keys=[self._stream], args=[group, *ids])
         return _entries(reply)
 
@@ -189,13 +184,13 @@ class RedisSettlementFeed:
         keys = [self._dedupe_key(s) for s in settlement_ids]
         if not keys:
             return {}
-        with _unavailable():
+        with unavailable():
             values: list[Any] = await self._client.mget(keys)
-        return {s: _text(v) for s, v in zip(settlement_ids, values, strict=True) if v is not None}
+        return {s: text(v) for s, v in zip(settlement_ids, values, strict=True) if v is not None}
 
     async def trim(self, before_ms: int) -> int:
         check_at_least(before_ms, 0, what="before_ms")
-        with _unavailable():
+        with unavailable():
             return int(await self._trim(keys=[self._stream], args=[f"{before_ms}-0"]))
 
     async def close(self) -> None:

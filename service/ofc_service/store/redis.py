@@ -72,15 +72,11 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from importlib import resources
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 from redis.commands.core import AsyncScript
 
 from .base import (
@@ -96,7 +92,6 @@ from .base import (
     StoredEvent,
     StoredTable,
     StoreError,
-    StoreUnavailableError,
     TableExistsError,
     TableNotFoundError,
     check_at_least,
@@ -109,31 +104,15 @@ from .base import (
     format_event_id,
     parse_event_id,
 )
+from .redis_io import lua, retry, text, unavailable
 
 LAYOUT: Final = b"1"
 _BLOCK_GRACE_S: Final = 5.0
 _CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
-_RETRIES: Final = 3  # per call, with 20-500 ms jittered backoff: a reconnect, not an outage
 _SCAN_COUNT: Final = 1000
 _HINT_PAGES: Final = 10
 
 log = logging.getLogger("ofc.store.redis")
-
-
-def _lua(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-
-
-@contextmanager
-def _unavailable() -> Iterator[None]:
-    try:
-        yield
-    except (redis_errors.ConnectionError, redis_errors.TimeoutError, TimeoutError) as error:
-        raise StoreUnavailableError(f"redis unavailable: {error}") from error
-
-
-def _text(value: bytes | str) -> str:
-    return value if isinstance(value, str) else value.decode()
 
 
 def _blob(value: bytes | str | None) -> bytes | None:
@@ -177,19 +156,16 @@ class RedisTableStore:
         self._owns_clients = owns_clients
         self._deadlines_key = f"{key_prefix}:deadlines"
         self._outbox_index_key = f"{key_prefix}:outbox"
-        self._commit: AsyncScript = client.register_script(_lua("commit.lua"))
-        self._list_extra: AsyncScript = client.register_script(_lua("list_extra.lua"))
-        self._fix: AsyncScript = client.register_script(_lua("fix_deadlines.lua"))
+        self._commit: AsyncScript = client.register_script(lua("commit.lua"))
+        self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
+        self._fix: AsyncScript = client.register_script(lua("fix_deadlines.lua"))
 
     @classmethod
     def from_url(
         cls, url: str, *, key_prefix: str = "ofc", max_events: int = DEFAULT_MAX_EVENTS
     ) -> RedisTableStore:
         """A store with its own two connection pools (commands, and blocking reads); calls
-        cut by a dropped connection are retried :data:`_RETRIES` times, then reported."""
-
-        def retry() -> Retry:
-            return Retry(ExponentialWithJitterBackoff(cap=0.5, base=0.02), _RETRIES)
+        cut by a dropped connection are retried :data:`~.redis_io.RETRIES` times, then reported."""
 
         return cls(
             Redis.from_url(url, retry=retry()),
@@ -324,17 +300,17 @@ class RedisTableStore:
             hints[self._deadlines_key] = deadline_ms
         if records:
             hints[self._outbox_index_key] = time.time_ns() // 1_000_000
-        with _unavailable():
+        with unavailable():
             reply = await self._run_commit(table_id, keys, args, hints)
             status = reply[0]
             if status == b"ok":
-                return CommitResult(int(reply[1]), response, False, tuple(map(_text, reply[4:])))
+                return CommitResult(int(reply[1]), response, False, tuple(map(text, reply[4:])))
             current = int(reply[2]) if len(reply) > 2 and reply[2] else None
             if deadline_ms is not None and current is not None and current < deadline_ms:
                 # Our hint lost to a table whose deadline is earlier: lower it back.
                 await self._fix(keys=[self._deadlines_key], args=[table_id, deadline_ms, current])
         if status == b"replay":
-            return CommitResult(int(reply[1]), reply[3], True, tuple(map(_text, reply[4:])))
+            return CommitResult(int(reply[1]), reply[3], True, tuple(map(text, reply[4:])))
         if status == b"stale":
             raise StaleVersionError(
                 table_id, expected_version=expected_version, current_version=int(reply[1])
@@ -374,7 +350,7 @@ class RedisTableStore:
     # --- reads --------------------------------------------------------------------------------
     async def load(self, table_id: str) -> StoredTable:
         state_key = self._table_keys(table_id)[0]
-        with _unavailable():
+        with unavailable():
             version, state, deadline, last_event, layout = await self._client.hmget(
                 state_key, ["version", "state", "deadline", "last_event", "layout"]
             )
@@ -387,12 +363,12 @@ class RedisTableStore:
             version=int(version),
             state=_blob(state) or b"",
             deadline_ms=None if deadline is None else int(deadline),
-            last_event_id=_text(last_event or "0"),
+            last_event_id=text(last_event or "0"),
         )
 
     async def get_response(self, table_id: str, request_id: str) -> bytes | None:
         key = self._request_key(table_id, request_id)
-        with _unavailable():
+        with unavailable():
             return _blob(await self._client.hget(key, "response"))
 
     async def read_events(
@@ -402,16 +378,16 @@ class RedisTableStore:
         position = parse_event_id(after)
         check_at_least(limit, 1, what="limit")
         start = "-" if position == (0, 0) else "(" + format_event_id(*position)
-        with _unavailable():
+        with unavailable():
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.hmget(state_key, ["version", "events_from"])
                 pipe.xrange(events_key, start, "+", count=limit)
                 (version, events_from), entries = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
-        if events_from is not None and position < parse_event_id(_text(events_from)):
-            raise EventsTrimmedError(table_id, after=after, first_retained=_text(events_from))
-        return [StoredEvent(_text(event_id), fields[b"d"]) for event_id, fields in entries]
+        if events_from is not None and position < parse_event_id(text(events_from)):
+            raise EventsTrimmedError(table_id, after=after, first_retained=text(events_from))
+        return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in entries]
 
     async def wait_events(
         self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
@@ -423,7 +399,7 @@ class RedisTableStore:
         position = parse_event_id(after)
         check_at_least(limit, 1, what="limit")
         block_ms = round(timeout_s * 1000) if timeout_s > 0 else None
-        with _unavailable():
+        with unavailable():
             async with asyncio.timeout(max(0.0, timeout_s) + _BLOCK_GRACE_S):
                 async with self._blocking.pipeline(transaction=False) as pipe:
                     pipe.xread(
@@ -435,13 +411,13 @@ class RedisTableStore:
                     read, (version, events_from) = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
-        if events_from is not None and position < parse_event_id(_text(events_from)):
-            raise EventsTrimmedError(table_id, after=after, first_retained=_text(events_from))
-        return [StoredEvent(_text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
+        if events_from is not None and position < parse_event_id(text(events_from)):
+            raise EventsTrimmedError(table_id, after=after, first_retained=text(events_from))
+        return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
 
     async def get_extra(self, table_id: str, key: str) -> bytes | None:
         extra_key = self._table_keys(table_id)[2]
-        with _unavailable():
+        with unavailable():
             return _blob(await self._client.hget(extra_key, check_extra_key(key)))
 
     async def list_extra(
@@ -450,7 +426,7 @@ class RedisTableStore:
         extra_key, index_key = self._table_keys(table_id)[2:]
         check_prefix(prefix)
         check_page(start, count)
-        with _unavailable():
+        with unavailable():
             reply: list[Any] = await self._list_extra(
                 keys=[extra_key, index_key], args=[prefix, f"{start:016d}", count]
             )
@@ -462,13 +438,13 @@ class RedisTableStore:
     # --- deadlines ----------------------------------------------------------------------------
     async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
         check_at_least(limit, 1, what="limit")
-        with _unavailable():
+        with unavailable():
             hints: list[Any] = await self._client.zrangebyscore(
                 self._deadlines_key, "-inf", now_ms, start=0, num=limit, withscores=True
             )
             if not hints:
                 return []
-            table_ids = [_text(member) for member, _ in hints]
+            table_ids = [text(member) for member, _ in hints]
             async with self._client.pipeline(transaction=False) as pipe:
                 for table_id in table_ids:
                     pipe.hget(self._table_key(table_id, "state"), "deadline")
@@ -486,7 +462,7 @@ class RedisTableStore:
         return sorted(due, key=lambda item: (item[1], item[0]))
 
     async def deadline_count(self) -> int:
-        with _unavailable():
+        with unavailable():
             return int(await self._client.zcard(self._deadlines_key))
 
     # --- outboxes -----------------------------------------------------------------------------
@@ -496,7 +472,7 @@ class RedisTableStore:
         check_at_least(limit, 1, what="limit")
         pending: list[str] = []
         drops: list[str | int] = []
-        with _unavailable():
+        with unavailable():
             if rescan:
                 await self._rescan_outboxes()
             # Hints of outboxes already relayed wait out the grace period at the front of
@@ -505,7 +481,7 @@ class RedisTableStore:
                 hints: list[Any] = await self._client.zrange(
                     self._outbox_index_key, page * limit, (page + 1) * limit - 1, withscores=True
                 )
-                table_ids = [_text(member) for member, _ in hints]
+                table_ids = [text(member) for member, _ in hints]
                 async with self._client.pipeline(transaction=False) as pipe:
                     for table_id in table_ids:
                         pipe.hlen(self._table_key(table_id, "outbox"))
@@ -526,7 +502,7 @@ class RedisTableStore:
         found: dict[str, int] = {}
         pattern = f"{self._prefix}:{{*}}:outbox"
         async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT, _type="hash"):
-            name = _text(key)
+            name = text(key)
             table_id = name[len(self._prefix) + 2 : -len("}:outbox")]
             found[table_id] = 0
         if found:
@@ -534,14 +510,14 @@ class RedisTableStore:
 
     async def read_outbox(self, table_id: str) -> dict[str, bytes]:
         key = self._table_key(check_id(table_id, what="table id"), "outbox")
-        with _unavailable():
+        with unavailable():
             records: dict[Any, Any] = await self._client.hgetall(key)
-        return {_text(k): bytes(v) for k, v in records.items()}
+        return {text(k): bytes(v) for k, v in records.items()}
 
     async def remove_from_outbox(self, table_id: str, record_ids: Sequence[str]) -> None:
         key = self._table_key(check_id(table_id, what="table id"), "outbox")
         if record_ids:
-            with _unavailable():
+            with unavailable():
                 await self._client.hdel(key, *record_ids)
 
     async def close(self) -> None:
@@ -557,10 +533,10 @@ class RedisTableStore:
         key = f"{self._prefix}:{{create:{check_id(claim_id, what='claim id')}}}:table"
         check_id(table_id, what="table id")
         check_at_least(ttl_seconds, 1, what="ttl_seconds")
-        with _unavailable():  # one atomic command: set unless present, and say what was there
+        with unavailable():  # one atomic command: set unless present, and say what was there
             first = await self._client.set(key, table_id, ex=ttl_seconds, nx=True, get=True)
         if first is None:
             return table_id
         if isinstance(first, bool):  # GET makes the reply the old value, never OK
             raise StoreError(f"unexpected reply to SET NX GET: {first!r}")
-        return _text(first)
+        return text(first)
