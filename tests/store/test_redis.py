@@ -240,3 +240,52 @@ async def test_open_store_picks_the_backend(redis_url: str) -> None:
         assert (await play(store, "t", 1)).version == 2
     finally:
         await store.close()
+
+
+async def test_request_records_are_compact_strings_and_old_hash_records_still_answer(
+    redis_backend: Backend,
+) -> None:
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        await h.store.create_table("t", b"v1")
+        response = b"a view " * 40
+        first = await h.store.commit(
+            "t", expected_version=1, state=b"v2", events=[b"e"], response=response,
+            request_id="new", deadline_ms=None,
+        )  # fmt: skip
+        assert await admin.type("ofc:{t}:req:new") == b"string"
+        assert await admin.ttl("ofc:{t}:req:new") > 0
+        stored = await admin.get("ofc:{t}:req:new")
+        assert isinstance(stored, bytes)
+        assert stored.startswith(b"2 " + first.event_ids[0].encode() + b"\n")
+        assert len(stored) < len(response) // 2  # the response is compressed
+        assert await h.other.get_response("t", "new") == response
+        again = await h.other.commit(
+            "t", expected_version=1, state=b"x", events=[b"x"], response=b"x",
+            request_id="new", deadline_ms=None,
+        )  # fmt: skip
+        assert (again.version, again.response, again.replayed) == (2, response, True)
+        assert again.event_ids == first.event_ids
+        # A record written before the string layout (a hash) answers its retries as it did.
+        await admin.hset(
+            "ofc:{t}:req:old", mapping={"version": 2, "events": "1-0 1-1", "response": b"first"}
+        )
+        assert await h.other.get_response("t", "old") == b"first"
+        old = await h.other.commit(
+            "t", expected_version=2, state=b"x", events=[], response=b"x",
+            request_id="old", deadline_ms=None,
+        )  # fmt: skip
+        assert (old.version, old.response, old.replayed, old.event_ids) == (
+            2, b"first", True, ("1-0", "1-1"),
+        )  # fmt: skip
+        # A request without events (a timeout's empty answer) round-trips too.
+        bare = await h.store.commit(
+            "t", expected_version=2, state=b"v3", events=[], response=b"",
+            request_id="bare", deadline_ms=None,
+        )  # fmt: skip
+        assert await h.other.get_response("t", "bare") == b""
+        replay = await h.other.commit(
+            "t", expected_version=2, state=b"x", events=[], response=b"x",
+            request_id="bare", deadline_ms=None,
+        )  # fmt: skip
+        assert (replay.version, replay.response, replay.event_ids) == (bare.version, b"", ())

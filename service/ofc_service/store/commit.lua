@@ -10,6 +10,7 @@
 --       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
 --       then the expected SHA-1 of the stored state ('' = not checked)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
+--        (from an old hash record; 'replayed' from a string record, response as stored)
 --        | {'stale' | 'exists', current version, deadline} | {'missing'}
 local state_key, events_key, extra_key, index_key, request_key, outbox_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -20,10 +21,20 @@ local keep, expected_sha1 = tonumber(ARGV[#ARGV - 1]), ARGV[#ARGV]
 -- 1. A recorded request id answers with its first result, whatever the version says.
 local current = redis.call('HMGET', state_key, 'version', 'deadline')
 local deadline = current[2] or ''
-local record = redis.call('HMGET', request_key, 'version', 'events', 'response')
-if record[1] then
+-- A request record is one string, "<version> <event id>...\n<response>"; records written
+-- before that layout are hashes (version, events, response) until they expire.
+local record = redis.pcall('GET', request_key)
+if type(record) == 'table' and record.err then
+  record = redis.call('HMGET', request_key, 'version', 'events', 'response')
   local reply = {'replay', record[1], deadline, record[3]}
   for id in string.gmatch(record[2], '%S+') do reply[#reply + 1] = id end
+  return reply
+elseif record then
+  local split = string.find(record, '\n', 1, true)
+  local reply = {'replayed', '', deadline, string.sub(record, split + 1)}
+  for id in string.gmatch(string.sub(record, 1, split - 1), '%S+') do
+    if reply[2] == '' then reply[2] = id else reply[#reply + 1] = id end
+  end
   return reply
 end
 
@@ -96,9 +107,9 @@ for i = 1, tonumber(ARGV[ob]) do
   redis.call('HSET', outbox_key, ARGV[ob + 2 * i - 1], ARGV[ob + 2 * i])
 end
 
-redis.call('HSET', request_key, 'version', version, 'events', table.concat(ids, ' '),
-  'response', ARGV[3])
-redis.call('EXPIRE', request_key, ARGV[6])
+local head = version
+if #ids > 0 then head = head .. ' ' .. table.concat(ids, ' ') end
+redis.call('SET', request_key, head .. '\n' .. ARGV[3], 'EX', ARGV[6])
 for _, key in ipairs({state_key, events_key, extra_key, index_key}) do
   redis.call('EXPIRE', key, ARGV[5])
 end

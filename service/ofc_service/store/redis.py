@@ -17,7 +17,10 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
 ``ofc:{<table>}:extra_index``           zset     ``<prefix>:<16-digit number>`` at score 0,
                                                  paged with ZRANGEBYLEX by :meth:`list_extra`
-``ofc:{<table>}:req:<request id>``      hash     ``version``, ``events`` (ids), ``response``;
+``ofc:{<table>}:req:<request id>``      string   ``<version> <event id>...\n<response>``, the
+                                                 response zlib-compressed (older records:
+                                                 a hash of ``version``, ``events``,
+                                                 ``response``);
                                                  expires after ``request_ttl_seconds``
 ``ofc:{<table>}:outbox``                hash     settlement id -> record, until relayed to the
                                                  feed (no TTL: it outlives the table)
@@ -72,6 +75,7 @@ import asyncio
 import logging
 import secrets
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -278,7 +282,7 @@ class RedisTableStore:
         args: list[bytes | str | int] = [
             expected_version,
             state,
-            response,
+            zlib.compress(response, 1),  # a request record's bulk (views compress well)
             "" if deadline_ms is None else deadline_ms,
             ttl_seconds,
             request_ttl_seconds,
@@ -309,8 +313,9 @@ class RedisTableStore:
             if deadline_ms is not None and current is not None and current < deadline_ms:
                 # Our hint lost to a table whose deadline is earlier: lower it back.
                 await self._fix(keys=[self._deadlines_key], args=[table_id, deadline_ms, current])
-        if status == b"replay":
-            return CommitResult(int(reply[1]), reply[3], True, tuple(map(text, reply[4:])))
+        if status in (b"replay", b"replayed"):
+            first = reply[3] if status == b"replay" else zlib.decompress(reply[3])
+            return CommitResult(int(reply[1]), first, True, tuple(map(text, reply[4:])))
         if status == b"stale":
             raise StaleVersionError(
                 table_id, expected_version=expected_version, current_version=int(reply[1])
@@ -369,7 +374,11 @@ class RedisTableStore:
     async def get_response(self, table_id: str, request_id: str) -> bytes | None:
         key = self._request_key(table_id, request_id)
         with unavailable():
-            return _blob(await self._client.hget(key, "response"))
+            try:
+                record = _blob(await self._client.get(key))
+            except redis_errors.ResponseError:  # WRONGTYPE: a record of the older hash layout
+                return _blob(await self._client.hget(key, "response"))
+        return None if record is None else zlib.decompress(record.split(b"\n", 1)[1])
 
     async def read_events(
         self, table_id: str, *, after: str = "0", limit: int = 1000
