@@ -11,7 +11,9 @@ nothing, so give it an empty database):
    connections count what they send (one ``send_packed_command`` is one round trip: a
    command, or a whole pipeline). ``--moves`` PlaceCards calls are counted one by one, and
    the Redis commands they caused are read from ``INFO commandstats`` (script-internal
-   calls included). Target: at most 2 round trips per move.
+   calls included). Target: at most 2 round trips per move (1 when the replica holds the
+   table's record at the move's version, as when it made the table's last move: the
+   commit checks the stored state's SHA-1 instead of loading it).
 2. **Memory**, in process: ``MEMORY USAGE`` of a table's keys when it is idle (created, two
    seats joined) and after ``--hands`` finished hands, per hand: the hand history, the
    event stream (a new hand trims the log to the previous hand and itself, so its share
@@ -21,12 +23,18 @@ nothing, so give it an empty database):
    Redis): PlaceCards with N tables in play at once (N = "in flight"; each table's two
    seats are driven by their own Watch streams, on the other replica when there are two:
    a move is sent when the seat's cards are dealt, so each table has at most one
-   PlaceCards in flight) next to SettleHand from N workers, in alternating rounds of the
+   PlaceCards in flight; the watches ask for ``batch_events``, ``--event-messages`` for one
+   message per event) next to SettleHand from N workers, in alternating rounds of the
    same run. Prints moves/s, p50 and p99 latency and the place/settle ratio. Targets:
    PlaceCards >= 60% of SettleHand throughput, p99 < 50 ms at 64 in flight.
 
 The client is one Python process (grpc.aio); on a small machine it shares the cores with
 the servers and Redis, so the absolute figures are the machine's, the ratio is the point.
+A move costs more than a settle by what it must do besides the call: one Redis round trip
+(two when the record is not held), the engine step and the record, and the events sent to
+the table's two watchers (a message each with batching) after their shared log read (one
+more Redis round trip per replica watching). Run it on an otherwise idle machine: another
+busy process, even at a low priority, delays every wake-up and inflates the latencies.
 """
 
 from __future__ import annotations
