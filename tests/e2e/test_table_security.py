@@ -193,6 +193,8 @@ class WatchLog:
 
     def version(self) -> int:
         for m in reversed(self.messages):
+            if m.HasField("events"):
+                return m.events.events[-1].version
             return m.event.version if m.HasField("event") else m.snapshot.version
         return 0
 
@@ -413,12 +415,12 @@ def play_probe(probe: Probe, data: st.DataObject) -> Table:
             {PERMISSION_DENIED},
             viewer=None,
         )
-    watches = [
-        WatchLog(stub, pb.WatchRequest(table_id=table.table_id), seat_md(table.tokens[s]), s)
-        for s in range(seats)
-    ]
-    watches.append(WatchLog(stub, pb.WatchRequest(table_id=table.table_id), (), None))
-    watches.append(WatchLog(stub, pb.WatchRequest(table_id=table.table_id, as_seat=0), OPERATOR, 0))
+    batch = data.draw(st.booleans(), label="batch_events")  # one message per event, or batches
+    watch = pb.WatchRequest(table_id=table.table_id, batch_events=batch)
+    watches = [WatchLog(stub, watch, seat_md(table.tokens[s]), s) for s in range(seats)]
+    watches.append(WatchLog(stub, watch, (), None))
+    as_seat_0 = pb.WatchRequest(table_id=table.table_id, as_seat=0, batch_events=batch)
+    watches.append(WatchLog(stub, as_seat_0, OPERATOR, 0))
     try:
         for _ in range(hands):
             play_hand(table, data)
@@ -432,6 +434,11 @@ def play_probe(probe: Probe, data: st.DataObject) -> Table:
     for w in watches:
         assert w.messages[0].HasField("snapshot")
         for m in w.messages:
+            if m.HasField("events"):  # each event of a batch, at its own version
+                assert batch and m.events.events
+                for batched in m.events.events:
+                    table.saw(w.viewer, batched.version, batched)
+                continue
             version = m.event.version if m.HasField("event") else m.snapshot.version
             table.saw(w.viewer, version, m)
     return table
