@@ -92,13 +92,17 @@ class WatchHub:
         self.store = store
         self._feeds: dict[str, _Feed] = {}
 
-    async def follow(self, table_id: str, after: str) -> AsyncGenerator[list[StoredEvent], None]:
+    async def follow(
+        self, table_id: str, after: str, *, newest: str
+    ) -> AsyncGenerator[list[StoredEvent], None]:
         """Batches of the table's events after the event id ``after``, in order, forever
-        (until the caller stops iterating or a store error is raised)."""
+        (until the caller stops iterating or a store error is raised). ``newest``: the id of
+        the table's newest event as just loaded; a new feed starts there (never at a
+        watcher's own cursor, whose errors, such as a trimmed resume, are its own)."""
         position = parse_event_id(after)
         feed = self._feeds.get(table_id)
         if feed is None or feed.error is not None:
-            feed = self._feeds[table_id] = _Feed(self.store, table_id, after)
+            feed = self._feeds[table_id] = _Feed(self.store, table_id, newest)
         feed.watchers += 1
         try:
             while True:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from ofc_service import watch
-from ofc_service.store import StoredEvent, TableNotFoundError, TableStore
+from ofc_service.store import EventsTrimmedError, StoredEvent, TableNotFoundError, TableStore
 from ofc_service.watch import WatchHub
 
 from .conftest import Backend
@@ -47,8 +47,9 @@ async def test_two_watchers_share_one_reader(backend: Backend) -> None:
         created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
         counted = CountingReads(h.other)
         hub = WatchHub(counted)  # type: ignore[arg-type]
-        first = hub.follow("t", created.event_ids[0])
-        second = hub.follow("t", created.event_ids[0])
+        newest = created.event_ids[0]
+        first = hub.follow("t", newest, newest=newest)
+        second = hub.follow("t", newest, newest=newest)
         readers = [
             asyncio.create_task(collect(first, 6)),
             asyncio.create_task(collect(second, 6)),
@@ -71,13 +72,13 @@ async def test_a_watcher_behind_the_window_catches_up_in_order(backend: Backend)
     async with backend.open() as h:
         await h.store.create_table("t", b"v1")
         hub = WatchHub(h.other)
-        live = hub.follow("t", "0")
+        live = hub.follow("t", "0", newest="0")
         live_reader = asyncio.create_task(collect(live, watch.WINDOW + 10))
         await asyncio.sleep(0.05)
         for version in range(1, 14):  # 13 commits of 12 events: more than the window
             await play(h.store, "t", version, events=12)
         await asyncio.sleep(0.1)
-        late = hub.follow("t", "0")  # a resume from the very start: older than the window
+        late = hub.follow("t", "0", newest="0")  # a resume from the start: behind the window
         everything = [b"e%d.%d" % (v, i) for v in range(2, 15) for i in range(12)]
         assert await asyncio.wait_for(collect(late, len(everything)), 10) == everything
         followed = await asyncio.wait_for(live_reader, 10)
@@ -97,7 +98,8 @@ async def test_a_table_that_goes_away_ends_every_watcher(
     async with backend.open() as h:
         created = await h.store.create_table("t", b"v1", events=[b"e1.0"], ttl_seconds=1)
         hub = WatchHub(h.other)
-        streams = [hub.follow("t", created.event_ids[0]) for _ in range(2)]
+        newest = created.event_ids[0]
+        streams = [hub.follow("t", newest, newest=newest) for _ in range(2)]
 
         async def drain(stream: AsyncGenerator[list[StoredEvent], None]) -> None:
             async for _ in stream:
@@ -116,7 +118,8 @@ async def test_the_reader_stops_with_the_last_watcher(backend: Backend) -> None:
     async with backend.open() as h:
         created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
         hub = WatchHub(h.other)
-        stream = hub.follow("t", created.event_ids[0])
+        newest = created.event_ids[0]
+        stream = hub.follow("t", newest, newest=newest)
         task = asyncio.create_task(collect(stream, 1))
         await asyncio.sleep(0.05)
         assert len(hub._feeds) == 1
@@ -125,4 +128,26 @@ async def test_the_reader_stops_with_the_last_watcher(backend: Backend) -> None:
             await task
         await stream.aclose()
         assert hub._feeds == {}
+        await hub.close()
+
+
+async def test_a_trimmed_resume_fails_alone_even_when_it_opened_the_feed(backend: Backend) -> None:
+    async with backend.open() as h:
+        created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        new = await h.store.commit(
+            "t", expected_version=1, state=b"v2", events=[b"e2.0"], response=b"",
+            request_id="r", deadline_ms=None, keep_segments=1,
+        )  # fmt: skip
+        newest = new.event_ids[0]
+        hub = WatchHub(h.other)
+        stale = hub.follow("t", created.event_ids[0], newest=newest)  # trimmed away
+        live = hub.follow("t", newest, newest=newest)
+        failing = asyncio.create_task(anext(stale))  # it opens the table's feed
+        reader = asyncio.create_task(collect(live, 1))  # and this one shares it
+        await asyncio.sleep(0.05)
+        await play(h.store, "t", 2)
+        with pytest.raises(EventsTrimmedError):
+            await asyncio.wait_for(failing, 10)
+        assert await asyncio.wait_for(reader, 10) == [b"e3.0"]
+        await live.aclose()
         await hub.close()

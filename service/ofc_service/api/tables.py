@@ -622,7 +622,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 yield pb.WatchResponse(
                     snapshot=table_view(record, version, viewer, last_event_id=last)
                 )
-            async for events in self.hub.follow(table_id, cursor):
+            async for events in self.hub.follow(table_id, cursor, newest=last or "0"):
                 decoded = [decode_event(e.data, viewer, e.event_id) for e in events]
                 if request.batch_events:
                     yield pb.WatchResponse(events=pb.EventBatch(events=decoded))
