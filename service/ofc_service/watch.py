@@ -72,7 +72,13 @@ class _Feed:
         """The window's events after ``position``; None when it does not reach back that far."""
         if position < self.base:
             return None
-        return [event for at, event in self.window if at > position]
+        newer = []
+        for at, event in reversed(self.window):  # watchers are rarely more than a move behind
+            if at <= position:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer
 
     def cancel(self) -> None:
         # The flag too: redis-py on Python 3.11 can swallow a cancellation mid-read.
