@@ -25,7 +25,9 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 
 const ALGORITHM = 'ofc-shuffle-v1';
-const FORMAT_VERSION = 1;
+// Version 2 adds initial_state.pair_unit_values (the money side, which this verifier leaves
+// to the settlement check of `ofc verify`); the deck and the deals read the same in both.
+const FORMAT_VERSIONS = [1, 2];
 const RANKS = '23456789TJQKA';
 const SUITS = 'cdhs';
 const ROW_SIZES = { top: 3, middle: 5, bottom: 5 };
@@ -187,7 +189,7 @@ function sameCards(a, b) {
 function verifyHistory(h) {
   if (h === null || typeof h !== 'object' || Array.isArray(h)) fail('$', 'a hand history must be a JSON object');
   const version = field(h, 'format_version', '');
-  if (version !== FORMAT_VERSION) fail('format_version', `unsupported ${JSON.stringify(version)} (this verifier reads ${FORMAT_VERSION})`);
+  if (!FORMAT_VERSIONS.includes(version)) fail('format_version', `unsupported ${JSON.stringify(version)} (this verifier reads ${FORMAT_VERSIONS.join(', ')})`);
   const algorithm = field(h, 'algorithm', '');
   if (algorithm !== ALGORITHM) fail('algorithm', `unsupported ${JSON.stringify(algorithm)} (this verifier implements ${ALGORITHM})`);
 

@@ -63,15 +63,34 @@ from ofc.shuffle import ALGORITHM, shuffle_deck
 
 __all__ = [
     "FORMAT_VERSION",
+    "FORMAT_VERSIONS",
     "action_from_dict",
     "action_to_dict",
     "event_to_dict",
+    "format_version",
     "hand_history",
     "state_from_dict",
     "state_to_dict",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The newest format. Version 2 is version 1 plus ``pair_unit_values`` in a state; a state or
+history without them is written as version 1, which readers of version 1 still read."""
+
+FORMAT_VERSIONS = (1, 2)
+"""The formats this module reads."""
+
+
+def format_version(state: MatchState) -> int:
+    """The version a state (and a hand history starting from it) is written in.
+
+    >>> from ofc.engine import new_match
+    >>> format_version(new_match(seats=3))
+    1
+    >>> format_version(new_match(seats=3, pair_units={(0, 1): 5}))
+    2
+    """
+    return 2 if state.pair_units else 1
 
 
 # --- reading helpers ------------------------------------------------------------------------
@@ -148,11 +167,11 @@ def state_to_dict(state: MatchState) -> dict[str, Any]:
     """The whole match state as JSON-ready data (server seed included: store it privately).
 
     ``pair_unit_values`` (the agreed unit values per pair of seats) is written only when the
-    table has any, so states and histories of tables without them read as before.
+    table has any, in format version 2; states of tables without them stay version 1.
     """
     hand = state.hand
     data: dict[str, Any] = {
-        "format_version": FORMAT_VERSION,
+        "format_version": format_version(state),
         "ruleset": state.ruleset.to_dict(),
         "seats": [
             {
@@ -205,11 +224,14 @@ def state_from_dict(data: Any) -> MatchState:
     """Read :func:`state_to_dict`'s output back (strictly; see the module doc)."""
     obj = _obj(data, "")
     version = _key(obj, "format_version", "")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version not in FORMAT_VERSIONS:
         raise InvalidInputError(
-            f"unsupported state format_version {version!r} (this engine reads {FORMAT_VERSION})",
+            f"unsupported state format_version {version!r} (this engine reads "
+            f"{', '.join(map(str, FORMAT_VERSIONS))})",
             field="format_version",
         )
+    if version == 1 and "pair_unit_values" in obj:
+        raise InvalidInputError("pair_unit_values needs format_version 2", field="pair_unit_values")
     ruleset_raw = _obj(_key(obj, "ruleset", ""), "ruleset")
     ruleset = ruleset_from_dict(ruleset_raw, base=DEFAULT_RULESET)
     seats = []
@@ -603,7 +625,7 @@ def hand_history(initial: MatchState, actions: Iterable[Action]) -> dict[str, An
         action_dicts.append(entry)
     settled = next(e for e in events if isinstance(e, HandSettled))
     return {
-        "format_version": FORMAT_VERSION,
+        "format_version": format_version(initial),
         "algorithm": ALGORITHM,
         "ruleset": final.ruleset.name,
         "hand_number": hand.number,

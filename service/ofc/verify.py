@@ -74,9 +74,10 @@ from ofc.engine import (
     seats_to_act,
 )
 from ofc.engine_json import (
-    FORMAT_VERSION,
+    FORMAT_VERSIONS,
     action_from_dict,
     action_to_dict,
+    format_version,
     hand_history,
     state_from_dict,
     state_to_dict,
@@ -522,6 +523,14 @@ def _boolean(value: Any, path: str) -> None:
         raise _malformed(path, f"must be true or false, got {_show(value)}")
 
 
+def _one_of(expected: tuple[int, ...], why: str) -> _Check:
+    def check(value: Any, path: str) -> None:
+        if type(value) is not int or value not in expected:
+            raise _malformed(path, f"is {_show(value)}: {why}")
+
+    return check
+
+
 def _constant(expected: Any, why: str) -> _Check:
     def check(value: Any, path: str) -> None:
         if type(value) is not type(expected) or value != expected:
@@ -629,7 +638,9 @@ _SETTLEMENT = _record(
 )
 
 _HISTORY_FIELDS: Mapping[str, _Check] = {
-    "format_version": _constant(FORMAT_VERSION, f"this verifier reads version {FORMAT_VERSION}"),
+    "format_version": _one_of(
+        FORMAT_VERSIONS, f"this verifier reads versions {', '.join(map(str, FORMAT_VERSIONS))}"
+    ),
     "algorithm": _constant(ALGORITHM, f"this verifier knows the shuffle {ALGORITHM!r} only"),
     "ruleset": _STR,
     "hand_number": _integer(1),
@@ -678,6 +689,11 @@ def _read(data: Any) -> _History:
         if key in obj:
             check(obj[key], key)
     initial = _read_initial_state(obj["initial_state"])
+    if obj["format_version"] != format_version(initial):  # version 2: pair unit values
+        raise _malformed(
+            "format_version",
+            f"is {obj['format_version']}, the initial state's is {format_version(initial)}",
+        )
     actions: list[Action] = []
     resolved: dict[int, Place | SetFantasyland] = {}
     for index, raw in enumerate(obj["actions"]):

@@ -183,6 +183,28 @@ def test_verify_js_checks_fantasyland_blocks_dealt_first(node: str, tmp_path: Pa
     assert "hand 5," in result.stdout and "3 seats, 11 batches (48 cards)" in result.stdout
 
 
+def test_verify_js_reads_version_2_histories_with_agreed_stakes(node: str, tmp_path: Path) -> None:
+    """A table with pair unit values writes format_version 2: the deck and deals read the same."""
+    table, _ = replay(
+        new_match("classic", seats=3, pair_units={(0, 1): 20, (0, 2): 15}),
+        [SitDown(0, "ann"), SitDown(1, "bob"), SitDown(2, "cy")],
+    )
+    actions: list[Action] = [StartHand(bytes(range(32)), b"stakes")]
+    state, _ = apply(table, actions[0])
+    while waiting := seats_to_act(state):
+        actions.append(Timeout(waiting[0], at_ms=len(actions)))
+        state, _ = apply(state, actions[-1])
+    history = hand_history(table, actions)
+    assert history["format_version"] == 2 and history["initial_state"]["pair_unit_values"]
+    path = tmp_path / "stakes.json"
+    path.write_text(json.dumps(history))
+    result = _verify(node, path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 seats, 27 batches (39 cards)" in result.stdout
+    path.write_text(json.dumps({**history, "format_version": 3}))
+    assert _verify(node, path).returncode != 0
+
+
 def test_verify_js_rejects_a_tampered_history(node: str, tmp_path: Path) -> None:
     history = _ofc_play(SEEDS[1], "pineapple", 2)
     deal = history["deals"][4]

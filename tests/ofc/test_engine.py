@@ -850,7 +850,12 @@ def test_pair_units_name_two_seats_of_the_table_and_a_positive_value(
 def test_a_stored_state_s_pair_units_are_read_strictly(values: object, field: str) -> None:
     data = state_to_dict(table(CLASSIC, 3))
     assert "pair_unit_values" not in data  # absent without stakes: older states read as before
+    assert data["format_version"] == 1  # and still written in version 1
     data["pair_unit_values"] = values
+    with pytest.raises(InvalidInputError) as caught:  # a version-1 state has no stakes
+        state_from_dict(data)
+    assert caught.value.field == "pair_unit_values"
+    data["format_version"] = 2
     with pytest.raises(InvalidInputError) as caught:
         state_from_dict(data)
     assert caught.value.field == field

@@ -383,7 +383,7 @@ def test_a_corrupted_state_is_refused_on_load() -> None:
     for broken, field in (
         (bad_deck, "hand.deck"),
         (moved, "hand.seats[0]"),
-        ({**good, "format_version": 2}, "format_version"),
+        ({**good, "format_version": 3}, "format_version"),
         ({**good, "button": "0"}, "button"),
     ):
         with pytest.raises(OfcError) as caught:

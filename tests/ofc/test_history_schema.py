@@ -66,6 +66,13 @@ def test_every_shape_the_engine_writes_validates(name: str) -> None:
 
 def test_a_history_with_agreed_pair_unit_values_validates() -> None:
     assert errors(STAKES) == []
+    assert STAKES["format_version"] == STAKES["initial_state"]["format_version"] == 2
+    assert example_history()["format_version"] == 1  # without stakes: still version 1
+    for version_1 in (
+        {**STAKES, "format_version": 1},
+        {**STAKES, "initial_state": {**STAKES["initial_state"], "format_version": 1}},
+    ):
+        assert errors(version_1) != []  # pair_unit_values are version 2
     for wrong in ([], [{"a": 0, "b": 1}], [{"a": 0, "b": 1, "unit_value": 0}]):
         history = copy.deepcopy(STAKES)
         history["initial_state"]["pair_unit_values"] = wrong

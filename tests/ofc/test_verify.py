@@ -140,7 +140,11 @@ def _pair_of_seats(h: History, a: int, b: int) -> int:
         (lambda h: h["initial_state"]["pair_unit_values"][0].update(unit_value=21),
          Code.SETTLEMENT_MISMATCH, "settlement"),
         (lambda h: h["initial_state"].pop("pair_unit_values"),
+         Code.MALFORMED_HISTORY, "initial_state.format_version"),
+        (lambda h: [h["initial_state"].pop("pair_unit_values"),
+                    h["initial_state"].update(format_version=1), h.update(format_version=1)],
          Code.SETTLEMENT_MISMATCH, "settlement"),
+        (lambda h: h.update(format_version=1), Code.MALFORMED_HISTORY, "format_version"),
         (lambda h: h["settlement"]["pairs"][_pair_of_seats(h, 0, 2)].update(unit_value=16),
          Code.SETTLEMENT_MISMATCH, "settlement.pairs"),
         (lambda h: h["initial_state"]["pair_unit_values"].reverse(),
@@ -148,7 +152,8 @@ def _pair_of_seats(h: History, a: int, b: int) -> int:
         (lambda h: h["initial_state"]["pair_unit_values"][1].update(b=3),
          Code.MALFORMED_HISTORY, "initial_state.pair_unit_values[1].b"),
     ],
-    ids=["stake-changed", "stakes-removed", "pair-unit-changed", "unordered", "no-such-seat"],
+    ids=["stake-changed", "stakes-removed", "stakes-and-version-removed", "version-1",
+         "pair-unit-changed", "unordered", "no-such-seat"],
 )  # fmt: skip
 def test_a_changed_pair_unit_value_is_caught(
     mutate: Callable[[History], object], code: Code, location: str

@@ -169,7 +169,7 @@ test('each kind of tampering is rejected at its location', () => {
   [h.boards[1].top[0], h.boards[2].top[0]] = [h.boards[2].top[0], h.boards[1].top[0]];
   rejects(h, 'boards[1]', /not the cards dealt/);
 
-  rejects({ ...fresh(), format_version: 2 }, 'format_version');
+  rejects({ ...fresh(), format_version: 3 }, 'format_version');
   rejects({ ...fresh(), algorithm: 'other' }, 'algorithm');
   rejects({ ...fresh(), server_seed: SEED_HEX.toUpperCase() }, 'server_seed', /lower-case hex/);
 });
