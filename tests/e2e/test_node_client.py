@@ -20,7 +20,17 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from ofc.engine import Action, SitDown, StartHand, Timeout, apply, new_match, replay, seats_to_act
+from ofc.engine import (
+    Action,
+    MatchState,
+    SitDown,
+    StartHand,
+    Timeout,
+    apply,
+    new_match,
+    replay,
+    seats_to_act,
+)
 from ofc.engine_json import hand_history
 
 from tests.conftest import free_port
@@ -157,6 +167,16 @@ def test_verify_js_accepts_every_preset_from_ofc_play(node: str, tmp_path: Path)
     assert "3 seats, 15 batches (51 cards)" in lines[3]
 
 
+def _timeout_hand(table: MatchState, client_seed: bytes) -> dict[str, Any]:
+    """The history of one hand at ``table``, every move the engine's timeout move."""
+    actions: list[Action] = [StartHand(bytes(range(32)), client_seed)]
+    state, _ = apply(table, actions[0])
+    while waiting := seats_to_act(state):
+        actions.append(Timeout(waiting[0], at_ms=len(actions)))
+        state, _ = apply(state, actions[-1])
+    return hand_history(table, actions)
+
+
 def test_verify_js_checks_fantasyland_blocks_dealt_first(node: str, tmp_path: Path) -> None:
     """A hand 5 with a Fantasyland seat, played by the engine and written by hand_history."""
     table, _ = replay(
@@ -164,12 +184,7 @@ def test_verify_js_checks_fantasyland_blocks_dealt_first(node: str, tmp_path: Pa
     )
     owed = dataclasses.replace(table.seats[0], fantasyland=14)
     table = dataclasses.replace(table, seats=(owed, *table.seats[1:]), hands_played=4, button=1)
-    actions: list[Action] = [StartHand(bytes(range(32)), b"auditor-test")]
-    state, _ = apply(table, actions[0])
-    while waiting := seats_to_act(state):
-        actions.append(Timeout(waiting[0], at_ms=len(actions)))
-        state, _ = apply(state, actions[-1])
-    history = hand_history(table, actions)
+    history = _timeout_hand(table, b"auditor-test")
     first = history["deals"][:3]
     assert [(d["seat"], d["street"], d["position"], d["count"]) for d in first] == [
         (0, None, 0, 14),  # seat 0 is second in turn order (2, 0, 1) but Fantasyland goes first
@@ -189,12 +204,7 @@ def test_verify_js_reads_version_2_histories_with_agreed_stakes(node: str, tmp_p
         new_match("classic", seats=3, pair_units={(0, 1): 20, (0, 2): 15}),
         [SitDown(0, "ann"), SitDown(1, "bob"), SitDown(2, "cy")],
     )
-    actions: list[Action] = [StartHand(bytes(range(32)), b"stakes")]
-    state, _ = apply(table, actions[0])
-    while waiting := seats_to_act(state):
-        actions.append(Timeout(waiting[0], at_ms=len(actions)))
-        state, _ = apply(state, actions[-1])
-    history = hand_history(table, actions)
+    history = _timeout_hand(table, b"stakes")
     assert history["format_version"] == 2 and history["initial_state"]["pair_unit_values"]
     path = tmp_path / "stakes.json"
     path.write_text(json.dumps(history))
