@@ -1,10 +1,13 @@
 """Who may act: seat tokens for players, API keys for operators.
 
-A seat token is 192 random bits, handed out once when a seat is joined and stored only as
-its SHA-256, so a leaked database does not leak tokens; it works for exactly one
-(table, seat). An operator key (configured on the server) may create tables and act for
-any seat, but no credential ever reads undealt cards or an unrevealed server seed: the
-views the API sends are built by the core and never contain them.
+A seat token is ``st_<table id>.<192 random bits>``, handed out once when a seat is joined
+and stored only as its SHA-256, so a leaked database does not leak tokens; it works for
+exactly one (table, seat). The table id in it tells the two refusals apart: a token of this
+table that matches no seat is not (or no longer) valid, UNAUTHENTICATED; a token of another
+table is a credential for something else, PERMISSION_DENIED. An operator key (configured on
+the server) may create tables and act for any seat, but no credential ever reads undealt
+cards or an unrevealed server seed: the views the API sends are built by the core and never
+contain them.
 
 Credentials travel in gRPC metadata: ``x-ofc-seat-token`` or ``x-ofc-api-key``
 (``authorization: Bearer <token>`` is accepted for either).
@@ -41,8 +44,14 @@ class PermissionDeniedError(AuthError):
     reason = "PERMISSION_DENIED"
 
 
-def new_seat_token() -> str:
-    return SEAT_TOKEN_PREFIX + secrets.token_urlsafe(24)
+def new_seat_token(table_id: str) -> str:
+    """A fresh token for a seat at ``table_id`` (table ids hold no ``.``).
+
+    >>> token = new_seat_token("t-1")
+    >>> token.startswith("st_t-1.") and len(token) == len("st_t-1.") + 32
+    True
+    """
+    return f"{SEAT_TOKEN_PREFIX}{table_id}.{secrets.token_urlsafe(24)}"
 
 
 def token_hash(token: str) -> str:
@@ -100,21 +109,32 @@ class Authenticator:
                 raise PermissionDeniedError("this call needs an operator API key, not a seat token")
             raise UnauthenticatedError(f"this call needs an operator API key ({API_KEY_HEADER})")
 
-    def seat_of(self, creds: Credentials, seat_hashes: dict[int, str]) -> int | None:
-        """The seat a seat token belongs to at this table; None when no token was given."""
-        if creds.seat_token is None:
+    def seat_of(self, creds: Credentials, seat_hashes: dict[int, str], table_id: str) -> int | None:
+        """The seat a seat token belongs to at table ``table_id``; None when no token was
+        given. A token that is not one of this table's seats is refused: UNAUTHENTICATED
+        when it is malformed or names this table (made up, or its seat was left),
+        PERMISSION_DENIED when it names another table (or predates tokens naming one)."""
+        token = creds.seat_token
+        if token is None:
             return None
-        presented = token_hash(creds.seat_token)
+        presented = token_hash(token)
         for seat, stored in seat_hashes.items():
             if hmac.compare_digest(presented, stored):
                 return seat
+        if not token.startswith(SEAT_TOKEN_PREFIX):
+            raise UnauthenticatedError(f"not a seat token: they start with {SEAT_TOKEN_PREFIX!r}")
+        named, dot, _ = token[len(SEAT_TOKEN_PREFIX) :].rpartition(".")
+        if dot and named == table_id:
+            raise UnauthenticatedError("this seat token is not (or no longer) valid at this table")
         raise PermissionDeniedError("this seat token is not valid at this table")
 
-    def may_act_for(self, creds: Credentials, seat: int, seat_hashes: dict[int, str]) -> None:
+    def may_act_for(
+        self, creds: Credentials, seat: int, seat_hashes: dict[int, str], table_id: str
+    ) -> None:
         """Raise unless the caller is an operator or holds this seat's token."""
         if self.is_operator(creds):
             return
-        own = self.seat_of(creds, seat_hashes)
+        own = self.seat_of(creds, seat_hashes, table_id)
         if own is None:
             raise UnauthenticatedError(
                 f"acting for a seat needs its seat token ({SEAT_TOKEN_HEADER}) or an API key"

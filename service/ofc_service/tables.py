@@ -452,20 +452,22 @@ class TableManager:
         return dataclasses.replace(record, seat_units=units), events
 
     def join(self, record: TableRecord, seat: int, player_id: str, now: int) -> Change:
-        token = new_seat_token()
+        token = new_seat_token(record.table_id)
         new, events = self.apply_action(record, engine.SitDown(seat, player_id, now), now)
         tokens = (*tuple(t for t in new.seat_tokens if t[0] != seat), (seat, token_hash(token)))
         return Change(dataclasses.replace(new, seat_tokens=tokens), events, seat, token)
 
     def leave(self, record: TableRecord, seat: int, creds: Credentials, now: int) -> Change:
-        self.auth.may_act_for(creds, seat, record.token_hashes)
+        self.auth.may_act_for(creds, seat, record.token_hashes, record.table_id)
         new, events = self.apply_action(record, engine.StandUp(seat, now), now)
         tokens = tuple(t for t in new.seat_tokens if t[0] != seat)
         return Change(dataclasses.replace(new, seat_tokens=tokens), events, None)
 
     def start_hand(self, record: TableRecord, creds: Credentials, now: int) -> Change:
         seat = (
-            None if self.auth.is_operator(creds) else self.auth.seat_of(creds, record.token_hashes)
+            None
+            if self.auth.is_operator(creds)
+            else self.auth.seat_of(creds, record.token_hashes, record.table_id)
         )
         if seat is None and not self.auth.is_operator(creds):  # no credentials at all
             raise UnauthenticatedError(
@@ -477,7 +479,7 @@ class TableManager:
 
     def act(self, record: TableRecord, action: Action, creds: Credentials, now: int) -> Change:
         seat = getattr(action, "seat")  # noqa: B009 - every hand action names its seat
-        self.auth.may_act_for(creds, seat, record.token_hashes)
+        self.auth.may_act_for(creds, seat, record.token_hashes, record.table_id)
         new, events = self.apply_action(record, action, now)
         return Change(new, events, seat, move=_MOVE_KINDS.get(type(action)))
 
@@ -614,7 +616,7 @@ def seat_of_viewer(
         if as_seat is not None and not 0 <= as_seat < len(record.match.seats):
             raise InvalidInputError(f"no seat {as_seat} at this table", field="as_seat")
         return as_seat
-    return auth.seat_of(creds, record.token_hashes)
+    return auth.seat_of(creds, record.token_hashes, record.table_id)
 
 
 __all__ = [

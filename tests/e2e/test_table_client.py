@@ -157,8 +157,8 @@ def test_join_leave_and_resume_a_seat_with_a_saved_token(live: BackgroundServer)
     left = elsewhere.leave(table_id)
     assert left.seats[2].player_id == "" and elsewhere.seat_of(table_id) is None
     assert elsewhere.get(table_id).viewer_seat is None  # a spectator now
-    with pytest.raises(PermissionDeniedError):
-        cy.get(table_id)  # the old token is gone with the seat
+    with pytest.raises(UnauthenticatedError):
+        cy.get(table_id)  # the old token is gone with the seat: it is no credential any more
     for c in (host, cy, elsewhere):
         c.close()
 

@@ -226,7 +226,7 @@ def attack_move(
         elif kind == "other-table":
             md, codes = seat_md(OTHER_TABLE_TOKEN[0]), {PERMISSION_DENIED}
         elif kind == "made-up":
-            md, codes = seat_md("st_" + "A" * 32), {UNAUTHENTICATED, PERMISSION_DENIED}
+            md, codes = seat_md(f"st_{table.table_id}.{'A' * 32}"), {UNAUTHENTICATED}
         else:
             md, codes = (("x-ofc-api-key", "not-the-key"),), {UNAUTHENTICATED}
         table.refused(partial(method, request, metadata=md), codes, viewer=None)

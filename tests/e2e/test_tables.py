@@ -245,6 +245,16 @@ def test_stale_versions_replays_and_credentials(stubs: list[pb_grpc.TableService
         lambda: stub.PlaceCards(request, metadata=(("x-ofc-api-key", "nope"),)),
         grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED",
     )  # fmt: skip
+    # made-up tokens: no credential, unless they could be another table's (the older form)
+    for made_up, code, reason in (
+        (f"st_{table.id}.{'A' * 32}", grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+        ("hello", grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+        ("st_" + "A" * 32, grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
+    ):
+        expect_error(
+            lambda: stub.PlaceCards(request, metadata=seat_md(made_up)),  # noqa: B023
+            code, reason,
+        )  # fmt: skip
     expect_error(
         lambda: stub.CreateTable(
             pb.CreateTableRequest(request_id="x"), metadata=seat_md(table.tokens[0])

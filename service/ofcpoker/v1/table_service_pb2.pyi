@@ -217,8 +217,9 @@ class JoinSeatResponse(_message.Message):
     SEAT_TOKEN_FIELD_NUMBER: _builtins.int
     TABLE_FIELD_NUMBER: _builtins.int
     seat_token: _builtins.str
-    """The secret that acts for this seat (send it as `x-ofc-seat-token`). Returned again only
-    to a retry with the same request_id.
+    """The secret that acts for this seat (send it as `x-ofc-seat-token`):
+    `st_<table_id>.<32 random characters>`. Returned again only to a retry with the same
+    request_id.
     """
     @_builtins.property
     def table(self) -> Global___TableView:

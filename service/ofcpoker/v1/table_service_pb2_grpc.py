@@ -46,9 +46,10 @@ class TableServiceStub:
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
     NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
-    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials);
-    PERMISSION_DENIED (a seat token used for another seat or table, a seat token where an
-    operator key is required). Clients may retry UNAVAILABLE with the same request_id.
+    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
+    key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
+    LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
+    where an operator key is required). Clients may retry UNAVAILABLE with the same request_id.
     """
 
     def __init__(self, channel):
@@ -130,9 +131,10 @@ class TableServiceServicer:
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
     NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
-    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials);
-    PERMISSION_DENIED (a seat token used for another seat or table, a seat token where an
-    operator key is required). Clients may retry UNAVAILABLE with the same request_id.
+    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
+    key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
+    LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
+    where an operator key is required). Clients may retry UNAVAILABLE with the same request_id.
     """
 
     def CreateTable(self, request, context):
@@ -292,9 +294,10 @@ class TableService:
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
     NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
-    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials);
-    PERMISSION_DENIED (a seat token used for another seat or table, a seat token where an
-    operator key is required). Clients may retry UNAVAILABLE with the same request_id.
+    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
+    key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
+    LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
+    where an operator key is required). Clients may retry UNAVAILABLE with the same request_id.
     """
 
     @staticmethod

@@ -47,9 +47,10 @@ class TableServiceStub:
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
     NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
-    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials);
-    PERMISSION_DENIED (a seat token used for another seat or table, a seat token where an
-    operator key is required). Clients may retry UNAVAILABLE with the same request_id.
+    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
+    key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
+    LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
+    where an operator key is required). Clients may retry UNAVAILABLE with the same request_id.
     """
 
     @_typing.overload
@@ -109,9 +110,10 @@ class TableServiceAsyncStub(TableServiceStub):
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
     NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
-    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials);
-    PERMISSION_DENIED (a seat token used for another seat or table, a seat token where an
-    operator key is required). Clients may retry UNAVAILABLE with the same request_id.
+    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
+    key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
+    LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
+    where an operator key is required). Clients may retry UNAVAILABLE with the same request_id.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -167,9 +169,10 @@ class TableServiceServicer(metaclass=_abc_1.ABCMeta):
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
     NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
-    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials);
-    PERMISSION_DENIED (a seat token used for another seat or table, a seat token where an
-    operator key is required). Clients may retry UNAVAILABLE with the same request_id.
+    ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
+    key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
+    LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
+    where an operator key is required). Clients may retry UNAVAILABLE with the same request_id.
     """
 
     @_abc_1.abstractmethod
