@@ -64,6 +64,7 @@ ROWS = {
 }
 ROW_SIZES = {Row.TOP: 3, Row.MIDDLE: 5, Row.BOTTOM: 5}
 CARD_CODE = re.compile(r"\b(?:10|[2-9TJQKA])[cdhs]\b")  # a card as the server writes one
+TABLE_ID = re.compile(r"'[A-Za-z0-9_-]{22}'")  # as the server quotes one in a message
 
 
 class Seeds:
@@ -163,7 +164,9 @@ class Table:
             call()
         error: Any = caught.value
         assert error.code() in codes, (error.code(), error.details())
-        named = {Card.parse(t) for t in CARD_CODE.findall(error.details() or "")}
+        # Table ids (random URL-safe text) may hold a card-like run such as "Jd-": not cards.
+        details = TABLE_ID.sub("<table>", error.details() or "")
+        named = {Card.parse(t) for t in CARD_CODE.findall(details)}
         known = visible_cards(self.state, viewer) if self.states else set()
         assert named <= known | sent, error.details()
         if self.table_id:
