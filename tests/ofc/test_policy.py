@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections import Counter
 
@@ -15,6 +16,7 @@ from ofc.policy import (
     CATEGORY_WEIGHT,
     FANTASYLAND_BONUS,
     FOUL_COST,
+    FOUL_GUARD,
     choose_fantasyland,
     choose_placement,
 )
@@ -103,7 +105,7 @@ def score(board: Board, ruleset: Ruleset) -> float:
 def test_with_one_card_to_come_the_choice_is_the_exact_best(ruleset: str) -> None:
     # Two slots left in two rows: the batch card takes one, the last card the other. The
     # policy tries every unseen card as the last one, so its choice is the best expectation
-    # computed here by brute force (ties: the lower row).
+    # computed here by brute force (ties: the lower row), fouls guarded as the policy does.
     rules = get_ruleset(ruleset)
     rng = random.Random(ruleset)
     for _ in range(12):
@@ -124,11 +126,41 @@ def test_with_one_card_to_come_the_choice_is_the_exact_best(ruleset: str) -> Non
         assert placements == ((card, best),)
 
 
+def compared(board: Board, ruleset: Ruleset) -> float:
+    """What a final board counts for when the policy compares placements: a foul costs
+    ``FOUL_GUARD`` on top of its score."""
+    worth = score(board, ruleset)
+    return worth - FOUL_GUARD if assess(board, ruleset).fouled else worth
+
+
 def expected(board: Board, card: Card, row: Row, unseen: list[Card], rules: Ruleset) -> float:
     """The average worth of ``card`` in ``row`` and each unseen card in the last free slot."""
     first = placed(board, ((card, row),))
     other = next(r for r in ROWS if len(first.row(r)) < r.size)
-    return sum(score(placed(first, ((c, other),)), rules) for c in unseen) / len(unseen)
+    return sum(compared(placed(first, ((c, other),)), rules) for c in unseen) / len(unseen)
+
+
+def test_the_last_pineapple_street_is_played_exactly_in_a_future() -> None:
+    # Four slots left, all in the bottom, and only three unseen cards: every future deals
+    # those three, and the seat places the best two of them. So the choice of discard is
+    # the best one computed here by brute force (ties: the first card thrown).
+    rng = random.Random("last street")
+    for _ in range(60):
+        deck = rng.sample(ALL_CARDS, 52)
+        board = Board(tuple(deck[:3]), tuple(deck[3:8]), (deck[8],))
+        batch, unseen, dead = tuple(deck[9:12]), deck[12:15], deck[15:]
+        worth = []
+        for thrown in batch:
+            kept = [(c, Row.BOTTOM) for c in batch if c != thrown]
+            after = placed(board, tuple(kept))
+            worth.append(
+                max(
+                    compared(placed(after, ((a, Row.BOTTOM), (b, Row.BOTTOM))), PINEAPPLE)
+                    for a, b in itertools.combinations(unseen, 2)
+                )
+            )
+        _, discards = choose_placement(board, batch, 2, PINEAPPLE, dead=dead)
+        assert discards == (batch[worth.index(max(worth))],)
 
 
 def test_bad_questions_are_refused() -> None:
