@@ -17,6 +17,7 @@ from ofc.policy import (
     FANTASYLAND_BONUS,
     FOUL_COST,
     FOUL_GUARD,
+    TOP_START_MAX,
     choose_fantasyland,
     choose_placement,
 )
@@ -89,6 +90,20 @@ def test_strong_first_cards_go_low_and_weak_ones_high() -> None:
     rows = {str(c): r for c, r in placements}
     assert rows["Ah"] == rows["Ad"] == Row.BOTTOM
     assert Counter(rows.values())[Row.TOP] <= 3
+
+
+@pytest.mark.parametrize("ruleset", ["classic", "pineapple"])
+def test_a_first_street_keeps_high_cards_off_the_top_and_the_middle_no_heavier(
+    ruleset: str,
+) -> None:
+    deals = random.Random(f"first-{ruleset}")
+    for _ in range(12):
+        batch = tuple(deals.sample(ALL_CARDS, 5))
+        placements, _ = choose_placement(Board(), batch, 5, get_ruleset(ruleset))
+        rows = Counter(row for _, row in placements)
+        top = [card.rank for card, row in placements if row is Row.TOP]
+        assert rows[Row.MIDDLE] <= rows[Row.BOTTOM], placements
+        assert all(rank <= TOP_START_MAX or top.count(rank) > 1 for rank in top), placements
 
 
 def score(board: Board, ruleset: Ruleset) -> float:
