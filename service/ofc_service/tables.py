@@ -322,14 +322,15 @@ class TableManager:
         # (by its SHA-1, so a store that lost writes cannot fool it) and the request id.
         kept = self._kept.get(table_id)
         if kept is not None and kept.version == expected_version:
+            now = self.clock_ms()
             try:
-                done = change(kept.record, self.clock_ms())
+                done = change(kept.record, now)
             except Exception:  # judged against the store's table below, as a retry may be
                 done = None
             if done is not None:
                 try:
                     return await self._commit(
-                        table_id, key, expected_version, done, respond, kept.sha1()
+                        table_id, key, expected_version, done, now, respond, kept.sha1()
                     )
                 except (StaleVersionError, TableNotFoundError):
                     self._kept.pop(table_id, None)
@@ -348,11 +349,12 @@ class TableManager:
             )
             return await self._replayed(table_id, key, stale)
         record = self.decode(table_id, stored.state, stored.version)
+        now = self.clock_ms()
         try:
-            done = change(record, self.clock_ms())
+            done = change(record, now)
         except Exception as refused:
             return await self._replayed(table_id, key, refused)
-        return await self._commit(table_id, key, stored.version, done, respond, "")
+        return await self._commit(table_id, key, stored.version, done, now, respond, "")
 
     async def _commit(
         self,
@@ -360,10 +362,11 @@ class TableManager:
         key: str,
         expected_version: int,
         done: Change,
+        now: int,
         respond: Callable[[Committed], bytes],
         expected_sha1: str,
     ) -> bytes:
-        now = self.clock_ms()
+        # One clock reading per move: the action's time, the new deadlines and the history's.
         done = dataclasses.replace(done, record=with_deadlines(done.record, now))
         version = expected_version + 1
         blobs = [self.encode_event(e, version, done.record) for e in done.events]

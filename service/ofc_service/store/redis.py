@@ -126,6 +126,14 @@ def _blob(value: bytes | str | None) -> bytes | None:
     return value
 
 
+def _check_retained(
+    table_id: str, after: str, position: tuple[int, int], events_from: bytes | None
+) -> None:
+    """Reading after ``after`` must not skip events the log has trimmed away."""
+    if events_from is not None and position < parse_event_id(text(events_from)):
+        raise EventsTrimmedError(table_id, after=after, first_retained=text(events_from))
+
+
 def _entries(read: Any) -> list[Any]:
     """The entries of a one-stream XREAD reply (RESP2: ``[[key, entries]]``, RESP3: a map)."""
     if not read:
@@ -394,8 +402,7 @@ class RedisTableStore:
                 (version, events_from), entries = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
-        if events_from is not None and position < parse_event_id(text(events_from)):
-            raise EventsTrimmedError(table_id, after=after, first_retained=text(events_from))
+        _check_retained(table_id, after, position, events_from)
         return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in entries]
 
     async def wait_events(
@@ -420,8 +427,7 @@ class RedisTableStore:
                     read, (version, events_from) = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
-        if events_from is not None and position < parse_event_id(text(events_from)):
-            raise EventsTrimmedError(table_id, after=after, first_retained=text(events_from))
+        _check_retained(table_id, after, position, events_from)
         return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
 
     async def get_extra(self, table_id: str, key: str) -> bytes | None:
