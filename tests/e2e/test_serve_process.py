@@ -82,7 +82,9 @@ def test_sigterm_drains_in_flight_calls_and_exits_0() -> None:
         assert process.wait(timeout=GRACE_SECONDS + 10) == 0
         assert time.monotonic() - sent_at < GRACE_SECONDS + 2
         assert process.stderr is not None
-        lines = [json.loads(line) for line in process.stderr.read().splitlines()]
+        stderr = process.stderr.read()
+        assert "Traceback" not in stderr, stderr  # every line is a JSON log line; say why not
+        lines = [json.loads(line) for line in stderr.splitlines()]
     finally:
         if process.poll() is None:
             process.kill()
