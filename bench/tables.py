@@ -25,8 +25,10 @@ nothing, so give it an empty database):
    a move is sent when the seat's cards are dealt, so each table has at most one
    PlaceCards in flight; the watches ask for ``batch_events``, ``--event-messages`` for one
    message per event) next to SettleHand from N workers, in alternating rounds of the
-   same run. Prints moves/s, p50 and p99 latency and the place/settle ratio. Targets:
-   PlaceCards >= 60% of SettleHand throughput, p99 < 50 ms at 64 in flight.
+   same run. Prints moves/s, p50 and p99 latency, the server processes' CPU time per call
+   (from ``/proc``: for a move, everything it causes, its watch messages included; steadier
+   than the rates on a shared machine) and the place/settle ratio. Targets: PlaceCards >=
+   60% of SettleHand throughput, p99 < 50 ms at 64 in flight.
 
 The client is one Python process (grpc.aio); on a small machine it shares the cores with
 the servers and Redis, so the absolute figures are the machine's, the ratio is the point.
@@ -325,10 +327,15 @@ class Row:
     seconds: float
     p50_ms: float
     p99_ms: float
+    server_cpu_s: float = 0.0  # CPU time the server processes used in the row's rounds
 
     @property
     def per_second(self) -> float:
         return self.calls / self.seconds
+
+    @property
+    def cpu_ms_per_call(self) -> float:
+        return self.server_cpu_s * 1000 / max(1, self.calls)
 
 
 @dataclass
@@ -472,12 +479,26 @@ async def place_round(gate: Gate, seconds: float) -> tuple[list[float], float]:
     return gate.latencies, elapsed
 
 
-def _row(servers: int, rpc: str, n: int, latencies: list[float], seconds: float) -> Row:
+def _row(
+    servers: int, rpc: str, n: int, latencies: list[float], seconds: float, cpu_s: float
+) -> Row:
     latencies.sort()
     return Row(
         servers, rpc, n, len(latencies), seconds,
-        percentile(latencies, 0.50) * 1000, percentile(latencies, 0.99) * 1000,
+        percentile(latencies, 0.50) * 1000, percentile(latencies, 0.99) * 1000, cpu_s,
     )  # fmt: skip
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU time the processes used so far (Linux ``/proc``; 0 elsewhere)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 async def load(
@@ -486,6 +507,7 @@ async def load(
     seconds: float,
     rounds: int,
     batch: bool = True,
+    pids: Sequence[int] = (),
 ) -> list[Row]:
     channels = [grpc.aio.insecure_channel(a) for a in addresses]
     stubs = [pb_grpc.TableServiceStub(c) for c in channels]
@@ -509,14 +531,16 @@ async def load(
                 await p.start()
             await place_round(gate, min(1.0, seconds / 2))  # warm-up: tables in play
             await settle_round(channels, n, min(0.5, seconds / 4))
-            place: tuple[list[float], float] = ([], 0.0)
-            settle: tuple[list[float], float] = ([], 0.0)
+            place: tuple[list[float], float, float] = ([], 0.0, 0.0)
+            settle: tuple[list[float], float, float] = ([], 0.0, 0.0)
             for _ in range(rounds):
+                cpu = cpu_seconds(pids)
                 lat, elapsed = await place_round(gate, seconds / rounds)
-                place = (place[0] + lat, place[1] + elapsed)
-                started = time.perf_counter()
+                place = (place[0] + lat, place[1] + elapsed, place[2] + cpu_seconds(pids) - cpu)
+                started, cpu = time.perf_counter(), cpu_seconds(pids)
                 lat = await settle_round(channels, n, seconds / rounds)
-                settle = (settle[0] + lat, settle[1] + time.perf_counter() - started)
+                elapsed, cpu = time.perf_counter() - started, cpu_seconds(pids) - cpu
+                settle = (settle[0] + lat, settle[1] + elapsed, settle[2] + cpu)
             for p in players:
                 await p.stop()
             rows.append(_row(len(addresses), "PlaceCards", n, *place))
@@ -554,7 +578,8 @@ def run_load(
 ) -> list[Row]:
     processes = start_servers(redis_url, servers)
     try:
-        return asyncio.run(load([a for _, a in processes], levels, seconds, rounds, batch))
+        addresses, pids = [a for _, a in processes], [p.pid for p, _ in processes]
+        return asyncio.run(load(addresses, levels, seconds, rounds, batch, pids))
     finally:
         for process, _ in processes:
             process.terminate()
@@ -590,18 +615,23 @@ def report(trips: RoundTrips, memory: Memory, rows: Sequence[Row]) -> list[str]:
     lines.append("")
     lines.append(
         f"{'servers':>7} {'rpc':<11}{'in flight':>10}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'server CPU ms/call':>20}"
     )
     for r in rows:
         lines.append(
             f"{r.servers:>7} {r.rpc:<11}{r.in_flight:>10}{r.per_second:>10.0f}"
-            f"{r.p50_ms:>9.2f}{r.p99_ms:>9.2f}"
+            f"{r.p50_ms:>9.2f}{r.p99_ms:>9.2f}{r.cpu_ms_per_call:>20.2f}"
         )
     by = {(r.servers, r.rpc, r.in_flight): r for r in rows}
     for (servers, rpc, n), r in by.items():
         if rpc != "PlaceCards" or (servers, "SettleHand", n) not in by:
             continue
-        ratio = r.per_second / by[servers, "SettleHand", n].per_second
+        settle = by[servers, "SettleHand", n]
+        ratio = r.per_second / settle.per_second
         verdicts = [f"place/settle {ratio:.0%} [{'PASS' if ratio >= TARGET_RATIO else 'MISS'}]"]
+        if settle.cpu_ms_per_call > 0:
+            cost = r.cpu_ms_per_call / settle.cpu_ms_per_call
+            verdicts.append(f"server CPU per move {cost:.1f}x a settle")
         if n >= 64:
             ok = r.p99_ms < TARGET_P99_MS
             verdicts.append(f"p99 {r.p99_ms:.1f} ms [{'PASS' if ok else 'MISS'}]")
