@@ -23,6 +23,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "solver": ("bench.solver", "Fantasyland solver: ms per hand, 13..17 cards"),
     "policy": ("bench.policy", "timeout policy vs random placement: fouls, points, speed"),
     "tables": ("bench.tables", "live tables on Redis: moves vs settle, round trips, memory"),
+    "move_floor": ("bench.move_floor", "a move's server cost with no game logic vs settle"),
 }
 
 

@@ -1,0 +1,37 @@
+"""The live-table benches run end to end (tiny settings) and print every figure they claim."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench import move_floor, tables
+
+
+def test_move_floor_prints_its_three_rows_and_the_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert move_floor.main(["--seconds", "0.3", "--tables", "2"]) == 0
+    out = capsys.readouterr().out
+    for name in ("SettleHand", "empty move", "stored empty move"):
+        row = re.search(rf"^{name} +(\d+) +(\d+\.\d\d)$", out, re.M)
+        assert row is not None, out
+        assert int(row[1]) > 0, out  # calls were made and answered
+    assert re.search(r"could reach \d+% of SettleHand .*\[target 60%: ", out), out
+
+
+def test_tables_bench_prints_round_trips_memory_and_both_rpcs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--seconds", "0.6", "--rounds", "1", "--in-flight", "2", "--servers", "1",
+            "--moves", "20", "--hands", "1"]  # fmt: skip
+    assert tables.main(argv) == 0
+    out = capsys.readouterr().out
+    trips = re.search(r"round trips per PlaceCards .*: (\d+\.\d\d)", out)
+    assert trips is not None and 1.0 <= float(trips[1]) <= 2.0, out
+    assert re.search(r"hand history \d+ B", out), out
+    for rpc in ("PlaceCards", "SettleHand"):
+        row = re.search(rf"^ +1 {rpc} +2 +(\d+) .* (\d+\.\d\d)$", out, re.M)
+        assert row is not None and int(row[1]) > 0, out
+    assert "1 server(s), 2 in flight: place/settle" in out, out
