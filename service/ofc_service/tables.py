@@ -262,6 +262,7 @@ class TableManager:
         server_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         relay: SettlementRelay | None = None,
         event_log_hands: int = DEFAULT_EVENT_LOG_HANDS,
+        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
     ) -> None:
         self.store = store
         self.auth = authenticator
@@ -270,6 +271,7 @@ class TableManager:
         self.server_seed = server_seed
         self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
         self.event_log_hands = event_log_hands  # 0: no per-hand trim (the store's cap only)
+        self.request_ttl_seconds = request_ttl_seconds  # the retry window of request ids
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
     async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
@@ -392,6 +394,7 @@ class TableManager:
             if any(isinstance(e, engine.HandStarted) for e in done.events)
             else 0,
             expected_state_sha1=expected_sha1,
+            request_ttl_seconds=self.request_ttl_seconds,
         )
         if not result.replayed:
             self._keep(table_id, state, done.record, result.version)
@@ -415,11 +418,9 @@ class TableManager:
         self,
         claim_id: str,
         make: Callable[[str], TableRecord],
-        *,
-        ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
     ) -> tuple[TableRecord, int, str]:
         """The table of one create request: the record ``make(table_id)`` under a table id
-        claimed for ``claim_id`` (the caller's request, hashed) for ``ttl_seconds``; then
+        claimed for ``claim_id`` (the caller's request, hashed) for the retry window; then
         :meth:`load`'s answer.
 
         Two steps, each idempotent: the store claims a fresh random id for the request (or
@@ -429,7 +430,7 @@ class TableManager:
         so a table id is never reused (nor, with it, a settlement id).
         """
         table_id = await self.store.claim_table_id(
-            claim_id, new_table_id(), ttl_seconds=ttl_seconds
+            claim_id, new_table_id(), ttl_seconds=self.request_ttl_seconds
         )
         with contextlib.suppress(TableExistsError):
             await self.create(make(table_id), respond=lambda c: b"")

@@ -71,7 +71,7 @@ class Context:
 
 
 class Service:
-    def __init__(self) -> None:
+    def __init__(self, window_s: int = DEFAULT_REQUEST_TTL_SECONDS) -> None:
         self.clock = Clock()
         self.store = CrashingStore(clock=self.clock)
         manager = TableManager(
@@ -79,6 +79,7 @@ class Service:
             Authenticator(KEYS),
             encode_event,
             clock_ms=lambda: int(self.clock.now * 1000),
+            request_ttl_seconds=window_s,
         )
         self.servicer = TableServicer(manager)
 
@@ -89,6 +90,14 @@ class Service:
 
         async def call() -> pb.CreateTableResponse:
             return await self.servicer.CreateTable(request, context)
+
+        return asyncio.run(call())
+
+    def join(self, request: pb.JoinSeatRequest) -> pb.JoinSeatResponse:
+        context: Any = Context(KEYS[0])
+
+        async def call() -> pb.JoinSeatResponse:
+            return await self.servicer.JoinSeat(request, context)
 
         return asyncio.run(call())
 
@@ -112,6 +121,26 @@ def test_a_request_id_names_one_table_for_the_window_and_a_new_one_after() -> No
     assert service.create(request).table_id == later.table_id  # and it is kept in turn
     # the first table lives on (its own time-to-live is a week), untouched
     assert set(service.store._tables) == {first.table_id, other.table_id, later.table_id}
+
+
+def test_a_shorter_retry_window_ends_replays_sooner_for_creates_and_moves() -> None:
+    """OFC_REQUEST_WINDOW_SECONDS (here 10 minutes): inside it a retry gets the first
+    result; after it the request is judged afresh, as any new one."""
+    service = Service(window_s=600)
+    create = pb.CreateTableRequest(seats=2, request_id="short-window")
+    table_id = service.create(create).table_id
+    join = pb.JoinSeatRequest(
+        table_id=table_id, seat=0, player_id="ann", expected_version=1, request_id="join-1"
+    )
+    first = service.join(join)
+    service.clock.now += 599
+    assert service.join(join) == first  # the same seat token, nothing changed
+    assert service.create(create).table_id == table_id
+    service.clock.now += 2
+    with pytest.raises(Aborted) as stale:  # a new request now, on a table that moved on
+        service.join(join)
+    assert (stale.value.code, stale.value.reason) == (grpc.StatusCode.ABORTED, "STALE_VERSION")
+    assert service.create(create).table_id != table_id  # a new table under a new id
 
 
 def test_a_crash_between_the_claim_and_the_create_is_healed_by_the_retry() -> None:

@@ -13,6 +13,7 @@ import pytest
 from ofc_client import OfcClient, RetryableError
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import (
+    MAX_REQUEST_WINDOW_SECONDS,
     OPTIONS,
     ConfigError,
     ServerConfig,
@@ -21,6 +22,7 @@ from ofc_service.server.config import (
     config_from_mapping,
 )
 from ofc_service.server.main import _server_options
+from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS
 
 DOCTESTED = [
     "ofc_service.api.errors",
@@ -61,6 +63,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_MAX_CONNECTION_AGE_SECONDS": "300",
         "OFC_API_KEYS": "key-one, key-two",
         "OFC_EVENT_LOG_HANDS": "0",
+        "OFC_REQUEST_WINDOW_SECONDS": "3600",
     }
     assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
     from_env = config_from_args(parser.parse_args([]), env)
@@ -74,6 +77,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         max_connection_age_seconds=300,
         api_keys="key-one, key-two",
         event_log_hands=0,
+        request_window_seconds=3600,
     )
     assert from_env.api_key_list == ("key-one", "key-two")
     flags = parser.parse_args(["--listen", "127.0.0.1:7001", "--grace-seconds", "1"])
@@ -96,11 +100,19 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_MAX_CONNECTION_AGE_SECONDS": "-1"}, "OFC_MAX_CONNECTION_AGE_SECONDS"),
         ({"OFC_EVENT_LOG_HANDS": "-1"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: must be 0"),
         ({"OFC_EVENT_LOG_HANDS": "two"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: not a number"),
+        ({"OFC_REQUEST_WINDOW_SECONDS": "59"}, "--request-window-seconds: must be 60 .. 86400"),
+        ({"OFC_REQUEST_WINDOW_SECONDS": "86401"}, "--request-window-seconds: must be 60 .. 86400"),
     ],
 )
 def test_bad_settings_name_the_variable_and_the_flag(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         config_from_mapping(env)
+
+
+def test_the_longest_retry_window_is_the_stores_default() -> None:
+    # config.py does not import the store (``ofc --help`` stays fast): the two must agree
+    assert ServerConfig().request_window_seconds == MAX_REQUEST_WINDOW_SECONDS
+    assert MAX_REQUEST_WINDOW_SECONDS == DEFAULT_REQUEST_TTL_SECONDS
 
 
 def test_grpc_options_follow_the_config() -> None:

@@ -246,7 +246,7 @@ class TableClient:
         pair_units: Mapping[tuple[int, int], int] | None = None,
     ) -> TableView:
         """Open a table (the operator ``api_key`` when the server has keys configured); the
-        spectator's view of it. A retry with the same ``request_id`` (within 24 hours) names
+        spectator's view of it. A retry with the same ``request_id`` (within the server's retry window, 24 hours by default) names
         the same table. ``pair_units[(a, b)]``: the unit value agreed for seats ``a < b``
         (other pairs play for the ruleset's ``unit_value``)."""
         message = pb.CreateTableRequest(

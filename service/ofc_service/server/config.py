@@ -23,6 +23,8 @@ from typing import Any
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+MIN_REQUEST_WINDOW_SECONDS = 60
+MAX_REQUEST_WINDOW_SECONDS = 24 * 3600  # the default: store.DEFAULT_REQUEST_TTL_SECONDS
 
 
 class ConfigError(ValueError):
@@ -44,6 +46,7 @@ class ServerConfig:
     max_connection_age_seconds: float = 0.0  # 0: connections live as long as clients keep them
     api_keys: str = ""  # operator API keys, comma-separated; empty: anyone may create tables
     event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
+    request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
 
     @property
     def api_key_list(self) -> tuple[str, ...]:
@@ -143,6 +146,15 @@ OPTIONS: tuple[Option, ...] = (
         _number(int),
         "HANDS",
     ),
+    Option(
+        "request_window_seconds",
+        "OFC_REQUEST_WINDOW_SECONDS",
+        "--request-window-seconds",
+        "how long a request id keeps returning its first result (its record's life in the "
+        "store; most of a busy table's Redis memory): 60 .. 86400",
+        _number(int),
+        "SECONDS",
+    ),
 )
 
 
@@ -220,5 +232,10 @@ def _validate(c: ServerConfig) -> None:
         raise bad("max_connection_age_seconds", "must be 0 or more (0: no limit)")
     if not 0 <= c.event_log_hands <= 1000:
         raise bad("event_log_hands", "must be 0 .. 1000 (0: no per-hand trim)")
+    if not MIN_REQUEST_WINDOW_SECONDS <= c.request_window_seconds <= MAX_REQUEST_WINDOW_SECONDS:
+        raise bad(
+            "request_window_seconds",
+            f"must be {MIN_REQUEST_WINDOW_SECONDS} .. {MAX_REQUEST_WINDOW_SECONDS}",
+        )
     if c.redis_url and not c.redis_url.startswith(REDIS_SCHEMES):
         raise bad("redis_url", f"must start with {', '.join(REDIS_SCHEMES)}")

@@ -118,7 +118,12 @@ async def create_server(config: ServerConfig) -> OfcServer:
     relay = SettlementRelay(store, feed)
     authenticator = Authenticator(config.api_key_list)
     manager = TableManager(
-        store, authenticator, encode_event, relay=relay, event_log_hands=config.event_log_hands
+        store,
+        authenticator,
+        encode_event,
+        relay=relay,
+        event_log_hands=config.event_log_hands,
+        request_ttl_seconds=config.request_window_seconds,
     )
     table_service_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(manager), server)
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(

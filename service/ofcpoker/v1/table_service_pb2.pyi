@@ -53,8 +53,8 @@ class CreateTableRequest(_message.Message):
     """
     request_id: _builtins.str
     """Idempotency key (see the service comment); required, 1..128 characters. A retry by the
-    same caller with the same id within 24 hours returns the table the first call created;
-    after that the id names a new request, and a new table (a table id is never reused).
+    same caller with the same id within the retry window returns the table the first call
+    created; after that the id names a new request, and a new table (a table id is never reused).
     """
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetSpec:

@@ -39,8 +39,9 @@ class TableServiceStub:
     Concurrency: every mutating request carries `expected_version`, the table version the
     caller last saw; a different current version → ABORTED (reason STALE_VERSION): re-read
     with GetTable and decide again. Every mutating request carries a `request_id` (1..128
-    characters, unique per intended action, e.g. a UUID): a retry with the same id within 24
-    hours returns the first result and changes nothing, even when the version has moved on.
+    characters, unique per intended action, e.g. a UUID): a retry with the same id within the
+    server's retry window (24 hours unless its operator set a shorter one, at least a minute)
+    returns the first result and changes nothing, even when the version has moved on.
 
     Errors (google.rpc.Status with one ErrorInfo, domain "ofc.poker"): INVALID_ARGUMENT for
     malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
@@ -102,8 +103,9 @@ class TableServiceAsyncStub(TableServiceStub):
     Concurrency: every mutating request carries `expected_version`, the table version the
     caller last saw; a different current version → ABORTED (reason STALE_VERSION): re-read
     with GetTable and decide again. Every mutating request carries a `request_id` (1..128
-    characters, unique per intended action, e.g. a UUID): a retry with the same id within 24
-    hours returns the first result and changes nothing, even when the version has moved on.
+    characters, unique per intended action, e.g. a UUID): a retry with the same id within the
+    server's retry window (24 hours unless its operator set a shorter one, at least a minute)
+    returns the first result and changes nothing, even when the version has moved on.
 
     Errors (google.rpc.Status with one ErrorInfo, domain "ofc.poker"): INVALID_ARGUMENT for
     malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
@@ -161,8 +163,9 @@ class TableServiceServicer(metaclass=_abc_1.ABCMeta):
     Concurrency: every mutating request carries `expected_version`, the table version the
     caller last saw; a different current version → ABORTED (reason STALE_VERSION): re-read
     with GetTable and decide again. Every mutating request carries a `request_id` (1..128
-    characters, unique per intended action, e.g. a UUID): a retry with the same id within 24
-    hours returns the first result and changes nothing, even when the version has moved on.
+    characters, unique per intended action, e.g. a UUID): a retry with the same id within the
+    server's retry window (24 hours unless its operator set a shorter one, at least a minute)
+    returns the first result and changes nothing, even when the version has moved on.
 
     Errors (google.rpc.Status with one ErrorInfo, domain "ofc.poker"): INVALID_ARGUMENT for
     malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
