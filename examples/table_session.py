@@ -29,7 +29,9 @@ def naive_placements(view: TableView) -> dict[str, str]:
 
 
 host = TableClient(ADDRESS)  # pass api_key="..." when the server has OFC_API_KEYS set
-table_id = host.create_table(seats=2, ruleset="classic", client_seed="readme").table_id
+table = host.create_table(seats=2, ruleset="classic", client_seed="readme")
+table_id = table.table_id
+committed = table.next_commitment  # SHA-256 of hand 1's server seed, drawn already
 players = {0: TableClient(ADDRESS), 1: TableClient(ADDRESS)}  # one client per player
 players[0].join(table_id, 0, "ann")  # returns ann's seat token; her client keeps and sends it
 players[1].join(table_id, 1, "bob")
@@ -58,8 +60,8 @@ def follow() -> None:
 threading.Thread(target=follow, daemon=True).start()
 
 players[0].get(table_id)  # ann's client learns the current version (bob joined meanwhile)
-hand = players[0].start_hand(table_id).hand  # publishes the server seed's SHA-256 commitment
-assert hand is not None
+hand = players[0].start_hand(table_id).hand  # dealt from the seed committed before
+assert hand is not None and hand.commitment == committed
 commitment = hand.commitment
 while not hand.over:
     assert hand.turn is not None

@@ -208,7 +208,11 @@ async function play(address, apiKey, historyPath) {
     );
     let table = started.table;
     const streets = table.ruleset.streets;
-    log(`hand ${table.hand.number} started, commitment ${table.hand.commitment}`);
+    // The server seed was committed one hand ahead, before any client seed could be chosen.
+    if (table.hand.commitment !== snapshot.next_commitment) {
+      throw new Error('StartHand: the hand was dealt from another seed than the one committed ahead');
+    }
+    log(`hand ${table.hand.number} started, commitment ${table.hand.commitment} (published ahead)`);
 
     let moves = 0;
     while (!table.hand.over) {

@@ -33,7 +33,8 @@ from ofc.engine_json import (
     state_from_dict,
     state_to_dict,
 )
-from ofc.errors import InvalidInputError
+from ofc.errors import IllegalActionError, InvalidInputError, UnknownSeatError
+from ofc.shuffle import combine_client_seeds, commitment
 
 from ofc_service.auth import (
     Authenticator,
@@ -54,15 +55,38 @@ from ofc_service.store import (
 )
 
 log = logging.getLogger("ofc.tables")
+
+
+class ClientSeedPolicyError(IllegalActionError):
+    """SetClientSeed at a table whose hands use the table's client seed only."""
+
+    reason = "CLIENT_SEED_POLICY"
+
+
 T = TypeVar("T")
 
-RECORD_FORMAT = 2  # 2 added seat_units; format 1 records still load (with no money yet)
+RECORD_FORMAT = 3  # 2 added seat_units, 3 the client seed policy and the next hand's seed
+RECORD_FORMATS = (1, 2, RECORD_FORMAT)  # older records load (no money yet, no seed drawn)
+POLICY_TABLE = "table"  # every hand's client seed is the table's
+POLICY_PLAYERS = "players"  # the table's seed, then each seat's own, length-prefixed
+CLIENT_SEED_POLICIES = (POLICY_TABLE, POLICY_PLAYERS)
 MAX_REQUEST_ID_CHARS = 128
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
 KEPT_RECORDS = 1024  # per replica: the tables in play here (a few MB)
 HAND_PREFIX = "hand"
 
-EventEncoder = Callable[[Event, int, "TableRecord"], bytes]
+
+@dataclass(frozen=True, slots=True)
+class ClientSeedSet:
+    """A seat set its own client seed (a table event the engine does not know: seeds are
+    the shell's business until StartHand hands the engine one combined seed)."""
+
+    seat: int
+    client_seed: bytes
+
+
+TableEvent = Event | ClientSeedSet
+EventEncoder = Callable[[TableEvent, int, "TableRecord"], bytes]
 """(event, table version it produced, record after it) -> the bytes stored in the log."""
 
 
@@ -112,6 +136,11 @@ class TableRecord:
     hand_actions: tuple[Action, ...] = ()  # the current hand's actions, StartHand first
     seat_deadlines: tuple[tuple[int, int], ...] = ()  # (seat, Unix ms) for seats to act
     seat_units: tuple[int, ...] = ()  # per seat: running money total (smallest currency unit)
+    client_seed_policy: str = POLICY_TABLE
+    seat_client_seeds: tuple[tuple[int, bytes], ...] = ()  # (seat, its own seed), players policy
+    # The next hand's server seed, drawn (and its commitment published) one hand ahead, so
+    # no client seed can be chosen before it. Empty in records written before format 3.
+    next_server_seed: bytes = b""
 
     @property
     def token_hashes(self) -> dict[int, str]:
@@ -124,6 +153,20 @@ class TableRecord:
     @property
     def deadline_ms(self) -> int | None:
         return min((ms for _, ms in self.seat_deadlines), default=None)
+
+    @property
+    def next_commitment(self) -> str:
+        """SHA-256 of the next hand's server seed (hex); empty before one is drawn."""
+        return commitment(self.next_server_seed) if self.next_server_seed else ""
+
+    def hand_client_seed(self) -> bytes:
+        """The client seed of the next hand to start: the table's seed, or (players policy)
+        the table's seed and each seat's own, in seat order, u32be-length-prefixed."""
+        if self.client_seed_policy == POLICY_TABLE:
+            return self.client_seed
+        own = dict(self.seat_client_seeds)
+        seats = range(len(self.match.seats))
+        return combine_client_seeds([self.client_seed, *(own.get(s, b"") for s in seats)])
 
     def to_bytes(self) -> bytes:
         data: dict[str, Any] = {
@@ -139,6 +182,9 @@ class TableRecord:
             "hand_actions": _HOLE,
             "seat_deadlines": [list(d) for d in self.seat_deadlines],
             "seat_units": list(self.seat_units),
+            "client_seed_policy": self.client_seed_policy,
+            "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
+            "next_server_seed": self.next_server_seed.hex(),
         }
         # The hand's start and its actions do not change while the hand goes on: their JSON
         # is made once (per replica) and spliced in, in the order of the holes above.
@@ -152,7 +198,7 @@ class TableRecord:
     @classmethod
     def from_bytes(cls, raw: bytes) -> TableRecord:
         data = json.loads(raw)
-        if data.get("format") not in (1, RECORD_FORMAT):
+        if data.get("format") not in RECORD_FORMATS:
             raise ValueError(f"unknown table record format {data.get('format')!r}")
         return cls(
             table_id=data["table_id"],
@@ -166,6 +212,11 @@ class TableRecord:
             hand_actions=tuple(action_from_dict(a) for a in data["hand_actions"]),
             seat_deadlines=tuple((int(s), int(ms)) for s, ms in data["seat_deadlines"]),
             seat_units=tuple(int(u) for u in data.get("seat_units", ())),
+            client_seed_policy=data.get("client_seed_policy", POLICY_TABLE),
+            seat_client_seeds=tuple(
+                (int(s), bytes.fromhex(seed)) for s, seed in data.get("seat_client_seeds", ())
+            ),
+            next_server_seed=bytes.fromhex(data.get("next_server_seed", "")),
         )
 
 
@@ -189,7 +240,7 @@ class Change:
     """What one accepted request did (before it is committed)."""
 
     record: TableRecord
-    events: tuple[Event, ...]
+    events: tuple[TableEvent, ...]
     actor_seat: int | None = None  # the seat the caller acted for, if any
     seat_token: str | None = None  # a new seat token (JoinSeat)
     move: str | None = None  # the kind of hand move, counted in ofc_moves_total once committed
@@ -465,7 +516,9 @@ class TableManager:
         self.auth.may_act_for(creds, seat, record.token_hashes, record.table_id)
         new, events = self.apply_action(record, engine.StandUp(seat, now), now)
         tokens = tuple(t for t in new.seat_tokens if t[0] != seat)
-        return Change(dataclasses.replace(new, seat_tokens=tokens), events, None)
+        seeds = tuple(s for s in new.seat_client_seeds if s[0] != seat)  # not the next player's
+        new = dataclasses.replace(new, seat_tokens=tokens, seat_client_seeds=seeds)
+        return Change(new, events, None)
 
     def start_hand(self, record: TableRecord, creds: Credentials, now: int) -> Change:
         seat = (
@@ -477,9 +530,31 @@ class TableManager:
             raise UnauthenticatedError(
                 "starting a hand needs a seat token of this table or an API key"
             )
-        action = engine.StartHand(self.server_seed(), record.client_seed, now)
+        # The seed committed one hand ahead (a record from before format 3 has none yet).
+        seed = record.next_server_seed or self.server_seed()
+        action = engine.StartHand(seed, record.hand_client_seed(), now)
         new, events = self.apply_action(record, action, now)
+        new = dataclasses.replace(new, next_server_seed=self.server_seed())
         return Change(new, events, seat)
+
+    def set_client_seed(
+        self, record: TableRecord, seat: int, seed: bytes, creds: Credentials, now: int
+    ) -> Change:
+        """A seat's own client seed (players policy), counted from the next StartHand."""
+        self.auth.may_act_for(creds, seat, record.token_hashes, record.table_id)
+        if record.client_seed_policy != POLICY_PLAYERS:
+            raise ClientSeedPolicyError(
+                "this table's hands use the table's client seed only "
+                "(create it with CLIENT_SEED_POLICY_PLAYERS)",
+                field="table_id",
+            )
+        if not record.match.seats[seat].player_id:
+            raise UnknownSeatError(f"seat {seat} is empty", field="seat")
+        own = tuple(s for s in record.seat_client_seeds if s[0] != seat)
+        if seed:
+            own = tuple(sorted((*own, (seat, seed))))
+        new = dataclasses.replace(record, seat_client_seeds=own)
+        return Change(new, (ClientSeedSet(seat, seed),), seat)
 
     def act(self, record: TableRecord, action: Action, creds: Credentials, now: int) -> Change:
         seat = getattr(action, "seat")  # noqa: B009 - every hand action names its seat
@@ -624,9 +699,15 @@ def seat_of_viewer(
 
 
 __all__ = [
+    "CLIENT_SEED_POLICIES",
+    "POLICY_PLAYERS",
+    "POLICY_TABLE",
     "Change",
+    "ClientSeedPolicyError",
+    "ClientSeedSet",
     "Committed",
     "DeadlineSweeper",
+    "TableEvent",
     "TableManager",
     "TableRecord",
     "mask_secret",

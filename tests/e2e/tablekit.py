@@ -391,7 +391,10 @@ def audit_table(record: TableRecord, version: int, stream: Sequence[StoredEvent]
     stored match (times aside) and re-creates every stored event. Returns the versions.
 
     A hand's server seed comes from its SeedRevealed event, or, for the hand in progress,
-    from the stored record (the auditor may read it; no client ever can).
+    from the stored record (the auditor may read it; no client ever can). Each hand's
+    commitment is the ``next_commitment`` published when the hand before it started (the
+    record's for the hand to come). A SetClientSeed version is one ClientSeedSet event, no
+    engine action.
     """
     events = [full_event(e) for e in stream]
     groups: dict[int, list[pb.TableEvent]] = {}
@@ -410,15 +413,27 @@ def audit_table(record: TableRecord, version: int, stream: Sequence[StoredEvent]
     state = engine.new_match(
         record.match.ruleset, seats=len(record.match.seats), max_hands=record.match.max_hands
     )
+    announced = []  # (commitment, next_commitment) of each HandStarted, in order
     for v in versions:
-        action = _action_of(groups[v], state, seeds, record.client_seed)
-        state, produced = engine.apply(state, action)
-        ids = tuple(s.player_id for s in state.seats)
-        expected = [event_to_proto(e, v, ids) for e in produced]
         got = [pb.TableEvent.FromString(e.SerializeToString()) for e in groups[v]]
         for e in got:
             e.event_id = ""
+        if got[0].HasField("client_seed_set"):
+            assert len(got) == 1, f"version {v}: a seed change is one event"
+            continue
+        action = _action_of(groups[v], state, seeds)
+        state, produced = engine.apply(state, action)
+        ids = tuple(s.player_id for s in state.seats)
+        expected = [event_to_proto(e, v, ids) for e in produced]
+        for e in got:
+            if e.HasField("hand_started"):
+                announced.append((e.hand_started.commitment, e.hand_started.next_commitment))
+                e.hand_started.next_commitment = ""  # the shell's, checked below
         assert got == expected, f"version {v}: the stored events are not what the action makes"
+    for (_, promised), (kept, _) in itertools.pairwise(announced):
+        assert kept == promised, "a hand dealt from another seed than the one committed ahead"
+    if announced:
+        assert announced[-1][1] == record.next_commitment
     assert _without_times(state) == _without_times(record.match), "replay != stored state"
     if record.hand_start is not None:
         replayed, _ = engine.replay(record.hand_start, record.hand_actions)
@@ -427,7 +442,7 @@ def audit_table(record: TableRecord, version: int, stream: Sequence[StoredEvent]
 
 
 def _action_of(
-    group: Sequence[pb.TableEvent], state: MatchState, seeds: dict[int, bytes], client_seed: bytes
+    group: Sequence[pb.TableEvent], state: MatchState, seeds: dict[int, bytes]
 ) -> Action:
     kinds = [e.WhichOneof("kind") for e in group]
     first = group[0]
@@ -436,7 +451,8 @@ def _action_of(
     if kinds[0] == "seat_vacated":
         return engine.StandUp(first.seat_vacated.seat)
     if kinds[0] == "hand_started":
-        return engine.StartHand(seeds[first.hand_started.number], client_seed)
+        started = first.hand_started
+        return engine.StartHand(seeds[started.number], started.client_seed)
     moves = [e for e in group if e.WhichOneof("kind") in ("cards_placed", "fantasyland_set")]
     assert len(moves) == 1, f"one move per version, got {kinds}"
     move = moves[0]

@@ -16,6 +16,11 @@ is over. Then:
 - every mutating call without credentials, with another seat's or table's token, with a
   made-up token or a wrong API key is refused with UNAUTHENTICATED / PERMISSION_DENIED
   and changes nothing; illegal moves are refused and change nothing.
+
+Server seeds are drawn one hand ahead (at CreateTable, then at each StartHand for the next
+hand): none is ever sent before its hand is over, only its commitment. Some tables let the
+players add seeds of their own (CLIENT_SEED_POLICY_PLAYERS); the test's engine copy deals
+from the combination the protos document, so every dealt card checks it too.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from ofc import engine
 from ofc.cards import Card
 from ofc.engine import MatchState
 from ofc.rulesets import Row, Ruleset, resolve_ruleset
+from ofc.shuffle import combine_client_seeds, commitment
 from ofc_client.requests import ruleset_spec
 from ofc_service.server.background import BackgroundServer
 from ofcpoker.v1 import cards_pb2
@@ -125,6 +131,10 @@ class Table:
     states: dict[int, MatchState] = field(default_factory=dict)  # version -> state
     seen: list[tuple[int | None, int, Message]] = field(default_factory=list)
     refusals: int = 0
+    next_seed: bytes = b""  # the server seed drawn for the next hand
+    revealed_at: dict[bytes, int | None] = field(default_factory=dict)  # seed -> version
+    players_seeds: bool = False  # CLIENT_SEED_POLICY_PLAYERS
+    own_seeds: dict[int, bytes] = field(default_factory=dict)
 
     @property
     def version(self) -> int:
@@ -137,6 +147,25 @@ class Table:
     def applied(self, action: engine.Action, version: int) -> None:
         assert version == self.version + 1, f"version {version} after {self.version}"
         self.states[version], _ = engine.apply(self.state, action)
+        hand = self.states[version].hand
+        if hand is not None and hand.over and self.revealed_at.get(hand.server_seed, 0) is None:
+            self.revealed_at[hand.server_seed] = version
+
+    def unchanged(self, version: int) -> None:
+        """A version that changed nothing the engine knows (a player's own client seed)."""
+        assert version == self.version + 1, f"version {version} after {self.version}"
+        self.states[version] = self.state
+
+    def drew(self, seed: bytes) -> None:
+        """The server drew ``seed`` for the table's next hand (it must stay secret)."""
+        self.next_seed = seed
+        self.revealed_at[seed] = None
+
+    def hand_client_seed(self) -> bytes:
+        if not self.players_seeds:
+            return b"probe"
+        seats = range(len(self.state.seats))
+        return combine_client_seeds([b"probe", *(self.own_seeds.get(s, b"") for s in seats)])
 
     def saw(self, viewer: int | None, version: int, message: Message) -> None:
         self.seen.append((viewer, version, message))
@@ -146,9 +175,10 @@ class Table:
             state = self.states[version]
             extra = cards_in(message) - visible_cards(state, viewer)
             assert not extra, f"viewer {viewer} at v{version} was sent {sorted(map(str, extra))}"
-            hand = state.hand
-            if hand is not None and not hand.over:
-                assert hand.server_seed not in message.SerializeToString(), "seed leaked"
+            sent = message.SerializeToString()
+            for seed, public_at in self.revealed_at.items():
+                if public_at is None or version < public_at:
+                    assert seed not in sent, f"a server seed leaked at v{version}"
 
     def refused(
         self,
@@ -374,17 +404,24 @@ def play_probe(probe: Probe, data: st.DataObject) -> Table:
     probe.tables += 1
     probe.seeds.count = 0  # every example deals from the same seeds: replays are exact
     table = Table(probe, ruleset)
+    table.players_seeds = data.draw(st.booleans(), label="players add seeds")
+    event(f"client seed policy {'players' if table.players_seeds else 'table'}")
     request = pb.CreateTableRequest(
         seats=seats,
         request_id=f"probe-{probe.tables}",
         turn_time_limit_ms=LONG_TURN_MS,
         client_seed="probe",
+        client_seed_policy=pb.CLIENT_SEED_POLICY_PLAYERS
+        if table.players_seeds
+        else pb.CLIENT_SEED_POLICY_TABLE,
     )
     spec = ruleset_spec(RULESETS[name])
     assert spec is not None
     request.ruleset.CopyFrom(spec)
     table.refused(lambda: stub.CreateTable(request), {UNAUTHENTICATED}, viewer=None)
     created = stub.CreateTable(request, metadata=OPERATOR)
+    table.drew(probe.seeds.last)
+    assert created.table.next_commitment == commitment(table.next_seed)
     table.table_id = created.table_id
     table.states[1] = engine.new_match(ruleset, seats=seats)
     table.saw(None, 1, created)
@@ -447,7 +484,38 @@ def play_probe(probe: Probe, data: st.DataObject) -> Table:
     return table
 
 
+def set_own_seeds(table: Table, data: st.DataObject) -> None:
+    """Players pick seeds of their own for the next hand (or are refused: table policy)."""
+    stub = table.probe.stub
+    for seat in sorted(table.tokens):
+        if not data.draw(st.booleans(), label="set a seed"):
+            continue
+        text = data.draw(st.text(max_size=12), label="seed")
+        request = pb.SetClientSeedRequest(
+            table_id=table.table_id,
+            seat=seat,
+            client_seed=text,
+            expected_version=table.version,
+            request_id=f"{table.table_id}-seed-{table.version}",
+        )
+        if not table.players_seeds:
+            table.refused(
+                partial(stub.SetClientSeed, request, metadata=seat_md(table.tokens[seat])),
+                {grpc.StatusCode.FAILED_PRECONDITION},
+                viewer=seat,
+            )
+            continue
+        attack_move(table, data, request, stub.SetClientSeed, seat)
+        response = stub.SetClientSeed(request, metadata=seat_md(table.tokens[seat]))
+        table.unchanged(response.table.version)
+        table.own_seeds[seat] = text.encode()
+        event("a player's own seed in the deal")
+        table.saw(seat, response.table.version, response.table)
+        assert response.table.seats[seat].client_seed == text.encode()
+
+
 def play_hand(table: Table, data: st.DataObject) -> None:
+    set_own_seeds(table, data)
     stub = table.probe.stub
     start = pb.StartHandRequest(
         table_id=table.table_id,
@@ -458,7 +526,12 @@ def play_hand(table: Table, data: st.DataObject) -> None:
     starter = data.draw(st.sampled_from([None, *sorted(table.tokens)]), label="starter")
     md = OPERATOR if starter is None else seat_md(table.tokens[starter])
     started = stub.StartHand(start, metadata=md)
-    table.applied(engine.StartHand(table.probe.seeds.last, b"probe"), started.table.version)
+    assert started.table.hand.commitment == commitment(table.next_seed)  # as committed ahead
+    table.applied(
+        engine.StartHand(table.next_seed, table.hand_client_seed()), started.table.version
+    )
+    table.drew(table.probe.seeds.last)  # the next hand's, drawn by this StartHand
+    assert started.table.next_commitment == commitment(table.next_seed)
     table.saw(starter, started.table.version, started.table)
     styles = {
         s: data.draw(st.sampled_from(["default", "random", "mixed"]), label="style")

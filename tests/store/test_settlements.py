@@ -138,18 +138,32 @@ def test_every_played_hand_gives_a_zero_sum_record_matching_the_totals(
     assert sum(units) == 0 and sum(s.points for s in state.seats) == 0
 
 
-def test_the_table_record_keeps_money_and_still_reads_format_1() -> None:
+def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_and_2() -> None:
     state, _ = engine.replay(engine.new_match(seats=2), [SitDown(0, "a"), SitDown(1, "b")])
-    record = TableRecord("t", state, 30_000, 120_000, b"c", 5, seat_units=(40, -40))
+    record = TableRecord(
+        "t", state, 30_000, 120_000, b"c", 5, seat_units=(40, -40),
+        client_seed_policy="players", seat_client_seeds=((1, b"bee"),),
+        next_server_seed=bytes(range(32)),
+    )  # fmt: skip
     raw = record.to_bytes()
-    assert json.loads(raw)["format"] == 2
+    assert json.loads(raw)["format"] == 3
     assert TableRecord.from_bytes(raw) == record
     old = json.loads(raw)
+    for key in ("client_seed_policy", "seat_client_seeds", "next_server_seed"):
+        del old[key]
+    old["format"] = 2  # before seed policies: the table's seed, no seed drawn ahead
+    two = TableRecord.from_bytes(json.dumps(old).encode())
+    assert (two.client_seed_policy, two.seat_client_seeds, two.next_server_seed) == (
+        "table",
+        (),
+        b"",
+    )
+    assert two.next_commitment == "" and two.hand_client_seed() == b"c"
     old["format"] = 1
     del old["seat_units"]
     loaded = TableRecord.from_bytes(json.dumps(old).encode())
     assert loaded.seat_units == () and loaded.units_of(1) == 0
-    assert dataclasses.replace(loaded, seat_units=(40, -40)) == record
-    old["format"] = 3
+    assert dataclasses.replace(loaded, seat_units=(40, -40)) == two
+    old["format"] = 4
     with pytest.raises(ValueError, match="format"):
         TableRecord.from_bytes(json.dumps(old).encode())

@@ -77,6 +77,7 @@ class SeatInfo:
     units: int
     fantasyland_cards: int  # owed next hand; 0 for none
     fantasyland_streak: int
+    client_seed: bytes = b""  # the seat's own seed (players policy); b"" for none
 
     @property
     def occupied(self) -> bool:
@@ -140,6 +141,9 @@ class TableView:
     deadline_ms: int  # 0: nobody is waiting
     last_event_id: str  # "" in a move's response
     pair_units: tuple[tuple[int, int, int], ...] = ()  # (seat a, seat b, unit value) agreed
+    client_seed_policy: str = "table"  # "table", or "players": seats add their own seeds
+    client_seed: bytes = b""  # the table's own client seed
+    next_commitment: str = ""  # SHA-256 of the next hand's server seed, published ahead
 
     @property
     def my_seat(self) -> HandSeat | None:
@@ -200,6 +204,7 @@ class TableView:
                     s.units,
                     s.fantasyland_cards,
                     s.fantasyland_streak,
+                    s.client_seed,
                 )
                 for s in m.seats
             ),
@@ -211,7 +216,14 @@ class TableView:
             deadline_ms=m.deadline_ms,
             last_event_id=m.last_event_id,
             pair_units=tuple((p.a, p.b, p.unit_value) for p in m.pair_unit_values),
+            client_seed_policy=_POLICY_NAMES.get(m.client_seed_policy, "table"),
+            client_seed=m.client_seed,
+            next_commitment=m.next_commitment,
         )
+
+
+_POLICY_NAMES = {pb.CLIENT_SEED_POLICY_TABLE: "table", pb.CLIENT_SEED_POLICY_PLAYERS: "players"}
+CLIENT_SEED_POLICIES = {name: value for value, name in _POLICY_NAMES.items()}
 
 
 # --- events -----------------------------------------------------------------------------------
@@ -236,6 +248,7 @@ class HandStartedEvent:
     fantasyland: tuple[tuple[int, int], ...]  # (seat, cards) per Fantasyland seat
     commitment: str
     client_seed: bytes
+    next_commitment: str = ""  # the next hand's server seed, committed now
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +320,17 @@ class ButtonMovedEvent:
     to_seat: int
 
 
+@dataclass(frozen=True, slots=True)
+class ClientSeedSetEvent:
+    seat: int
+    client_seed: bytes  # b"": cleared
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEvent:
+    """An event kind newer than this client (the server may add kinds): skip it."""
+
+
 EventDetail = (
     SeatTakenEvent
     | SeatVacatedEvent
@@ -320,6 +344,8 @@ EventDetail = (
     | HandSettledEvent
     | SeedRevealedEvent
     | ButtonMovedEvent
+    | ClientSeedSetEvent
+    | UnknownEvent
 )
 
 
@@ -334,7 +360,13 @@ def _detail(m: pb.TableEvent) -> tuple[str, EventDetail]:
         h = m.hand_started
         fantasyland = tuple(zip(h.fantasyland_seats, h.fantasyland_cards, strict=True))
         return kind, HandStartedEvent(
-            h.number, h.button, tuple(h.order), fantasyland, h.commitment, h.client_seed
+            h.number,
+            h.button,
+            tuple(h.order),
+            fantasyland,
+            h.commitment,
+            h.client_seed,
+            h.next_commitment,
         )
     if kind == "cards_dealt":
         d = m.cards_dealt
@@ -370,7 +402,10 @@ def _detail(m: pb.TableEvent) -> tuple[str, EventDetail]:
     if kind == "button_moved":
         b = m.button_moved
         return kind, ButtonMovedEvent(b.from_seat, b.to_seat)
-    raise ValueError(f"unknown table event kind: {kind!r}")
+    if kind == "client_seed_set":
+        c = m.client_seed_set
+        return kind, ClientSeedSetEvent(c.seat, c.client_seed)
+    return kind or "unknown", UnknownEvent()
 
 
 @dataclass(frozen=True, slots=True)

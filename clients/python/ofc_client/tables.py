@@ -49,6 +49,7 @@ from ofc_client.errors import REQUEST_ID_KEY, OfcClientError, from_rpc_error
 from ofc_client.models import BoardLike, RulesetLike
 from ofc_client.requests import board_message, card_list, invalid, row_position, ruleset_spec
 from ofc_client.table_models import (
+    CLIENT_SEED_POLICIES,
     HandHistory,
     HandPage,
     HandSummary,
@@ -244,11 +245,18 @@ class TableClient:
         client_seed: str = "",
         request_id: str | None = None,
         pair_units: Mapping[tuple[int, int], int] | None = None,
+        client_seed_policy: str = "table",
     ) -> TableView:
         """Open a table (the operator ``api_key`` when the server has keys configured); the
-        spectator's view of it. A retry with the same ``request_id`` (within the server's retry window, 24 hours by default) names
-        the same table. ``pair_units[(a, b)]``: the unit value agreed for seats ``a < b``
-        (other pairs play for the ruleset's ``unit_value``)."""
+        spectator's view of it. A retry with the same ``request_id`` (within the server's
+        retry window, 24 hours by default) names the same table. ``pair_units[(a, b)]``: the
+        unit value agreed for seats ``a < b`` (other pairs play for the ruleset's
+        ``unit_value``). ``client_seed_policy="players"``: each player may add a seed of
+        their own to the deals (:meth:`set_client_seed`)."""
+        if client_seed_policy not in CLIENT_SEED_POLICIES:
+            raise ValueError(
+                f"client_seed_policy is 'table' or 'players', not {client_seed_policy!r}"
+            )
         message = pb.CreateTableRequest(
             seats=seats,
             turn_time_limit_ms=turn_time_limit_ms,
@@ -256,6 +264,7 @@ class TableClient:
             max_hands=max_hands,
             client_seed=client_seed,
             request_id=request_id or str(uuid.uuid4()),
+            client_seed_policy=CLIENT_SEED_POLICIES[client_seed_policy],
         )
         for (a, b), unit_value in sorted((pair_units or {}).items()):
             message.pair_unit_values.add(a=a, b=b, unit_value=unit_value)
@@ -325,6 +334,26 @@ class TableClient:
             request_id=request_id,
             expected_version=expected_version,
             on_success=left,
+        )
+
+    def set_client_seed(
+        self,
+        table_id: str,
+        client_seed: str,
+        *,
+        seat: int | None = None,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> TableView:
+        """Set the seat's own client seed (default: this client's seat; "" clears it) at a
+        table created with ``client_seed_policy="players"``; it counts from the next hand,
+        whose server seed is already committed (``TableView.next_commitment``)."""
+        return self._mutate(
+            table_id,
+            self._stub.SetClientSeed,
+            pb.SetClientSeedRequest(seat=self._own_seat(table_id, seat), client_seed=client_seed),
+            request_id=request_id,
+            expected_version=expected_version,
         )
 
     # --- hands --------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from google.rpc import error_details_pb2, status_pb2
 from ofc import errors as core
 from ofcpoker.v1 import errors_pb2
 
+from ofc_service.tables import ClientSeedPolicyError
+
 DOMAIN = "ofc.poker"
 REQUEST_ID_KEY = "x-request-id"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -116,6 +118,7 @@ STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
     core.PlayerAlreadySeatedError: _PRECONDITION,
     core.NotInFantasylandError: _PRECONDITION,
     core.InFantasylandError: _PRECONDITION,
+    ClientSeedPolicyError: _PRECONDITION,
     # tables: store and credentials
     StaleVersionError: grpc.StatusCode.ABORTED,
     TableNotFoundError: grpc.StatusCode.NOT_FOUND,

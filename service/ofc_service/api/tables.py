@@ -20,7 +20,6 @@ import grpc
 from ofc import engine
 from ofc import errors as core
 from ofc.cards import Card, card_codes
-from ofc.engine import Event
 from ofc.engine_json import action_from_dict, state_from_dict
 from ofc.rulesets import Row, Ruleset
 from ofc.scoring import Board, Settlement
@@ -35,8 +34,12 @@ from ofc_service.api.errors import abort
 from ofc_service.metrics import REQUEST_ERRORS
 from ofc_service.tables import (
     HAND_PREFIX,
+    POLICY_PLAYERS,
+    POLICY_TABLE,
     Change,
+    ClientSeedSet,
     Committed,
+    TableEvent,
     TableManager,
     TableRecord,
     mask_secret,
@@ -52,6 +55,15 @@ DEFAULT_TURN_MS = 30_000
 MIN_LIMIT_MS, MAX_LIMIT_MS = 1_000, 3_600_000
 MAX_HANDS = 10_000
 MAX_CLIENT_SEED_BYTES = 256
+_POLICY_TO_PROTO = {
+    POLICY_TABLE: pb.CLIENT_SEED_POLICY_TABLE,
+    POLICY_PLAYERS: pb.CLIENT_SEED_POLICY_PLAYERS,
+}
+_POLICY_FROM_PROTO = {
+    pb.CLIENT_SEED_POLICY_UNSPECIFIED: POLICY_TABLE,
+    pb.CLIENT_SEED_POLICY_TABLE: POLICY_TABLE,
+    pb.CLIENT_SEED_POLICY_PLAYERS: POLICY_PLAYERS,
+}
 MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE = 100, 20
 MAX_TABLE_ID_CHARS = 64
 _PUBLIC = 255
@@ -130,9 +142,13 @@ def write_settlement(
     convert.write_settlement(convert.SettledHand(settlement, ids, "", fouls), out)
 
 
-def event_to_proto(event: Event, version: int, player_ids: tuple[str, ...]) -> pb.TableEvent:
+def event_to_proto(event: TableEvent, version: int, player_ids: tuple[str, ...]) -> pb.TableEvent:
     out = pb.TableEvent(version=version)
-    if isinstance(event, engine.SeatTaken):
+    if isinstance(event, ClientSeedSet):
+        out.client_seed_set.CopyFrom(
+            pb.ClientSeedSetEvent(seat=event.seat, client_seed=event.client_seed)
+        )
+    elif isinstance(event, engine.SeatTaken):
         out.seat_taken.SetInParent()
         out.seat_taken.seat, out.seat_taken.player_id = event.seat, event.player_id
     elif isinstance(event, engine.SeatVacated):
@@ -213,12 +229,18 @@ def event_to_proto(event: Event, version: int, player_ids: tuple[str, ...]) -> p
     return out
 
 
-def encode_event(event: Event, version: int, record: TableRecord) -> bytes:
+def encode_event(event: TableEvent, version: int, record: TableRecord) -> bytes:
     """The stored form of an event: its owner seat (255: public), the owner's full view and,
     for a private event, everyone else's redacted view — so a watcher's copy is a lookup."""
-    owner = engine.visible_to(event)
     player_ids = _player_ids(record)
-    full = event_to_proto(event, version, player_ids).SerializeToString()
+    message = event_to_proto(event, version, player_ids)
+    if isinstance(event, ClientSeedSet):  # public, and not the engine's
+        full = message.SerializeToString()
+        return struct.pack(">BI", _PUBLIC, len(full)) + full
+    if isinstance(event, engine.HandStarted):  # the seed drawn for the next hand, committed
+        message.hand_started.next_commitment = record.next_commitment
+    owner = engine.visible_to(event)
+    full = message.SerializeToString()
     if owner is None:
         return struct.pack(">BI", _PUBLIC, len(full)) + full
     public = event_to_proto(engine.event_for_viewer(event, None), version, player_ids)
@@ -252,6 +274,10 @@ def table_view(
     if viewer is not None:
         out.viewer_seat = viewer
     out.ruleset.MergeFromString(_ruleset_bytes(record.match.ruleset))
+    out.client_seed_policy = _POLICY_TO_PROTO[record.client_seed_policy]
+    out.client_seed = record.client_seed
+    out.next_commitment = record.next_commitment
+    own_seeds = dict(record.seat_client_seeds)
     for s in view.seats:
         out.seats.add(
             seat=s.seat,
@@ -260,6 +286,7 @@ def table_view(
             fantasyland_cards=s.fantasyland,
             fantasyland_streak=s.fantasyland_streak,
             units=record.units_of(s.seat),
+            client_seed=own_seeds.get(s.seat, b""),
         )
     for a, b, unit in record.match.pair_units:
         out.pair_unit_values.add(a=a, b=b, unit_value=unit)
@@ -333,6 +360,15 @@ def _card(token: str, field: str) -> Card:
         raise convert.with_field(exc, field) from None
 
 
+def _client_seed(text: str) -> bytes:
+    seed = text.encode()
+    if len(seed) > MAX_CLIENT_SEED_BYTES:
+        raise core.InvalidInputError(
+            f"client_seed must be at most {MAX_CLIENT_SEED_BYTES} bytes", field="client_seed"
+        )
+    return seed
+
+
 def _seat(value: int, record: TableRecord, field: str = "seat") -> int:
     if value >= len(record.match.seats):
         raise core.UnknownSeatError(f"no seat {value} at this table", field=field)
@@ -372,10 +408,12 @@ class TableServicer(pb_grpc.TableServiceServicer):
         ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
         if request.max_hands > MAX_HANDS:
             raise core.InvalidInputError(f"max_hands must be 0..{MAX_HANDS}", field="max_hands")
-        client_seed = request.client_seed.encode()
-        if len(client_seed) > MAX_CLIENT_SEED_BYTES:
+        client_seed = _client_seed(request.client_seed)
+        policy = _POLICY_FROM_PROTO.get(request.client_seed_policy)
+        if policy is None:
             raise core.InvalidInputError(
-                f"client_seed must be at most {MAX_CLIENT_SEED_BYTES} bytes", field="client_seed"
+                f"unknown client_seed_policy {request.client_seed_policy}",
+                field="client_seed_policy",
             )
         turn_ms = _limit_ms(request.turn_time_limit_ms, DEFAULT_TURN_MS, "turn_time_limit_ms")
         fantasyland_ms = _limit_ms(
@@ -403,6 +441,9 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 fantasyland_time_limit_ms=fantasyland_ms,
                 client_seed=client_seed,
                 created_at_ms=created_at_ms,
+                client_seed_policy=policy,
+                # The first hand's server seed, committed before anyone can pick a seed.
+                next_server_seed=self.manager.server_seed(),
             )
 
         # A retry of the same request finds its table: answer with the table as it is now.
@@ -498,6 +539,20 @@ class TableServicer(pb_grpc.TableServiceServicer):
             context,
             lambda r, now, creds: self.manager.start_hand(r, creds, now),
             pb.StartHandResponse,
+        )
+
+    @rpc
+    async def SetClientSeed(
+        self, request: pb.SetClientSeedRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetClientSeedResponse:
+        seed = _client_seed(request.client_seed)
+        return await self._move(
+            request,
+            context,
+            lambda r, now, creds: self.manager.set_client_seed(
+                r, _seat(request.seat, r), seed, creds, now
+            ),
+            pb.SetClientSeedResponse,
         )
 
     @rpc

@@ -14,8 +14,9 @@ byte format. One :meth:`TableStore.commit` is applied atomically and at most onc
 
 Retry window: a request id is remembered for ``request_ttl_seconds`` after its commit
 (:data:`DEFAULT_REQUEST_TTL_SECONDS`, 24 hours, unless the server is told a shorter one). A
-retry inside the window gets the first result; after it, the retry is judged afresh (and, carrying an old version, is refused as
-stale). A table lives ``ttl_seconds`` after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
+retry inside the window gets the first result; after it, the retry is judged afresh (and,
+carrying an old version, is refused as stale). A table lives ``ttl_seconds`` after its last
+write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
 
 Event ids are Redis stream ids (``"<ms>-<seq>"``) in both stores; ``"0"`` means "before the
 first event". Each table keeps at least its last ``max_events`` events

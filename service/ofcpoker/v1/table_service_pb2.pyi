@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ofcpoker.v1 import cards_pb2 as _cards_pb2
 from ofcpoker.v1 import ruleset_pb2 as _ruleset_pb2
 from ofcpoker.v1 import settlement_pb2 as _settlement_pb2
@@ -20,6 +21,40 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _ClientSeedPolicy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ClientSeedPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClientSeedPolicy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CLIENT_SEED_POLICY_UNSPECIFIED: _ClientSeedPolicy.ValueType  # 0
+    """Not set: CLIENT_SEED_POLICY_TABLE."""
+    CLIENT_SEED_POLICY_TABLE: _ClientSeedPolicy.ValueType  # 1
+    """Every hand uses the table's `client_seed` as it is."""
+    CLIENT_SEED_POLICY_PLAYERS: _ClientSeedPolicy.ValueType  # 2
+    """Every player may add a seed of their own (SetClientSeed). A hand's client seed is the
+    table's seed followed by every seat's seed in seat order (empty for a seat without
+    one), each as a u32 big-endian byte length and the bytes: so the deck depends on what
+    each player chose after the server seed was committed.
+    """
+
+class ClientSeedPolicy(_ClientSeedPolicy, metaclass=_ClientSeedPolicyEnumTypeWrapper):
+    """Where a table's hands get their ofc-shuffle-v1 client seed. Under either policy the
+    server seed of a hand is drawn, and its commitment published, one hand ahead.
+    """
+
+CLIENT_SEED_POLICY_UNSPECIFIED: ClientSeedPolicy.ValueType  # 0
+"""Not set: CLIENT_SEED_POLICY_TABLE."""
+CLIENT_SEED_POLICY_TABLE: ClientSeedPolicy.ValueType  # 1
+"""Every hand uses the table's `client_seed` as it is."""
+CLIENT_SEED_POLICY_PLAYERS: ClientSeedPolicy.ValueType  # 2
+"""Every player may add a seed of their own (SetClientSeed). A hand's client seed is the
+table's seed followed by every seat's seed in seat order (empty for a seat without
+one), each as a u32 big-endian byte length and the bytes: so the deck depends on what
+each player chose after the server seed was committed.
+"""
+Global___ClientSeedPolicy: _TypeAlias = ClientSeedPolicy  # noqa: Y015
 
 @_typing.final
 class CreateTableRequest(_message.Message):
@@ -35,6 +70,7 @@ class CreateTableRequest(_message.Message):
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     PAIR_UNIT_VALUES_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_POLICY_FIELD_NUMBER: _builtins.int
     seats: _builtins.int
     """Number of seats, between the ruleset's min_players and max_players; 0 means max_players."""
     turn_time_limit_ms: _builtins.int
@@ -56,6 +92,8 @@ class CreateTableRequest(_message.Message):
     same caller with the same id within the retry window returns the table the first call
     created; after that the id names a new request, and a new table (a table id is never reused).
     """
+    client_seed_policy: Global___ClientSeedPolicy.ValueType
+    """Where each hand's client seed comes from; unset means CLIENT_SEED_POLICY_TABLE."""
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetSpec:
         """The rules; unset means "classic"."""
@@ -81,10 +119,11 @@ class CreateTableRequest(_message.Message):
         client_seed: _builtins.str = ...,
         request_id: _builtins.str = ...,
         pair_unit_values: _abc.Iterable[_settlement_pb2.PairUnitValue] | None = ...,
+        client_seed_policy: Global___ClientSeedPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "fantasyland_time_limit_ms", b"fantasyland_time_limit_ms", "max_hands", b"max_hands", "pair_unit_values", b"pair_unit_values", "request_id", b"request_id", "ruleset", b"ruleset", "seats", b"seats", "turn_time_limit_ms", b"turn_time_limit_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "client_seed_policy", b"client_seed_policy", "fantasyland_time_limit_ms", b"fantasyland_time_limit_ms", "max_hands", b"max_hands", "pair_unit_values", b"pair_unit_values", "request_id", b"request_id", "ruleset", b"ruleset", "seats", b"seats", "turn_time_limit_ms", b"turn_time_limit_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -420,6 +459,68 @@ class PlaceCardsRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PlaceCardsRequest: _TypeAlias = PlaceCardsRequest  # noqa: Y015
+
+@_typing.final
+class SetClientSeedRequest(_message.Message):
+    """SetClientSeed input."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    """The table; required."""
+    seat: _builtins.int
+    """The seat whose seed this is."""
+    client_seed: _builtins.str
+    """The seed, UTF-8, 0..256 bytes; empty clears it."""
+    expected_version: _builtins.int
+    """The table version the caller last saw (see the service comment)."""
+    request_id: _builtins.str
+    """Idempotency key; required, 1..128 characters."""
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+        seat: _builtins.int = ...,
+        client_seed: _builtins.str = ...,
+        expected_version: _builtins.int = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "expected_version", b"expected_version", "request_id", b"request_id", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetClientSeedRequest: _TypeAlias = SetClientSeedRequest  # noqa: Y015
+
+@_typing.final
+class SetClientSeedResponse(_message.Message):
+    """SetClientSeed result."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def table(self) -> Global___TableView:
+        """The table as the seat sees it."""
+
+    def __init__(
+        self,
+        *,
+        table: Global___TableView | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["table", b"table"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["table", b"table"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetClientSeedResponse: _TypeAlias = SetClientSeedResponse  # noqa: Y015
 
 @_typing.final
 class PlaceCardsResponse(_message.Message):
@@ -816,6 +917,9 @@ class TableView(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     LAST_EVENT_ID_FIELD_NUMBER: _builtins.int
     PAIR_UNIT_VALUES_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_POLICY_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    NEXT_COMMITMENT_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table id."""
     version: _builtins.int
@@ -835,6 +939,14 @@ class TableView(_message.Message):
     last_event_id: _builtins.str
     """The id of the last event included in this view (GetTable, CreateTable and Watch
     snapshots; empty in a move's response): a Watch resumed after it misses nothing.
+    """
+    client_seed_policy: Global___ClientSeedPolicy.ValueType
+    """Where the hands' client seeds come from (never UNSPECIFIED here)."""
+    client_seed: _builtins.bytes
+    """The table's own client seed (CreateTableRequest.client_seed, UTF-8)."""
+    next_commitment: _builtins.str
+    """SHA-256 (lower-case hex) of the server seed of the next hand to start; that hand's
+    HandStartedEvent.commitment will equal it.
     """
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetParameters:
@@ -870,10 +982,13 @@ class TableView(_message.Message):
         deadline_ms: _builtins.int = ...,
         last_event_id: _builtins.str = ...,
         pair_unit_values: _abc.Iterable[_settlement_pb2.PairUnitValue] | None = ...,
+        client_seed_policy: Global___ClientSeedPolicy.ValueType = ...,
+        client_seed: _builtins.bytes = ...,
+        next_commitment: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat", "hand", b"hand", "ruleset", b"ruleset", "viewer_seat", b"viewer_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat", "button", b"button", "deadline_ms", b"deadline_ms", "hand", b"hand", "hands_played", b"hands_played", "last_event_id", b"last_event_id", "max_hands", b"max_hands", "pair_unit_values", b"pair_unit_values", "ruleset", b"ruleset", "seats", b"seats", "table_id", b"table_id", "turn_time_limit_ms", b"turn_time_limit_ms", "version", b"version", "viewer_seat", b"viewer_seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat", "button", b"button", "client_seed", b"client_seed", "client_seed_policy", b"client_seed_policy", "deadline_ms", b"deadline_ms", "hand", b"hand", "hands_played", b"hands_played", "last_event_id", b"last_event_id", "max_hands", b"max_hands", "next_commitment", b"next_commitment", "pair_unit_values", b"pair_unit_values", "ruleset", b"ruleset", "seats", b"seats", "table_id", b"table_id", "turn_time_limit_ms", b"turn_time_limit_ms", "version", b"version", "viewer_seat", b"viewer_seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__viewer_seat: _TypeAlias = _typing.Literal["viewer_seat"]  # noqa: Y015
     _WhichOneofArgType__viewer_seat: _TypeAlias = _typing.Literal["_viewer_seat", b"_viewer_seat"]  # noqa: Y015
@@ -893,6 +1008,7 @@ class SeatView(_message.Message):
     FANTASYLAND_CARDS_FIELD_NUMBER: _builtins.int
     FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
     UNITS_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat index, 0-based."""
     player_id: _builtins.str
@@ -907,6 +1023,10 @@ class SeatView(_message.Message):
     """Cumulative money at this table, in the smallest currency unit (each hand's settlement
     units summed; like points, it starts at 0 when a player takes the seat).
     """
+    client_seed: _builtins.bytes
+    """The seat's own client seed (SetClientSeed, UTF-8); empty for none. Public: seeing it
+    gives nobody an edge, as the server seed it meets stays secret until the hand is over.
+    """
     def __init__(
         self,
         *,
@@ -916,10 +1036,11 @@ class SeatView(_message.Message):
         fantasyland_cards: _builtins.int = ...,
         fantasyland_streak: _builtins.int = ...,
         units: _builtins.int = ...,
+        client_seed: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "player_id", b"player_id", "points", b"points", "seat", b"seat", "units", b"units"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "player_id", b"player_id", "points", b"points", "seat", b"seat", "units", b"units"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1079,6 +1200,7 @@ class TableEvent(_message.Message):
     HAND_SETTLED_FIELD_NUMBER: _builtins.int
     SEED_REVEALED_FIELD_NUMBER: _builtins.int
     BUTTON_MOVED_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_SET_FIELD_NUMBER: _builtins.int
     event_id: _builtins.str
     """The event's id in the table's log; ordered; resume a Watch after it."""
     version: _builtins.int
@@ -1131,6 +1253,10 @@ class TableEvent(_message.Message):
     def button_moved(self) -> Global___ButtonMovedEvent:
         """The button moved (or stayed)."""
 
+    @_builtins.property
+    def client_seed_set(self) -> Global___ClientSeedSetEvent:
+        """A seat set its own client seed (CLIENT_SEED_POLICY_PLAYERS)."""
+
     def __init__(
         self,
         *,
@@ -1148,16 +1274,43 @@ class TableEvent(_message.Message):
         hand_settled: Global___HandSettledEvent | None = ...,
         seed_revealed: Global___SeedRevealedEvent | None = ...,
         button_moved: Global___ButtonMovedEvent | None = ...,
+        client_seed_set: Global___ClientSeedSetEvent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "discard_made", b"discard_made", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "client_seed_set", b"client_seed_set", "discard_made", b"discard_made", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "discard_made", b"discard_made", "event_id", b"event_id", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "client_seed_set", b"client_seed_set", "discard_made", b"discard_made", "event_id", b"event_id", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["seat_taken", "seat_vacated", "hand_started", "cards_dealt", "cards_placed", "discard_made", "timeout_applied", "fantasyland_set", "fantasyland_revealed", "hand_settled", "seed_revealed", "button_moved"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["seat_taken", "seat_vacated", "hand_started", "cards_dealt", "cards_placed", "discard_made", "timeout_applied", "fantasyland_set", "fantasyland_revealed", "hand_settled", "seed_revealed", "button_moved", "client_seed_set"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
 Global___TableEvent: _TypeAlias = TableEvent  # noqa: Y015
+
+@_typing.final
+class ClientSeedSetEvent(_message.Message):
+    """A seat set its own client seed; it counts from the next hand to start."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    client_seed: _builtins.bytes
+    """The seed (UTF-8 text as sent); empty clears it."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        client_seed: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClientSeedSetEvent: _TypeAlias = ClientSeedSetEvent  # noqa: Y015
 
 @_typing.final
 class SeatTakenEvent(_message.Message):
@@ -1228,14 +1381,17 @@ class HandStartedEvent(_message.Message):
     FANTASYLAND_CARDS_FIELD_NUMBER: _builtins.int
     COMMITMENT_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    NEXT_COMMITMENT_FIELD_NUMBER: _builtins.int
     number: _builtins.int
     """The hand number (the shuffle nonce)."""
     button: _builtins.int
     """The button seat."""
     commitment: _builtins.str
-    """SHA-256 of the server seed."""
+    """SHA-256 of the server seed (the `next_commitment` published one hand earlier)."""
     client_seed: _builtins.bytes
     """The client seed."""
+    next_commitment: _builtins.str
+    """SHA-256 of the next hand's server seed, drawn now."""
     @_builtins.property
     def order(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Turn order."""
@@ -1258,10 +1414,11 @@ class HandStartedEvent(_message.Message):
         fantasyland_cards: _abc.Iterable[_builtins.int] | None = ...,
         commitment: _builtins.str = ...,
         client_seed: _builtins.bytes = ...,
+        next_commitment: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["button", b"button", "client_seed", b"client_seed", "commitment", b"commitment", "fantasyland_cards", b"fantasyland_cards", "fantasyland_seats", b"fantasyland_seats", "number", b"number", "order", b"order"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["button", b"button", "client_seed", b"client_seed", "commitment", b"commitment", "fantasyland_cards", b"fantasyland_cards", "fantasyland_seats", b"fantasyland_seats", "next_commitment", b"next_commitment", "number", b"number", "order", b"order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

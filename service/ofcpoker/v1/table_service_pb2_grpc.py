@@ -94,6 +94,11 @@ class TableServiceStub:
                 request_serializer=ofcpoker_dot_v1_dot_table__service__pb2.SetFantasylandRequest.SerializeToString,
                 response_deserializer=ofcpoker_dot_v1_dot_table__service__pb2.SetFantasylandResponse.FromString,
                 _registered_method=True)
+        self.SetClientSeed = channel.unary_unary(
+                '/ofcpoker.v1.TableService/SetClientSeed',
+                request_serializer=ofcpoker_dot_v1_dot_table__service__pb2.SetClientSeedRequest.SerializeToString,
+                response_deserializer=ofcpoker_dot_v1_dot_table__service__pb2.SetClientSeedResponse.FromString,
+                _registered_method=True)
         self.GetHandHistory = channel.unary_unary(
                 '/ofcpoker.v1.TableService/GetHandHistory',
                 request_serializer=ofcpoker_dot_v1_dot_table__service__pb2.GetHandHistoryRequest.SerializeToString,
@@ -170,8 +175,10 @@ class TableServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def StartHand(self, request, context):
-        """Start the next hand: a fresh server seed is drawn and its SHA-256 commitment published
-        before any card is dealt. Any seated player or an operator.
+        """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
+        first hand) and its SHA-256 commitment published then (`TableView.next_commitment`,
+        `HandStartedEvent.next_commitment`), so no client seed can have been chosen before it;
+        the next hand's seed is drawn now. Any seated player or an operator.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -186,6 +193,16 @@ class TableServiceServicer:
 
     def SetFantasyland(self, request, context):
         """Set a whole Fantasyland hand at once (face down until every seat is done).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetClientSeed(self, request, context):
+        """Set a seat's own client seed for the hands it starts from now on (tables created with
+        CLIENT_SEED_POLICY_PLAYERS; FAILED_PRECONDITION (CLIENT_SEED_POLICY) otherwise). Allowed
+        at any time, a hand in play included: it counts from the next StartHand. The seat's
+        player (seat token) or an operator.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -251,6 +268,11 @@ def add_TableServiceServicer_to_server(servicer, server):
                     servicer.SetFantasyland,
                     request_deserializer=ofcpoker_dot_v1_dot_table__service__pb2.SetFantasylandRequest.FromString,
                     response_serializer=ofcpoker_dot_v1_dot_table__service__pb2.SetFantasylandResponse.SerializeToString,
+            ),
+            'SetClientSeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetClientSeed,
+                    request_deserializer=ofcpoker_dot_v1_dot_table__service__pb2.SetClientSeedRequest.FromString,
+                    response_serializer=ofcpoker_dot_v1_dot_table__service__pb2.SetClientSeedResponse.SerializeToString,
             ),
             'GetHandHistory': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHandHistory,
@@ -482,6 +504,33 @@ class TableService:
             '/ofcpoker.v1.TableService/SetFantasyland',
             ofcpoker_dot_v1_dot_table__service__pb2.SetFantasylandRequest.SerializeToString,
             ofcpoker_dot_v1_dot_table__service__pb2.SetFantasylandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetClientSeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ofcpoker.v1.TableService/SetClientSeed',
+            ofcpoker_dot_v1_dot_table__service__pb2.SetClientSeedRequest.SerializeToString,
+            ofcpoker_dot_v1_dot_table__service__pb2.SetClientSeedResponse.FromString,
             options,
             channel_credentials,
             insecure,

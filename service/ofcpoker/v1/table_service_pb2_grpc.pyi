@@ -71,13 +71,21 @@ class TableServiceStub:
     earned at this table is owed to the seat.
     """
     StartHand: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.StartHandRequest, _table_service_pb2.StartHandResponse]
-    """Start the next hand: a fresh server seed is drawn and its SHA-256 commitment published
-    before any card is dealt. Any seated player or an operator.
+    """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
+    first hand) and its SHA-256 commitment published then (`TableView.next_commitment`,
+    `HandStartedEvent.next_commitment`), so no client seed can have been chosen before it;
+    the next hand's seed is drawn now. Any seated player or an operator.
     """
     PlaceCards: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.PlaceCardsRequest, _table_service_pb2.PlaceCardsResponse]
     """Place the caller's dealt batch (and discard, on Pineapple streets)."""
     SetFantasyland: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.SetFantasylandRequest, _table_service_pb2.SetFantasylandResponse]
     """Set a whole Fantasyland hand at once (face down until every seat is done)."""
+    SetClientSeed: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.SetClientSeedRequest, _table_service_pb2.SetClientSeedResponse]
+    """Set a seat's own client seed for the hands it starts from now on (tables created with
+    CLIENT_SEED_POLICY_PLAYERS; FAILED_PRECONDITION (CLIENT_SEED_POLICY) otherwise). Allowed
+    at any time, a hand in play included: it counts from the next StartHand. The seat's
+    player (seat token) or an operator.
+    """
     GetHandHistory: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.GetHandHistoryRequest, _table_service_pb2.GetHandHistoryResponse]
     """A finished hand's complete history, server seed revealed. NOT_FOUND (HAND_NOT_FOUND) for
     a hand not started or not over yet.
@@ -132,13 +140,21 @@ class TableServiceAsyncStub(TableServiceStub):
     earned at this table is owed to the seat.
     """
     StartHand: _aio.UnaryUnaryMultiCallable[_table_service_pb2.StartHandRequest, _table_service_pb2.StartHandResponse]  # type: ignore[assignment]
-    """Start the next hand: a fresh server seed is drawn and its SHA-256 commitment published
-    before any card is dealt. Any seated player or an operator.
+    """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
+    first hand) and its SHA-256 commitment published then (`TableView.next_commitment`,
+    `HandStartedEvent.next_commitment`), so no client seed can have been chosen before it;
+    the next hand's seed is drawn now. Any seated player or an operator.
     """
     PlaceCards: _aio.UnaryUnaryMultiCallable[_table_service_pb2.PlaceCardsRequest, _table_service_pb2.PlaceCardsResponse]  # type: ignore[assignment]
     """Place the caller's dealt batch (and discard, on Pineapple streets)."""
     SetFantasyland: _aio.UnaryUnaryMultiCallable[_table_service_pb2.SetFantasylandRequest, _table_service_pb2.SetFantasylandResponse]  # type: ignore[assignment]
     """Set a whole Fantasyland hand at once (face down until every seat is done)."""
+    SetClientSeed: _aio.UnaryUnaryMultiCallable[_table_service_pb2.SetClientSeedRequest, _table_service_pb2.SetClientSeedResponse]  # type: ignore[assignment]
+    """Set a seat's own client seed for the hands it starts from now on (tables created with
+    CLIENT_SEED_POLICY_PLAYERS; FAILED_PRECONDITION (CLIENT_SEED_POLICY) otherwise). Allowed
+    at any time, a hand in play included: it counts from the next StartHand. The seat's
+    player (seat token) or an operator.
+    """
     GetHandHistory: _aio.UnaryUnaryMultiCallable[_table_service_pb2.GetHandHistoryRequest, _table_service_pb2.GetHandHistoryResponse]  # type: ignore[assignment]
     """A finished hand's complete history, server seed revealed. NOT_FOUND (HAND_NOT_FOUND) for
     a hand not started or not over yet.
@@ -220,8 +236,10 @@ class TableServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _table_service_pb2.StartHandRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_table_service_pb2.StartHandResponse, _abc.Awaitable[_table_service_pb2.StartHandResponse]]:
-        """Start the next hand: a fresh server seed is drawn and its SHA-256 commitment published
-        before any card is dealt. Any seated player or an operator.
+        """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
+        first hand) and its SHA-256 commitment published then (`TableView.next_commitment`,
+        `HandStartedEvent.next_commitment`), so no client seed can have been chosen before it;
+        the next hand's seed is drawn now. Any seated player or an operator.
         """
 
     @_abc_1.abstractmethod
@@ -239,6 +257,18 @@ class TableServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_table_service_pb2.SetFantasylandResponse, _abc.Awaitable[_table_service_pb2.SetFantasylandResponse]]:
         """Set a whole Fantasyland hand at once (face down until every seat is done)."""
+
+    @_abc_1.abstractmethod
+    def SetClientSeed(
+        self,
+        request: _table_service_pb2.SetClientSeedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_table_service_pb2.SetClientSeedResponse, _abc.Awaitable[_table_service_pb2.SetClientSeedResponse]]:
+        """Set a seat's own client seed for the hands it starts from now on (tables created with
+        CLIENT_SEED_POLICY_PLAYERS; FAILED_PRECONDITION (CLIENT_SEED_POLICY) otherwise). Allowed
+        at any time, a hand in play included: it counts from the next StartHand. The seat's
+        player (seat token) or an operator.
+        """
 
     @_abc_1.abstractmethod
     def GetHandHistory(
