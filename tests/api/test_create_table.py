@@ -7,12 +7,14 @@ reused. Also the agreed pair unit values, checked like SettleHand's."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
+from ofc.shuffle import commitment
 from ofc_service.api.errors import STATUS_DETAILS_KEY
 from ofc_service.api.tables import TableServicer, encode_event
 from ofc_service.auth import Authenticator
@@ -141,6 +143,40 @@ def test_a_shorter_retry_window_ends_replays_sooner_for_creates_and_moves() -> N
         service.join(join)
     assert (stale.value.code, stale.value.reason) == (grpc.StatusCode.ABORTED, "STALE_VERSION")
     assert service.create(create).table_id != table_id  # a new table under a new id
+
+
+def test_a_table_stored_before_seeds_were_drawn_ahead_starts_its_next_hand() -> None:
+    """A record of format 2 (written before this server version) holds no seed for its next
+    hand: StartHand draws one as it used to, and from then on draws the next one ahead."""
+    service = Service()
+    seeds = iter([bytes([1]) * 32, bytes([2]) * 32, bytes([3]) * 32])
+    manager = service.servicer.manager
+    manager.server_seed = lambda: next(seeds)
+    table_id = service.create(pb.CreateTableRequest(seats=2, request_id="old")).table_id
+    for seat, name in enumerate(("ann", "bob")):
+        service.join(
+            pb.JoinSeatRequest(
+                table_id=table_id, seat=seat, player_id=name, expected_version=seat + 1,
+                request_id=f"join-{seat}",
+            )
+        )  # fmt: skip
+    stored = service.store._tables[table_id]
+    old = json.loads(stored.state)
+    assert old["format"] == 3 and old["next_server_seed"] == (bytes([1]) * 32).hex()
+    for key in ("client_seed_policy", "seat_client_seeds", "next_server_seed"):
+        del old[key]
+    old["format"] = 2
+    stored.state = json.dumps(old).encode()
+    manager._kept.clear()  # this replica never saw the new-format record
+    context: Any = Context(KEYS[0])
+
+    async def start() -> pb.StartHandResponse:
+        request = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
+        return await service.servicer.StartHand(request, context)
+
+    started = asyncio.run(start()).table
+    assert started.hand.commitment == commitment(bytes([2]) * 32)  # drawn at the start
+    assert started.next_commitment == commitment(bytes([3]) * 32)  # and the next one ahead
 
 
 def test_a_crash_between_the_claim_and_the_create_is_healed_by_the_retry() -> None:
