@@ -57,6 +57,11 @@ from ofc_service.store import (
 log = logging.getLogger("ofc.tables")
 
 
+class NewerRecordError(Exception):
+    """A table record written by a newer server version (a rolling upgrade in progress):
+    this replica cannot act on it, a replica of the newer version can. Retryable."""
+
+
 class ClientSeedPolicyError(IllegalActionError):
     """SetClientSeed at a table whose hands use the table's client seed only."""
 
@@ -198,8 +203,14 @@ class TableRecord:
     @classmethod
     def from_bytes(cls, raw: bytes) -> TableRecord:
         data = json.loads(raw)
-        if data.get("format") not in RECORD_FORMATS:
-            raise ValueError(f"unknown table record format {data.get('format')!r}")
+        found = data.get("format")
+        if isinstance(found, int) and found > RECORD_FORMAT:
+            raise NewerRecordError(
+                f"table {data.get('table_id')!r} was written by a newer server version "
+                f"(record format {found}; this replica reads up to {RECORD_FORMAT}); retry"
+            )
+        if found not in RECORD_FORMATS:
+            raise ValueError(f"unknown table record format {found!r}")
         return cls(
             table_id=data["table_id"],
             match=state_from_dict(data["match"]),
@@ -707,6 +718,7 @@ __all__ = [
     "ClientSeedSet",
     "Committed",
     "DeadlineSweeper",
+    "NewerRecordError",
     "TableEvent",
     "TableManager",
     "TableRecord",

@@ -179,6 +179,26 @@ def test_a_table_stored_before_seeds_were_drawn_ahead_starts_its_next_hand() -> 
     assert started.next_commitment == commitment(bytes([3]) * 32)  # and the next one ahead
 
 
+def test_a_table_written_by_a_newer_server_is_unavailable_here_not_internal() -> None:
+    """During a rolling upgrade an old replica meets records of a newer format: it answers
+    UNAVAILABLE (NEWER_SERVER), which clients retry with the same request id elsewhere."""
+    service = Service()
+    table_id = service.create(pb.CreateTableRequest(seats=2, request_id="newer")).table_id
+    stored = service.store._tables[table_id]
+    newer = json.loads(stored.state)
+    newer["format"] += 1
+    stored.state = json.dumps(newer).encode()
+    service.servicer.manager._kept.clear()
+    with pytest.raises(Aborted) as skew:
+        service.join(
+            pb.JoinSeatRequest(
+                table_id=table_id, seat=0, player_id="ann", expected_version=1, request_id="j"
+            )
+        )
+    assert (skew.value.code, skew.value.reason) == (grpc.StatusCode.UNAVAILABLE, "NEWER_SERVER")
+    assert service.store._tables[table_id].version == 1
+
+
 def test_a_crash_between_the_claim_and_the_create_is_healed_by_the_retry() -> None:
     service = Service()
     request = pb.CreateTableRequest(seats=3, request_id="crashy")

@@ -21,7 +21,7 @@ from ofc_service.settlements import (
     parse_settlement_id,
     settlement_id,
 )
-from ofc_service.tables import TableRecord
+from ofc_service.tables import NewerRecordError, TableRecord
 
 CAPPED = resolve_ruleset({"preset": "classic", "loss_cap": 5, "unit_value": 25})
 FOULED = Board.parse("Ac Ad 2c / Kc Kd 9h 8s 4c / 9c 8c 7d 6h 5s")  # middle beats bottom
@@ -164,6 +164,9 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_and_2(
     loaded = TableRecord.from_bytes(json.dumps(old).encode())
     assert loaded.seat_units == () and loaded.units_of(1) == 0
     assert dataclasses.replace(loaded, seat_units=(40, -40)) == two
-    old["format"] = 4
-    with pytest.raises(ValueError, match="format"):
+    old["format"] = 4  # a newer server's record (rolling upgrade): retryable elsewhere
+    with pytest.raises(NewerRecordError, match=r"newer server version .*format 4"):
+        TableRecord.from_bytes(json.dumps(old).encode())
+    old["format"] = 0
+    with pytest.raises(ValueError, match="unknown table record format 0"):
         TableRecord.from_bytes(json.dumps(old).encode())

@@ -68,6 +68,13 @@ class StoreUnavailableError(core.OfcError):
     reason = "STORE_UNAVAILABLE"
 
 
+class NewerServerError(core.OfcError):
+    """The table was last written by a newer server version than this replica (during a
+    rolling upgrade): retry with the same request_id, another replica will answer."""
+
+    reason = "NEWER_SERVER"
+
+
 class UnauthenticatedError(core.OfcError):
     reason = "UNAUTHENTICATED"
 
@@ -125,6 +132,7 @@ STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
     HandNotFoundError: grpc.StatusCode.NOT_FOUND,
     EventsTrimmedError: grpc.StatusCode.OUT_OF_RANGE,
     StoreUnavailableError: grpc.StatusCode.UNAVAILABLE,
+    NewerServerError: grpc.StatusCode.UNAVAILABLE,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     # a bug on our side

@@ -39,6 +39,7 @@ from ofc_service.tables import (
     Change,
     ClientSeedSet,
     Committed,
+    NewerRecordError,
     TableEvent,
     TableManager,
     TableRecord,
@@ -86,6 +87,8 @@ def translate(exc: Exception) -> core.OfcError | None:
         return api_errors.EventsTrimmedError(str(exc), field="after_event_id")
     if isinstance(exc, store.StoreUnavailableError):
         return api_errors.StoreUnavailableError("the table store is unavailable; retry")
+    if isinstance(exc, NewerRecordError):
+        return api_errors.NewerServerError(str(exc))
     if isinstance(exc, store.InvalidIdError):
         return core.InvalidInputError(str(exc), field="table_id")
     if isinstance(exc, auth.UnauthenticatedError):

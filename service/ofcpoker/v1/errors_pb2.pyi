@@ -55,6 +55,8 @@ class ErrorDetail(_message.Message):
     |                     |                     | start again from a snapshot                    |
     | STORE_UNAVAILABLE   | UNAVAILABLE         | the table store did not answer: retry with     |
     |                     |                     | the same request_id                            |
+    | NEWER_SERVER        | UNAVAILABLE         | the table was written by a newer server        |
+    |                     |                     | version (rolling upgrade): retry, same id      |
     | UNAUTHENTICATED     | UNAUTHENTICATED     | credentials missing or unknown                 |
     | PERMISSION_DENIED   | PERMISSION_DENIED   | a seat token for another seat or table, or a   |
     |                     |                     | seat token where an operator key is needed     |
