@@ -37,6 +37,8 @@ A move costs more than a settle by what it must do besides the call: one Redis r
 the table's two watchers (a message each with batching) after their shared log read (one
 more Redis round trip per replica watching). Run it on an otherwise idle machine: another
 busy process, even at a low priority, delays every wake-up and inflates the latencies.
+``python -m bench.move_floor`` measures that shape alone, with no game logic: the most the
+place/settle ratio can be on this stack and machine.
 """
 
 from __future__ import annotations
