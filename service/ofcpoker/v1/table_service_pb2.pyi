@@ -946,7 +946,8 @@ class TableView(_message.Message):
     """The table's own client seed (CreateTableRequest.client_seed, UTF-8)."""
     next_commitment: _builtins.str
     """SHA-256 (lower-case hex) of the server seed of the next hand to start; that hand's
-    HandStartedEvent.commitment will equal it.
+    HandStartedEvent.commitment will equal it. Empty only at a table created by an older
+    server version, until its next hand starts.
     """
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetParameters:
