@@ -68,8 +68,6 @@ class ClientSeedPolicyError(IllegalActionError):
     reason = "CLIENT_SEED_POLICY"
 
 
-T = TypeVar("T")
-
 RECORD_FORMAT = 3  # 2 added seat_units, 3 the client seed policy and the next hand's seed
 RECORD_FORMATS = (1, 2, RECORD_FORMAT)  # older records load (no money yet, no seed drawn)
 POLICY_TABLE = "table"  # every hand's client seed is the table's
@@ -101,6 +99,9 @@ def _dumps(data: Any) -> str:
 
 _HOLE = "\x00hole"  # a string no record field can hold (JSON escapes it as \u0000)
 _HOLE_JSON = re.compile(re.escape(_dumps(_HOLE)))
+
+
+T = TypeVar("T")
 
 
 class _Fragments:
@@ -549,7 +550,7 @@ class TableManager:
         return Change(new, events, seat)
 
     def set_client_seed(
-        self, record: TableRecord, seat: int, seed: bytes, creds: Credentials, now: int
+        self, record: TableRecord, seat: int, seed: bytes, creds: Credentials
     ) -> Change:
         """A seat's own client seed (players policy), counted from the next StartHand."""
         self.auth.may_act_for(creds, seat, record.token_hashes, record.table_id)

@@ -237,15 +237,13 @@ def encode_event(event: TableEvent, version: int, record: TableRecord) -> bytes:
     for a private event, everyone else's redacted view — so a watcher's copy is a lookup."""
     player_ids = _player_ids(record)
     message = event_to_proto(event, version, player_ids)
-    if isinstance(event, ClientSeedSet):  # public, and not the engine's
-        full = message.SerializeToString()
-        return struct.pack(">BI", _PUBLIC, len(full)) + full
     if isinstance(event, engine.HandStarted):  # the seed drawn for the next hand, committed
         message.hand_started.next_commitment = record.next_commitment
-    owner = engine.visible_to(event)
+    owner = None if isinstance(event, ClientSeedSet) else engine.visible_to(event)
     full = message.SerializeToString()
     if owner is None:
         return struct.pack(">BI", _PUBLIC, len(full)) + full
+    assert not isinstance(event, ClientSeedSet)  # public, above
     public = event_to_proto(engine.event_for_viewer(event, None), version, player_ids)
     return struct.pack(">BI", owner, len(full)) + full + public.SerializeToString()
 
@@ -553,7 +551,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
             request,
             context,
             lambda r, now, creds: self.manager.set_client_seed(
-                r, _seat(request.seat, r), seed, creds, now
+                r, _seat(request.seat, r), seed, creds
             ),
             pb.SetClientSeedResponse,
         )
