@@ -14,6 +14,7 @@ from ofc_service.store import (
     EventsTrimmedError,
     ExtraPage,
     InvalidIdError,
+    RequestIdReusedError,
     StaleVersionError,
     StoredEvent,
     TableExistsError,
@@ -174,6 +175,50 @@ async def test_request_id_replays_the_first_result(backend: Backend) -> None:
         assert await h.store.get_extra("t", "hand:1") is None
         assert await h.store.get_response("t", "move-1") == b"r2"
         assert await h.store.get_response("t", "never-sent") is None
+
+
+async def test_a_request_id_replays_only_the_request_it_recorded(backend: Backend) -> None:
+    """The record keeps the request's digest: the same id with another digest is refused
+    (RequestIdReusedError) and changes nothing; the same digest replays, through any store
+    instance; reading the record checks it the same way."""
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        first = await h.store.commit(
+            "t", expected_version=1, state=b"v2", events=[b"e2"], response=b"r2",
+            request_id="move-1", deadline_ms=5_000, request_digest="d1",
+        )  # fmt: skip
+        before = await h.store.load("t")
+        for digest, version in (("d2", 1), ("", 1), ("d2", 2)):  # another request, any version
+            with pytest.raises(RequestIdReusedError) as caught:
+                await h.other.commit(
+                    "t", expected_version=version, state=b"x", events=[b"x"], response=b"x",
+                    request_id="move-1", deadline_ms=9_000, extra={"hand:1": b"h"},
+                    request_digest=digest,
+                )  # fmt: skip
+            assert caught.value.reason == "REQUEST_ID_REUSED"
+        assert await h.store.load("t") == before
+        assert payloads(await h.store.read_events("t")) == [b"e2"]
+        assert await h.store.get_extra("t", "hand:1") is None
+        again = await h.other.commit(
+            "t", expected_version=1, state=b"x", events=[b"x"], response=b"x",
+            request_id="move-1", deadline_ms=None, request_digest="d1",
+        )  # fmt: skip
+        assert again == CommitResult(2, b"r2", True, first.event_ids)
+        assert await h.store.get_response("t", "move-1", request_digest="d1") == b"r2"
+        assert await h.other.get_response("t", "move-1") == b"r2"  # no digest: not checked
+        with pytest.raises(RequestIdReusedError):
+            await h.other.get_response("t", "move-1", request_digest="d2")
+        assert await h.store.get_response("t", "other", request_digest="d1") is None
+        # a record written without a digest is a request without one
+        await play(h.store, "t", 2, request_id="plain")
+        assert (await play(h.other, "t", 2, request_id="plain")).replayed
+        with pytest.raises(RequestIdReusedError):
+            await h.other.get_response("t", "plain", request_digest="d1")
+        with pytest.raises(InvalidIdError):
+            await h.store.commit(
+                "t", expected_version=3, state=b"x", events=[], response=b"x",
+                request_id="bad-digest", deadline_ms=None, request_digest="two words",
+            )  # fmt: skip
 
 
 async def test_exactly_one_of_many_racing_commits_wins(backend: Backend) -> None:
@@ -506,6 +551,21 @@ async def test_a_create_claim_keeps_the_first_table_id_for_its_window(backend: B
         assert await h.other.claim_table_id("c1", "table-d", ttl_seconds=60) == "table-d"
         assert await h.store.claim_table_id("c1", "table-e", ttl_seconds=60) == "table-d"
         assert await h.store.claim_table_id("c2", "table-f", ttl_seconds=60) == "table-c"
+
+
+async def test_a_create_claim_keeps_its_request_digest(backend: Backend) -> None:
+    """The same claim with another request's digest is refused; the same digest (or a claim
+    written without one: a release before digests) gets the first table id."""
+    async with backend.open() as h:
+        assert await h.store.claim_table_id("c", "t-1", request_digest="d1") == "t-1"
+        assert await h.other.claim_table_id("c", "t-2", request_digest="d1") == "t-1"
+        with pytest.raises(RequestIdReusedError):
+            await h.other.claim_table_id("c", "t-3", request_digest="d2")
+        assert await h.store.claim_table_id("c", "t-4") == "t-1"  # no digest: not checked
+        assert await h.store.claim_table_id("old", "t-5") == "t-5"  # claimed without one
+        assert await h.other.claim_table_id("old", "t-6", request_digest="d3") == "t-5"
+        with pytest.raises(InvalidIdError):
+            await h.store.claim_table_id("c", "t", request_digest="not a digest")
 
 
 async def test_racing_create_claims_agree_on_one_table_id(backend: Backend) -> None:

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from ofc_service.store import (
     RedisTableStore,
+    RequestIdReusedError,
     StaleVersionError,
     StoreError,
     StoreUnavailableError,
@@ -289,3 +290,34 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
             request_id="bare", deadline_ms=None,
         )  # fmt: skip
         assert (replay.version, replay.response, replay.event_ids) == (bare.version, b"", ())
+        # A record with its request's digest: "#<digest>" closes the first line; the old
+        # hash layout has none, so a request with a digest never matches it.
+        await h.store.commit(
+            "t", expected_version=3, state=b"v4", events=[b"e"], response=b"r",
+            request_id="digested", deadline_ms=None, request_digest="abc123",
+        )  # fmt: skip
+        stored = await admin.get("ofc:{t}:req:digested")
+        assert isinstance(stored, bytes) and stored.split(b"\n", 1)[0].endswith(b" #abc123")
+        assert await h.other.get_response("t", "digested", request_digest="abc123") == b"r"
+        with pytest.raises(RequestIdReusedError):
+            await h.other.get_response("t", "old", request_digest="abc123")
+        assert await h.other.get_response("t", "old", request_digest="") == b"first"
+
+
+async def test_create_claims_keep_the_digest_beside_the_claimed_table_id(
+    redis_backend: Backend,
+) -> None:
+    """The claimed table id stays alone in its key (releases before digests read it as it
+    is); the digest is a second key of the same slot, with the same time to live."""
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        assert await h.store.claim_table_id("c", "t-1", request_digest="d1", ttl_seconds=60) == (
+            "t-1"
+        )
+        assert await admin.get("ofc:{create:c}:table") == b"t-1"
+        assert await admin.get("ofc:{create:c}:digest") == b"d1"
+        assert 0 < await admin.ttl("ofc:{create:c}:digest") <= 60
+        # a claim written by a release before digests (SET NX GET of the table id only)
+        await admin.set("ofc:{create:old}:table", "t-0", ex=60)
+        assert await h.other.claim_table_id("old", "t-2", request_digest="d2") == "t-0"
+        assert await admin.get("ofc:{create:old}:digest") is None

@@ -6,11 +6,18 @@ byte format. One :meth:`TableStore.commit` is applied atomically and at most onc
 
 1. if ``request_id`` was already recorded for the table, the first result comes back with
    ``replayed=True`` and nothing changes (checked *before* the version, so a client's retry
-   that still carries the old version gets its first answer rather than ``ABORTED``);
+   that still carries the old version gets its first answer rather than ``ABORTED``) —
+   provided the record's ``request_digest`` is the commit's: a record of another request
+   raises :class:`RequestIdReusedError` and nothing changes either;
 2. the table must exist (:class:`TableNotFoundError`) and be at ``expected_version``
    (:class:`StaleVersionError`);
 3. the state, version + 1, the events, the extra blobs, the request record, the deadline and
    the refreshed time-to-live of every key of the table are written together.
+
+Request ids and digests are opaque to the store. The table manager makes the id from the
+caller's identity and the client's request id (so a record answers only the caller that
+made it) and the digest from the request's own fields (so the same id with another request
+is refused, not answered); the digest of a record written without one is ``""``.
 
 Retry window: a request id is remembered for ``request_ttl_seconds`` after its commit
 (:data:`DEFAULT_REQUEST_TTL_SECONDS`, 24 hours, unless the server is told a shorter one). A
@@ -44,10 +51,12 @@ seen) and only then :meth:`TableStore.remove_from_outbox`, so a crash in between
 record again and the feed drops the duplicate. See docs/settlement-feed.md.
 
 Create claims: :meth:`TableStore.claim_table_id` keeps, per create request (a ``claim_id``
-made from the caller and its request id), the table id the first call chose, for the retry
-window. A create is then "claim, then create if absent", each step idempotent, so a retry
-finds the same table (and creates it if the first call stopped between the steps), while a
-request id reused after the window gets a new table id: table ids are never reused.
+made from the caller and its request id), the table id the first call chose, and the
+create request's digest, for the retry window (the same claim with another digest raises
+:class:`RequestIdReusedError`; a claim written without a digest accepts any). A create is
+then "claim, then create if absent", each step idempotent, so a retry finds the same table
+(and creates it if the first call stopped between the steps), while a request id reused
+after the window gets a new table id: table ids are never reused.
 """
 
 from __future__ import annotations
@@ -75,6 +84,7 @@ _ID_RE: Final = re.compile(r"[^\s{}\x00-\x1f\x7f]{1,200}")
 _EVENT_ID_RE: Final = re.compile(r"(\d{1,20})(?:-(\d{1,20}))?")
 _INDEXED_EXTRA_RE: Final = re.compile(r"([^:\s]+):(0|[1-9]\d{0,15})")
 _PREFIX_RE: Final = re.compile(r"[^:\s]+")
+_DIGEST_RE: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
 
 # --- errors -----------------------------------------------------------------------------------
@@ -136,6 +146,20 @@ class EventsTrimmedError(StoreError):
         self.table_id = table_id
         self.after = after
         self.first_retained = first_retained
+
+
+class RequestIdReusedError(StoreError):
+    """A request id already recorded for another request (its digest differs): the first
+    request's answer is not this one's, and nothing was changed."""
+
+    reason = "REQUEST_ID_REUSED"
+
+    def __init__(
+        self,
+        message: str = "this request_id was used for a different request: "
+        "a new request needs a new request_id",
+    ) -> None:
+        super().__init__(message)
 
 
 class StoreUnavailableError(StoreError):
@@ -220,8 +244,13 @@ class TableStore(Protocol):
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
         expected_state_sha1: str = "",
+        request_digest: str = "",
     ) -> CommitResult:
         """Apply one change atomically and at most once per ``request_id``.
+
+        ``request_digest`` (1..64 characters without whitespace, or ``""``) is kept with the
+        request record: a later commit with the same ``request_id`` is a replay only with
+        the same digest, else :class:`RequestIdReusedError`.
 
         ``deadline_ms`` (epoch ms, normally still to come) replaces the table's deadline;
         ``None`` clears it. ``extra`` blobs are written (or overwritten) by key; keys of the
@@ -241,8 +270,12 @@ class TableStore(Protocol):
         """
         ...
 
-    async def get_response(self, table_id: str, request_id: str) -> bytes | None:
-        """The recorded response of a request inside the retry window, else ``None``."""
+    async def get_response(
+        self, table_id: str, request_id: str, *, request_digest: str | None = None
+    ) -> bytes | None:
+        """The recorded response of a request inside the retry window, else ``None``. With
+        ``request_digest``, a record of another request raises :class:`RequestIdReusedError`
+        (as :meth:`commit` does); ``None`` reads the record whatever its digest."""
         ...
 
     async def read_events(
@@ -299,13 +332,19 @@ class TableStore(Protocol):
         ...
 
     async def claim_table_id(
-        self, claim_id: str, table_id: str, *, ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+        self,
+        claim_id: str,
+        table_id: str,
+        *,
+        ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        request_digest: str = "",
     ) -> str:
         """The table id claimed under ``claim_id`` (a create request): ``table_id`` when no
-        live claim exists (it is then kept for ``ttl_seconds``), else the id claimed first.
-        Atomic: racing calls with one ``claim_id`` all get the same id. The claim does not
-        depend on the table (it lives in its own Redis Cluster slot); after ``ttl_seconds``
-        the ``claim_id`` is free again."""
+        live claim exists (it is then kept for ``ttl_seconds``, with ``request_digest``),
+        else the id claimed first. Atomic: racing calls with one ``claim_id`` all get the
+        same id. A live claim whose digest is another non-empty one raises
+        :class:`RequestIdReusedError`. The claim does not depend on the table (it lives in
+        its own Redis Cluster slot); after ``ttl_seconds`` the ``claim_id`` is free again."""
         ...
 
 
@@ -323,6 +362,17 @@ def check_id(value: str, *, what: str) -> str:
     """
     if not _ID_RE.fullmatch(value):
         raise InvalidIdError(f"invalid {what}: {value!r}")
+    return value
+
+
+def check_digest(value: str) -> str:
+    """A request digest: ``""`` (none) or 1..64 characters without whitespace.
+
+    >>> check_digest("9f86d081884c7d65"), check_digest("")
+    ('9f86d081884c7d65', '')
+    """
+    if value and not _DIGEST_RE.fullmatch(value):
+        raise InvalidIdError(f"invalid request digest: {value!r}")
     return value
 
 

@@ -8,33 +8,45 @@
 --       10 .. 9+n events, then m triples (extra key, value, index member or ''),
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
 --       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
---       then the expected SHA-1 of the stored state ('' = not checked)
+--       then the expected SHA-1 of the stored state ('' = not checked), then the request's
+--       digest ('' = none)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        (from an old hash record; 'replayed' from a string record, response as stored)
---        | {'stale' | 'exists', current version, deadline} | {'missing'}
+--        | {'stale' | 'exists' | 'reused', current version, deadline} | {'missing'}
 local state_key, events_key, extra_key, index_key, request_key, outbox_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
-local keep, expected_sha1 = tonumber(ARGV[#ARGV - 1]), ARGV[#ARGV]
+local keep, expected_sha1, digest = tonumber(ARGV[#ARGV - 2]), ARGV[#ARGV - 1], ARGV[#ARGV]
 
--- 1. A recorded request id answers with its first result, whatever the version says.
+-- 1. A recorded request id answers with its first result, whatever the version says, if it
+--    recorded this very request (the same digest); another request under it is refused.
 local current = redis.call('HMGET', state_key, 'version', 'deadline')
 local deadline = current[2] or ''
--- A request record is one string, "<version> <event id>...\n<response>"; records written
--- before that layout are hashes (version, events, response) until they expire.
+-- A request record is one string, "<version> <event id>... [#<digest>]\n<response>";
+-- records written before that layout are hashes (version, events, response) until they
+-- expire. Either without a digest records ''.
 local record = redis.pcall('GET', request_key)
 if type(record) == 'table' and record.err then
   record = redis.call('HMGET', request_key, 'version', 'events', 'response')
+  if digest ~= '' then return {'reused', current[1] or '', deadline} end
   local reply = {'replay', record[1], deadline, record[3]}
   for id in string.gmatch(record[2], '%S+') do reply[#reply + 1] = id end
   return reply
 elseif record then
   local split = string.find(record, '\n', 1, true)
   local reply = {'replayed', '', deadline, string.sub(record, split + 1)}
+  local recorded = ''
   for id in string.gmatch(string.sub(record, 1, split - 1), '%S+') do
-    if reply[2] == '' then reply[2] = id else reply[#reply + 1] = id end
+    if string.sub(id, 1, 1) == '#' then
+      recorded = string.sub(id, 2)
+    elseif reply[2] == '' then
+      reply[2] = id
+    else
+      reply[#reply + 1] = id
+    end
   end
+  if recorded ~= digest then return {'reused', current[1] or '', deadline} end
   return reply
 end
 
@@ -109,6 +121,7 @@ end
 
 local head = version
 if #ids > 0 then head = head .. ' ' .. table.concat(ids, ' ') end
+if digest ~= '' then head = head .. ' #' .. digest end
 redis.call('SET', request_key, head .. '\n' .. ARGV[3], 'EX', ARGV[6])
 for _, key in ipairs({state_key, events_key, extra_key, index_key}) do
   redis.call('EXPIRE', key, ARGV[5])

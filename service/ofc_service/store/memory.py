@@ -29,12 +29,14 @@ from .base import (
     CommitResult,
     EventsTrimmedError,
     ExtraPage,
+    RequestIdReusedError,
     StaleVersionError,
     StoredEvent,
     StoredTable,
     TableExistsError,
     TableNotFoundError,
     check_at_least,
+    check_digest,
     check_extra_key,
     check_id,
     check_outbox,
@@ -68,6 +70,7 @@ class _Table:
 class _Record:
     result: CommitResult
     expires_at: float
+    digest: str = ""
 
 
 class MemoryTableStore:
@@ -85,7 +88,8 @@ class MemoryTableStore:
         self._records: dict[tuple[str, str], _Record] = {}
         self._signals: dict[str, asyncio.Event] = {}
         self._outboxes: dict[str, dict[str, bytes]] = {}  # table id -> record id -> bytes
-        self._claims: dict[str, tuple[str, float]] = {}  # claim id -> (table id, expires at)
+        # claim id -> (table id, expires at, request digest)
+        self._claims: dict[str, tuple[str, float, str]] = {}
 
     # --- writes -------------------------------------------------------------------------------
     async def create_table(
@@ -120,9 +124,11 @@ class MemoryTableStore:
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
         expected_state_sha1: str = "",
+        request_digest: str = "",
     ) -> CommitResult:
         check_id(table_id, what="table id")
         check_id(request_id, what="request id")
+        check_digest(request_digest)
         check_at_least(expected_version, 1, what="expected_version")
         blobs = check_write(
             ttl_seconds=ttl_seconds,
@@ -133,6 +139,8 @@ class MemoryTableStore:
         records = check_outbox(outbox)
         record = self._record(table_id, request_id)
         if record is not None:
+            if record.digest != request_digest:
+                raise RequestIdReusedError()
             return record.result
         table = self._live(table_id)
         if table is None:
@@ -167,6 +175,7 @@ class MemoryTableStore:
         self._records[table_id, request_id] = _Record(
             CommitResult(result.version, response, True, result.event_ids),
             now + request_ttl_seconds,
+            request_digest,
         )
         return result
 
@@ -240,10 +249,16 @@ class MemoryTableStore:
             last_event_id="0" if table.last_event == (0, 0) else format_event_id(*table.last_event),
         )
 
-    async def get_response(self, table_id: str, request_id: str) -> bytes | None:
+    async def get_response(
+        self, table_id: str, request_id: str, *, request_digest: str | None = None
+    ) -> bytes | None:
         check_id(table_id, what="table id")
         record = self._record(table_id, check_id(request_id, what="request id"))
-        return None if record is None else record.result.response
+        if record is None:
+            return None
+        if request_digest is not None and record.digest != check_digest(request_digest):
+            raise RequestIdReusedError()
+        return record.result.response
 
     async def read_events(
         self, table_id: str, *, after: str = "0", limit: int = 1000
@@ -332,19 +347,27 @@ class MemoryTableStore:
 
     # --- create claims ------------------------------------------------------------------------
     async def claim_table_id(
-        self, claim_id: str, table_id: str, *, ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+        self,
+        claim_id: str,
+        table_id: str,
+        *,
+        ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        request_digest: str = "",
     ) -> str:
         check_id(claim_id, what="claim id")
         check_id(table_id, what="table id")
         check_at_least(ttl_seconds, 1, what="ttl_seconds")
+        check_digest(request_digest)
         now = self._clock()
         while self._claims:  # drop expired claims from the oldest end
-            oldest, (_, expires_at) = next(iter(self._claims.items()))
+            oldest, (_, expires_at, _) = next(iter(self._claims.items()))
             if expires_at > now:
                 break
             del self._claims[oldest]
         claimed = self._claims.get(claim_id)
         if claimed is None or claimed[1] <= now:
             self._claims.pop(claim_id, None)  # a new claim goes to the young end
-            claimed = self._claims[claim_id] = (table_id, now + ttl_seconds)
+            claimed = self._claims[claim_id] = (table_id, now + ttl_seconds, request_digest)
+        elif claimed[2] and request_digest and claimed[2] != request_digest:
+            raise RequestIdReusedError()
         return claimed[0]

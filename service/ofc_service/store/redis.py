@@ -17,19 +17,22 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
 ``ofc:{<table>}:extra_index``           zset     ``<prefix>:<16-digit number>`` at score 0,
                                                  paged with ZRANGEBYLEX by :meth:`list_extra`
-``ofc:{<table>}:req:<request id>``      string   ``<version> <event id>...\n<response>``, the
-                                                 response zlib-compressed (older records:
-                                                 a hash of ``version``, ``events``,
-                                                 ``response``);
+``ofc:{<table>}:req:<request id>``      string   ``<version> <event id>... #<digest>\n``
+                                                 ``<response>``, the response
+                                                 zlib-compressed, ``#<digest>`` only with
+                                                 one (older records: a hash of
+                                                 ``version``, ``events``, ``response``);
                                                  expires after ``request_ttl_seconds``
 ``ofc:{<table>}:outbox``                hash     settlement id -> record, until relayed to the
                                                  feed (no TTL: it outlives the table)
 ``ofc:deadlines``                       zset     member table id, score deadline ms: a hint
 ``ofc:outbox``                          zset     member table id, score ms of the commit that
                                                  wrote its outbox: a hint, like ``deadlines``
-``ofc:{create:<claim id>}:table``       string   the table id a create request claimed
-                                                 (``SET NX GET``); expires after the retry
-                                                 window; its own slot, not the table's
+``ofc:{create:<claim id>}:table``       string   the table id a create request claimed;
+                                                 expires after the retry window; its own
+                                                 slot, not the table's
+``ofc:{create:<claim id>}:digest``      string   that request's digest, beside it (claims
+                                                 written before digests have none)
 ======================================  =======  ================================================
 
 The four table keys get the table's TTL again on every commit; a request record keeps its own
@@ -92,6 +95,7 @@ from .base import (
     CommitResult,
     EventsTrimmedError,
     ExtraPage,
+    RequestIdReusedError,
     StaleVersionError,
     StoredEvent,
     StoredTable,
@@ -99,6 +103,7 @@ from .base import (
     TableExistsError,
     TableNotFoundError,
     check_at_least,
+    check_digest,
     check_extra_key,
     check_id,
     check_outbox,
@@ -142,6 +147,12 @@ def _entries(read: Any) -> list[Any]:
     return [entry for entries in streams for entry in entries]
 
 
+def _recorded_digest(head: bytes) -> str:
+    """The digest in a request record's first line (``#<digest>``), ``""`` for none."""
+    marked = [token[1:] for token in head.split() if token.startswith(b"#")]
+    return text(marked[0]) if marked else ""
+
+
 def _index_member(prefix: str, number: int) -> str:
     return f"{prefix}:{number:016d}"
 
@@ -171,6 +182,7 @@ class RedisTableStore:
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
         self._fix: AsyncScript = client.register_script(lua("fix_deadlines.lua"))
+        self._claim: AsyncScript = client.register_script(lua("claim.lua"))
 
     @classmethod
     def from_url(
@@ -240,6 +252,7 @@ class RedisTableStore:
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
         expected_state_sha1: str = "",
+        request_digest: str = "",
     ) -> CommitResult:
         check_at_least(expected_version, 1, what="expected_version")
         return await self._apply(
@@ -256,6 +269,7 @@ class RedisTableStore:
             outbox=outbox,
             keep_segments=keep_segments,
             expected_state_sha1=expected_state_sha1,
+            request_digest=request_digest,
         )
 
     async def _apply(
@@ -274,6 +288,7 @@ class RedisTableStore:
         outbox: Mapping[str, bytes] = NO_EXTRA,
         keep_segments: int = 0,
         expected_state_sha1: str = "",
+        request_digest: str = "",
     ) -> CommitResult:
         keys = [
             *self._table_keys(table_id),
@@ -306,6 +321,7 @@ class RedisTableStore:
             args += [record_id, record]
         args.append(check_at_least(keep_segments, 0, what="keep_segments"))
         args.append(expected_state_sha1)
+        args.append(check_digest(request_digest))
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:
@@ -330,6 +346,8 @@ class RedisTableStore:
             )
         if status == b"exists":
             raise TableExistsError(table_id)
+        if status == b"reused":
+            raise RequestIdReusedError()
         if status == b"missing":
             raise TableNotFoundError(table_id)
         raise StoreError(f"unexpected reply from the commit script: {reply!r}")
@@ -379,14 +397,26 @@ class RedisTableStore:
             last_event_id=text(last_event or "0"),
         )
 
-    async def get_response(self, table_id: str, request_id: str) -> bytes | None:
+    async def get_response(
+        self, table_id: str, request_id: str, *, request_digest: str | None = None
+    ) -> bytes | None:
         key = self._request_key(table_id, request_id)
+        if request_digest is not None:
+            check_digest(request_digest)
         with unavailable():
             try:
                 record = _blob(await self._client.get(key))
             except redis_errors.ResponseError:  # WRONGTYPE: a record of the older hash layout
-                return _blob(await self._client.hget(key, "response"))
-        return None if record is None else zlib.decompress(record.split(b"\n", 1)[1])
+                old = _blob(await self._client.hget(key, "response"))
+                if old is not None and request_digest:
+                    raise RequestIdReusedError() from None
+                return old
+        if record is None:
+            return None
+        head, response = record.split(b"\n", 1)
+        if request_digest is not None and _recorded_digest(head) != request_digest:
+            raise RequestIdReusedError()
+        return zlib.decompress(response)
 
     async def read_events(
         self, table_id: str, *, after: str = "0", limit: int = 1000
@@ -543,15 +573,23 @@ class RedisTableStore:
 
     # --- create claims ------------------------------------------------------------------------
     async def claim_table_id(
-        self, claim_id: str, table_id: str, *, ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+        self,
+        claim_id: str,
+        table_id: str,
+        *,
+        ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        request_digest: str = "",
     ) -> str:
-        key = f"{self._prefix}:{{create:{check_id(claim_id, what='claim id')}}}:table"
+        claim = f"{self._prefix}:{{create:{check_id(claim_id, what='claim id')}}}"
         check_id(table_id, what="table id")
         check_at_least(ttl_seconds, 1, what="ttl_seconds")
-        with unavailable():  # one atomic command: set unless present, and say what was there
-            first = await self._client.set(key, table_id, ex=ttl_seconds, nx=True, get=True)
-        if first is None:
-            return table_id
-        if isinstance(first, bool):  # GET makes the reply the old value, never OK
-            raise StoreError(f"unexpected reply to SET NX GET: {first!r}")
+        check_digest(request_digest)
+        with unavailable():  # one script: set both unless claimed, and say what was there
+            first, digest = await self._claim(
+                keys=[f"{claim}:table", f"{claim}:digest"],
+                args=[table_id, request_digest, ttl_seconds],
+            )
+        recorded = text(digest)
+        if recorded and request_digest and recorded != request_digest:
+            raise RequestIdReusedError()
         return text(first)
