@@ -11,6 +11,10 @@ contain them.
 
 Credentials travel in gRPC metadata: ``x-ofc-seat-token`` or ``x-ofc-api-key``
 (``authorization: Bearer <token>`` is accepted for either).
+
+A mutating request's record (kept for retries with the same ``request_id``) is bound to
+:func:`caller_identity`, so a retry is answered only to the credential that sent the
+request; docs/security.md has the whole threat model.
 """
 
 from __future__ import annotations
@@ -84,6 +88,27 @@ class Credentials:
         return cls(seat_token or None, api_key or None)
 
 
+ANONYMOUS = ""
+"""The caller identity of a request without credentials."""
+
+
+def caller_identity(creds: Credentials) -> str:
+    """Who sent a request, as far as its records go: the SHA-256 of the API key presented
+    (it wins, as it does for every check), else of the seat token, else :data:`ANONYMOUS`.
+    Holding the same secret is being the same caller; the secret itself is never stored.
+
+    >>> caller_identity(Credentials()) == ANONYMOUS
+    True
+    >>> caller_identity(Credentials(seat_token="st_t.x")) == token_hash("st_t.x")
+    True
+    """
+    if creds.api_key is not None:
+        return token_hash(creds.api_key)
+    if creds.seat_token is not None:
+        return token_hash(creds.seat_token)
+    return ANONYMOUS
+
+
 class Authenticator:
     """Checks credentials against the configured operator keys and a table's seat hashes."""
 
@@ -102,6 +127,13 @@ class Authenticator:
         if any(hmac.compare_digest(presented, h) for h in self._key_hashes):
             return True
         raise UnauthenticatedError("invalid API key")
+
+    def authenticate(self, creds: Credentials) -> None:
+        """What is checked of every mutating request before anything else, its retries
+        included: an API key presented must be one this server accepts now (a key taken out
+        of the configuration gets nothing, not even the answers it was once sent). Seat
+        tokens are checked against the table (:meth:`seat_of`)."""
+        self.is_operator(creds)
 
     def require_operator(self, creds: Credentials) -> None:
         if not self.is_operator(creds):

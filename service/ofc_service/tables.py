@@ -38,6 +38,7 @@ from ofc.shuffle import combine_client_seeds, commitment
 
 from ofc_service.auth import (
     Authenticator,
+    AuthError,
     Credentials,
     UnauthenticatedError,
     new_seat_token,
@@ -74,6 +75,7 @@ POLICY_TABLE = "table"  # every hand's client seed is the table's
 POLICY_PLAYERS = "players"  # the table's seed, then each seat's own, length-prefixed
 CLIENT_SEED_POLICIES = (POLICY_TABLE, POLICY_PLAYERS)
 MAX_REQUEST_ID_CHARS = 128
+INTERNAL_CALLER = "internal"  # the server's own requests (timeouts); no credential hashes so
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
 KEPT_RECORDS = 1024  # per replica: the tables in play here (a few MB)
 HAND_PREFIX = "hand"
@@ -267,13 +269,23 @@ class Committed:
     last_event_id: str
 
 
-def request_key(request_id: str) -> str:
-    """The store key for a request id: its hash, so ids (and what they unmask) stay private."""
+def request_key(request_id: str, caller: str | None = None) -> str:
+    """The store key for ``caller``'s request id: a hash of both, so ids (and what they
+    unmask) stay private, and a record answers the caller that made it and no one else.
+    ``caller=None``: the key of the releases before records were bound to their caller
+    (read, during a rolling upgrade, for the records they wrote).
+
+    >>> request_key("r1", "a") != request_key("r1", "b") != request_key("r1")
+    True
+    """
     if not isinstance(request_id, str) or not 1 <= len(request_id) <= MAX_REQUEST_ID_CHARS:
         raise InvalidInputError(
             f"request_id must be 1..{MAX_REQUEST_ID_CHARS} characters", field="request_id"
         )
-    return hashlib.sha256(b"ofc-request\x00" + request_id.encode()).hexdigest()
+    if caller is None:
+        return hashlib.sha256(b"ofc-request\x00" + request_id.encode()).hexdigest()
+    named = b"ofc-request-of\x00" + caller.encode() + b"\x00" + request_id.encode()
+    return hashlib.sha256(named).hexdigest()
 
 
 def mask_secret(secret: str, request_id: str) -> str:
@@ -374,17 +386,24 @@ class TableManager:
         request_id: str,
         change: Callable[[TableRecord, int], Change],
         respond: Callable[[Committed], bytes],
+        caller: str = INTERNAL_CALLER,
+        request_digest: str = "",
     ) -> bytes:
         """Apply ``change`` to the table at ``expected_version`` exactly once per request id.
 
-        A retry of a request already committed returns its first response unchanged, even
-        when the table has moved on; any rejection (core error, auth error, stale version)
+        ``change`` checks the caller's credentials before anything else. A retry of a
+        request already committed returns its first response unchanged, even when the table
+        has moved on, but only to the caller that sent it (``caller``, the
+        :func:`~ofc_service.auth.caller_identity` of its credentials: the record is stored
+        under both) and only for the same request (``request_digest``; another request with
+        the id is :class:`~ofc_service.store.RequestIdReusedError`). Anyone else is judged as
+        if there were no record. Any rejection (core error, auth error, stale version)
         leaves the table untouched.
         """
-        key = request_key(request_id)
+        key = request_key(request_id, caller)
         # One store round trip when this replica holds the record at that version (it made
-        # or read the table's last change): the commit itself checks the version, the state
-        # (by its SHA-1, so a store that lost writes cannot fool it) and the request id.
+        # or read the table's last change): the commit itself checks the request id, the
+        # version and the state (by its SHA-1, so a store that lost writes cannot fool it).
         kept = self._kept.get(table_id)
         if kept is not None and kept.version == expected_version:
             now = self.clock_ms()
@@ -395,8 +414,9 @@ class TableManager:
             if done is not None:
                 try:
                     return await self._commit(
-                        table_id, key, expected_version, done, now, respond, kept.sha1()
-                    )
+                        table_id, key, expected_version, done, now, respond, kept.sha1(),
+                        request_digest,
+                    )  # fmt: skip
                 except (StaleVersionError, TableNotFoundError):
                     self._kept.pop(table_id, None)
         # Otherwise two: the load and the commit. The request record is read only when the
@@ -407,19 +427,30 @@ class TableManager:
         try:
             stored = await self.store.load(table_id)
         except TableNotFoundError as missing:
-            return await self._replayed(table_id, key, missing)
-        if stored.version != expected_version:
-            stale = StaleVersionError(
-                table_id, expected_version=expected_version, current_version=stored.version
-            )
-            return await self._replayed(table_id, key, stale)
+            return await self._replayed(table_id, request_id, key, request_digest, missing)
         record = self.decode(table_id, stored.state, stored.version)
         now = self.clock_ms()
+        # Credentials first, even for a request that is stale: a caller the table refuses
+        # is refused whatever the version (and gets only its own record, if any).
+        error: Exception
         try:
             done = change(record, now)
+        except AuthError as refused:
+            return await self._replayed(table_id, request_id, key, request_digest, refused)
         except Exception as refused:
-            return await self._replayed(table_id, key, refused)
-        return await self._commit(table_id, key, stored.version, done, now, respond, "")
+            error = refused
+        else:
+            if stored.version == expected_version:
+                return await self._commit(
+                    table_id, key, stored.version, done, now, respond, "", request_digest
+                )
+        if stored.version != expected_version:
+            error = StaleVersionError(
+                table_id, expected_version=expected_version, current_version=stored.version
+            )
+        # The caller passed the table's credential checks: a record of the release before
+        # records were bound to callers may answer it too (see docs/security.md).
+        return await self._replayed(table_id, request_id, key, request_digest, error, legacy=True)
 
     async def _commit(
         self,
@@ -430,6 +461,7 @@ class TableManager:
         now: int,
         respond: Callable[[Committed], bytes],
         expected_sha1: str,
+        request_digest: str,
     ) -> bytes:
         # One clock reading per move: the action's time, the new deadlines and the history's.
         done = dataclasses.replace(done, record=with_deadlines(done.record, now))
@@ -458,6 +490,7 @@ class TableManager:
             else 0,
             expected_state_sha1=expected_sha1,
             request_ttl_seconds=self.request_ttl_seconds,
+            request_digest=request_digest,
         )
         if not result.replayed:
             self._keep(table_id, state, done.record, result.version)
@@ -470,9 +503,23 @@ class TableManager:
                 log.exception("relay failed", extra={"fields": {"table_id": table_id}})
         return result.response
 
-    async def _replayed(self, table_id: str, key: str, error: Exception) -> bytes:
-        """The first response of a request already committed; else ``error`` is raised."""
-        prior = await self.store.get_response(table_id, key)
+    async def _replayed(
+        self,
+        table_id: str,
+        request_id: str,
+        key: str,
+        request_digest: str,
+        error: Exception,
+        *,
+        legacy: bool = False,
+    ) -> bytes:
+        """The first response of the caller's request already committed (another request
+        under its id: RequestIdReusedError); else ``error`` is raised. ``legacy``: a record
+        written before records named their caller and request (a rolling upgrade) answers
+        too; the caller passed the credential checks of a new request just now."""
+        prior = await self.store.get_response(table_id, key, request_digest=request_digest)
+        if prior is None and legacy:
+            prior = await self.store.get_response(table_id, request_key(request_id))
         if prior is None:
             raise error
         return prior
@@ -481,10 +528,12 @@ class TableManager:
         self,
         claim_id: str,
         make: Callable[[str], TableRecord],
+        request_digest: str = "",
     ) -> tuple[TableRecord, int, str]:
         """The table of one create request: the record ``make(table_id)`` under a table id
         claimed for ``claim_id`` (the caller's request, hashed) for the retry window; then
-        :meth:`load`'s answer.
+        :meth:`load`'s answer. The claim keeps ``request_digest``: the same claim for another
+        request is :class:`~ofc_service.store.RequestIdReusedError`.
 
         Two steps, each idempotent: the store claims a fresh random id for the request (or
         returns the id a first call claimed), then the table is created if absent. A retry
@@ -493,7 +542,10 @@ class TableManager:
         so a table id is never reused (nor, with it, a settlement id).
         """
         table_id = await self.store.claim_table_id(
-            claim_id, new_table_id(), ttl_seconds=self.request_ttl_seconds
+            claim_id,
+            new_table_id(),
+            ttl_seconds=self.request_ttl_seconds,
+            request_digest=request_digest,
         )
         with contextlib.suppress(TableExistsError):
             await self.create(make(table_id), respond=lambda c: b"")

@@ -210,7 +210,7 @@ def test_a_crash_between_the_claim_and_the_create_is_healed_by_the_retry() -> No
         "STORE_UNAVAILABLE",
     )
     # the crashed call claimed a table id but created no table
-    claimed = [table_id for table_id, _ in service.store._claims.values()]
+    claimed = [claim[0] for claim in service.store._claims.values()]
     assert len(claimed) == 1 and not service.store._tables
     retried = service.create(request)  # finds the claim, creates the table it names
     assert retried.table_id == claimed[0]

@@ -41,6 +41,12 @@ class InvalidRequestError(OfcClientError):
     """INVALID_ARGUMENT: the request is wrong (``reason`` says how, ``field`` where)."""
 
 
+class RequestIdReusedError(InvalidRequestError):
+    """INVALID_ARGUMENT (REQUEST_ID_REUSED): this request_id was already sent, by the same
+    credentials, with a different request; the first one's answer is not this one's. Send
+    the new request with a new request_id (``field`` is ``request_id``)."""
+
+
 class FailedPreconditionError(OfcClientError):
     """FAILED_PRECONDITION: well formed but not allowed in the current state."""
 
@@ -83,8 +89,23 @@ _CLASSES: dict[grpc.StatusCode, type[OfcClientError]] = {
 }
 
 
-def error_class(code: grpc.StatusCode) -> type[OfcClientError]:
-    return _CLASSES.get(code, ServerError)
+# Reasons with a class of their own (a subclass of their code's class).
+_REASON_CLASSES: dict[str, type[OfcClientError]] = {
+    "REQUEST_ID_REUSED": RequestIdReusedError,
+}
+
+
+def error_class(code: grpc.StatusCode, reason: str = "") -> type[OfcClientError]:
+    """The exception class for a status code and ErrorInfo reason.
+
+    >>> error_class(grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REUSED").__name__
+    'RequestIdReusedError'
+    >>> error_class(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_CARD").__name__
+    'InvalidRequestError'
+    """
+    by_code = _CLASSES.get(code, ServerError)
+    by_reason = _REASON_CLASSES.get(reason)
+    return by_reason if by_reason is not None and issubclass(by_reason, by_code) else by_code
 
 
 def from_rpc_error(error: grpc.RpcError) -> OfcClientError:
@@ -110,4 +131,5 @@ def from_rpc_error(error: grpc.RpcError) -> OfcClientError:
                     detail.Unpack(bad)
                     if bad.field_violations:
                         field = bad.field_violations[0].field
-    return error_class(code)(message, code=code, reason=reason, field=field, request_id=request_id)
+    error_type = error_class(code, reason)
+    return error_type(message, code=code, reason=reason, field=field, request_id=request_id)

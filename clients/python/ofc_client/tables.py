@@ -18,8 +18,9 @@ What the client does for you:
 - **Request ids.** Every mutating call gets a fresh ``uuid4`` request id (or the
   ``request_id=`` you pass). UNAVAILABLE answers (a replica or the store briefly down) are
   retried ``retries`` times with the *same* request, so a move is applied at most once;
-  :meth:`TableClient.retry` sends the last mutating request again, unchanged, whenever
-  you decide to (the server answers a request id it has seen with its first result).
+  :meth:`TableClient.retry` sends the last mutating request again, unchanged (its
+  credentials too), whenever you decide to (the server answers a request id it has seen
+  with its first result, to the credentials that sent it).
 - **Credentials.** :meth:`TableClient.join` keeps the returned seat token and sends it
   (``x-ofc-seat-token``) on every later call about that table; :meth:`use_seat` restores a
   saved one. Otherwise the ``api_key`` (``x-ofc-api-key``), if any, is sent.
@@ -69,12 +70,15 @@ Placements = Mapping[str, str] | Sequence[tuple[str, str]]
 
 @dataclass(frozen=True, slots=True)
 class _Request:
-    """A mutating request as sent, so it can be sent again unchanged."""
+    """A mutating request as sent, so it can be sent again unchanged: with the credentials
+    it was first sent with (the server answers a retry only to those; a JoinSeat's retry
+    must not carry the seat token it returned)."""
 
     table_id: str
     method: Callable[..., Any]
     message: Any
     on_success: Callable[[Any], TableView]
+    credentials: tuple[tuple[str, str], ...]
 
 
 class TableClient:
@@ -146,22 +150,37 @@ class TableClient:
         self._saw(view.table_id, view.version)
         return view
 
-    def _metadata(self, table_id: str | None) -> tuple[tuple[str, str], ...]:
-        md: list[tuple[str, str]] = [(REQUEST_ID_KEY, uuid.uuid4().hex)]
+    def _metadata(
+        self, table_id: str | None, credentials: tuple[tuple[str, str], ...] | None = None
+    ) -> tuple[tuple[str, str], ...]:
+        """A call's metadata: a fresh log id and ``credentials`` (default: the ones held)."""
+        if credentials is None:
+            credentials = self._credentials(table_id)
+        return ((REQUEST_ID_KEY, uuid.uuid4().hex), *credentials)
+
+    def _credentials(self, table_id: str | None) -> tuple[tuple[str, str], ...]:
         held = None if table_id is None else self._seats.get(table_id)
         if held is not None:
-            md.append((SEAT_TOKEN_HEADER, held[1]))
-        elif self.api_key:
-            md.append((API_KEY_HEADER, self.api_key))
-        return tuple(md)
+            return ((SEAT_TOKEN_HEADER, held[1]),)
+        if self.api_key:
+            return ((API_KEY_HEADER, self.api_key),)
+        return ()
 
     # --- plumbing -----------------------------------------------------------------------------
-    def _call(self, method: Callable[..., Any], message: Any, table_id: str | None) -> Any:
-        """One unary call; UNAVAILABLE is retried with the very same message."""
+    def _call(
+        self,
+        method: Callable[..., Any],
+        message: Any,
+        table_id: str | None,
+        credentials: tuple[tuple[str, str], ...] | None = None,
+    ) -> Any:
+        """One unary call; UNAVAILABLE is retried with the very same message (and the same
+        ``credentials``, default: the ones held)."""
         attempt = 0
         while True:
             try:
-                return method(message, timeout=self.timeout, metadata=self._metadata(table_id))
+                metadata = self._metadata(table_id, credentials)
+                return method(message, timeout=self.timeout, metadata=metadata)
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error)
             if error.code != grpc.StatusCode.UNAVAILABLE or attempt >= self.retries:
@@ -170,7 +189,9 @@ class TableClient:
             attempt += 1
 
     def _send(self, request: _Request) -> TableView:
-        response = self._call(request.method, request.message, request.table_id)
+        response = self._call(
+            request.method, request.message, request.table_id, request.credentials
+        )
         return request.on_success(response)
 
     def _mutate(
@@ -195,6 +216,7 @@ class TableClient:
             method,
             message,
             on_success or (lambda response: self._view(response.table)),
+            self._credentials(table_id),
         )
         with self._lock:
             self._last = request

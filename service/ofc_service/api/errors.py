@@ -42,6 +42,13 @@ class BatchTooLargeError(core.InvalidInputError):
     reason = "BATCH_TOO_LARGE"
 
 
+class RequestIdReusedError(core.InvalidInputError):
+    """A request_id the caller already used for a different request (within the retry
+    window): the first request's answer is not this one's. A new request needs a new id."""
+
+    reason = "REQUEST_ID_REUSED"
+
+
 class StaleVersionError(core.OfcError):
     """The request's expected_version is not the table's: re-read, then decide again."""
 
@@ -108,6 +115,7 @@ STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
     core.InvalidRowError: _INVALID,
     MalformedRequestError: _INVALID,
     BatchTooLargeError: _INVALID,
+    RequestIdReusedError: _INVALID,
     # well formed but not allowed in the current state: re-read the state, then decide
     core.IllegalActionError: _PRECONDITION,
     core.NotYourTurnError: _PRECONDITION,
@@ -215,6 +223,7 @@ __all__ = [
     "BatchTooLargeError",
     "InternalError",
     "MalformedRequestError",
+    "RequestIdReusedError",
     "abort",
     "error_detail",
     "request_id_var",

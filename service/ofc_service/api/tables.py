@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 from ofc import engine
 from ofc import errors as core
 from ofc.cards import Card, card_codes
@@ -81,6 +82,8 @@ def translate(exc: Exception) -> core.OfcError | None:
         return exc
     if isinstance(exc, store.StaleVersionError):
         return api_errors.StaleVersionError(str(exc), field="expected_version")
+    if isinstance(exc, store.RequestIdReusedError):
+        return api_errors.RequestIdReusedError(exc.message, field="request_id")
     if isinstance(exc, store.TableNotFoundError):
         return api_errors.TableNotFoundError(str(exc), field="table_id")
     if isinstance(exc, store.EventsTrimmedError):
@@ -384,8 +387,27 @@ def _create_claim(creds: auth.Credentials, request_id: str) -> str:
     """The key of a CreateTable request (caller and request_id, hashed): a retry inside the
     retry window finds the table id the first call claimed under it (a fresh random id, so
     a table id is never reused, even by a request id reused after the window)."""
-    caller = auth.token_hash(creds.api_key) if creds.api_key else ""
+    caller = auth.caller_identity(creds)
     return hashlib.sha256(f"ofc-table\x00{caller}\x00{request_id}".encode()).hexdigest()
+
+
+def request_digest(request: Message) -> str:
+    """What a mutating request asks for, as a digest kept with its request record: the
+    request's fields in their deterministic wire form, without its ``request_id`` and
+    without fields this server does not know (credentials travel in metadata, not here).
+    The same ``request_id`` with another digest is a different request (REQUEST_ID_REUSED).
+
+    >>> a = pb.StartHandRequest(table_id="t", expected_version=3, request_id="r1")
+    >>> b = pb.StartHandRequest(table_id="t", expected_version=3, request_id="r2")
+    >>> request_digest(a) == request_digest(b) != request_digest(pb.StartHandRequest())
+    True
+    """
+    fields = type(request)()
+    fields.CopyFrom(request)
+    fields.ClearField("request_id")
+    fields.DiscardUnknownFields()
+    named = fields.DESCRIPTOR.full_name.encode() + b"\x00"
+    return hashlib.sha256(named + fields.SerializeToString(deterministic=True)).hexdigest()[:32]
 
 
 class TableServicer(pb_grpc.TableServiceServicer):
@@ -449,7 +471,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
 
         # A retry of the same request finds its table: answer with the table as it is now.
         current, version, last = await self.manager.create_for_request(
-            _create_claim(creds, request.request_id), record
+            _create_claim(creds, request.request_id), record, request_digest(request)
         )
         return pb.CreateTableResponse(
             table_id=current.table_id, table=table_view(current, version, None, last_event_id=last)
@@ -485,13 +507,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
             )
             return response.SerializeToString()
 
-        raw = await self.manager.mutate(
-            _table_id(request.table_id),
-            expected_version=request.expected_version,
-            request_id=request.request_id,
-            change=change,
-            respond=respond,
-        )
+        raw = await self._mutate(request, context, change, respond)
         response = pb.JoinSeatResponse.FromString(raw)
         response.seat_token = unmask_secret(response.seat_token, request.request_id)
         return response
@@ -511,14 +527,32 @@ class TableServicer(pb_grpc.TableServiceServicer):
             data: bytes = message.SerializeToString()
             return data
 
-        raw = await self.manager.mutate(
+        raw = await self._mutate(
+            request, context, lambda record, now: make(record, now, creds), respond
+        )
+        return response_type.FromString(raw)  # type: ignore[attr-defined,no-any-return]
+
+    async def _mutate(
+        self,
+        request: Any,
+        context: grpc.aio.ServicerContext,
+        change: Callable[[TableRecord, int], Change],
+        respond: Callable[[Committed], bytes],
+    ) -> bytes:
+        """One mutating request: the caller authenticated first, then the change, applied
+        once per (caller, request_id); a retry answered only to its caller, and only when
+        it is the same request."""
+        creds = _creds(context)
+        self.auth.authenticate(creds)
+        return await self.manager.mutate(
             _table_id(request.table_id),
             expected_version=request.expected_version,
             request_id=request.request_id,
-            change=lambda record, now: make(record, now, creds),
+            change=change,
             respond=respond,
+            caller=auth.caller_identity(creds),
+            request_digest=request_digest(request),
         )
-        return response_type.FromString(raw)  # type: ignore[attr-defined,no-any-return]
 
     @rpc
     async def LeaveSeat(

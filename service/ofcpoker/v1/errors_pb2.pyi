@@ -46,6 +46,9 @@ class ErrorDetail(_message.Message):
     |                     |                     | unknown enum value, duplicate id)              |
     | MALFORMED_REQUEST   | INVALID_ARGUMENT    | request bytes that do not decode (bad UTF-8)   |
     | BATCH_TOO_LARGE     | INVALID_ARGUMENT    | more than 1000 hands in one SettleHands call   |
+    | REQUEST_ID_REUSED   | INVALID_ARGUMENT    | (table services) a request_id this caller sent |
+    |                     |                     | with a different request in the retry window:  |
+    |                     |                     | field `request_id`; use a new id               |
     | ILLEGAL_ACTION      | FAILED_PRECONDITION | (table services) well formed but not allowed   |
     |   and sub-reasons   |                     | in the current state: re-read, then decide     |
     | STALE_VERSION       | ABORTED             | expected_version is not the table's: re-read   |
@@ -57,7 +60,8 @@ class ErrorDetail(_message.Message):
     |                     |                     | the same request_id                            |
     | NEWER_SERVER        | UNAVAILABLE         | the table was written by a newer server        |
     |                     |                     | version (rolling upgrade): retry, same id      |
-    | UNAUTHENTICATED     | UNAUTHENTICATED     | credentials missing or unknown                 |
+    | UNAUTHENTICATED     | UNAUTHENTICATED     | credentials missing or unknown; also ends a    |
+    |                     |                     | Watch whose seat token left its seat           |
     | PERMISSION_DENIED   | PERMISSION_DENIED   | a seat token for another seat or table, or a   |
     |                     |                     | seat token where an operator key is needed     |
     | INTERNAL            | INTERNAL            | a server bug; report it with the request id    |
@@ -72,7 +76,8 @@ class ErrorDetail(_message.Message):
     message size fails the same way again: split the request). DEADLINE_EXCEEDED may be
     retried for the idempotent RulesService methods. TableService moves are idempotent by
     their request_id: retry UNAVAILABLE and DEADLINE_EXCEEDED with the same request_id (the
-    first result comes back, applied once). Never retry INVALID_ARGUMENT or
+    first result comes back, applied once, to the same credentials only: another caller's
+    request_id is judged as a new request of its own). Never retry INVALID_ARGUMENT or
     FAILED_PRECONDITION unchanged.
 
     Request ids: send metadata `x-request-id` (1..128 printable ASCII characters) to

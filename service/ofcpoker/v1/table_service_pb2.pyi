@@ -257,8 +257,9 @@ class JoinSeatResponse(_message.Message):
     TABLE_FIELD_NUMBER: _builtins.int
     seat_token: _builtins.str
     """The secret that acts for this seat (send it as `x-ofc-seat-token`):
-    `st_<table_id>.<32 random characters>`. Returned again only to a retry with the same
-    request_id.
+    `st_<table_id>.<32 random characters>`. Returned again only to a retry of the same
+    request (same request_id and fields) from the same credentials (none, usually): keep
+    the request_id as secret as the token until the retry window has passed.
     """
     @_builtins.property
     def table(self) -> Global___TableView:

@@ -1,0 +1,144 @@
+"""Request records during a rolling upgrade, in process on the in-memory store.
+
+Releases before this one kept a request's record under the request id alone, with no digest
+and no caller. Such a record still answers a retry during the upgrade's retry window, but
+only a retry whose credentials pass the checks a new request meets now (the seat's own
+token or an operator key; anyone for JoinSeat, which needs none, as before): a stranger
+gets what it would get without the record. Records of this release are found only by the
+caller that made them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+from ofc_service.api.errors import STATUS_DETAILS_KEY
+from ofc_service.api.tables import TableServicer, encode_event
+from ofc_service.auth import Authenticator, Credentials, caller_identity
+from ofc_service.store import MemoryTableStore
+from ofc_service.tables import TableManager, request_key
+from ofcpoker.v1 import cards_pb2
+from ofcpoker.v1 import table_service_pb2 as pb
+
+KEY = "operator-key"
+OPERATOR = (("x-ofc-api-key", KEY),)
+
+
+class Refused(Exception):
+    def __init__(self, code: grpc.StatusCode, reason: str) -> None:
+        super().__init__(f"{code} {reason}")
+        self.code, self.reason = code, reason
+
+
+class Context:
+    def __init__(self, metadata: Sequence[tuple[str, str]]) -> None:
+        self.metadata = tuple(metadata)
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self.metadata
+
+    async def abort(
+        self, code: grpc.StatusCode, details: str, trailers: Sequence[tuple[str, Any]]
+    ) -> None:
+        status = status_pb2.Status.FromString(dict(trailers)[STATUS_DETAILS_KEY])
+        info = error_details_pb2.ErrorInfo()
+        status.details[0].Unpack(info)
+        raise Refused(code, info.reason)
+
+
+class Service:
+    def __init__(self) -> None:
+        self.store = MemoryTableStore()
+        self.servicer = TableServicer(TableManager(self.store, Authenticator([KEY]), encode_event))
+
+    def call(self, method: str, request: Any, metadata: Sequence[tuple[str, str]] = ()) -> Any:
+        async def run() -> Any:
+            return await getattr(self.servicer, method)(request, Context(metadata))
+
+        return asyncio.run(run())
+
+    def refused(
+        self, method: str, request: Any, metadata: Sequence[tuple[str, str]] = ()
+    ) -> tuple[grpc.StatusCode, str]:
+        with pytest.raises(Refused) as caught:
+            self.call(method, request, metadata)
+        return caught.value.code, caught.value.reason
+
+    def as_written_before(self, table_id: str, request_id: str, metadata: Any) -> None:
+        """Move a record of this release to where, and as, the release before wrote it."""
+        caller = caller_identity(Credentials.from_metadata(metadata))
+        record = self.store._records.pop((table_id, request_key(request_id, caller)))
+        legacy = dataclasses.replace(record, digest="")
+        self.store._records[table_id, request_key(request_id)] = legacy
+
+
+def seat_md(token: str) -> tuple[tuple[str, str], ...]:
+    return (("x-ofc-seat-token", token),)
+
+
+def test_a_record_of_the_release_before_answers_only_a_caller_passing_todays_checks() -> None:
+    service = Service()
+    table_id = service.call(
+        "CreateTable", pb.CreateTableRequest(seats=2, request_id="c"), OPERATOR
+    ).table_id
+    tokens = []
+    for seat, player in enumerate(("ann", "bob")):
+        join = pb.JoinSeatRequest(
+            table_id=table_id, seat=seat, player_id=player, expected_version=seat + 1,
+            request_id=f"join-{seat}",
+        )  # fmt: skip
+        tokens.append(service.call("JoinSeat", join).seat_token)
+    start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
+    turn = service.call("StartHand", start, OPERATOR).table.hand.turn
+    mine = service.call("GetTable", pb.GetTableRequest(table_id=table_id), seat_md(tokens[turn]))
+    pending = next(s.pending for s in mine.table.hand.seats if s.seat == turn)
+    place = pb.PlaceCardsRequest(
+        table_id=table_id, seat=turn, expected_version=4, request_id="p",
+        placements=[pb.Placement(card=c, row=cards_pb2.ROW_POSITION_BOTTOM) for c in pending],
+    )  # fmt: skip
+    first = service.call("PlaceCards", place, seat_md(tokens[turn]))
+    service.as_written_before(table_id, "p", seat_md(tokens[turn]))
+    service.as_written_before(table_id, "join-1", ())
+
+    # the seat's own token and the operator pass today's checks: the first answer
+    assert service.call("PlaceCards", place, seat_md(tokens[turn])) == first
+    assert service.call("PlaceCards", place, OPERATOR) == first
+    # anyone else: what they would get without the record
+    assert service.refused("PlaceCards", place, seat_md(tokens[1 - turn])) == (
+        grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED",
+    )  # fmt: skip
+    assert service.refused("PlaceCards", place) == (
+        grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED",
+    )  # fmt: skip
+    # a join needed no credentials: its old record answers the request id, as it did
+    join_1 = pb.JoinSeatRequest(
+        table_id=table_id, seat=1, player_id="bob", expected_version=2, request_id="join-1"
+    )
+    assert service.call("JoinSeat", join_1).seat_token == tokens[1]
+    # no digest in an old record: a different request under its id cannot be told apart
+    moved = pb.PlaceCardsRequest()
+    moved.CopyFrom(place)
+    moved.placements[0].row = cards_pb2.ROW_POSITION_TOP
+    assert service.call("PlaceCards", moved, seat_md(tokens[turn])) == first
+
+
+def test_a_record_of_this_release_is_found_by_its_caller_only() -> None:
+    service = Service()
+    table_id = service.call(
+        "CreateTable", pb.CreateTableRequest(seats=2, request_id="c"), OPERATOR
+    ).table_id
+    join = pb.JoinSeatRequest(
+        table_id=table_id, seat=0, player_id="ann", expected_version=1, request_id="j"
+    )
+    token = service.call("JoinSeat", join, OPERATOR).seat_token
+    keys = {key for _, key in service.store._records}
+    assert keys == {request_key("j", caller_identity(Credentials(api_key=KEY)))}
+    assert request_key("j") not in keys  # nothing where the release before would look
+    assert service.call("JoinSeat", join, OPERATOR).seat_token == token
+    assert service.refused("JoinSeat", join) == (grpc.StatusCode.ABORTED, "STALE_VERSION")
