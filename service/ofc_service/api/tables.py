@@ -264,7 +264,7 @@ def decode_event(blob: bytes, viewer: int | None, event_id: str) -> pb.TableEven
 def table_view(
     record: TableRecord, version: int, viewer: int | None, *, last_event_id: str = ""
 ) -> pb.TableView:
-    view = engine.view(record.match, viewer)
+    view = engine.view(record.match, _hand_viewer(record, viewer))
     out = pb.TableView(
         table_id=record.table_id,
         version=version,
@@ -324,6 +324,18 @@ def table_view(
             ids = tuple(record.match.seats[hs.seat].player_id for hs in hand.seats)
             write_settlement(hand.settlement, ids, h.settlement)
     return out
+
+
+def _hand_viewer(record: TableRecord, viewer: int | None) -> int | None:
+    """Whose private cards of the table's hand ``viewer``'s view shows: none when another
+    player held the seat when that hand started (the last hand, over, of the player who
+    left the seat): a seat's new player never sees what was dealt to the one before."""
+    start, hand = record.hand_start, record.match.hand
+    if viewer is None or start is None or hand is None:
+        return viewer
+    if start.seats[viewer].player_id != record.match.seats[viewer].player_id:
+        return None
+    return viewer
 
 
 @functools.lru_cache(maxsize=256)
@@ -701,26 +713,110 @@ class TableServicer(pb_grpc.TableServiceServicer):
     ) -> AsyncIterator[pb.WatchResponse]:
         try:
             table_id = _table_id(request.table_id)
-            record, version, last = await self.manager.load(table_id)
+            creds = _creds(context)
             as_seat = request.as_seat if request.HasField("as_seat") else None
-            viewer = seat_of_viewer(self.auth, _creds(context), record, as_seat)
+            record, version, last = await self.manager.load(table_id)
+            audience = _Audience(self.manager, table_id, creds, as_seat, record)
             if request.after_event_id:
                 cursor = request.after_event_id
                 store.parse_event_id(cursor)
+                await audience.resume(cursor, last)
             else:
                 cursor = last or "0"
                 yield pb.WatchResponse(
-                    snapshot=table_view(record, version, viewer, last_event_id=last)
+                    snapshot=table_view(record, version, audience.viewer, last_event_id=last)
                 )
-            async for events in self.hub.follow(table_id, cursor, newest=last or "0"):
-                decoded = [decode_event(e.data, viewer, e.event_id) for e in events]
-                if request.batch_events:
-                    yield pb.WatchResponse(events=pb.EventBatch(events=decoded))
-                    continue
-                for event in decoded:
-                    yield pb.WatchResponse(event=event)
+            async for stored in self.hub.follow(table_id, cursor, newest=last or "0"):
+                ready: list[pb.TableEvent] = []
+                for event in stored:
+                    decoded = audience.decode(event)
+                    if decoded.WhichOneof("kind") in _SEAT_CHANGES:
+                        # Who holds which seat token changes only here: deliver what came
+                        # before, then ask the table whether the credentials still hold.
+                        if ready:
+                            yield pb.WatchResponse(events=pb.EventBatch(events=ready))
+                            ready = []
+                        await audience.recheck()
+                    if not request.batch_events:
+                        yield pb.WatchResponse(event=decoded)
+                    else:
+                        ready.append(decoded)
+                if ready:
+                    yield pb.WatchResponse(events=pb.EventBatch(events=ready))
         except Exception as exc:
             await fail(context, exc)
+
+
+_SEAT_CHANGES = ("seat_taken", "seat_vacated")
+
+
+class _Audience:
+    """Whom one Watch stream speaks to, event by event: the view its credentials give now.
+
+    A stream is opened with the credentials' view of the table as it is (as GetTable gives
+    it). Seat tokens change only when a seat is taken or left, and those events are in the
+    log: at each one, before it or anything after it is sent, the credentials are checked
+    again against the table as it is then; a seat token that no longer holds its seat ends
+    the stream (UNAUTHENTICATED), so a seat's next player never shares its stream. A
+    resumed stream (``after_event_id``) of a seat token sends the events from before the
+    token's seat was taken as a spectator sees them: they were dealt to someone else.
+    """
+
+    def __init__(
+        self,
+        manager: TableManager,
+        table_id: str,
+        creds: auth.Credentials,
+        as_seat: int | None,
+        record: TableRecord,
+    ) -> None:
+        self.manager = manager
+        self.table_id = table_id
+        self.creds = creds
+        self.as_seat = as_seat
+        self.viewer = seat_of_viewer(manager.auth, creds, record, as_seat)
+        self.credentialed = creds.seat_token is not None or creds.api_key is not None
+        self.seat_token_viewer = self.viewer is not None and not manager.auth.is_operator(creds)
+        self.public_until = (0, 0)  # events up to this log position: a spectator's view
+
+    async def resume(self, cursor: str, last: str) -> None:
+        """Before the events after ``cursor`` (up to ``last``, the table's newest as just
+        loaded), find where this seat token's seat was last taken."""
+        if not self.seat_token_viewer or not last or last == "0":
+            return
+        end, after = store.parse_event_id(last), cursor
+        while store.parse_event_id(after) < end:
+            events = await self.manager.store.read_events(self.table_id, after=after)
+            for event in events:
+                at = store.parse_event_id(event.event_id)
+                if at > end:
+                    return
+                if _taken_seat(event.data) == self.viewer:
+                    self.public_until = at
+            if not events:
+                return
+            after = events[-1].event_id
+
+    def decode(self, event: store.StoredEvent) -> pb.TableEvent:
+        public = store.parse_event_id(event.event_id) <= self.public_until
+        return decode_event(event.data, None if public else self.viewer, event.event_id)
+
+    async def recheck(self) -> None:
+        """The credentials against the table as it is now: raises (as GetTable would) when
+        they no longer hold. Their seat cannot have changed (one token, one seat; an
+        operator's ``as_seat`` is the request's)."""
+        if self.credentialed:  # a spectator's view depends on nothing that can be revoked
+            record, _, _ = await self.manager.load(self.table_id)
+            seat_of_viewer(self.manager.auth, self.creds, record, self.as_seat)
+
+
+def _taken_seat(blob: bytes) -> int | None:
+    """The seat a stored SeatTaken event names; None for any other event (cheap: most
+    events are private, or not seat changes, and are not decoded here)."""
+    if blob[0] != _PUBLIC:
+        return None
+    event = decode_event(blob, None, "")
+    return event.seat_taken.seat if event.HasField("seat_taken") else None
 
 
 def _settlement_from_history(history: dict[str, Any], out: settlement_pb2.Settlement) -> None:
