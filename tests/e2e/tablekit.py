@@ -4,7 +4,8 @@
 - :func:`naive_move` places a dealt batch bottom row first (always legal, often fouls);
   :func:`fantasyland_plan` finds a deal (server seed) and the moves that earn one seat a
   Fantasyland, from the known deck, so Fantasyland hands are reproducible.
-- :class:`Watcher` collects a :class:`~ofc_client.TableWatch` in a thread.
+- :class:`Watcher` collects a :class:`~ofc_client.TableWatch` in a thread; :class:`RawWatch`
+  a raw Watch stream and the status it ended with.
 - :class:`ServeProcess` runs ``ofc serve`` as a real process on a free port.
 - :func:`audit_table` checks one table in the store: its event stream, grouped by the
   version each event produced, replays through the engine to exactly the stored state.
@@ -43,6 +44,7 @@ from ofc_service.store import RedisTableStore, StoredEvent
 from ofc_service.tables import TableRecord
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
+from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 
 from tests.conftest import free_port
 from tests.e2e.test_tables import API_KEY as API_KEY  # re-exported: one server setup
@@ -238,6 +240,67 @@ class Watcher:
         self._thread.join(timeout=10)
 
 
+class RawWatch:
+    """A raw Watch stream read in a thread: every message as it arrived, and the error it
+    ended with (``None`` while open, or after a cancel of our own)."""
+
+    def __init__(
+        self,
+        stub: pb_grpc.TableServiceStub,
+        request: pb.WatchRequest,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.request = request
+        self.messages: list[pb.WatchResponse] = []
+        self.error: grpc.RpcError | None = None
+        self.ended = threading.Event()
+        self.stopped = False  # cancelled by us
+        self.call = stub.Watch(request, metadata=tuple(metadata))
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for message in self.call:
+                self.messages.append(message)
+        except grpc.RpcError as error:
+            if not self.stopped:
+                self.error = error
+        finally:
+            self.ended.set()
+
+    def events(self) -> list[pb.TableEvent]:
+        """Every event received, batches flattened, in order."""
+        out: list[pb.TableEvent] = []
+        for m in list(self.messages):
+            if m.HasField("events"):
+                out.extend(m.events.events)
+            elif m.HasField("event"):
+                out.append(m.event)
+        return out
+
+    def version(self) -> int:
+        """The table version of the newest message received (0: none yet)."""
+        for m in reversed(self.messages):
+            if m.HasField("events"):
+                return m.events.events[-1].version
+            return m.event.version if m.HasField("event") else m.snapshot.version
+        return 0
+
+    def last_event_id(self) -> str:
+        """Where a reconnect resumes: the newest event id received (or the snapshot's)."""
+        for m in reversed(self.messages):
+            if m.HasField("events"):
+                return m.events.events[-1].event_id
+            return m.event.event_id if m.HasField("event") else m.snapshot.last_event_id
+        return self.request.after_event_id
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.call.cancel()
+        self._thread.join(timeout=10)
+
+
 def event_ids_after(stream: Sequence[StoredEvent], after: str) -> list[str]:
     """The ids of the stored events after ``after`` (a snapshot's last_event_id)."""
     from ofc_service.store import parse_event_id
@@ -421,7 +484,7 @@ def audit_table(record: TableRecord, version: int, stream: Sequence[StoredEvent]
         if got[0].HasField("client_seed_set"):
             assert len(got) == 1, f"version {v}: a seed change is one event"
             continue
-        action = _action_of(groups[v], state, seeds)
+        action = action_of(groups[v], state, seeds)
         state, produced = engine.apply(state, action)
         ids = tuple(s.player_id for s in state.seats)
         expected = [event_to_proto(e, v, ids) for e in produced]
@@ -441,9 +504,11 @@ def audit_table(record: TableRecord, version: int, stream: Sequence[StoredEvent]
     return versions
 
 
-def _action_of(
+def action_of(
     group: Sequence[pb.TableEvent], state: MatchState, seeds: dict[int, bytes]
 ) -> Action:
+    """The engine action that made one version's events (``group``, as their owners see
+    them), applied to ``state``; ``seeds``: each hand's server seed by hand number."""
     kinds = [e.WhichOneof("kind") for e in group]
     first = group[0]
     if kinds[0] == "seat_taken":
