@@ -57,8 +57,8 @@ class Aborted(Exception):
 class Context:
     """Just enough of a servicer context: the caller's metadata, and abort."""
 
-    def __init__(self, api_key: str) -> None:
-        self.metadata = (("x-ofc-api-key", api_key),)
+    def __init__(self, api_key: str = "", *, metadata: Sequence[tuple[str, str]] = ()) -> None:
+        self.metadata = tuple(metadata) or (("x-ofc-api-key", api_key),)
 
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
         return self.metadata

@@ -17,8 +17,6 @@ from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
-from ofc_service.api.errors import STATUS_DETAILS_KEY
 from ofc_service.api.tables import TableServicer, encode_event
 from ofc_service.auth import Authenticator, Credentials, caller_identity
 from ofc_service.store import MemoryTableStore
@@ -26,30 +24,10 @@ from ofc_service.tables import TableManager, request_key
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
+from tests.api.test_create_table import Aborted, Context
+
 KEY = "operator-key"
 OPERATOR = (("x-ofc-api-key", KEY),)
-
-
-class Refused(Exception):
-    def __init__(self, code: grpc.StatusCode, reason: str) -> None:
-        super().__init__(f"{code} {reason}")
-        self.code, self.reason = code, reason
-
-
-class Context:
-    def __init__(self, metadata: Sequence[tuple[str, str]]) -> None:
-        self.metadata = tuple(metadata)
-
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return self.metadata
-
-    async def abort(
-        self, code: grpc.StatusCode, details: str, trailers: Sequence[tuple[str, Any]]
-    ) -> None:
-        status = status_pb2.Status.FromString(dict(trailers)[STATUS_DETAILS_KEY])
-        info = error_details_pb2.ErrorInfo()
-        status.details[0].Unpack(info)
-        raise Refused(code, info.reason)
 
 
 class Service:
@@ -59,14 +37,15 @@ class Service:
 
     def call(self, method: str, request: Any, metadata: Sequence[tuple[str, str]] = ()) -> Any:
         async def run() -> Any:
-            return await getattr(self.servicer, method)(request, Context(metadata))
+            context: Any = Context(metadata=metadata)
+            return await getattr(self.servicer, method)(request, context)
 
         return asyncio.run(run())
 
     def refused(
         self, method: str, request: Any, metadata: Sequence[tuple[str, str]] = ()
     ) -> tuple[grpc.StatusCode, str]:
-        with pytest.raises(Refused) as caught:
+        with pytest.raises(Aborted) as caught:
             self.call(method, request, metadata)
         return caught.value.code, caught.value.reason
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -49,7 +48,14 @@ from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 
-from tests.e2e.tablekit import API_KEY, LONG_TURN_MS, cards_in, start_server, wait_until
+from tests.e2e.tablekit import (
+    API_KEY,
+    LONG_TURN_MS,
+    RawWatch,
+    cards_in,
+    start_server,
+    wait_until,
+)
 
 RULESETS: dict[str, Any] = {
     "classic": "classic",
@@ -205,35 +211,14 @@ class Table:
         self.refusals += 1
 
 
-class WatchLog:
+class WatchLog(RawWatch):
     """A raw Watch stream read in a thread (viewer: the seat it sees as, None: spectator)."""
 
     def __init__(
         self, stub: pb_grpc.TableServiceStub, request: pb.WatchRequest, md: Any, viewer: int | None
     ) -> None:
+        super().__init__(stub, request, md)
         self.viewer = viewer
-        self.messages: list[pb.WatchResponse] = []
-        self.call = stub.Watch(request, metadata=md)
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for message in self.call:
-                self.messages.append(message)
-        except grpc.RpcError:
-            pass
-
-    def version(self) -> int:
-        for m in reversed(self.messages):
-            if m.HasField("events"):
-                return m.events.events[-1].version
-            return m.event.version if m.HasField("event") else m.snapshot.version
-        return 0
-
-    def stop(self) -> None:
-        self.call.cancel()
-        self.thread.join(timeout=10)
 
 
 def attack_move(
