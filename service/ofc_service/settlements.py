@@ -337,6 +337,10 @@ class SettlementRelay:
     async def stop(self) -> None:
         await self._loop.stop()
 
+    def wake(self) -> None:
+        """Sweep now rather than after the loop's backoff (the store answers again)."""
+        self._loop.wake()
+
 
 __all__ = [
     "PairSettlement",

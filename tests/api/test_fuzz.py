@@ -29,7 +29,7 @@ from tests.api.conftest import MAX_MESSAGE_BYTES
 from tests.api.wire import wire_error
 
 ERRORS_PROTO = Path(__file__).parents[2] / "protos/ofcpoker/v1/errors.proto"
-DOCUMENTED_REASONS = frozenset(re.findall(r"^// \| ([A-Z_]+) +\|", ERRORS_PROTO.read_text(), re.M))
+DOCUMENTED_REASONS = frozenset(re.findall(r"^// \| ([A-Z_]+) *\|", ERRORS_PROTO.read_text(), re.M))
 FUZZ = settings(max_examples=60)
 
 # --- strategies -----------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def _reason(error: grpc.aio.AioRpcError) -> str:
             for detail in status.details:
                 info = error_details_pb2.ErrorInfo()
                 if detail.Unpack(info):
-                    return info.reason
+                    return str(info.reason)
     return ""
 
 

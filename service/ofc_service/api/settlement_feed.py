@@ -19,6 +19,7 @@ from ofcpoker.v1 import settlement_feed_pb2_grpc as pb_grpc
 from ofc_service import auth, store
 from ofc_service.api import errors as api_errors
 from ofc_service.api import parse
+from ofc_service.api.shutdown import Shutdown
 from ofc_service.api.tables import fail
 from ofc_service.metrics import SETTLEMENT_LAG
 from ofc_service.settlements import SettlementRecord
@@ -95,11 +96,13 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
         *,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         poll_s: float = POLL_S,
+        shutdown: Shutdown | None = None,
     ) -> None:
         self.feed = feed
         self.auth = authenticator
         self.clock_ms = clock_ms
         self.poll_s = poll_s
+        self.shutdown = shutdown or Shutdown()  # ends every Subscribe when the server stops
 
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         if self.auth.has_operator_keys:  # none configured: development mode, like CreateTable
@@ -115,36 +118,37 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
             group = _name(request.group, "group")
             consumer = _name(request.consumer, "consumer")
             batch = _batch_size(request.batch_size)
-            sent: set[str] = set()  # stream ids this call handed out (pending until acked)
-            cursor = "0"
-            while entries := await self.feed.read_pending(
-                group, consumer, after=cursor, count=batch
-            ):
-                for entry in entries:
-                    sent.add(entry.stream_id)
-                    yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
-                cursor = entries[-1].stream_id
-            while not context.cancelled():
-                entries = await self.feed.read_new(
-                    group, consumer, count=batch, block_s=self.poll_s
-                )
-                for entry in entries:
-                    sent.add(entry.stream_id)
-                    yield pb.SubscribeResponse(record=record_to_proto(entry))
-                if not entries:
-                    # Idle: records pending for this name that this call never handed out
-                    # (read by an earlier call of the same consumer, cut off after its
-                    # read) come now rather than at the next Subscribe.
-                    pending = await self.feed.read_pending(group, consumer, count=MAX_READ_COUNT)
-                    sent &= {e.stream_id for e in pending}
-                    for entry in pending:
-                        if entry.stream_id not in sent:
-                            sent.add(entry.stream_id)
-                            yield pb.SubscribeResponse(
-                                record=record_to_proto(entry), redelivered=True
-                            )
+            records = self._records(group, consumer, batch, context)
+            async for response in self.shutdown.until(records):
+                yield response
         except Exception as exc:  # every error becomes a status, see fail()
             await fail(context, exc)
+
+    async def _records(
+        self, group: str, consumer: str, batch: int, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.SubscribeResponse]:
+        sent: set[str] = set()  # stream ids this call handed out (pending until acked)
+        cursor = "0"
+        while entries := await self.feed.read_pending(group, consumer, after=cursor, count=batch):
+            for entry in entries:
+                sent.add(entry.stream_id)
+                yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
+            cursor = entries[-1].stream_id
+        while not context.cancelled():
+            entries = await self.feed.read_new(group, consumer, count=batch, block_s=self.poll_s)
+            for entry in entries:
+                sent.add(entry.stream_id)
+                yield pb.SubscribeResponse(record=record_to_proto(entry))
+            if not entries:
+                # Idle: records pending for this name that this call never handed out
+                # (read by an earlier call of the same consumer, cut off after its
+                # read) come now rather than at the next Subscribe.
+                pending = await self.feed.read_pending(group, consumer, count=MAX_READ_COUNT)
+                sent &= {e.stream_id for e in pending}
+                for entry in pending:
+                    if entry.stream_id not in sent:
+                        sent.add(entry.stream_id)
+                        yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
 
     async def Acknowledge(
         self, request: pb.AcknowledgeRequest, context: grpc.aio.ServicerContext

@@ -31,6 +31,7 @@ from ofc_service import auth, store
 from ofc_service.api import convert, parse
 from ofc_service.api import errors as api_errors
 from ofc_service.api.errors import abort
+from ofc_service.api.shutdown import Shutdown
 from ofc_service.metrics import REQUEST_ERRORS
 from ofc_service.tables import (
     HAND_PREFIX,
@@ -385,10 +386,11 @@ def _create_claim(creds: auth.Credentials, request_id: str) -> str:
 class TableServicer(pb_grpc.TableServiceServicer):
     """ofcpoker.v1.TableService over the engine and a table store."""
 
-    def __init__(self, manager: TableManager) -> None:
+    def __init__(self, manager: TableManager, shutdown: Shutdown | None = None) -> None:
         self.manager = manager
         self.auth = manager.auth
         self.hub = WatchHub(manager.store)  # one log reader per watched table, shared
+        self.shutdown = shutdown or Shutdown()  # ends every Watch when the server stops
 
     # --- tables and seats -----------------------------------------------------------------
     @rpc
@@ -667,7 +669,8 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 yield pb.WatchResponse(
                     snapshot=table_view(record, version, viewer, last_event_id=last)
                 )
-            async for events in self.hub.follow(table_id, cursor, newest=last or "0"):
+            follow = self.hub.follow(table_id, cursor, newest=last or "0")
+            async for events in self.shutdown.until(follow):
                 decoded = [decode_event(e.data, viewer, e.event_id) for e in events]
                 if request.batch_events:
                     yield pb.WatchResponse(events=pb.EventBatch(events=decoded))

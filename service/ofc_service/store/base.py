@@ -297,6 +297,11 @@ class TableStore(Protocol):
         """Delete these records from the table's outbox (ids not there are ignored)."""
         ...
 
+    async def ping(self) -> None:
+        """Return once the store answers; :class:`StoreUnavailableError` when it cannot be
+        reached (what the server's health checks ask, every second)."""
+        ...
+
     async def close(self) -> None:
         """Release connections; the store is not used afterwards."""
         ...
