@@ -180,7 +180,7 @@ def test_sigterm_ends_watch_streams_at_once_then_drains() -> None:
             process.wait()
     assert watches_ended < 2.0, f"the watches ended {watches_ended:.1f} s after SIGTERM"
     assert exited < 4.0, f"the process took {exited:.1f} s (grace {grace} s): streams held it"
-    codes = [line["code"] for line in lines if line.get("method", "").endswith("/Watch")]
+    codes = [line["code"] for line in lines if str(line.get("method", "")).endswith("/Watch")]
     assert codes == ["UNAVAILABLE"] * 3
 
 
