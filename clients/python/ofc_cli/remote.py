@@ -211,12 +211,16 @@ def _score_lines(client: OfcClient, lines: Iterator[str]) -> int:
 
 # --- deal -----------------------------------------------------------------------------------
 def run_deal(args: argparse.Namespace) -> int:
+    from ofc.errors import OfcError
     from ofc.shuffle import parse_seed_hex
     from ofc_client import OfcClientError
 
     from ofc_cli.args import utf8
 
-    parse_seed_hex(args.server_seed)  # bad input is exit 2, whether or not the server answers
+    try:  # bad input is exit 2, whether or not the server answers (its field name, too)
+        parse_seed_hex(args.server_seed)
+    except OfcError as error:
+        raise type(error)(error.message, field="server_seed_hex") from None
     utf8(args.client_seed, "client_seed")
     try:
         with _client(args) as client:
