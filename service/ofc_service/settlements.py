@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from ofc_service.store.feed import DEFAULT_RETENTION_SECONDS
 log = logging.getLogger("ofc.settlements")
 
 RECORD_FORMAT: Final = 1
+_HAND_NUMBER_RE: Final = re.compile(r"0|[1-9][0-9]{0,15}")
 
 
 def settlement_id(table_id: str, hand_number: int) -> str:
@@ -51,13 +53,18 @@ def settlement_id(table_id: str, hand_number: int) -> str:
 def parse_settlement_id(text: str) -> tuple[str, int]:
     """The inverse of :func:`settlement_id`; ``ValueError`` for anything else.
 
+    >>> parse_settlement_id("t-1:²")
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid settlement id: 't-1:²'
     >>> parse_settlement_id("t-1")
     Traceback (most recent call last):
     ...
     ValueError: invalid settlement id: 't-1'
     """
     table_id, _, number = text.rpartition(":")
-    if not table_id or not number.isdigit() or number != str(int(number)):
+    # ASCII digits, canonical: str.isdigit() also takes "²", which int() rejects.
+    if not table_id or not _HAND_NUMBER_RE.fullmatch(number):
         raise ValueError(f"invalid settlement id: {text!r}")
     return table_id, int(number)
 
@@ -329,6 +336,10 @@ class SettlementRelay:
 
     async def stop(self) -> None:
         await self._loop.stop()
+
+    def wake(self) -> None:
+        """Sweep now rather than after the loop's backoff (the store answers again)."""
+        self._loop.wake()
 
 
 __all__ = [

@@ -750,6 +750,10 @@ class DeadlineSweeper:
     async def stop(self) -> None:
         await self._loop.stop()
 
+    def wake(self) -> None:
+        """Sweep now rather than after the loop's backoff (the store answers again)."""
+        self._loop.wake()
+
 
 def seat_of_viewer(
     auth: Authenticator, creds: Credentials, record: TableRecord, as_seat: int | None

@@ -48,7 +48,12 @@ def test_three_replicas_with_requests_and_limits() -> None:
 def test_probes_use_native_grpc_health_on_the_grpc_port() -> None:
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert CONTAINER[probe]["grpc"]["port"] == CONTAINER_PORTS["grpc"], probe
-        assert "service" not in CONTAINER[probe]["grpc"], f"{probe}: the overall ('') status"
+    # Readiness follows the overall ("") status, which is NOT_SERVING while the store is
+    # unreachable (tests/e2e/test_health_store.py); liveness and startup ask the rules
+    # service, which needs no store, so a Redis outage unreadies pods but restarts none.
+    assert "service" not in CONTAINER["readinessProbe"]["grpc"], "the overall ('') status"
+    for probe in ("startupProbe", "livenessProbe"):
+        assert CONTAINER[probe]["grpc"]["service"] == "ofcpoker.v1.RulesService", probe
     assert int(ENV["OFC_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["grpc"]
     assert int(ENV["OFC_METRICS_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["metrics"]
 

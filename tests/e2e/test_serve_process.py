@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
@@ -105,3 +106,145 @@ def test_bad_configuration_exits_2_with_the_variable_named() -> None:
     )
     assert result.returncode == 2
     assert "OFC_MAX_MESSAGE_BYTES / --max-message-bytes" in result.stderr
+
+
+def _serve(*flags: str, grace: float = GRACE_SECONDS) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    env = {**os.environ, "OFC_GRACE_SECONDS": str(grace), "OFC_METRICS_LISTEN": ""}
+    env.pop("GRPC_VERBOSITY", None)  # what ofc serve does by itself
+    process = subprocess.Popen(
+        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", *flags],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return process, f"127.0.0.1:{port}"
+
+
+def _json_lines(stderr: str) -> list[dict[str, object]]:
+    """Every line of stderr, each one a JSON object (the test fails on the first that is not)."""
+    lines = []
+    for line in stderr.splitlines():
+        try:
+            lines.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise AssertionError(f"not a JSON line on stderr: {line!r}") from None
+    return lines
+
+
+def test_sigterm_ends_watch_streams_at_once_then_drains() -> None:
+    from ofcpoker.v1 import table_service_pb2 as tables_pb
+    from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
+
+    from tests.e2e.test_shutdown_streams import reason_of
+
+    grace = 12.0
+    process, address = _serve(grace=grace)
+    try:
+        with grpc.insecure_channel(address) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            health.Check(health_pb2.HealthCheckRequest(), timeout=20, wait_for_ready=True)
+            tables = TableServiceStub(channel)
+            table_id = tables.CreateTable(tables_pb.CreateTableRequest(request_id="t")).table_id
+            watches = [tables.Watch(tables_pb.WatchRequest(table_id=table_id)) for _ in range(3)]
+            for watch in watches:
+                next(watch)  # the snapshot: open
+            q: queue.Queue[pb.SettleHandsStreamRequest | None] = queue.Queue()
+            responses = RulesServiceStub(channel).SettleHandsStream(_requests(q))
+            q.put(pb.SettleHandsStreamRequest(hand_id="before", hand=hand(EXAMPLE_A, EXAMPLE_1_B)))
+            assert next(responses).hand_id == "before"
+
+            sent_at = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            for watch in watches:
+                try:
+                    next(watch)
+                    raise AssertionError("the watch went on after SIGTERM")
+                except grpc.RpcError as ended:
+                    assert ended.code() == grpc.StatusCode.UNAVAILABLE, ended
+                    assert reason_of(ended) == "SERVER_SHUTTING_DOWN"
+            watches_ended = time.monotonic() - sent_at
+            # The call in flight still finishes (the drain), then the process exits.
+            q.put(pb.SettleHandsStreamRequest(hand_id="after", hand=hand(EXAMPLE_A, EXAMPLE_1_B)))
+            assert next(responses).hand_id == "after"
+            q.put(None)
+            assert list(responses) == []
+        assert process.wait(timeout=grace + 10) == 0
+        exited = time.monotonic() - sent_at
+        assert process.stderr is not None
+        lines = _json_lines(process.stderr.read())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert watches_ended < 2.0, f"the watches ended {watches_ended:.1f} s after SIGTERM"
+    assert exited < 4.0, f"the process took {exited:.1f} s (grace {grace} s): streams held it"
+    codes = [line["code"] for line in lines if str(line.get("method", "")).endswith("/Watch")]
+    assert codes == ["UNAVAILABLE"] * 3
+
+
+def test_stderr_is_json_lines_only_with_tls_and_failed_handshakes(tmp_path: Path) -> None:
+    """gRPC core logs failed TLS handshakes itself (``I1201 ... ssl_transport_security.cc``
+    lines on fd 2): they, and everything else, come out as JSON lines."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
+         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    tls = ("--tls-cert", str(cert), "--tls-key", str(key))
+    process, address = _serve(*tls, "--log-level", "debug")
+    port = address.rsplit(":", 1)[1]
+    try:
+        trusted = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with grpc.secure_channel(f"localhost:{port}", trusted) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            ready = health.Check(health_pb2.HealthCheckRequest(), timeout=20, wait_for_ready=True)
+            assert ready.status == health_pb2.HealthCheckResponse.SERVING
+        for channel in (
+            grpc.insecure_channel(address),  # plaintext to a TLS port
+            grpc.secure_channel(f"localhost:{port}", grpc.ssl_channel_credentials()),  # untrusted
+        ):
+            with channel, pytest.raises(grpc.RpcError):
+                health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(), timeout=3
+                )
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=GRACE_SECONDS + 10) == 0
+        assert process.stderr is not None
+        lines = _json_lines(process.stderr.read())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert lines[0]["msg"] == "serving" and lines[0]["tls"] is True
+    assert lines[-1]["msg"] == "stopped"
+
+
+def test_grpc_core_errors_are_json_lines_too() -> None:
+    """A port in use: gRPC core says why on fd 2 (``E... add_port.cc``), as a JSON line."""
+    first, address = _serve()
+    try:
+        with grpc.insecure_channel(address) as channel:
+            health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=20, wait_for_ready=True
+            )
+        second = subprocess.run(
+            [str(OFC), "serve", "--listen", address, "--metrics-listen", ""],
+            env={k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    finally:
+        first.terminate()
+        first.wait(timeout=GRACE_SECONDS + 10)
+    assert second.returncode == 1
+    lines = _json_lines(second.stderr)
+    assert [line["msg"] for line in lines][-1] == "cannot start"
+    native = [line for line in lines if line["logger"] == "ofc.native"]
+    assert native and native[0]["level"] == "error" and "add_port" in str(native[0]["source"])

@@ -596,7 +596,7 @@ def test_cli_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     missing = str(tmp_path / "missing.json")
     status, out, err = _run(capsys, missing)
     assert (status, out) == (2, "")
-    assert err == f"error: cannot read {missing}: No such file or directory\n"
+    assert err == f"error: INVALID_INPUT: cannot read {missing}: No such file or directory\n"
 
 
 def test_cli_several_files_and_stdin(

@@ -16,6 +16,8 @@ from ofc.engine import SitDown, StartHand, Timeout, apply, new_match, seats_to_a
 from ofc.engine_json import hand_history
 from ofc.shuffle import parse_seed_hex
 
+from ofc_cli.args import utf8
+
 
 def register(subparsers: Any) -> None:
     play = subparsers.add_parser(
@@ -34,7 +36,7 @@ def run_play(args: argparse.Namespace) -> int:
     for seat in range(args.players):
         state, _ = apply(state, SitDown(seat, f"player-{seat}"))
     initial = state
-    actions: list[Any] = [StartHand(seed, args.client_seed.encode(), at_ms=0)]
+    actions: list[Any] = [StartHand(seed, utf8(args.client_seed, "client_seed"), at_ms=0)]
     state, _ = apply(state, actions[0])
     while waiting := seats_to_act(state):
         action = Timeout(waiting[0], at_ms=len(actions))

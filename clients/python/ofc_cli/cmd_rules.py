@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from typing import Any, TextIO
+from typing import Any
 
-from ofc.cards import card_codes, parse_cards
+from ofc.cards import card_codes
 from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import evaluate
 from ofc.jsonio import error_to_dict, score_request_from_dict, settlement_to_dict
@@ -15,6 +14,7 @@ from ofc.rulesets import PRESETS
 from ofc.shuffle import commitment, parse_seed_hex, shuffle_deck
 
 from ofc_cli import remote
+from ofc_cli.args import distinct_cards, open_lines, read_text, utf8
 
 
 def register(subparsers: Any) -> None:
@@ -45,15 +45,6 @@ def register(subparsers: Any) -> None:
     presets.set_defaults(handler=run_presets)
 
 
-def _open(path: str) -> TextIO:
-    if path == "-":
-        return sys.stdin
-    try:
-        return open(path, encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc.strerror}", field="file") from None
-
-
 def _score_one(data: Any) -> dict[str, Any]:
     request = score_request_from_dict(data)
     return settlement_to_dict(request.settle(), request.ids)
@@ -67,11 +58,10 @@ def _load_json(text: str) -> Any:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    with _open(args.file) as stream:
-        if not args.jsonl:
-            result = _score_one(_load_json(stream.read()))
-            print(json.dumps(result))
-            return 0
+    if not args.jsonl:
+        print(json.dumps(_score_one(_load_json(read_text(args.file)))))
+        return 0
+    with open_lines(args.file) as stream:
         failed = False
         for line in stream:
             if not line.strip():
@@ -87,7 +77,7 @@ def run_score(args: argparse.Namespace) -> int:
 
 def run_deal(args: argparse.Namespace) -> int:
     seed = parse_seed_hex(args.server_seed)
-    deck = card_codes(shuffle_deck(seed, args.client_seed.encode(), args.nonce))
+    deck = card_codes(shuffle_deck(seed, utf8(args.client_seed, "client_seed"), args.nonce))
     if args.json:
         print(json.dumps({"commitment": commitment(seed), "deck": deck}))
     else:
@@ -97,7 +87,7 @@ def run_deal(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    value = evaluate(parse_cards(args.cards))
+    value = evaluate(distinct_cards(args.cards))
     if args.json:
         print(
             json.dumps(

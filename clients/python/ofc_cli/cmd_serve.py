@@ -7,6 +7,7 @@ gRPC is imported only when the server starts, so other commands stay fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -30,6 +31,10 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: CONFIG: {exc}", file=sys.stderr)
         return 2
+    # gRPC core reads its log level once, when it loads: only its errors by default (its
+    # INFO lines, e.g. every failed TLS handshake, would flood the log). They reach stderr
+    # as JSON lines (server.main.serve).
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     from ofc_service.server.main import serve
 
     return serve(config)

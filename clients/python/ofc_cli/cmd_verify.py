@@ -65,7 +65,10 @@ def run_verify(args: argparse.Namespace) -> int:
         try:
             text = _read(path)
         except OSError as exc:
-            print(f"error: {prefix}cannot read {path}: {exc.strerror}", file=sys.stderr)
+            print(
+                f"error: {prefix}INVALID_INPUT: cannot read {path}: {exc.strerror}",
+                file=sys.stderr,
+            )
             status = 2
             continue
         found = verify_history_json(text, expected_ruleset=expected)

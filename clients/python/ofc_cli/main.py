@@ -1,6 +1,8 @@
 """The ``ofc`` command line: one module per subcommand, each with ``register(subparsers)``.
 
-Exit status: 0 ok, 2 bad input (one line on stderr naming the reason and the place).
+Exit status: 0 ok, 2 bad input (one line on stderr naming the reason and the place: bad
+arguments too, as ``error: USAGE: ...``), 1 anything else (a server that cannot be reached,
+a discrepancy found by ``verify``; ``error: INTERNAL: ...`` for a bug, never a traceback).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ofc.errors import OfcError
 
@@ -16,10 +19,15 @@ from ofc_cli import cmd_play, cmd_rules, cmd_serve, cmd_solve, cmd_verify
 SUBCOMMAND_MODULES = (cmd_rules, cmd_solve, cmd_play, cmd_serve, cmd_verify)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument said in one line (``ofc CMD -h`` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: USAGE: {self.prog}: {message} (see {self.prog} -h)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ofc", description="Open-Face Chinese Poker rules and service"
-    )
+    parser = Parser(prog="ofc", description="Open-Face Chinese Poker rules and service")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMAND_MODULES:
         module.register(subparsers)
@@ -35,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except Exception as error:  # a bug: one line that says so, not a traceback
+        print(f"error: INTERNAL: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
     return status
 
 

@@ -10,6 +10,7 @@ server cannot be reached or fails.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -150,7 +151,10 @@ def _error_json(reason: str, message: str, field: str) -> dict[str, Any]:
 def run_score(args: argparse.Namespace) -> int:
     from ofc_client import OfcClientError
 
-    stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+    from ofc_cli.args import open_lines, read_text
+
+    # Read (or opened) before connecting: bad input is exit 2 whatever the server does.
+    stream = open_lines(args.file) if args.jsonl else io.StringIO(read_text(args.file))
     try:
         with stream, _client(args) as client:
             if not args.jsonl:
@@ -207,8 +211,17 @@ def _score_lines(client: OfcClient, lines: Iterator[str]) -> int:
 
 # --- deal -----------------------------------------------------------------------------------
 def run_deal(args: argparse.Namespace) -> int:
+    from ofc.errors import OfcError
+    from ofc.shuffle import parse_seed_hex
     from ofc_client import OfcClientError
 
+    from ofc_cli.args import utf8
+
+    try:  # bad input is exit 2, whether or not the server answers (its field name, too)
+        parse_seed_hex(args.server_seed)
+    except OfcError as error:
+        raise type(error)(error.message, field="server_seed_hex") from None
+    utf8(args.client_seed, "client_seed")
     try:
         with _client(args) as client:
             deck = client.derive_deck(

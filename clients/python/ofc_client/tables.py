@@ -496,7 +496,9 @@ class TableWatch:
     ``last_event_id`` is the id of the last event yielded (or the snapshot's); a dropped
     stream is reopened after it, so events arrive exactly once. When the server no longer
     holds events that far back (EVENTS_TRIMMED), the watch starts again with a fresh
-    snapshot: a snapshot in the middle of a stream means "resynchronise from here".
+    snapshot: a snapshot in the middle of a stream means "resynchronise from here". A
+    replica that stops ends its streams (UNAVAILABLE, SERVER_SHUTTING_DOWN): the watch
+    reconnects at once, without backoff, and resumes after the last event received.
     """
 
     def __init__(
@@ -559,6 +561,10 @@ class TableWatch:
                 error = from_rpc_error(rpc_error)
                 if error.reason == "EVENTS_TRIMMED":
                     self.last_event_id = self._cursor = ""
+                    continue
+                if error.reason == "SERVER_SHUTTING_DOWN" and failing_since is None:
+                    failing_since = time.monotonic()  # once at once; again: with backoff
+                    self.reconnects += 1
                     continue
                 now = time.monotonic()
                 failing_since = now if failing_since is None else failing_since

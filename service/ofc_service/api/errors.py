@@ -82,6 +82,13 @@ class NewerServerError(core.OfcError):
     reason = "NEWER_SERVER"
 
 
+class ServerShuttingDownError(core.OfcError):
+    """This replica is stopping and ended a long-lived stream (Watch, Subscribe): reconnect,
+    another replica will answer, and resume where the stream ended."""
+
+    reason = "SERVER_SHUTTING_DOWN"
+
+
 class UnauthenticatedError(core.OfcError):
     reason = "UNAUTHENTICATED"
 
@@ -141,6 +148,7 @@ STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
     EventsTrimmedError: grpc.StatusCode.OUT_OF_RANGE,
     StoreUnavailableError: grpc.StatusCode.UNAVAILABLE,
     NewerServerError: grpc.StatusCode.UNAVAILABLE,
+    ServerShuttingDownError: grpc.StatusCode.UNAVAILABLE,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     # a bug on our side
@@ -224,6 +232,7 @@ __all__ = [
     "InternalError",
     "MalformedRequestError",
     "RequestIdReusedError",
+    "ServerShuttingDownError",
     "abort",
     "error_detail",
     "request_id_var",

@@ -9,7 +9,7 @@ record it acknowledged. Both need an operator key when the server has any config
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import grpc
 from ofc import errors as core
@@ -18,16 +18,13 @@ from ofcpoker.v1 import settlement_feed_pb2_grpc as pb_grpc
 
 from ofc_service import auth, store
 from ofc_service.api import errors as api_errors
+from ofc_service.api import parse
+from ofc_service.api.shutdown import Shutdown
 from ofc_service.api.tables import fail
 from ofc_service.metrics import SETTLEMENT_LAG
 from ofc_service.settlements import SettlementRecord
 from ofc_service.store import FeedEntry, SettlementFeed
-from ofc_service.store.feed import (
-    MAX_READ_COUNT,
-    check_name,
-    check_settlement_id,
-    check_stream_id,
-)
+from ofc_service.store.feed import MAX_READ_COUNT, check_name
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SettlementFeedService"].full_name
 DEFAULT_BATCH_SIZE = 100
@@ -75,24 +72,18 @@ def _name(value: str, field: str) -> str:
         return check_name(value, what=field)
     except store.InvalidIdError as error:
         raise core.InvalidInputError(
-            f"{field} must be 1..64 letters, digits, '.', '_', ':' or '-', not {value!r}",
+            f"{field} must be 1..64 letters, digits, '.', '_', ':' or '-', "
+            f"not {parse.quoted(value)}",
             field=field,
         ) from error
 
 
 def _batch_size(value: int) -> int:
-    if value > MAX_READ_COUNT:
-        raise core.InvalidInputError(f"batch_size must be 0..{MAX_READ_COUNT}", field="batch_size")
-    return value or DEFAULT_BATCH_SIZE
+    return parse.at_most(value, MAX_READ_COUNT, "batch_size", zero="100") or DEFAULT_BATCH_SIZE
 
 
-def _ids(values: list[str], check: Callable[[str], str], field: str) -> list[str]:
-    for k, value in enumerate(values):
-        try:
-            check(value)
-        except store.InvalidIdError as error:
-            raise core.InvalidInputError(error.message, field=f"{field}[{k}]") from error
-    return values
+def _ids(values: Sequence[str], check: Callable[[str, str], str], field: str) -> list[str]:
+    return [check(value, f"{field}[{k}]") for k, value in enumerate(values)]
 
 
 class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
@@ -105,11 +96,13 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
         *,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         poll_s: float = POLL_S,
+        shutdown: Shutdown | None = None,
     ) -> None:
         self.feed = feed
         self.auth = authenticator
         self.clock_ms = clock_ms
         self.poll_s = poll_s
+        self.shutdown = shutdown or Shutdown()  # ends every Subscribe when the server stops
 
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         if self.auth.has_operator_keys:  # none configured: development mode, like CreateTable
@@ -125,36 +118,37 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
             group = _name(request.group, "group")
             consumer = _name(request.consumer, "consumer")
             batch = _batch_size(request.batch_size)
-            sent: set[str] = set()  # stream ids this call handed out (pending until acked)
-            cursor = "0"
-            while entries := await self.feed.read_pending(
-                group, consumer, after=cursor, count=batch
-            ):
-                for entry in entries:
-                    sent.add(entry.stream_id)
-                    yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
-                cursor = entries[-1].stream_id
-            while not context.cancelled():
-                entries = await self.feed.read_new(
-                    group, consumer, count=batch, block_s=self.poll_s
-                )
-                for entry in entries:
-                    sent.add(entry.stream_id)
-                    yield pb.SubscribeResponse(record=record_to_proto(entry))
-                if not entries:
-                    # Idle: records pending for this name that this call never handed out
-                    # (read by an earlier call of the same consumer, cut off after its
-                    # read) come now rather than at the next Subscribe.
-                    pending = await self.feed.read_pending(group, consumer, count=MAX_READ_COUNT)
-                    sent &= {e.stream_id for e in pending}
-                    for entry in pending:
-                        if entry.stream_id not in sent:
-                            sent.add(entry.stream_id)
-                            yield pb.SubscribeResponse(
-                                record=record_to_proto(entry), redelivered=True
-                            )
+            records = self._records(group, consumer, batch, context)
+            async for response in self.shutdown.until(records):
+                yield response
         except Exception as exc:  # every error becomes a status, see fail()
             await fail(context, exc)
+
+    async def _records(
+        self, group: str, consumer: str, batch: int, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.SubscribeResponse]:
+        sent: set[str] = set()  # stream ids this call handed out (pending until acked)
+        cursor = "0"
+        while entries := await self.feed.read_pending(group, consumer, after=cursor, count=batch):
+            for entry in entries:
+                sent.add(entry.stream_id)
+                yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
+            cursor = entries[-1].stream_id
+        while not context.cancelled():
+            entries = await self.feed.read_new(group, consumer, count=batch, block_s=self.poll_s)
+            for entry in entries:
+                sent.add(entry.stream_id)
+                yield pb.SubscribeResponse(record=record_to_proto(entry))
+            if not entries:
+                # Idle: records pending for this name that this call never handed out
+                # (read by an earlier call of the same consumer, cut off after its
+                # read) come now rather than at the next Subscribe.
+                pending = await self.feed.read_pending(group, consumer, count=MAX_READ_COUNT)
+                sent &= {e.stream_id for e in pending}
+                for entry in pending:
+                    if entry.stream_id not in sent:
+                        sent.add(entry.stream_id)
+                        yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
 
     async def Acknowledge(
         self, request: pb.AcknowledgeRequest, context: grpc.aio.ServicerContext
@@ -166,9 +160,8 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
                 raise api_errors.BatchTooLargeError(
                     f"at most {MAX_ACK_IDS} ids per Acknowledge", field="settlement_ids"
                 )
-            settlement_ids = list(request.settlement_ids)
-            by_settlement = _ids(settlement_ids, check_settlement_id, "settlement_ids")
-            by_stream = _ids(list(request.stream_ids), check_stream_id, "stream_ids")
+            by_settlement = _ids(request.settlement_ids, parse.settlement_id, "settlement_ids")
+            by_stream = _ids(request.stream_ids, parse.stream_id, "stream_ids")
             resolved = await self.feed.stream_ids(by_settlement)
             unknown = [s for s in by_settlement if s not in resolved]
             ids = list(dict.fromkeys([*by_stream, *resolved.values()]))

@@ -29,9 +29,10 @@ from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 
 from ofc_service import auth, store
-from ofc_service.api import convert
+from ofc_service.api import convert, parse
 from ofc_service.api import errors as api_errors
 from ofc_service.api.errors import abort
+from ofc_service.api.shutdown import Shutdown
 from ofc_service.metrics import REQUEST_ERRORS
 from ofc_service.tables import (
     HAND_PREFIX,
@@ -67,7 +68,9 @@ _POLICY_FROM_PROTO = {
     pb.CLIENT_SEED_POLICY_PLAYERS: POLICY_PLAYERS,
 }
 MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE = 100, 20
-MAX_TABLE_ID_CHARS = 64
+MAX_PLACEMENTS = 13  # a board holds 13 cards: no move can place more
+MAX_DISCARDS = 17 - 13  # a Fantasyland hand has at most 17 cards for a 13-card board
+MAX_PAIRS = 6  # every pair of a 4-seat table
 _PUBLIC = 255
 
 log = logging.getLogger("ofc.api.tables")
@@ -350,14 +353,6 @@ def _player_ids(record: TableRecord) -> tuple[str, ...]:
 
 
 # --- request checks -------------------------------------------------------------------------
-def _table_id(text: str) -> str:
-    if not text or len(text) > MAX_TABLE_ID_CHARS:
-        raise core.InvalidInputError(
-            f"table_id must be 1..{MAX_TABLE_ID_CHARS} characters", field="table_id"
-        )
-    return text
-
-
 def _limit_ms(value: int, default: int, field: str) -> int:
     if value == 0:
         return default
@@ -425,10 +420,11 @@ def request_digest(request: Message) -> str:
 class TableServicer(pb_grpc.TableServiceServicer):
     """ofcpoker.v1.TableService over the engine and a table store."""
 
-    def __init__(self, manager: TableManager) -> None:
+    def __init__(self, manager: TableManager, shutdown: Shutdown | None = None) -> None:
         self.manager = manager
         self.auth = manager.auth
         self.hub = WatchHub(manager.store)  # one log reader per watched table, shared
+        self.shutdown = shutdown or Shutdown()  # ends every Watch when the server stops
 
     # --- tables and seats -----------------------------------------------------------------
     @rpc
@@ -455,7 +451,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
             request.fantasyland_time_limit_ms, 4 * turn_ms, "fantasyland_time_limit_ms"
         )
         pair_units = convert.pair_units_from_proto(
-            request.pair_unit_values,
+            parse.bounded(request.pair_unit_values, MAX_PAIRS, "pair_unit_values"),
             request.seats or ruleset.max_players,
             "pair_unit_values",
             what="seat",
@@ -493,7 +489,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
     async def GetTable(
         self, request: pb.GetTableRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetTableResponse:
-        record, version, last = await self.manager.load(_table_id(request.table_id))
+        record, version, last = await self.manager.load(parse.table_id(request.table_id))
         as_seat = request.as_seat if request.HasField("as_seat") else None
         viewer = seat_of_viewer(self.auth, _creds(context), record, as_seat)
         return pb.GetTableResponse(table=table_view(record, version, viewer, last_event_id=last))
@@ -502,11 +498,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
     async def JoinSeat(
         self, request: pb.JoinSeatRequest, context: grpc.aio.ServicerContext
     ) -> pb.JoinSeatResponse:
-        player_id = request.player_id
-        if not 1 <= len(player_id) <= convert.MAX_ID_CHARS:
-            raise core.InvalidInputError(
-                f"player_id must be 1..{convert.MAX_ID_CHARS} characters", field="player_id"
-            )
+        player_id = parse.player_id(request.player_id)
 
         def change(record: TableRecord, now: int) -> Change:
             return self.manager.join(record, _seat(request.seat, record), player_id, now)
@@ -557,7 +549,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
         creds = _creds(context)
         self.auth.authenticate(creds)
         return await self.manager.mutate(
-            _table_id(request.table_id),
+            parse.table_id(request.table_id),
             expected_version=request.expected_version,
             request_id=request.request_id,
             change=change,
@@ -607,7 +599,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
         self, request: pb.PlaceCardsRequest, context: grpc.aio.ServicerContext
     ) -> pb.PlaceCardsResponse:
         placements = []
-        for k, p in enumerate(request.placements):
+        for k, p in enumerate(parse.bounded(request.placements, MAX_PLACEMENTS, "placements")):
             card = _card(p.card, f"placements[{k}].card")
             row = convert.row_position(p.row, f"placements[{k}].row")
             if row is None:
@@ -628,7 +620,9 @@ class TableServicer(pb_grpc.TableServiceServicer):
         self, request: pb.SetFantasylandRequest, context: grpc.aio.ServicerContext
     ) -> pb.SetFantasylandResponse:
         board = convert.board_from_proto(request.board, "board")
-        discards = convert.parse_cards(request.discards, "discards")
+        discards = convert.parse_cards(
+            parse.bounded(request.discards, MAX_DISCARDS, "discards"), "discards"
+        )
         return await self._hand_action(
             request,
             context,
@@ -657,7 +651,7 @@ class TableServicer(pb_grpc.TableServiceServicer):
     async def GetHandHistory(
         self, request: pb.GetHandHistoryRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetHandHistoryResponse:
-        table_id = _table_id(request.table_id)
+        table_id = parse.table_id(request.table_id)
         await self.manager.store.load(table_id)  # NOT_FOUND for an unknown table
         raw = await self.manager.store.get_extra(table_id, f"{HAND_PREFIX}:{request.hand_number}")
         if raw is None:
@@ -681,15 +675,10 @@ class TableServicer(pb_grpc.TableServiceServicer):
     async def ListHands(
         self, request: pb.ListHandsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListHandsResponse:
-        table_id = _table_id(request.table_id)
-        size = request.page_size or DEFAULT_PAGE_SIZE
-        if size > MAX_PAGE_SIZE:
-            raise core.InvalidInputError(f"page_size must be 0..{MAX_PAGE_SIZE}", field="page_size")
-        start = 0
-        if request.page_token:
-            if not request.page_token.isdigit() or len(request.page_token) > 12:
-                raise core.InvalidInputError("page_token is not from ListHands", field="page_token")
-            start = int(request.page_token)
+        table_id = parse.table_id(request.table_id)
+        size = parse.at_most(request.page_size, MAX_PAGE_SIZE, "page_size", zero="20")
+        size = size or DEFAULT_PAGE_SIZE
+        start = parse.page_token(request.page_token)
         await self.manager.store.load(table_id)
         page = await self.manager.store.list_extra(table_id, HAND_PREFIX, start=start, count=size)
         response = pb.ListHandsResponse(
@@ -712,21 +701,24 @@ class TableServicer(pb_grpc.TableServiceServicer):
         self, request: pb.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchResponse]:
         try:
-            table_id = _table_id(request.table_id)
+            table_id = parse.table_id(request.table_id)
+            resume = request.after_event_id
+            if resume:
+                parse.event_id(resume, "after_event_id")
             creds = _creds(context)
             as_seat = request.as_seat if request.HasField("as_seat") else None
             record, version, last = await self.manager.load(table_id)
             audience = _Audience(self.manager, table_id, creds, as_seat, record)
-            if request.after_event_id:
-                cursor = request.after_event_id
-                store.parse_event_id(cursor)
+            if resume:
+                cursor = resume
                 await audience.resume(cursor, last)
             else:
                 cursor = last or "0"
                 yield pb.WatchResponse(
                     snapshot=table_view(record, version, audience.viewer, last_event_id=last)
                 )
-            async for stored in self.hub.follow(table_id, cursor, newest=last or "0"):
+            follow = self.hub.follow(table_id, cursor, newest=last or "0")
+            async for stored in self.shutdown.until(follow):
                 ready: list[pb.TableEvent] = []
                 for event in stored:
                     decoded = audience.decode(event)

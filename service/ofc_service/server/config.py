@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -203,7 +204,8 @@ def split_address(address: str, *, what: str) -> tuple[str, int]:
     ('::1', 50051)
     """
     host, sep, port_text = address.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+    # ASCII digits: str.isdigit() also takes "²", which int() rejects.
+    if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port_text) or int(port_text) > 65535:
         raise ConfigError(f"{what}: expected HOST:PORT, got {address!r}")
     return host.removeprefix("[").removesuffix("]"), int(port_text)
 

@@ -7,6 +7,9 @@
   (warning, or error for INTERNAL/UNKNOWN/DATA_LOSS).
 - Robust decoding: request bytes that do not decode become INVALID_ARGUMENT with reason
   MALFORMED_REQUEST (gRPC itself would answer INTERNAL).
+- No UNKNOWN, ever: an exception a handler lets escape (gRPC would answer UNKNOWN) is
+  logged and answered INTERNAL with an ErrorInfo; a call its client cancelled (or whose
+  deadline passed) is recorded as CANCELLED, at warning level, however the handler ended.
 
 Handlers are wrapped once per method and cached, so the per-call cost is a few counters.
 """
@@ -24,7 +27,13 @@ from typing import Any
 
 import grpc
 
-from ofc_service.api.errors import REQUEST_ID_KEY, MalformedRequestError, abort, request_id_var
+from ofc_service.api.errors import (
+    REQUEST_ID_KEY,
+    InternalError,
+    MalformedRequestError,
+    abort,
+    request_id_var,
+)
 from ofc_service.metrics import (
     GRPC_HANDLED,
     GRPC_HANDLING_SECONDS,
@@ -34,6 +43,7 @@ from ofc_service.metrics import (
 )
 
 access_log = logging.getLogger("ofc.access")
+log = logging.getLogger("ofc.server")
 
 MAX_REQUEST_ID_CHARS = 128
 _SERVER_ERRORS = frozenset(
@@ -150,12 +160,25 @@ _peer_var: contextvars.ContextVar[str] = contextvars.ContextVar("ofc_peer")
 
 
 def _final_code(context: grpc.aio.ServicerContext, exc: BaseException | None) -> grpc.StatusCode:
-    if isinstance(exc, asyncio.CancelledError):
+    """The status the call ended with, as recorded in metrics and logs: never UNKNOWN."""
+    # A cancelled call (by its client, or its deadline) ends the handler with CancelledError,
+    # or, for a stream suspended in a send, closes its generator later (GeneratorExit).
+    if isinstance(exc, asyncio.CancelledError | GeneratorExit) or context.cancelled():
         return grpc.StatusCode.CANCELLED
     code = context.code()
     if isinstance(code, grpc.StatusCode):
         return code
-    return grpc.StatusCode.OK if exc is None else grpc.StatusCode.UNKNOWN
+    # Handlers abort with a status (context.code() above); anything else became INTERNAL.
+    return grpc.StatusCode.OK if exc is None else grpc.StatusCode.INTERNAL
+
+
+async def _internal(context: grpc.aio.ServicerContext, probe: _Probe, exc: Exception) -> None:
+    """Answer INTERNAL (with ErrorInfo) for an exception a handler let escape, where gRPC
+    would answer UNKNOWN; an abort the handler made already (or a usage error) goes on."""
+    if isinstance(exc, grpc.aio.AbortError | grpc.aio.UsageError) or context.code() is not None:
+        raise exc
+    log.error("unhandled error in %s", probe.method, exc_info=exc)
+    await abort(context, InternalError("internal error; report the request id"))
 
 
 async def _check(request: Any, context: grpc.aio.ServicerContext) -> None:
@@ -185,7 +208,11 @@ def _wrap_unary_response(probe: _Probe, behavior: Behavior, streaming_request: b
             else:
                 await _check(request, context)
             result = behavior(request, context)
-            return await result if inspect.isawaitable(result) else result
+            try:
+                return await result if inspect.isawaitable(result) else result
+            except Exception as exc:
+                await _internal(context, probe, exc)
+                raise
         except BaseException as exc:
             error = exc
             raise
@@ -209,9 +236,13 @@ def _wrap_streaming_response(
             try:
                 if not streaming_request:
                     await _check(request, context)
-                async for response in behavior(prepare(request, context), context):
-                    probe.sent.inc()
-                    yield response
+                try:
+                    async for response in behavior(prepare(request, context), context):
+                        probe.sent.inc()
+                        yield response
+                except Exception as exc:
+                    await _internal(context, probe, exc)
+                    raise
             except BaseException as exc:
                 error = exc
                 raise
@@ -227,7 +258,11 @@ def _wrap_streaming_response(
             if not streaming_request:
                 await _check(request, context)
             result: Awaitable[None] = behavior(prepare(request, context), context)
-            await result
+            try:
+                await result
+            except Exception as exc:
+                await _internal(context, probe, exc)
+                raise
         except BaseException as exc:
             error = exc
             raise

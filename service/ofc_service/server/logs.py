@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import sys
-from typing import Any
+import threading
+from typing import IO, Any
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -40,9 +43,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-def configure_logging(level: str) -> None:
-    """JSON lines on stderr at ``level`` for the ``ofc`` loggers (others at warning)."""
-    handler = logging.StreamHandler(sys.stderr)
+def configure_logging(level: str, stream: IO[str] | None = None) -> None:
+    """JSON lines on ``stream`` (stderr) at ``level`` for the ``ofc`` loggers (others at
+    warning)."""
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -50,3 +54,68 @@ def configure_logging(level: str) -> None:
     logging.getLogger("ofc").setLevel(_LEVELS[level])
     # One line per failed call is always written, whatever the level; successes at debug.
     logging.getLogger("ofc.access").setLevel(min(_LEVELS[level], logging.WARNING))
+
+
+# gRPC core logs through absl straight to file descriptor 2: "E1201 21:13:47.152353   29861
+# add_port.cc:83] Failed to add port ...". Such lines become JSON lines with these levels.
+_NATIVE_LINE = re.compile(r"([DIWEF])\d{4} [\d:.]+\s+\d+ ([^\]\s]+)\] ?(.*)")
+_NATIVE_LEVELS = {
+    "D": logging.DEBUG,
+    "I": logging.INFO,
+    "W": logging.WARNING,
+    "E": logging.ERROR,
+    "F": logging.CRITICAL,
+}
+native_log = logging.getLogger("ofc.native")
+
+
+def log_native_line(line: str) -> None:
+    """One line that native code (or anything else) wrote to stderr, as a log record:
+    gRPC core's with its level and source, anything else (a traceback) at error level.
+
+    >>> import io
+    >>> handler = logging.StreamHandler(io.StringIO())
+    >>> handler.setFormatter(JsonFormatter())
+    >>> native_log.addHandler(handler)
+    >>> log_native_line("E1201 21:13:47.152353   29861 add_port.cc:83] Failed to add port")
+    >>> line = json.loads(handler.stream.getvalue())
+    >>> line["level"], line["logger"], line["source"], line["msg"]
+    ('error', 'ofc.native', 'add_port.cc:83', 'Failed to add port')
+    >>> native_log.removeHandler(handler)
+    """
+    match = _NATIVE_LINE.fullmatch(line)
+    if match is None:
+        native_log.error(line, extra={"fields": {"source": "stderr"}})
+        return
+    level, source, message = match.groups()
+    native_log.log(_NATIVE_LEVELS[level], message, extra={"fields": {"source": source}})
+
+
+class NativeStderr:
+    """File descriptor 2 as a pipe read by a thread that logs each line as JSON, while the
+    JSON handler writes to the real stderr: so native code (gRPC core), Python's own
+    tracebacks and warnings all come out as JSON lines. :meth:`close` puts fd 2 back and
+    logs what is still in the pipe."""
+
+    def __init__(self) -> None:
+        self.real = os.dup(2)
+        read_fd, write_fd = os.pipe()
+        sys.stderr.flush()
+        os.dup2(write_fd, 2)
+        os.close(write_fd)
+        self.stream = open(self.real, "w", buffering=1, encoding="utf-8", closefd=False)  # noqa: SIM115
+        self._reader = open(read_fd, encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._thread = threading.Thread(target=self._pump, name="native-stderr", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        for line in self._reader:
+            if line.strip():
+                log_native_line(line.rstrip("\n"))
+        self._reader.close()
+
+    def close(self) -> None:
+        sys.stderr.flush()
+        os.dup2(self.real, 2)  # the pipe's last writer goes: the reader sees its end
+        self._thread.join(timeout=5)
+        self.stream.flush()

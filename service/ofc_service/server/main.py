@@ -2,7 +2,9 @@
 
 ``create_server(config)`` binds everything (port 0 picks a free port, for tests) and returns
 an :class:`OfcServer` that knows its bound ports; ``serve(config)`` runs one until SIGTERM or
-SIGINT, then health turns NOT_SERVING and in-flight calls get ``grace_seconds`` to finish.
+SIGINT, then health turns NOT_SERVING, every Watch and Subscribe stream ends at once
+(UNAVAILABLE, SERVER_SHUTTING_DOWN: reconnect elsewhere and resume) and in-flight unary
+calls get ``grace_seconds`` to finish.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from prometheus_client import start_http_server
 from ofc_service.api.rules import SERVICE_NAME, RulesServicer
 from ofc_service.api.settlement_feed import SERVICE_NAME as FEED_SERVICE_NAME
 from ofc_service.api.settlement_feed import SettlementFeedServicer
+from ofc_service.api.shutdown import Shutdown
 from ofc_service.api.tables import SERVICE_NAME as TABLE_SERVICE_NAME
 from ofc_service.api.tables import TableServicer, encode_event
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
+from ofc_service.server.health import StoreHealth
 from ofc_service.server.interceptors import ObservabilityInterceptor
-from ofc_service.server.logs import configure_logging
+from ofc_service.server.logs import NativeStderr, configure_logging
 from ofc_service.settlements import SettlementRelay
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
 from ofc_service.tables import DeadlineSweeper, TableManager
@@ -59,6 +63,8 @@ class OfcServer:
     metrics_port: int | None = None
     relay: SettlementRelay | None = None
     feed: SettlementFeed | None = None
+    shutdown: Shutdown = field(default_factory=Shutdown)
+    store_health: StoreHealth | None = None
     _metrics_httpd: WSGIServer | None = field(default=None, repr=False)
     _metrics_thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -67,8 +73,11 @@ class OfcServer:
         self.sweeper.start()
         if self.relay is not None:
             self.relay.start()
-        for name in ("", *SERVICE_NAMES):
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if self.store_health is None:
+            for name in ("", *SERVICE_NAMES):
+                await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        else:
+            await self.store_health.start()
         host, _ = split_address(self.config.listen, what="listen")
         log.info(
             "serving",
@@ -78,8 +87,12 @@ class OfcServer:
         )  # fmt: skip
 
     async def stop(self, grace: float | None = None) -> None:
-        """Health NOT_SERVING first (load balancers drain), then finish in-flight calls."""
+        """Health NOT_SERVING first (load balancers drain), streams end at once (their
+        clients reconnect elsewhere), then in-flight unary calls finish."""
+        if self.store_health is not None:
+            await self.store_health.stop()
         await self.health.enter_graceful_shutdown()
+        self.shutdown.begin()
         await self.sweeper.stop()
         if self.relay is not None:
             await self.relay.stop()
@@ -125,9 +138,12 @@ async def create_server(config: ServerConfig) -> OfcServer:
         event_log_hands=config.event_log_hands,
         request_ttl_seconds=config.request_window_seconds,
     )
-    table_service_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(manager), server)
+    shutdown = Shutdown()
+    table_service_pb2_grpc.add_TableServiceServicer_to_server(
+        TableServicer(manager, shutdown), server
+    )
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
-        SettlementFeedServicer(feed, authenticator), server
+        SettlementFeedServicer(feed, authenticator, shutdown=shutdown), server
     )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -140,8 +156,16 @@ async def create_server(config: ServerConfig) -> OfcServer:
         port = server.add_insecure_port(config.listen)
     if not port:
         raise OSError(f"cannot bind {config.listen}")
-    ofc_server = OfcServer(config, server, health_servicer, port, store, DeadlineSweeper(manager))
-    ofc_server.relay, ofc_server.feed = relay, feed
+    sweeper = DeadlineSweeper(manager)
+    ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
+    ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
+    ofc_server.store_health = StoreHealth(
+        health_servicer,
+        (store.ping, feed.ping),
+        store_services=(TABLE_SERVICE_NAME, FEED_SERVICE_NAME),
+        other_services=(SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME),
+        on_recovery=(sweeper.wake, relay.wake),
+    )
     if config.metrics_listen:
         host, metrics_port = split_address(config.metrics_listen, what="metrics_listen")
         httpd, thread = start_http_server(metrics_port, host)
@@ -169,11 +193,18 @@ async def run(config: ServerConfig) -> None:
 
 
 def serve(config: ServerConfig) -> int:
-    """The ``ofc serve`` entry point; returns the exit status (0 after a graceful stop)."""
-    configure_logging(config.log_level)
+    """The ``ofc serve`` entry point; returns the exit status (0 after a graceful stop).
+
+    Everything the process writes to stderr is a JSON line: gRPC core's own log lines
+    (absl, on file descriptor 2; ``GRPC_VERBOSITY`` sets how many, ``ofc serve`` makes it
+    ERROR unless told otherwise) and any stray output are read back and logged as JSON."""
+    native = NativeStderr()
+    configure_logging(config.log_level, native.stream)
     try:
         asyncio.run(run(config))
     except (OSError, RuntimeError) as exc:  # an address in use, a bad certificate
         log.error("cannot start", extra={"fields": {"error": str(exc)}})
         return 1
+    finally:
+        native.close()
     return 0

@@ -81,8 +81,11 @@ OUTBOX_HINT_GRACE_MS: Final = 30_000
 one may come from a commit whose script has not run yet (and replicas' clocks may differ)."""
 
 _ID_RE: Final = re.compile(r"[^\s{}\x00-\x1f\x7f]{1,200}")
-_EVENT_ID_RE: Final = re.compile(r"(\d{1,20})(?:-(\d{1,20}))?")
-_INDEXED_EXTRA_RE: Final = re.compile(r"([^:\s]+):(0|[1-9]\d{0,15})")
+# ASCII digits only: ``\d`` and ``int`` also take other scripts' digits, Redis does not.
+_EVENT_ID_RE: Final = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")
+_INDEXED_EXTRA_RE: Final = re.compile(r"([^:\s]+):(0|[1-9][0-9]{0,15})")
+MAX_EVENT_ID_NUMBER: Final = 2**64 - 1
+"""Each half of an event id (a Redis stream id ``<ms>-<seq>``) is an unsigned 64-bit."""
 _PREFIX_RE: Final = re.compile(r"[^:\s]+")
 _DIGEST_RE: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
@@ -327,6 +330,11 @@ class TableStore(Protocol):
         """Delete these records from the table's outbox (ids not there are ignored)."""
         ...
 
+    async def ping(self) -> None:
+        """Return once the store answers; :class:`StoreUnavailableError` when it cannot be
+        reached (what the server's health checks ask, every second)."""
+        ...
+
     async def close(self) -> None:
         """Release connections; the store is not used afterwards."""
         ...
@@ -423,7 +431,10 @@ def parse_event_id(event_id: str) -> tuple[int, int]:
     match = _EVENT_ID_RE.fullmatch(event_id)
     if match is None:
         raise InvalidIdError(f"invalid event id: {event_id!r}")
-    return int(match[1]), int(match[2] or 0)
+    ms, seq = int(match[1]), int(match[2] or 0)
+    if max(ms, seq) > MAX_EVENT_ID_NUMBER:
+        raise InvalidIdError(f"invalid event id: {event_id!r} (each number is 0..2**64-1)")
+    return ms, seq
 
 
 def format_event_id(ms: int, seq: int) -> str:

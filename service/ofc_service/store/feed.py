@@ -85,6 +85,10 @@ class SettlementFeed(Protocol):
         many were dropped (0 when there is no group)."""
         ...
 
+    async def ping(self) -> None:
+        """Return once the feed's store answers; :class:`StoreUnavailableError` otherwise."""
+        ...
+
     async def close(self) -> None:
         """Release connections; wakes blocked readers."""
         ...

@@ -149,5 +149,8 @@ class MemorySettlementFeed:
             del self._published[settlement_id]
         return cut
 
+    async def ping(self) -> None:
+        """Always answers: the feed is in this process."""
+
     async def close(self) -> None:
         self._signal.set()

@@ -193,6 +193,10 @@ class RedisSettlementFeed:
         with unavailable():
             return int(await self._trim(keys=[self._stream], args=[f"{before_ms}-0"]))
 
+    async def ping(self) -> None:
+        with unavailable():
+            await self._client.ping()
+
     async def close(self) -> None:
         if self._owns_clients:
             await self._client.aclose()

@@ -339,6 +339,9 @@ class MemoryTableStore:
         if not records:
             self._outboxes.pop(table_id, None)
 
+    async def ping(self) -> None:
+        """Always answers: the store is in this process."""
+
     async def close(self) -> None:
         """Wake every waiting :meth:`wait_events` (they return what is there)."""
         for signal in self._signals.values():

@@ -565,6 +565,10 @@ class RedisTableStore:
             with unavailable():
                 await self._client.hdel(key, *record_ids)
 
+    async def ping(self) -> None:
+        with unavailable():
+            await self._client.ping()
+
     async def close(self) -> None:
         if self._owns_clients:
             await self._client.aclose()

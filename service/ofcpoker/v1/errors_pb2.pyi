@@ -60,6 +60,9 @@ class ErrorDetail(_message.Message):
     |                     |                     | the same request_id                            |
     | NEWER_SERVER        | UNAVAILABLE         | the table was written by a newer server        |
     |                     |                     | version (rolling upgrade): retry, same id      |
+    | SERVER_SHUTTING_DOWN| UNAVAILABLE         | this replica is stopping and ended a Watch or  |
+    |                     |                     | Subscribe stream: reconnect at once (another   |
+    |                     |                     | replica answers) and resume (after_event_id)   |
     | UNAUTHENTICATED     | UNAUTHENTICATED     | credentials missing or unknown; also ends a    |
     |                     |                     | Watch whose seat token left its seat           |
     | PERMISSION_DENIED   | PERMISSION_DENIED   | a seat token for another seat or table, or a   |
@@ -68,7 +71,8 @@ class ErrorDetail(_message.Message):
 
     Codes without an ErrorInfo come from gRPC itself: RESOURCE_EXHAUSTED when a message is
     over the server's limit (4 MiB by default; `--max-message-bytes`), UNAVAILABLE when the
-    server is unreachable or shutting down, DEADLINE_EXCEEDED, CANCELLED.
+    server is unreachable or shutting down, DEADLINE_EXCEEDED, CANCELLED. The server never
+    answers UNKNOWN: an error it did not foresee is INTERNAL, with an ErrorInfo.
 
     Retrying: a client may retry UNAVAILABLE (with backoff; the call was not processed or is
     idempotent — every RulesService method is), ABORTED after re-reading the state it

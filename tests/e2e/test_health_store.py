@@ -1,0 +1,157 @@
+"""Health follows the store: a real redis-server stopped and started under a running server.
+
+While Redis is down the table service, the settlement feed and the overall ("") status are
+NOT_SERVING (Kubernetes readiness asks ""), the rules service stays SERVING and answers;
+when Redis is back everything is SERVING again. The log says so once per change, and the
+background loops say once that they fail (no traceback, no line per try), then back off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ofc_service.periodic import MAX_BACKOFF_S, Periodic
+from ofc_service.server.background import BackgroundServer
+from ofc_service.server.config import ServerConfig
+from ofc_service.store import StoreUnavailableError
+from ofcpoker.v1 import rules_service_pb2 as rules_pb
+from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
+
+from tests.conftest import RedisServer, free_port
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+STORE_SERVICES = ("", "ofcpoker.v1.TableService", "ofcpoker.v1.SettlementFeedService")
+RULES = "ofcpoker.v1.RulesService"
+
+
+@pytest.fixture
+def redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.dir, ignore_errors=True)
+
+
+def _statuses(health: health_pb2_grpc.HealthStub) -> dict[str, int]:
+    return {
+        name: health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5).status
+        for name in (*STORE_SERVICES, RULES)
+    }
+
+
+def _wait_for(health: health_pb2_grpc.HealthStub, store_status: int) -> dict[str, int]:
+    deadline = time.monotonic() + 15
+    while (statuses := _statuses(health))[STORE_SERVICES[1]] != store_status:
+        assert time.monotonic() < deadline, f"still {statuses}"
+        time.sleep(0.05)
+    return statuses
+
+
+def _evaluates(channel: grpc.Channel) -> bool:
+    request = rules_pb.EvaluateRowRequest(cards=["As", "Ad", "Ah"])
+    return bool(RulesServiceStub(channel).EvaluateRow(request, timeout=5).hand.name)
+
+
+def test_health_follows_the_store_and_says_so_once(
+    redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", redis_url=redis.url)
+    with (
+        caplog.at_level(logging.INFO, logger="ofc"),
+        BackgroundServer(config) as server,
+        grpc.insecure_channel(server.address) as channel,
+    ):
+        health = health_pb2_grpc.HealthStub(channel)
+        assert set(_statuses(health).values()) == {SERVING}
+        watch = health.Watch(health_pb2.HealthCheckRequest(service=STORE_SERVICES[1]))
+        assert next(watch).status == SERVING
+
+        redis.stop()
+        down = _wait_for(health, NOT_SERVING)
+        assert down == {**dict.fromkeys(STORE_SERVICES, NOT_SERVING), RULES: SERVING}
+        assert next(watch).status == NOT_SERVING  # watchers are told, too
+        time.sleep(3)  # an outage of a few seconds: the loops try again and again
+        assert _evaluates(channel), "the rules service needs no store"
+        during = list(caplog.records)
+
+        redis.start()
+        up = _wait_for(health, SERVING)
+        assert set(up.values()) == {SERVING}
+        assert next(watch).status == SERVING
+        watch.cancel()
+        time.sleep(1.5)  # the loops' next step, after their backoff: they say they work
+    records = [r for r in caplog.records if r.name.startswith("ofc")]
+    messages = [r.getMessage() for r in records]
+    assert messages.count("store unreachable") == 1 and messages.count("store reachable") == 1
+    for loop in ("deadline sweep", "settlement relay sweep"):
+        assert messages.count(f"{loop} failing") <= 1, messages
+    assert all(r.exc_info is None for r in records), "an outage is no traceback"
+    # Once per change, not per try: a few lines for a 3-second outage, whatever the loops do.
+    assert len([r for r in during if r.levelno >= logging.WARNING]) <= 3, messages
+
+
+def test_a_server_started_while_the_store_is_down_is_not_serving_tables() -> None:
+    unreachable = f"redis://127.0.0.1:{free_port()}/0"
+    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", redis_url=unreachable)
+    with BackgroundServer(config) as server, grpc.insecure_channel(server.address) as channel:
+        statuses = _statuses(health_pb2_grpc.HealthStub(channel))
+        assert statuses == {**dict.fromkeys(STORE_SERVICES, NOT_SERVING), RULES: SERVING}
+        assert _evaluates(channel)
+
+
+def test_an_in_memory_store_is_always_serving() -> None:
+    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="")
+    with BackgroundServer(config) as server, grpc.insecure_channel(server.address) as channel:
+        assert set(_statuses(health_pb2_grpc.HealthStub(channel)).values()) == {SERVING}
+
+
+def test_a_failing_loop_backs_off_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
+    outcomes = [StoreUnavailableError("down")] * 5 + [None, RuntimeError("a bug")]
+
+    async def step() -> None:
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+
+    loop = Periodic("test loop", step, 0.1)
+    delays = []
+
+    async def scenario() -> None:
+        for _ in range(7):
+            try:
+                await loop.step()
+            except Exception as error:
+                loop._failed(error)
+            else:
+                loop._worked()
+            delays.append(loop.delay_s())
+
+    with caplog.at_level(logging.INFO, logger="ofc.periodic"):
+        asyncio.run(scenario())
+    assert delays == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2, 0.1, 0.2])
+    assert Periodic("x", step, 0.1, max_backoff_s=MAX_BACKOFF_S).max_backoff_s == MAX_BACKOFF_S
+    lines = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    assert lines == [
+        ("WARNING", "test loop failing", False),  # an outage: once, no traceback
+        ("INFO", "test loop working again", False),
+        ("ERROR", "test loop failing", True),  # a bug: once, with its traceback
+    ]
+
+
+def test_the_backoff_is_capped() -> None:
+    async def never() -> None:
+        raise StoreUnavailableError("down")
+
+    loop = Periodic("capped", never, 0.25)
+    loop.failures = 50
+    assert loop.delay_s() == MAX_BACKOFF_S
