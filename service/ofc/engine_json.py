@@ -475,16 +475,17 @@ def action_from_dict(data: Any) -> Action:
     if kind == "stand_up":
         return StandUp(seat, at_ms)
     if kind == "timeout":
-        try:
-            move = action_from_dict(_obj(_key(obj, "resolved", ""), "resolved"))
-        except OfcError as exc:
-            if not exc.field.startswith("resolved"):
-                exc.field = _join("resolved", exc.field)
-            raise
-        if not isinstance(move, Place | SetFantasyland):
+        resolved = _obj(_key(obj, "resolved", ""), "resolved")
+        if resolved.get("type") not in ("place", "set_fantasyland"):
             raise InvalidInputError(
                 "a timeout resolves to a place or a set_fantasyland", field="resolved.type"
             )
+        try:
+            move = action_from_dict(resolved)
+        except OfcError as exc:
+            exc.field = _join("resolved", exc.field)
+            raise
+        assert isinstance(move, Place | SetFantasyland)
         deadline = _opt_int(obj.get("deadline_ms"), "deadline_ms")
         policy = obj.get("policy")
         if policy is not None and (not isinstance(policy, str) or not policy):

@@ -335,8 +335,10 @@ def live_match(out: Path) -> None:
 
         # Hand 1: bob lets his first street run out; hand 2: cy lets every street run out.
         def runs_out(hand: int, seat: int, street: int) -> bool:
-            return (hand, seat, street) == (1, 1, 0) or (hand == 2 and seat == 2) or (
-                hand >= 3 and seat == 0 and street == 4
+            return (
+                (hand, seat, street) == (1, 1, 0)
+                or (hand == 2 and seat == 2)
+                or (hand >= 3 and seat == 0 and street == 4)
             )
 
         numbers = [table.play_hand(runs_out), table.play_hand(runs_out)]
