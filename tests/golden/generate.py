@@ -13,10 +13,10 @@ It writes, into the directory given (tests/golden/README.md lists what each file
 - ``play-<ruleset>-<players>.json``: what ``ofc play`` prints (every move a timeout);
 - ``fantasyland-*.json``: hands with Fantasyland seats, every move a timeout, built with the
   core API of that release (``hand_history`` of a table whose seats are owed a Fantasyland);
-- ``match/`` (releases with players' client seeds, 9d0467e on): a live table on a real gRPC server of that release (in-memory store, its own
-  deadline sweeper and settlement relay): pineapple with a loss cap, stakes agreed per
-  pair of seats, players' own client seeds (``CLIENT_SEED_POLICY_PLAYERS``), 1-second turns
-  that some seats let run out, a player leaving and another joining between hands. Every
+- ``match/`` (releases with players' client seeds, 9d0467e on): a live table on a real gRPC
+  server of that release (in-memory store, its own deadline sweeper and settlement relay):
+  pineapple with a loss cap, stakes agreed per pair of seats, players' own client seeds
+  (``CLIENT_SEED_POLICY_PLAYERS``), 1-second turns that some seats let run out, a player leaving and another joining between hands. Every
   hand's ``GetHandHistory`` ``history_json`` as served (``hand-NNNN.json``), hand 1's whole
   response as protobuf JSON (``hand-0001.response.json``) and the settlement feed's records
   for the table as JSON Lines (``feed.jsonl``, read with ``SettlementFeedService.Subscribe``);

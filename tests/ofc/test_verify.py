@@ -29,8 +29,8 @@ from ofc.engine import (
     replay,
     seats_to_act,
 )
-from ofc.policy import timeout
 from ofc.engine_json import hand_history
+from ofc.policy import timeout
 from ofc.rulesets import PRESETS, Ruleset, get_ruleset, resolve_ruleset
 from ofc.shuffle import commitment, shuffle_deck
 from ofc.verify import SECTION_CODES, Code, Discrepancy, verify_history, verify_history_json
