@@ -16,10 +16,11 @@ It writes, into the directory given (tests/golden/README.md lists what each file
 - ``match/`` (releases with players' client seeds, 9d0467e on): a live table on a real gRPC
   server of that release (in-memory store, its own deadline sweeper and settlement relay):
   pineapple with a loss cap, stakes agreed per pair of seats, players' own client seeds
-  (``CLIENT_SEED_POLICY_PLAYERS``), 1-second turns that some seats let run out, a player leaving and another joining between hands. Every
-  hand's ``GetHandHistory`` ``history_json`` as served (``hand-NNNN.json``), hand 1's whole
-  response as protobuf JSON (``hand-0001.response.json``) and the settlement feed's records
-  for the table as JSON Lines (``feed.jsonl``, read with ``SettlementFeedService.Subscribe``);
+  (``CLIENT_SEED_POLICY_PLAYERS``), 1-second turns that some seats let run out, a player
+  leaving and another joining between hands. Every hand's ``GetHandHistory``
+  ``history_json`` as served (``hand-NNNN.json``), hand 1's whole response as protobuf JSON
+  (``hand-0001.response.json``) and the settlement feed's records for the table as JSON
+  Lines (``feed.jsonl``, read with ``SettlementFeedService.Subscribe``);
 - ``SOURCE``: the commit, and the command that wrote the files.
 
 Nothing here is used by the test suite at run time; the files it wrote are committed.
