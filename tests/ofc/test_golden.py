@@ -53,7 +53,8 @@ def _other_card(card: str) -> str:
 
 
 def _card_of_another_seat(history: History, seat: int) -> str:
-    return next(d["cards"][0] for d in reversed(history["deals"]) if d["seat"] != seat)
+    card: str = next(d["cards"][0] for d in reversed(history["deals"]) if d["seat"] != seat)
+    return card
 
 
 def _tamper_card(h: History) -> str:

@@ -66,9 +66,8 @@ def play_history(
     state, _ = apply(table, actions[0])
     while waiting := seats_to_act(state):
         at_ms = 1_000 + len(actions)
-        move: Action = timeout(state, waiting[0], at_ms=at_ms)
-        if explicit:
-            move = move.move
+        timed_out = timeout(state, waiting[0], at_ms=at_ms)
+        move: Action = timed_out.move if explicit else timed_out
         state, _ = apply(state, move)
         actions.append(move)
     return hand_history(table, actions)

@@ -48,7 +48,7 @@ def build_match(hands: int = 4) -> tuple[Inputs, Inputs]:
     now = 1_000
     for number in range(1, hands + 1):
         if number == 3:
-            between = [StandUp(2, now), SitDown(2, "dee", now + 1)]
+            between: list[SitDown | StandUp] = [StandUp(2, now), SitDown(2, "dee", now + 1)]
             for change in between:
                 state, events = engine.apply(state, change)
                 units = money_totals(units, 3, events)
