@@ -24,7 +24,7 @@ True
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,7 @@ __all__ = [
     "format_version",
     "hand_history",
     "history_format_version",
+    "history_from_replay",
     "state_from_dict",
     "state_to_dict",
 ]
@@ -761,6 +762,22 @@ def hand_history(
     actions = list(actions)
     start = dataclasses.replace(initial, hand=None)
     final, events = replay(start, actions)
+    return history_from_replay(start, actions, final, events, context, version=version)
+
+
+def history_from_replay(
+    initial: MatchState,
+    actions: Sequence[Action],
+    final: MatchState,
+    events: Sequence[Event],
+    context: HandContext | None = None,
+    *,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """:func:`hand_history` when the caller has already replayed ``actions`` from
+    ``initial`` (``initial`` between hands) to ``final``, producing ``events``: a verifier
+    that replayed them one by one does not replay them again."""
+    start = initial
     hand = final.hand
     if hand is None or not hand.over or hand.number != start.hands_played + 1:
         raise InvalidInputError(

@@ -24,7 +24,7 @@ from ofc.engine import (
     deal_positions,
     seats_to_act,
 )
-from ofc.engine_json import action_to_dict, hand_history
+from ofc.engine_json import action_to_dict, history_from_replay
 from ofc.errors import OfcError
 from ofc.policy import identity, policy_named
 from ofc.rulesets import Ruleset
@@ -95,9 +95,10 @@ def check_hand(
     started, start_events = _apply_events(history.initial, history.actions[0], 0)
     deck = card_codes(shuffle_deck(server_seed, client_seed, raw["hand_number"]))
     _check_deals(started, raw["deals"], deck)
-    final, notes = _Replay(history, check_policy).run(started, start_events)
-    _check_recomputed(history)
-    return CheckedHand(history, dataclasses.replace(final, hand=None), notes)
+    replay = _Replay(history, check_policy)
+    final = replay.run(started, start_events)
+    _check_recomputed(history, final, replay.events)
+    return CheckedHand(history, dataclasses.replace(final, hand=None), tuple(replay.notes))
 
 
 def _check_deck_inputs(history: History, server_seed: bytes, client_seed: bytes) -> None:
@@ -205,12 +206,12 @@ class _Replay:
         self.dealt_at: dict[int, int] = {}  # seat -> when its current batch was dealt
         self.hand_started_at = history.actions[0].at_ms
         self.notes: list[str] = []
+        self.events: list[Event] = []  # every event of the hand, for step 8
 
-    def run(
-        self, started: MatchState, start_events: tuple[Event, ...]
-    ) -> tuple[MatchState, tuple[str, ...]]:
+    def run(self, started: MatchState, start_events: tuple[Event, ...]) -> MatchState:
         history = self.history
         self._clock_starts(start_events, self.hand_started_at)
+        self.events.extend(start_events)
         state = started
         for index, action in enumerate(history.actions[1:], start=1):
             if isinstance(action, Timeout):
@@ -222,6 +223,7 @@ class _Replay:
                 if self.check_policy:
                     self._check_policy(before, action, index)
             self._clock_starts(events, action.at_ms)
+            self.events.extend(events)
         waiting = seats_to_act(state)
         if waiting:
             raise found(
@@ -230,7 +232,8 @@ class _Replay:
                 f"the actions end with the hand in progress: the table waits for seat(s) "
                 f"{', '.join(map(str, waiting))}",
             )
-        return state, tuple(dict.fromkeys(self.notes))
+        self.notes = list(dict.fromkeys(self.notes))
+        return state
 
     def _clock_starts(self, events: tuple[Event, ...], at_ms: int) -> None:
         for event in events:
@@ -301,11 +304,11 @@ class _Replay:
         )
 
 
-def _check_recomputed(history: History) -> None:
-    """Step 8: the history the engine writes for this start, these actions and this context,
-    key by key, in the history's own version."""
-    expected = hand_history(
-        history.initial, history.actions, history.context, version=history.version
+def _check_recomputed(history: History, final: MatchState, events: list[Event]) -> None:
+    """Step 8: the history the engine writes for this start, these actions (as step 7
+    replayed them) and this context, key by key, in the history's own version."""
+    expected = history_from_replay(
+        history.initial, history.actions, final, events, history.context, version=history.version
     )
     for key, code in SECTION_CODES.items():
         if key != "actions" and key in expected:

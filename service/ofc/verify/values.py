@@ -80,11 +80,24 @@ class Difference(NamedTuple):
 def difference(expected: Any, actual: Any, path: str) -> Difference | None:
     """The first place (document order of ``expected``) where ``actual`` differs; a value of
     another JSON type differs (``1`` is not ``true``, ``1`` is not ``1.0``)."""
+    if _same(expected, actual):  # the common case, in C: equal JSON texts, equal values
+        return None
+    return _walk(expected, actual, path)
+
+
+def _same(expected: Any, actual: Any) -> bool:
+    try:
+        return json.dumps(expected, sort_keys=True) == json.dumps(actual, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON data (a value only a caller made)
+        return False
+
+
+def _walk(expected: Any, actual: Any, path: str) -> Difference | None:
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
             return Difference(path, expected, actual)
         for key, value in expected.items():
-            differs = difference(value, actual.get(key, MISSING), join(path, key))
+            differs = _walk(value, actual.get(key, MISSING), join(path, key))
             if differs is not None:
                 return differs
         extra = [key for key in actual if key not in expected]
@@ -93,7 +106,7 @@ def difference(expected: Any, actual: Any, path: str) -> Difference | None:
         if not isinstance(actual, list):
             return Difference(path, expected, actual)
         for i in range(max(len(expected), len(actual))):
-            differs = difference(
+            differs = _walk(
                 expected[i] if i < len(expected) else MISSING,
                 actual[i] if i < len(actual) else MISSING,
                 f"{path}[{i}]",
