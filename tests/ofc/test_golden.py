@@ -35,7 +35,7 @@ def load(path: Path) -> tuple[History, Callable[[History], Any]]:
 
 def test_the_golden_files_are_there() -> None:
     releases = {p.relative_to(GOLDEN).parts[0] for p in FILES}
-    assert {"10c2cc1", "f66bf42", "b8846da", "971f768"} <= releases
+    assert {"10c2cc1", "f66bf42", "b8846da", "971f768", "18a23e9"} <= releases
     assert len(FILES) >= 37 and MATCHES
 
 
@@ -159,5 +159,11 @@ def test_a_golden_match_verifies_as_one_chain_and_breaking_it_is_caught(director
     assert codes(hands, disagreeing) == [
         (Code.FEED_RECORD_MISMATCH, "feed.jsonl:1", "seats[0].units")
     ]
+    # format 3: each hand's commitment is the one the hand before it published
+    if hands[0][1]["format_version"] >= 3:
+        broken = copy.deepcopy(hands)
+        broken[1][1]["next_commitment"] = "ab" * 32
+        assert codes(broken, feed) == [(Code.CHAIN_COMMITMENT_MISMATCH, hands[2][0], "commitment")]
+        assert hands[2][1]["seat_changes"] and hands[2][1]["seat_units"] is not None
     # the hands in any order, the feed's redeliveries: the same answer
     assert verify_match(hands[::-1], feed + feed[:2]).ok
