@@ -761,3 +761,23 @@ def test_cli_many_files_in_processes_quietly(
     ]
     status, out, _ = _run(capsys, str(day), "-j", "1")
     assert status == 1 and out.count(": OK\n") == 11
+
+
+def test_cli_shows_a_progress_bar_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    paths = [_write(tmp_path, f"h{k}.json", TIMEOUTS) for k in range(3)]
+    out, err = io.StringIO(), Terminal()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    assert main(["verify", "-j", "1", *paths]) == 0
+    assert out.getvalue().splitlines() == [*(f"{p}: OK" for p in paths), "3 verified, 0 failed"]
+    assert "3/3" in err.getvalue()  # tqdm's bar, on stderr
+    plain = io.StringIO()
+    monkeypatch.setattr("sys.stderr", plain)
+    assert main(["verify", "-j", "1", *paths]) == 0
+    assert plain.getvalue() == ""  # not a terminal: no bar
