@@ -683,7 +683,15 @@ def context_to_dict(context: HandContext) -> dict[str, Any]:
 
 
 def context_from_dict(data: Mapping[str, Any]) -> HandContext:
-    """The :class:`HandContext` of a version-3 history (its top-level keys)."""
+    """The :class:`HandContext` of a version-3 history (its top-level keys).
+
+    >>> from ofc.engine import SitDown
+    >>> context = HandContext("", TurnClock(1_000, 4_000), (0, 0), (SitDown(1, "bob", 7),))
+    >>> context_to_dict(context)["seat_changes"]
+    [{'type': 'sit_down', 'seat': 1, 'player_id': 'bob', 'at_ms': 7}]
+    >>> context_from_dict(context_to_dict(context)) == context
+    True
+    """
     clock_raw = _key(data, "clock", "")
     clock = None
     if clock_raw is not None:

@@ -387,7 +387,16 @@ def timeout(
     policy: DefaultMovePolicy = DEFAULT_POLICY,
 ) -> Timeout:
     """The :class:`~ofc.engine.Timeout` for ``seat`` now: ``policy``'s move, timed ``at_ms``,
-    with the policy's identity and the deadline that ran out."""
+    with the policy's identity and the deadline that ran out.
+
+    >>> from ofc.engine import SitDown, StartHand, new_match, replay
+    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32), at_ms=5)]
+    >>> state, _ = replay(new_match(seats=2), setup)
+    >>> action = timeout(state, 1, at_ms=1_005, deadline_ms=1_005)
+    >>> action.policy, action.deadline_ms, action.move == dataclasses.replace(
+    ...     TIMEOUT_POLICY.choose(state, 1), at_ms=1_005)
+    ('ofc-timeout-4', 1005, True)
+    """
     move = dataclasses.replace(policy.choose(state, seat), at_ms=at_ms)
     return Timeout(seat, move, identity(policy), at_ms, deadline_ms)
 
