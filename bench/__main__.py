@@ -22,6 +22,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "core": ("bench.core", "rules core: evaluator and settlement throughput vs treys, eval7"),
     "solver": ("bench.solver", "Fantasyland solver: ms per hand, 13..17 cards"),
     "policy": ("bench.policy", "timeout policy vs random placement: fouls, points, speed"),
+    "verify": ("bench.verify", "ofc verify: hand histories verified per second, -j 1 and -j 2"),
     "tables": ("bench.tables", "live tables on Redis: moves vs settle, round trips, memory"),
     "move_floor": ("bench.move_floor", "a move's server cost with no game logic vs settle"),
 }

@@ -43,11 +43,11 @@ from ofc.engine import (
     Place,
     SitDown,
     StartHand,
-    Timeout,
     apply,
     new_match,
     seats_to_act,
 )
+from ofc.policy import timeout
 from ofc.rulesets import PRESETS, ROWS, Row, Ruleset
 from ofc.scoring import PlayerResult
 
@@ -107,7 +107,8 @@ def random_place(state: MatchState, seat: int, rng: random.Random) -> Place:
 
 
 def v1_place(state: MatchState, seat: int) -> Place:
-    """The first policy's move for ``seat``, seeing what ``timeout_action`` lets a seat see."""
+    """The first policy's move (``ofc-timeout-1``) for ``seat``, seeing what
+    :class:`ofc.policy.TimeoutPolicy` lets a seat see."""
     hand = state.hand
     assert hand is not None
     hand_seat = hand.seat(seat)
@@ -142,7 +143,7 @@ def play_hand(
         player = players[seat]
         if player is None:
             start, cpu = time.perf_counter(), time.process_time()
-            state, events = apply(state, Timeout(seat))
+            state, events = apply(state, timeout(state, seat))
             if times is not None:
                 times.append((time.perf_counter() - start, time.process_time() - cpu))
         else:

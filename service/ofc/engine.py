@@ -66,11 +66,14 @@ A seat cannot stand up while it is owed a Fantasyland, except once the match is 
 
 Timeouts
 --------
-:class:`Timeout` makes the move :func:`timeout_action` computes for the seat holding the
-batch, or for a Fantasyland seat that has not set (see :mod:`ofc.policy`). It depends only
-on what that seat may see, and is deterministic. Its :class:`TimeoutApplied` event carries
-the resolved move, so a history can record that move and replay it even if a later version
-of the policy would choose differently.
+A :class:`Timeout` carries the move the table makes for a seat whose clock ran out (the seat
+holding the batch, or a Fantasyland seat that has not set) and the identity of the policy
+that chose it. The engine does not choose: the rules of the game do not depend on a bot. The
+shell asks a default-move policy (:mod:`ofc.policy`, a strategy passed in as data) and the
+engine checks the move like any other (the seat's own batch, rows with room, the street's
+discard count, a Fantasyland set of the dealt cards) and applies it, emitting
+:class:`TimeoutApplied` with it. Replaying a history so applies the recorded move, whatever
+a later policy would choose.
 
 Views and events
 ----------------
@@ -123,7 +126,6 @@ from ofc.errors import (
     WrongPlayerCountError,
     WrongRowSizeError,
 )
-from ofc.policy import choose_fantasyland, choose_placement
 from ofc.rulesets import BOARD_SIZE, ROWS, Row, Ruleset, resolve_ruleset
 from ofc.scoring import Board, Settlement, settle
 from ofc.shuffle import SERVER_SEED_BYTES, commitment, shuffle_deck
@@ -165,7 +167,6 @@ __all__ = [
     "new_match",
     "replay",
     "seats_to_act",
-    "timeout_action",
     "verify",
     "view",
     "visible_to",
@@ -454,10 +455,24 @@ class SetFantasyland:
 
 @dataclass(frozen=True, slots=True)
 class Timeout:
-    """The seat ran out of time: the engine makes :func:`timeout_action` for it."""
+    """The seat ran out of time; the table makes ``move`` for it (same seat, same time).
+
+    ``policy``: the identity of the policy that chose the move (``"ofc-timeout-4"``;
+    ``None`` when not known, as in histories written before policies were named).
+    ``deadline_ms``: the deadline that ran out, when the table recorded it. The engine
+    checks ``move`` as it checks a :class:`Place` or :class:`SetFantasyland`; it reads no
+    clock, so it does not judge the deadline (the verifier does, from a history's times).
+
+    >>> move = Place.by_rows(1, bottom="As")
+    >>> Timeout(1, move, "ofc-timeout-4").move is move
+    True
+    """
 
     seat: int
+    move: Place | SetFantasyland
+    policy: str | None = None
     at_ms: int = 0
+    deadline_ms: int | None = None
 
 
 Action = SitDown | StandUp | StartHand | Place | SetFantasyland | Timeout
@@ -525,8 +540,8 @@ class DiscardMade:
 
 @dataclass(frozen=True, slots=True)
 class TimeoutApplied:
-    """The move made for ``seat``; private to it (others get ``action`` None and see the
-    placement in the :class:`CardsPlaced` that follows)."""
+    """The move made for ``seat`` (its :class:`Timeout`'s); private to it (others get
+    ``action`` None and see the placement in the :class:`CardsPlaced` that follows)."""
 
     seat: int
     action: Place | SetFantasyland | None
@@ -807,14 +822,40 @@ def _checked_set(
     return hand, i, Board(rows[0], rows[1], rows[2]), discards
 
 
-def _checked_timeout(state: MatchState, action: Timeout) -> tuple[HandState, int, HandSeat]:
-    hand, i, hand_seat = _hand_seat(state, action.seat)
+def _checked_timeout(state: MatchState, action: Timeout) -> Place | SetFantasyland:
+    """The timeout's own checks (the seat is waited for; the move is that seat's, at that
+    time); the move itself is checked when it is applied."""
+    hand, _, hand_seat = _hand_seat(state, action.seat)
     _check_int(action.at_ms, "at_ms")
+    if action.deadline_ms is not None:
+        _check_int(action.deadline_ms, "deadline_ms")
+    if action.policy is not None and (not isinstance(action.policy, str) or not action.policy):
+        raise InvalidInputError("policy must be a non-empty string or None", field="policy")
     if not hand_seat.in_fantasyland:
         _check_turn(hand, hand_seat)
     elif hand_seat.done:
         raise NotYourTurnError(f"seat {hand_seat.seat} has already set its cards", field="seat")
-    return hand, i, hand_seat
+    move = action.move
+    if not isinstance(move, Place | SetFantasyland):
+        raise InvalidInputError(
+            f"a timeout's move is a Place or a SetFantasyland, not {move!r}", field="move"
+        )
+    if move.seat != action.seat:
+        raise InvalidInputError(
+            f"the move of seat {action.seat}'s timeout is seat {move.seat}'s", field="move.seat"
+        )
+    if move.at_ms != action.at_ms:
+        raise InvalidInputError(
+            f"the move of a timeout at {action.at_ms} ms is timed {move.at_ms} ms",
+            field="move.at_ms",
+        )
+    return move
+
+
+def _as_move_error(exc: OfcError) -> OfcError:
+    """An error of a timeout's move, its field made relative to the timeout."""
+    exc.field = f"move.{exc.field}" if exc.field else "move"
+    return exc
 
 
 def _check_sit_down(state: MatchState, action: SitDown) -> int:
@@ -883,7 +924,11 @@ def verify(state: MatchState, action: Action) -> None:
     elif isinstance(action, SetFantasyland):
         _checked_set(state, action)
     elif isinstance(action, Timeout):
-        _checked_timeout(state, action)
+        move = _checked_timeout(state, action)
+        try:
+            verify(state, move)
+        except OfcError as exc:
+            raise _as_move_error(exc) from None
     elif isinstance(action, SitDown):
         _check_sit_down(state, action)
     elif isinstance(action, StandUp):
@@ -923,10 +968,12 @@ def apply(state: MatchState, action: Action) -> tuple[MatchState, Events]:
         hand, i, board, discards = _checked_set(state, action)
         return _set_fantasyland(state, hand, i, board, discards, action.at_ms)
     if isinstance(action, Timeout):
-        _checked_timeout(state, action)
-        resolved = timeout_action(state, action.seat, at_ms=action.at_ms)
-        new_state, events = apply(state, resolved)
-        return new_state, (TimeoutApplied(action.seat, resolved), *events)
+        move = _checked_timeout(state, action)
+        try:
+            new_state, events = apply(state, move)
+        except OfcError as exc:
+            raise _as_move_error(exc) from None
+        return new_state, (TimeoutApplied(action.seat, move), *events)
     if isinstance(action, SitDown):
         seat = _check_sit_down(state, action)
         seats = _replace_at(state.seats, seat, Seat(action.player_id))
@@ -1139,10 +1186,11 @@ def hand_settlement(
     ``ruleset.unit_value``. Deterministic: it is what the hand's :class:`HandSettled` event
     carries.
 
+    >>> from ofc.policy import timeout
     >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
     >>> state, _ = replay(new_match(seats=2), setup)
     >>> while seats_to_act(state):
-    ...     state, _ = apply(state, Timeout(seats_to_act(state)[0]))
+    ...     state, _ = apply(state, timeout(state, seats_to_act(state)[0]))
     >>> result = hand_settlement(state.hand, state.ruleset)
     >>> sum(p.points for p in result.players), [s.points for s in state.seats] == [
     ...     result.players[1].points, result.players[0].points]
@@ -1167,35 +1215,7 @@ def hand_settlement(
     )
 
 
-# --- timeouts -------------------------------------------------------------------------------
-def timeout_action(state: MatchState, seat: int, *, at_ms: int = 0) -> Place | SetFantasyland:
-    """The move :class:`Timeout` makes for ``seat``: deterministic for a given state, and
-    computed only from what the seat itself may see (see :mod:`ofc.policy`).
-
-    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
-    >>> state, _ = replay(new_match(seats=2), setup)
-    >>> move = timeout_action(state, 1)
-    >>> len(move.placements), can_apply(state, move)
-    (5, True)
-    """
-    hand, _, hand_seat = _checked_timeout(state, Timeout(seat, at_ms))
-    ruleset = state.ruleset
-    if hand_seat.in_fantasyland:
-        top, middle, bottom, discards = choose_fantasyland(
-            hand_seat.pending, ruleset, fantasyland_streak=hand_seat.fantasyland_streak
-        )
-        return SetFantasyland(seat, top, middle, bottom, discards, at_ms)
-    # Dead cards the seat knows of: its own discards and every face-up card on the table.
-    dead = list(hand_seat.discards)
-    for other in hand.seats:
-        if other.seat != seat and not other.in_fantasyland:
-            dead.extend(other.board.cards)
-    placements, discards = choose_placement(
-        hand_seat.board, hand_seat.pending, ruleset.streets[hand.street].place, ruleset, dead=dead
-    )
-    return Place(seat, placements, discards[0] if discards else None, at_ms)
-
-
+# --- turns ----------------------------------------------------------------------------------
 def seats_to_act(state: MatchState) -> tuple[int, ...]:
     """Seats the table is waiting for (the shell runs their clocks): the seat holding a
     batch, then the Fantasyland seats that have not set, in turn order.

@@ -7,9 +7,9 @@ strictly (a wrong type or a missing key raises an :class:`~ofc.errors.OfcError` 
     state_from_dict(state_to_dict(s)) == s        action_from_dict(action_to_dict(a)) == a
 
 Cards are canonical codes (``"As"``), rows ``"top"``/``"middle"``/``"bottom"``, seeds lower-case
-hex. A stored state (``format_version`` :data:`FORMAT_VERSION`) holds the server seed: keep it
-where the players cannot read it. Loading checks the deck against ofc-shuffle-v1 and that
-every dealt card is in exactly one place.
+hex. A stored state (``format_version`` one of :data:`STATE_FORMAT_VERSIONS`) holds the server
+seed: keep it where the players cannot read it. Loading checks the deck against ofc-shuffle-v1
+and that every dealt card is in exactly one place.
 
 >>> from ofc.engine import SitDown, apply, new_match
 >>> state, events = apply(new_match(seats=2), SitDown(0, "ann"))
@@ -24,7 +24,8 @@ True
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ofc.cards import Card, card_codes
@@ -55,7 +56,7 @@ from ofc.engine import (
     TimeoutApplied,
     replay,
 )
-from ofc.errors import InvalidInputError
+from ofc.errors import InvalidInputError, OfcError
 from ofc.jsonio import board_to_dict, cards_from_json, settlement_to_dict
 from ofc.rulesets import BOARD_SIZE, DEFAULT_RULESET, ROWS, Row, Street, ruleset_from_dict
 from ofc.scoring import Board
@@ -64,25 +65,39 @@ from ofc.shuffle import ALGORITHM, shuffle_deck
 __all__ = [
     "FORMAT_VERSION",
     "FORMAT_VERSIONS",
+    "STATE_FORMAT_VERSIONS",
+    "HandContext",
+    "TurnClock",
     "action_from_dict",
     "action_to_dict",
+    "context_from_dict",
+    "context_to_dict",
     "event_to_dict",
     "format_version",
     "hand_history",
+    "history_format_version",
+    "history_from_replay",
     "state_from_dict",
     "state_to_dict",
 ]
 
-FORMAT_VERSION = 2
-"""The newest format. Version 2 is version 1 plus ``pair_unit_values`` in a state; a state or
-history without them is written as version 1, which readers of version 1 still read."""
+FORMAT_VERSION = 3
+"""The newest hand-history format. Version 2 is version 1 plus ``pair_unit_values`` in the
+initial state; version 3 adds a timeout's deadline and policy and the table's context
+(``next_commitment``, ``clock``, ``seat_units``, ``seat_changes``). A history is written in
+the lowest version that has what it uses (:func:`history_format_version`), so readers of
+an older version still read the histories that need nothing newer."""
 
-FORMAT_VERSIONS = (1, 2)
-"""The formats this module reads."""
+FORMAT_VERSIONS = (1, 2, 3)
+"""The hand-history formats this module reads."""
+
+STATE_FORMAT_VERSIONS = (1, 2)
+"""The match-state formats this module reads (2: with ``pair_unit_values``)."""
 
 
 def format_version(state: MatchState) -> int:
-    """The version a state (and a hand history starting from it) is written in.
+    """The version a state is written in (and a hand history starting from it, when it uses
+    nothing of version 3: :func:`history_format_version`).
 
     >>> from ofc.engine import new_match
     >>> format_version(new_match(seats=3))
@@ -224,10 +239,10 @@ def state_from_dict(data: Any) -> MatchState:
     """Read :func:`state_to_dict`'s output back (strictly; see the module doc)."""
     obj = _obj(data, "")
     version = _key(obj, "format_version", "")
-    if isinstance(version, bool) or version not in FORMAT_VERSIONS:
+    if isinstance(version, bool) or version not in STATE_FORMAT_VERSIONS:
         raise InvalidInputError(
             f"unsupported state format_version {version!r} (this engine reads "
-            f"{', '.join(map(str, FORMAT_VERSIONS))})",
+            f"{', '.join(map(str, STATE_FORMAT_VERSIONS))})",
             field="format_version",
         )
     if version == 1 and "pair_unit_values" in obj:
@@ -430,14 +445,22 @@ def action_to_dict(action: Action) -> dict[str, Any]:
             "at_ms": action.at_ms,
         }
     if isinstance(action, Timeout):
-        return {"type": "timeout", "seat": action.seat, "at_ms": action.at_ms}
+        return {
+            "type": "timeout",
+            "seat": action.seat,
+            "at_ms": action.at_ms,
+            "deadline_ms": action.deadline_ms,
+            "policy": action.policy,
+            "resolved": action_to_dict(action.move),
+        }
     raise InvalidInputError(f"not an action: {action!r}", field="action")
 
 
 def action_from_dict(data: Any) -> Action:
     """Read :func:`action_to_dict`'s output back; ``at_ms`` and ``discard``/``discards`` and
-    ``client_seed`` may be left out (0, none, empty). Placements may also be objects
-    ``{"card": "As", "row": "bottom"}``."""
+    ``client_seed`` may be left out (0, none, empty), and a timeout's ``deadline_ms`` and
+    ``policy`` (none: as versions 1 and 2 of the history format write it). Placements may also
+    be objects ``{"card": "As", "row": "bottom"}``. A timeout's move is ``resolved``."""
     obj = _obj(data, "")
     kind = _str(_key(obj, "type", ""), "type")
     at_ms = _int(obj.get("at_ms", 0), "at_ms")
@@ -453,7 +476,22 @@ def action_from_dict(data: Any) -> Action:
     if kind == "stand_up":
         return StandUp(seat, at_ms)
     if kind == "timeout":
-        return Timeout(seat, at_ms)
+        resolved = _obj(_key(obj, "resolved", ""), "resolved")
+        if resolved.get("type") not in ("place", "set_fantasyland"):
+            raise InvalidInputError(
+                "a timeout resolves to a place or a set_fantasyland", field="resolved.type"
+            )
+        try:
+            move = action_from_dict(resolved)
+        except OfcError as exc:
+            exc.field = _join("resolved", exc.field)
+            raise
+        assert isinstance(move, Place | SetFantasyland)
+        deadline = _opt_int(obj.get("deadline_ms"), "deadline_ms")
+        policy = obj.get("policy")
+        if policy is not None and (not isinstance(policy, str) or not policy):
+            raise InvalidInputError("policy must be a non-empty string or null", field="policy")
+        return Timeout(seat, move, policy, at_ms, deadline)
     if kind == "place":
         placements = []
         for k, raw in enumerate(_list(_key(obj, "placements", ""), "placements")):
@@ -583,49 +621,181 @@ def _settlement_by_seat(event: HandSettled) -> dict[str, Any]:
 
 
 # --- hand histories -------------------------------------------------------------------------
-def hand_history(initial: MatchState, actions: Iterable[Action]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class TurnClock:
+    """A table's turn clocks: each batch dealt to a seat playing street by street runs
+    ``turn_time_limit_ms`` from its deal; a Fantasyland seat has
+    ``fantasyland_time_limit_ms`` from the hand's start."""
+
+    turn_time_limit_ms: int
+    fantasyland_time_limit_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandContext:
+    """What a table knows of a hand that the engine does not (history format version 3).
+
+    ``next_commitment``: the commitment of the next hand's server seed published when this
+    hand started (``""``: none). ``clock``: the turn clocks (``None``: no clock).
+    ``seat_units``: per seat of the table, its money before the hand (``None``: unknown).
+    ``seat_changes``: the seats taken and left since the previous hand started (or since
+    the table was made, for its first hand), in order (``None``: not recorded).
+    """
+
+    next_commitment: str = ""
+    clock: TurnClock | None = None
+    seat_units: tuple[int, ...] | None = None
+    seat_changes: tuple[SitDown | StandUp, ...] | None = None
+
+
+def history_format_version(
+    initial: MatchState, actions: Iterable[Action], context: HandContext | None = None
+) -> int:
+    """The lowest hand-history format that holds this hand: 3 with a table's context or a
+    timeout (its policy and deadline are version 3's), else the initial state's (1 or 2).
+
+    >>> from ofc.engine import new_match
+    >>> history_format_version(new_match(seats=2), []), history_format_version(
+    ...     new_match(seats=2), [], HandContext())
+    (1, 3)
+    """
+    if context is not None or any(isinstance(a, Timeout) for a in actions):
+        return 3
+    return format_version(initial)
+
+
+def context_to_dict(context: HandContext) -> dict[str, Any]:
+    """The version-3 top-level keys of a history (what :func:`context_from_dict` reads)."""
+    clock = context.clock
+    return {
+        "next_commitment": context.next_commitment,
+        "clock": None
+        if clock is None
+        else {
+            "turn_time_limit_ms": clock.turn_time_limit_ms,
+            "fantasyland_time_limit_ms": clock.fantasyland_time_limit_ms,
+        },
+        "seat_units": None if context.seat_units is None else list(context.seat_units),
+        "seat_changes": None
+        if context.seat_changes is None
+        else [action_to_dict(a) for a in context.seat_changes],
+    }
+
+
+def context_from_dict(data: Mapping[str, Any]) -> HandContext:
+    """The :class:`HandContext` of a version-3 history (its top-level keys).
+
+    >>> from ofc.engine import SitDown
+    >>> context = HandContext("", TurnClock(1_000, 4_000), (0, 0), (SitDown(1, "bob", 7),))
+    >>> context_to_dict(context)["seat_changes"]
+    [{'type': 'sit_down', 'seat': 1, 'player_id': 'bob', 'at_ms': 7}]
+    >>> context_from_dict(context_to_dict(context)) == context
+    True
+    """
+    clock_raw = _key(data, "clock", "")
+    clock = None
+    if clock_raw is not None:
+        obj = _obj(clock_raw, "clock")
+        clock = TurnClock(
+            _int(_key(obj, "turn_time_limit_ms", "clock"), "clock.turn_time_limit_ms", minimum=1),
+            _int(
+                _key(obj, "fantasyland_time_limit_ms", "clock"),
+                "clock.fantasyland_time_limit_ms",
+                minimum=1,
+            ),
+        )
+    units_raw = _key(data, "seat_units", "")
+    units = None
+    if units_raw is not None:
+        units = tuple(
+            _int(u, f"seat_units[{i}]", minimum=None)
+            for i, u in enumerate(_list(units_raw, "seat_units"))
+        )
+    changes_raw = _key(data, "seat_changes", "")
+    changes: tuple[SitDown | StandUp, ...] | None = None
+    if changes_raw is not None:
+        read: list[SitDown | StandUp] = []
+        for i, raw in enumerate(_list(changes_raw, "seat_changes")):
+            path = f"seat_changes[{i}]"
+            try:
+                change = action_from_dict(raw)
+            except OfcError as exc:
+                exc.field = _join(path, exc.field)
+                raise
+            if not isinstance(change, SitDown | StandUp):
+                raise InvalidInputError(
+                    f"{path} must be a sit_down or a stand_up", field=f"{path}.type"
+                )
+            read.append(change)
+        changes = tuple(read)
+    commitment_raw = _str(_key(data, "next_commitment", ""), "next_commitment")
+    return HandContext(commitment_raw, clock, units, changes)
+
+
+def hand_history(
+    initial: MatchState,
+    actions: Iterable[Action],
+    context: HandContext | None = None,
+    *,
+    version: int | None = None,
+) -> dict[str, Any]:
     """Everything an auditor needs to re-derive and re-score one finished hand.
 
     ``initial`` is the match before the hand's :class:`~ofc.engine.StartHand` (its previous
     hand, irrelevant to the next, is left out); ``actions`` start with that StartHand and end
-    with the action that completed the last board. The history lists the seeds and the
-    commitment, the table as the hand began, every dealt batch (with its deck position), every
-    action in order (a timeout with the move it resolved to), the final boards and discards
-    and the settlement. ``state_from_dict(h["initial_state"])`` plus ``action_from_dict`` of
-    each action, replayed, gives the same hand.
+    with the action that completed the last board; ``context`` is what the table adds (see
+    :class:`HandContext`). The history lists the seeds and the commitment, the table as the
+    hand began, every dealt batch (with its deck position), every action in order (a timeout
+    with the move it made), the final boards and discards and the settlement, in the format
+    :func:`history_format_version` gives (``version`` forces one: what a verifier re-writes).
+    ``state_from_dict(h["initial_state"])`` plus ``action_from_dict`` of each action,
+    replayed, gives the same hand.
 
-    >>> from ofc.engine import SitDown, StartHand, Timeout, apply, new_match, replay, seats_to_act
+    >>> from ofc.engine import SitDown, StartHand, apply, new_match, replay, seats_to_act
+    >>> from ofc.policy import timeout
     >>> table, _ = replay(new_match(seats=2), [SitDown(0, "ann"), SitDown(1, "bob")])
     >>> actions: list[Action] = [StartHand(bytes(32), b"table-7")]
     >>> state, _ = apply(table, actions[0])
     >>> while waiting := seats_to_act(state):
-    ...     actions.append(Timeout(waiting[0], at_ms=len(actions)))
+    ...     actions.append(timeout(state, waiting[0], at_ms=len(actions)))
     ...     state, _ = apply(state, actions[-1])
     >>> history = hand_history(table, actions)
-    >>> history["client_seed"], len(history["deals"]), len(history["actions"])
-    ('7461626c652d37', 18, 19)
+    >>> history["format_version"], history["client_seed"], len(history["deals"])
+    (3, '7461626c652d37', 18)
+    >>> history["actions"][1]["policy"], history["clock"], len(history["actions"])
+    ('ofc-timeout-4', None, 19)
     >>> sum(p["points"] for p in history["settlement"]["players"])
     0
     """
     actions = list(actions)
     start = dataclasses.replace(initial, hand=None)
     final, events = replay(start, actions)
+    return history_from_replay(start, actions, final, events, context, version=version)
+
+
+def history_from_replay(
+    initial: MatchState,
+    actions: Sequence[Action],
+    final: MatchState,
+    events: Sequence[Event],
+    context: HandContext | None = None,
+    *,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """:func:`hand_history` when the caller has already replayed ``actions`` from
+    ``initial`` (``initial`` between hands) to ``final``, producing ``events``: a verifier
+    that replayed them one by one does not replay them again."""
+    start = initial
     hand = final.hand
     if hand is None or not hand.over or hand.number != start.hands_played + 1:
         raise InvalidInputError(
             "a history needs the actions of exactly one complete hand", field="actions"
         )
-    resolved = iter(e.action for e in events if isinstance(e, TimeoutApplied))
-    action_dicts = []
-    for action in actions:
-        entry = action_to_dict(action)
-        if isinstance(action, Timeout):
-            move = next(resolved)
-            entry["resolved"] = None if move is None else action_to_dict(move)
-        action_dicts.append(entry)
+    if version is None:
+        version = history_format_version(start, actions, context)
     settled = next(e for e in events if isinstance(e, HandSettled))
-    return {
-        "format_version": format_version(initial),
+    history: dict[str, Any] = {
+        "format_version": version,
         "algorithm": ALGORITHM,
         "ruleset": final.ruleset.name,
         "hand_number": hand.number,
@@ -644,7 +814,7 @@ def hand_history(initial: MatchState, actions: Iterable[Action]) -> dict[str, An
         ],
         "initial_state": state_to_dict(start),
         "deals": [event_to_dict(e) for e in events if isinstance(e, CardsDealt)],
-        "actions": action_dicts,
+        "actions": [_history_action(a, version) for a in actions],
         "boards": [
             {"seat": s.seat, **board_to_dict(s.board), "discards": card_codes(s.discards)}
             for s in hand.seats
@@ -653,3 +823,15 @@ def hand_history(initial: MatchState, actions: Iterable[Action]) -> dict[str, An
         "fantasyland_next": [{"seat": s, "cards": n} for s, n in settled.fantasyland_next],
         "button_next": final.button,
     }
+    if version >= 3:
+        history.update(context_to_dict(context or HandContext()))
+    return history
+
+
+def _history_action(action: Action, version: int) -> dict[str, Any]:
+    """An action as a history of ``version`` writes it: before version 3 a timeout had no
+    deadline or policy."""
+    entry = action_to_dict(action)
+    if isinstance(action, Timeout) and version < 3:
+        del entry["deadline_ms"], entry["policy"]
+    return entry

@@ -1,5 +1,24 @@
 """Deterministic default moves: what the table plays for a seat whose clock ran out.
 
+The table (the shell, ``ofc play``) asks a :class:`DefaultMovePolicy` for the move and hands
+it to the engine inside a :class:`~ofc.engine.Timeout`, with the policy's identity; the engine
+only checks and applies it, and a history records both (docs/hand-history.md, "Timeout
+policies"). :data:`POLICIES` are the versions this release ships: :data:`TIMEOUT_POLICY`,
+``ofc-timeout-4``, is the default. :func:`timeout` builds the Timeout in one call:
+
+>>> from ofc.engine import SitDown, StartHand, apply, new_match, replay, seats_to_act
+>>> state, _ = replay(new_match(seats=2), [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))])
+>>> action = timeout(state, seats_to_act(state)[0], at_ms=30_000, deadline_ms=30_000)
+>>> action.policy, action.seat, len(action.move.placements), action.move.at_ms
+('ofc-timeout-4', 1, 5, 30000)
+>>> state, events = apply(state, action)
+>>> type(events[0]).__name__
+'TimeoutApplied'
+
+A new behaviour is a new version: change :data:`TIMEOUT_POLICY`'s ``version`` with it, so
+that ``ofc verify --check-policy`` never re-checks a history against moves its policy never
+made.
+
 :func:`choose_placement` places a dealt batch (and picks the discard) by playing the rest
 of the hand out many times. A *future* is one way the later streets could come to the
 seat: the cards it has not seen, in a pseudo-random order that is a pure function of what
@@ -42,14 +61,34 @@ that choice is exact.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations, combinations_with_replacement, permutations, product
+from typing import Protocol
 
 from ofc.cards import ALL_CARDS, Card, Rank
-from ofc.errors import InvalidInputError, WrongCardCountError
+from ofc.engine import (
+    Action,
+    CardsDealt,
+    MatchState,
+    Place,
+    SetFantasyland,
+    StartHand,
+    Timeout,
+    apply,
+    seats_to_act,
+    view,
+)
+from ofc.engine_json import TurnClock
+from ofc.errors import (
+    HandNotInProgressError,
+    InvalidInputError,
+    NotYourTurnError,
+    WrongCardCountError,
+)
 from ofc.evaluator import rank3, rank5
 from ofc.rulesets import BOARD_SIZE, DEFAULT_RULESET, Row, Ruleset
 from ofc.scoring import Board, row_royalty
@@ -57,17 +96,26 @@ from ofc.solver import solve_fantasyland
 
 __all__ = [
     "CATEGORY_WEIGHT",
+    "DEFAULT_POLICY",
     "FANTASYLAND_BONUS",
     "FOUL_COST",
     "FOUL_GUARD",
     "MAX_SAMPLES",
     "MIN_SAMPLES",
+    "POLICIES",
     "ROLLOUT_FILLS",
     "SCREEN",
+    "TIMEOUT_POLICY",
     "TOP_START_MAX",
     "WORK",
+    "DefaultMovePolicy",
+    "TimeoutPolicy",
     "choose_fantasyland",
     "choose_placement",
+    "identity",
+    "play_by_timeouts",
+    "policy_named",
+    "timeout",
 ]
 
 FOUL_COST = 8.0
@@ -238,6 +286,168 @@ def choose_fantasyland(
         cards, ruleset, in_fantasyland=True, fantasyland_streak=fantasyland_streak
     )
     return solution.top, solution.middle, solution.bottom, solution.discards
+
+
+# --- the policy as a strategy the table passes in -------------------------------------------
+class DefaultMovePolicy(Protocol):
+    """A default-move policy: ``choose`` is deterministic and reads only what ``seat`` may
+    see of ``state`` (its own board, batch and discards, the others' face-up cards).
+    ``name`` and ``version`` identify it (:func:`identity`) in the histories it plays in."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> int: ...
+
+    def choose(self, state: MatchState, seat: int) -> Place | SetFantasyland:
+        """The move for ``seat`` (at time 0: :func:`timeout` sets the time)."""
+        ...
+
+
+def identity(policy: DefaultMovePolicy) -> str:
+    """``<name>-<version>``, as a history records it.
+
+    >>> identity(TIMEOUT_POLICY)
+    'ofc-timeout-4'
+    """
+    return f"{policy.name}-{policy.version}"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutPolicy:
+    """This module's policy: :func:`choose_placement` for a seat holding a batch,
+    :func:`choose_fantasyland` for a Fantasyland seat that has not set.
+
+    >>> from ofc.engine import SitDown, StartHand, new_match, replay
+    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
+    >>> state, _ = replay(new_match(seats=2), setup)
+    >>> TIMEOUT_POLICY.choose(state, 0)
+    Traceback (most recent call last):
+    ...
+    ofc.errors.NotYourTurnError: the table is not waiting for seat 0
+    """
+
+    name: str = "ofc-timeout"
+    version: int = 4
+
+    def choose(self, state: MatchState, seat: int) -> Place | SetFantasyland:
+        table = view(state, seat)  # what the seat may see, and nothing else
+        hand = table.hand
+        if hand is None or hand.over:
+            raise HandNotInProgressError("no hand is in progress", field="")
+        if seat not in seats_to_act(state):
+            raise NotYourTurnError(f"the table is not waiting for seat {seat}", field="seat")
+        ruleset = state.ruleset
+        own = next(s for s in hand.seats if s.seat == seat)
+        if own.fantasyland:
+            streak = table.seats[seat].fantasyland_streak + 1  # this hand counts
+            top, middle, bottom, discards = choose_fantasyland(
+                own.pending, ruleset, fantasyland_streak=streak
+            )
+            return SetFantasyland(seat, top, middle, bottom, discards)
+        # Dead cards the seat knows of: its own discards and every face-up card on the table.
+        dead = list(own.discards)
+        for other in hand.seats:
+            if other.seat != seat and not other.fantasyland:
+                dead.extend(other.board.cards)
+        placements, discards = choose_placement(
+            own.board, own.pending, ruleset.streets[hand.street].place, ruleset, dead=dead
+        )
+        return Place(seat, placements, discards[0] if discards else None)
+
+
+TIMEOUT_POLICY = TimeoutPolicy()
+"""``ofc-timeout-4``: the policy of :func:`choose_placement` and :func:`choose_fantasyland`
+as they are since commit 5e1dc45."""
+
+DEFAULT_POLICY: DefaultMovePolicy = TIMEOUT_POLICY
+"""What the tables and ``ofc play`` use."""
+
+POLICIES: Mapping[str, DefaultMovePolicy] = {identity(TIMEOUT_POLICY): TIMEOUT_POLICY}
+"""The policies this release ships, by identity (what ``ofc verify --check-policy`` can
+re-run)."""
+
+
+def policy_named(name: str | None) -> DefaultMovePolicy | None:
+    """The shipped policy of that identity, or ``None`` (an older or unknown one).
+
+    >>> policy_named("ofc-timeout-4") is TIMEOUT_POLICY, policy_named("ofc-timeout-2")
+    (True, None)
+    """
+    return None if name is None else POLICIES.get(name)
+
+
+def timeout(
+    state: MatchState,
+    seat: int,
+    *,
+    at_ms: int = 0,
+    deadline_ms: int | None = None,
+    policy: DefaultMovePolicy = DEFAULT_POLICY,
+) -> Timeout:
+    """The :class:`~ofc.engine.Timeout` for ``seat`` now: ``policy``'s move, timed ``at_ms``,
+    with the policy's identity and the deadline that ran out.
+
+    >>> from ofc.engine import SitDown, StartHand, new_match, replay
+    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32), at_ms=5)]
+    >>> state, _ = replay(new_match(seats=2), setup)
+    >>> action = timeout(state, 1, at_ms=1_005, deadline_ms=1_005)
+    >>> action.policy, action.deadline_ms, action.move == dataclasses.replace(
+    ...     TIMEOUT_POLICY.choose(state, 1), at_ms=1_005)
+    ('ofc-timeout-4', 1005, True)
+    """
+    move = dataclasses.replace(policy.choose(state, seat), at_ms=at_ms)
+    return Timeout(seat, move, identity(policy), at_ms, deadline_ms)
+
+
+def play_by_timeouts(
+    table: MatchState,
+    start: StartHand,
+    *,
+    clock: TurnClock | None = None,
+    policy: DefaultMovePolicy = DEFAULT_POLICY,
+) -> tuple[Action, ...]:
+    """A whole hand in which every seat lets its clock run out: ``start``, then each
+    :func:`timeout` in the order a table makes them. Without ``clock`` the timeouts are
+    timed 1, 2, 3, ... (what ``ofc play`` prints); with it, each comes exactly at its
+    deadline (a batch's turn from its deal, a Fantasyland seat's from the start), the
+    earliest first, and records it.
+
+    >>> from ofc.engine import SitDown, new_match, replay
+    >>> table, _ = replay(new_match(seats=2), [SitDown(0, "a"), SitDown(1, "b")])
+    >>> start = StartHand(bytes(32), at_ms=500)
+    >>> actions = play_by_timeouts(table, start, clock=TurnClock(1_000, 4_000))
+    >>> [(a.seat, a.at_ms, a.deadline_ms) for a in actions[1:4]]
+    [(1, 1500, 1500), (0, 2500, 2500), (1, 3500, 3500)]
+    """
+    actions: list[Action] = [start]
+    state, events = apply(table, start)
+    dealt_at: dict[int, int] = {}
+    now = start.at_ms
+    while waiting := seats_to_act(state):
+        dealt_at.update(
+            (e.seat, now) for e in events if isinstance(e, CardsDealt) and e.street is not None
+        )
+        if clock is None:
+            seat, at_ms, deadline = waiting[0], len(actions), None
+        else:
+            hand = state.hand
+            assert hand is not None
+            deadlines = {
+                s: start.at_ms + clock.fantasyland_time_limit_ms
+                if hand.seat(s).in_fantasyland
+                else dealt_at[s] + clock.turn_time_limit_ms
+                for s in waiting
+            }
+            seat = min(waiting, key=deadlines.__getitem__)
+            deadline = deadlines[seat]
+            at_ms = max(now, deadline)
+        action = timeout(state, seat, at_ms=at_ms, deadline_ms=deadline, policy=policy)
+        state, events = apply(state, action)
+        actions.append(action)
+        now = at_ms
+    return tuple(actions)
 
 
 # --- candidates -----------------------------------------------------------------------------

@@ -20,13 +20,15 @@ import secrets
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ofc import engine
 from ofc.engine import Action, Event, MatchState
 from ofc.engine_json import (
+    HandContext,
+    TurnClock,
     action_from_dict,
     action_to_dict,
     hand_history,
@@ -34,6 +36,8 @@ from ofc.engine_json import (
     state_to_dict,
 )
 from ofc.errors import IllegalActionError, InvalidInputError, UnknownSeatError
+from ofc.policy import DEFAULT_POLICY, TIMEOUT_POLICY, DefaultMovePolicy, identity, timeout
+from ofc.rulesets import ROWS
 from ofc.shuffle import combine_client_seeds, commitment
 
 from ofc_service.auth import (
@@ -69,8 +73,10 @@ class ClientSeedPolicyError(IllegalActionError):
     reason = "CLIENT_SEED_POLICY"
 
 
-RECORD_FORMAT = 3  # 2 added seat_units, 3 the client seed policy and the next hand's seed
-RECORD_FORMATS = (1, 2, RECORD_FORMAT)  # older records load (no money yet, no seed drawn)
+# 2 added seat_units, 3 the client seed policy and the next hand's seed, 4 a timeout's move
+# (and policy and deadline) in hand_actions and the seat changes between hands.
+RECORD_FORMAT = 4
+RECORD_FORMATS = (1, 2, 3, RECORD_FORMAT)  # older records load (see TableRecord.from_bytes)
 POLICY_TABLE = "table"  # every hand's client seed is the table's
 POLICY_PLAYERS = "players"  # the table's seed, then each seat's own, length-prefixed
 CLIENT_SEED_POLICIES = (POLICY_TABLE, POLICY_PLAYERS)
@@ -149,6 +155,14 @@ class TableRecord:
     # The next hand's server seed, drawn (and its commitment published) one hand ahead, so
     # no client seed can be chosen before it. Empty in records written before format 3.
     next_server_seed: bytes = b""
+    # Seats taken and left since the current hand started (for the next hand's history),
+    # and those before the current hand (for its own). None: not known (a record written
+    # before format 4 did not collect them).
+    seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
+    hand_seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
+    # Whether the current hand's deadlines follow this server's clock rule (with_deadlines),
+    # so that its timeouts can record them: false for a hand begun before format 4.
+    hand_deadlines: bool = True
 
     @property
     def token_hashes(self) -> dict[int, str]:
@@ -193,6 +207,9 @@ class TableRecord:
             "client_seed_policy": self.client_seed_policy,
             "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
             "next_server_seed": self.next_server_seed.hex(),
+            "seat_changes": _changes_to_list(self.seat_changes),
+            "hand_seat_changes": _changes_to_list(self.hand_seat_changes),
+            "hand_deadlines": self.hand_deadlines,
         }
         # The hand's start and its actions do not change while the hand goes on: their JSON
         # is made once (per replica) and spliced in, in the order of the holes above.
@@ -205,6 +222,10 @@ class TableRecord:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TableRecord:
+        """Read a record of any format this server knows. Before format 4, a timeout in
+        ``hand_actions`` was stored without its move (the engine chose it): the move is
+        recovered from the stored hand (:func:`_recover_timeouts`), and the seat changes
+        since the last hand are not known."""
         data = json.loads(raw)
         found = data.get("format")
         if isinstance(found, int) and found > RECORD_FORMAT:
@@ -214,16 +235,29 @@ class TableRecord:
             )
         if found not in RECORD_FORMATS:
             raise ValueError(f"unknown table record format {found!r}")
+        match = state_from_dict(data["match"])
+        hand_start = None if data["hand_start"] is None else state_from_dict(data["hand_start"])
+        if found < 4:
+            actions = _recover_timeouts(hand_start, data["hand_actions"], match)
+            changes: tuple[SeatChanges, SeatChanges] = (None, None)
+            hand_deadlines = match.hand is None or match.hand.over
+        else:
+            actions = tuple(action_from_dict(a) for a in data["hand_actions"])
+            changes = (
+                _changes_from_list(data["seat_changes"]),
+                _changes_from_list(data["hand_seat_changes"]),
+            )
+            hand_deadlines = bool(data["hand_deadlines"])
         return cls(
             table_id=data["table_id"],
-            match=state_from_dict(data["match"]),
+            match=match,
             turn_time_limit_ms=data["turn_time_limit_ms"],
             fantasyland_time_limit_ms=data["fantasyland_time_limit_ms"],
             client_seed=bytes.fromhex(data["client_seed"]),
             created_at_ms=data["created_at_ms"],
             seat_tokens=tuple((int(s), str(h)) for s, h in data["seat_tokens"]),
-            hand_start=None if data["hand_start"] is None else state_from_dict(data["hand_start"]),
-            hand_actions=tuple(action_from_dict(a) for a in data["hand_actions"]),
+            hand_start=hand_start,
+            hand_actions=actions,
             seat_deadlines=tuple((int(s), int(ms)) for s, ms in data["seat_deadlines"]),
             seat_units=tuple(int(u) for u in data.get("seat_units", ())),
             client_seed_policy=data.get("client_seed_policy", POLICY_TABLE),
@@ -231,7 +265,77 @@ class TableRecord:
                 (int(s), bytes.fromhex(seed)) for s, seed in data.get("seat_client_seeds", ())
             ),
             next_server_seed=bytes.fromhex(data.get("next_server_seed", "")),
+            seat_changes=changes[0],
+            hand_seat_changes=changes[1],
+            hand_deadlines=hand_deadlines,
         )
+
+
+SeatChanges = tuple[engine.SitDown | engine.StandUp, ...] | None
+
+
+def _changes_to_list(changes: SeatChanges) -> list[Any] | None:
+    return None if changes is None else [action_to_dict(a) for a in changes]
+
+
+def _changes_from_list(raw: list[Any] | None) -> SeatChanges:
+    if raw is None:
+        return None
+    changes = tuple(action_from_dict(a) for a in raw)
+    assert all(isinstance(a, engine.SitDown | engine.StandUp) for a in changes)
+    return changes  # type: ignore[return-value]
+
+
+def _recover_timeouts(
+    hand_start: MatchState | None, raw_actions: list[Any], match: MatchState
+) -> tuple[Action, ...]:
+    """The actions of a record written before format 4, each timeout with the move it made.
+
+    Those servers let the engine choose a timeout's move and stored only ``{type, seat,
+    at_ms}``. The move is read back from the stored hand, where it is: the seat's batch
+    (the deck's cards at that point of the replay), each card in the row of the final board
+    that holds it or among the discards, in batch order as the policy placed them (a
+    Fantasyland seat's set as the board shows it). The replay of the recovered actions must
+    give the stored hand exactly. The move names ``ofc-timeout-4`` (the policy of the
+    servers that wrote format 3) when that policy makes the same move, else no policy (an
+    older server's).
+    """
+    if hand_start is None or match.hand is None:
+        return tuple(action_from_dict(a) for a in raw_actions)
+    final = match.hand
+    state = hand_start
+    actions: list[Action] = []
+    for raw in raw_actions:
+        if raw.get("type") == "timeout" and "resolved" not in raw:
+            seat, at_ms = int(raw["seat"]), int(raw["at_ms"])
+            move = _move_from_final(state, seat, final, at_ms)
+            chosen = dataclasses.replace(TIMEOUT_POLICY.choose(state, seat), at_ms=at_ms)
+            policy = identity(TIMEOUT_POLICY) if chosen == move else None
+            action: Action = engine.Timeout(seat, move, policy, at_ms)
+        else:
+            action = action_from_dict(raw)
+        state, _ = engine.apply(state, action)
+        actions.append(action)
+    if state.hand != final:
+        raise ValueError("the stored hand is not the replay of its actions")
+    return tuple(actions)
+
+
+def _move_from_final(
+    state: MatchState, seat: int, final: engine.HandState, at_ms: int
+) -> engine.Place | engine.SetFantasyland:
+    hand = state.hand
+    assert hand is not None
+    batch = hand.seat(seat).pending
+    board = final.seat(seat).board
+    if hand.seat(seat).in_fantasyland:
+        return engine.SetFantasyland(
+            seat, board.top, board.middle, board.bottom, final.seat(seat).discards, at_ms
+        )
+    rows = {card: row for row in ROWS for card in board.row(row)}
+    placements = tuple((card, rows[card]) for card in batch if card in rows)
+    discards = [card for card in batch if card not in rows]
+    return engine.Place(seat, placements, discards[0] if discards else None, at_ms)
 
 
 @dataclass(slots=True)
@@ -338,6 +442,7 @@ class TableManager:
         relay: SettlementRelay | None = None,
         event_log_hands: int = DEFAULT_EVENT_LOG_HANDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        policy: DefaultMovePolicy = DEFAULT_POLICY,
     ) -> None:
         self.store = store
         self.auth = authenticator
@@ -347,6 +452,7 @@ class TableManager:
         self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
         self.event_log_hands = event_log_hands  # 0: no per-hand trim (the store's cap only)
         self.request_ttl_seconds = request_ttl_seconds  # the retry window of request ids
+        self.policy = policy  # chooses the move of a seat whose clock ran out
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
     async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
@@ -464,7 +570,7 @@ class TableManager:
         request_digest: str,
     ) -> bytes:
         # One clock reading per move: the action's time, the new deadlines and the history's.
-        done = dataclasses.replace(done, record=with_deadlines(done.record, now))
+        done = dataclasses.replace(done, record=with_deadlines(done.record, now, done.events))
         version = expected_version + 1
         blobs = [self.encode_event(e, version, done.record) for e in done.events]
         extra = _history_extra(done, now)
@@ -559,14 +665,23 @@ class TableManager:
         match, events = engine.apply(record.match, action)
         if isinstance(action, engine.StartHand):
             record = dataclasses.replace(
-                record, match=match, hand_start=record.match, hand_actions=(action,)
+                record,
+                match=match,
+                hand_start=record.match,
+                hand_actions=(action,),
+                hand_seat_changes=record.seat_changes,  # written into this hand's history
+                seat_changes=(),
+                hand_deadlines=True,
             )
         elif isinstance(action, engine.Place | engine.SetFantasyland | engine.Timeout):
             record = dataclasses.replace(
                 record, match=match, hand_actions=(*record.hand_actions, action)
             )
-        else:
-            record = dataclasses.replace(record, match=match)
+        else:  # a seat taken or left: the next hand's history explains the changed seat
+            changes = record.seat_changes
+            record = dataclasses.replace(
+                record, match=match, seat_changes=None if changes is None else (*changes, action)
+            )
         units = money_totals(record.seat_units, len(match.seats), events)
         return dataclasses.replace(record, seat_units=units), events
 
@@ -643,7 +758,11 @@ class TableManager:
         number = 0 if hand is None else hand.number
 
         def change(current: TableRecord, at: int) -> Change:
-            new, events = self.apply_action(current, engine.Timeout(seat, at), at)
+            deadline = dict(current.seat_deadlines).get(seat) if current.hand_deadlines else None
+            action = timeout(
+                current.match, seat, at_ms=at, deadline_ms=deadline, policy=self.policy
+            )
+            new, events = self.apply_action(current, action, at)
             return Change(new, events, None, move="timeout")
 
         try:
@@ -662,20 +781,27 @@ class TableManager:
 _MOVE_KINDS: dict[type, str] = {engine.Place: "place", engine.SetFantasyland: "set_fantasyland"}
 
 
-def with_deadlines(record: TableRecord, now: int) -> TableRecord:
-    """Each seat the table waits for keeps its running clock or starts a new one."""
+def with_deadlines(record: TableRecord, now: int, events: Iterable[TableEvent] = ()) -> TableRecord:
+    """The deadline of every seat the table waits for, after a change made at ``now`` that
+    produced ``events``: a seat playing street by street gets a full turn for each batch,
+    from the change that dealt it; a Fantasyland seat has one clock for the hand, from its
+    start. Other seats' clocks keep running. (docs/hand-history.md, "Turn clocks": the
+    verifier checks every timeout's deadline by this rule.)"""
     waiting = engine.seats_to_act(record.match)
-    if not waiting:
+    hand = record.match.hand
+    if not waiting or hand is None:
         return dataclasses.replace(record, seat_deadlines=())
     running = dict(record.seat_deadlines)
-    hand = record.match.hand
-    fantasyland = {s.seat for s in hand.seats if s.in_fantasyland} if hand is not None else set()
+    dealt = {e.seat for e in events if isinstance(e, engine.CardsDealt) and e.street is not None}
     deadlines = []
     for seat in waiting:
-        limit = (
-            record.fantasyland_time_limit_ms if seat in fantasyland else record.turn_time_limit_ms
-        )
-        deadlines.append((seat, running.get(seat, now + limit)))
+        if hand.seat(seat).in_fantasyland:
+            deadline = hand.started_at_ms + record.fantasyland_time_limit_ms
+        elif seat in dealt or seat not in running:
+            deadline = now + record.turn_time_limit_ms
+        else:
+            deadline = running[seat]
+        deadlines.append((seat, deadline))
     return dataclasses.replace(record, seat_deadlines=tuple(deadlines))
 
 
@@ -684,11 +810,26 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
     if not any(isinstance(e, engine.HandSettled) for e in done.events):
         return {}
     record = done.record
-    assert record.hand_start is not None and record.match.hand is not None
-    history = hand_history(record.hand_start, record.hand_actions)
+    hand = record.match.hand
+    assert record.hand_start is not None and hand is not None
+    settled = next(e for e in done.events if isinstance(e, engine.HandSettled))
+    won = dict(zip(settled.seats, (p.units for p in settled.settlement.players), strict=True))
+    # Money before the hand: every seat that played it, less what it won; a seat empty when
+    # the hand started had none (a seat's money restarts at 0 when it is taken).
+    before = tuple(
+        record.units_of(seat) - won[seat] if seat in won else 0
+        for seat in range(len(record.match.seats))
+    )
+    context = HandContext(
+        next_commitment=record.next_commitment,
+        clock=TurnClock(record.turn_time_limit_ms, record.fantasyland_time_limit_ms),
+        seat_units=before,
+        seat_changes=record.hand_seat_changes,
+    )
+    history = hand_history(record.hand_start, record.hand_actions, context)
     history["table_id"] = record.table_id
     history["settled_at_ms"] = now
-    number = record.match.hand.number
+    number = hand.number
     return {f"{HAND_PREFIX}:{number}": pack_history(history)}
 
 

@@ -40,8 +40,9 @@ from google.protobuf import descriptor
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from ofc.engine import SitDown, StartHand, Timeout, apply, new_match, seats_to_act
+from ofc.engine import SitDown, StartHand, apply, new_match, seats_to_act
 from ofc.engine_json import hand_history
+from ofc.policy import timeout
 from ofc.shuffle import commitment
 from ofc_service.api.errors import STATUS_CODES
 from ofc_service.server.background import BackgroundServer
@@ -67,7 +68,8 @@ STREAM_TIMEOUT_S = 0.02  # a well-formed Watch or Subscribe waits for news: not 
 # RPCs whose valid requests cost milliseconds (a replayed history, the exact solver, a stream
 # that waits): their single mutations, and combinations up to this many requests in all.
 COSTLY = {
-    "ofcpoker.v1.RulesService/VerifyHandHistory": 12,  # a valid history takes ~1 s to verify
+    "ofcpoker.v1.RulesService/VerifyHandHistory": 100,  # a replayed history: ~10 ms
+    "ofcpoker.v1.RulesService/VerifyMatch": 100,
     "ofcpoker.v1.RulesService/SolveFantasyland": 250,
     "ofcpoker.v1.SettlementFeedService/Subscribe": 150,
     "ofcpoker.v1.TableService/Watch": 300,
@@ -149,7 +151,7 @@ def _history_json() -> str:
     initial = state
     state, _ = apply(state, actions[0])
     while waiting := seats_to_act(state):
-        action = Timeout(waiting[0], at_ms=len(actions))
+        action = timeout(state, waiting[0], at_ms=len(actions))
         state, _ = apply(state, action)
         actions.append(action)
     return json.dumps(hand_history(initial, actions))
@@ -218,6 +220,11 @@ BASES: dict[str, Base] = {
     ),
     "ofcpoker.v1.RulesService/VerifyHandHistory": lambda w: rules_pb.VerifyHandHistoryRequest(
         history_json=w.history_json, expected_ruleset=ruleset_pb2.RulesetSpec(preset="classic")
+    ),
+    "ofcpoker.v1.RulesService/VerifyMatch": lambda w: rules_pb.VerifyMatchRequest(
+        history_jsons=[w.history_json],
+        expected_ruleset=ruleset_pb2.RulesetSpec(preset="classic"),
+        check_policy=True,
     ),
     "ofcpoker.v1.TableService/CreateTable": lambda w: tables_pb.CreateTableRequest(
         ruleset=ruleset_pb2.RulesetSpec(preset="classic"),

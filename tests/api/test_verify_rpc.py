@@ -7,9 +7,11 @@ a whole match, exported with TableService.ListHands + GetHandHistory, verify.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -20,13 +22,16 @@ from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
 from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1 import ruleset_pb2
+from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
 from ofcpoker.v1 import table_service_pb2 as tables_pb
 from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
 from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
 
 from tests.api.conftest import MAX_MESSAGE_BYTES
+from tests.api.test_create_table import KEYS, Context, Service
 from tests.api.wire import wire_error
 from tests.e2e.test_tables import Table, start_server
+from tests.ofc.test_golden import match_inputs
 from tests.ofc.test_verify import BASES, TAMPERING, Mutation
 
 
@@ -181,3 +186,98 @@ def test_every_hand_of_an_exported_match_verifies(stub: RulesServiceStub) -> Non
     tampered["settlement"]["pairs"][0]["points"] += 1
     response = verify(stub, tampered)
     assert (response.ok, response.discrepancy.location) == (False, "settlement.pairs[0].points")
+
+
+# --- whole matches, check_policy, newer versions ---------------------------------------------
+GOLDEN = Path(__file__).parents[1] / "golden"
+
+
+def feed_protos(feed: list[tuple[str, Any]]) -> list[feed_pb.SettlementRecord]:
+    return [
+        feed_pb.SettlementRecord(
+            **{k: v for k, v in r.items() if k not in ("format", "seats", "pairs", "loss_cap")},
+            loss_cap=r["loss_cap"] or 0,
+            seats=[feed_pb.SeatSettlement(**s) for s in r["seats"]],
+            pairs=[feed_pb.PairSettlement(**p) for p in r["pairs"]],
+        )
+        for _, r in feed
+    ]
+
+
+def test_verify_match_checks_a_golden_match_with_its_feed(stub: RulesServiceStub) -> None:
+    hands, feed = match_inputs(GOLDEN / "971f768" / "match")
+    texts = [json.dumps(h) for _, h in hands]
+    request = pb.VerifyMatchRequest(
+        history_jsons=texts, settlements=feed_protos(feed), check_settlements=True
+    )
+    response = stub.VerifyMatch(request)
+    assert (response.ok, response.hands_verified, list(response.discrepancies)) == (True, 4, [])
+    doctored = feed_protos(feed)
+    doctored[3].seats[0].total_units += 1
+    response = stub.VerifyMatch(
+        pb.VerifyMatchRequest(history_jsons=texts[:1] + texts[2:], settlements=doctored,
+                              check_settlements=True)
+    )  # fmt: skip
+    assert not response.ok and response.hands_verified == 3
+    assert [(d.code, d.source, d.hand_number, d.location) for d in response.discrepancies] == [
+        ("HAND_MISSING", "history_jsons[1]", 3, "hand_number"),
+        ("RUNNING_TOTAL_MISMATCH", "settlements[3]", 4, "seats[0].total_units"),
+        ("FEED_RECORD_EXTRA", "settlements[1]", 2, "hand_number"),
+    ]
+    # without check_settlements the records are not looked at; none at all is a finding
+    assert stub.VerifyMatch(pb.VerifyMatchRequest(history_jsons=texts, settlements=doctored)).ok
+    missing = stub.VerifyMatch(pb.VerifyMatchRequest(history_jsons=texts, check_settlements=True))
+    assert [d.code for d in missing.discrepancies] == ["FEED_RECORD_MISSING"] * 4
+
+
+def test_verify_match_refuses_what_it_cannot_take(stub: RulesServiceStub) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.VerifyMatch(pb.VerifyMatchRequest())
+    error = wire_error(caught.value)
+    assert (error.code, error.reason, error.info_field) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_INPUT",
+        "history_jsons",
+    )
+    bad = stub.VerifyMatch(
+        pb.VerifyMatchRequest(history_jsons=["{", json.dumps(BASES["timeouts"])])
+    )
+    assert [(d.code, d.source) for d in bad.discrepancies] == [
+        ("MALFORMED_HISTORY", "history_jsons[0]")
+    ]
+
+
+def test_check_policy_and_newer_versions(stub: RulesServiceStub) -> None:
+    old = (GOLDEN / "f66bf42" / "play-classic-3.json").read_text()
+    response = verify(stub, old, check_policy=True)
+    assert response.ok and any("not checkable with this release" in n for n in response.notes)
+    checked = verify(stub, BASES["timeouts"], check_policy=True)  # ofc-timeout-4, re-run
+    assert checked.ok and not checked.notes
+    newer = verify(stub, {**BASES["timeouts"], "format_version": 4})
+    assert (newer.ok, newer.discrepancy.code, newer.discrepancy.location) == (
+        False,
+        "NEWER_FORMAT_VERSION",
+        "format_version",
+    )
+
+
+def test_get_hand_history_replays_the_recorded_moves_of_an_old_history() -> None:
+    """A history stored by an earlier release: its settlement is the recorded one (the moves
+    it made replayed), not what today's policy would have played (issue: recorded [6, -6],
+    recomputed [-1, 1])."""
+    service = Service()
+    table_id = service.create(tables_pb.CreateTableRequest(seats=3, request_id="old")).table_id
+    old = (GOLDEN / "f66bf42" / "play-classic-3.json").read_text()
+    history = json.loads(old)
+    assert any(a["type"] == "timeout" for a in history["actions"])
+    service.store._tables[table_id].extra["hand:1"] = old.encode()
+    context: Any = Context(KEYS[0])
+
+    async def get() -> tables_pb.GetHandHistoryResponse:
+        request = tables_pb.GetHandHistoryRequest(table_id=table_id, hand_number=1)
+        return await service.servicer.GetHandHistory(request, context)
+
+    got = asyncio.run(get())
+    assert json.loads(got.history_json) == history
+    recorded = [(p["points"], p["units"]) for p in history["settlement"]["players"]]
+    assert [(p.points, p.units) for p in got.settlement.players] == recorded

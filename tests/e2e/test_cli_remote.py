@@ -94,3 +94,32 @@ def test_unreachable_server_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(["deal", "--server", f"127.0.0.1:{free_port()}", *DEAL], capsys)
     assert (status, out) == (1, "")
     assert err.startswith("error: UNAVAILABLE")
+
+
+def test_export_match_writes_every_hand_and_they_verify_as_one_chain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import grpc
+    from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
+
+    from tests.e2e.test_tables import Table, start_server
+
+    with start_server() as host, grpc.insecure_channel(host.address) as channel:
+        table = Table(TableServiceStub(channel), "export")
+        for _ in range(3):
+            table.play_hand()
+        out = tmp_path / "match"
+        status, printed, err = run(
+            ["export-match", "--server", host.address, table.id, str(out)], capsys
+        )
+        assert (status, err) == (0, "")
+        assert printed == f"3 hands of table {table.id} written to {out}\n"
+        status, _, err = run(
+            ["export-match", "--server", host.address, "no-such-table", str(out)], capsys
+        )
+        assert status == 2 and err.startswith("error: ") and "TABLE_NOT_FOUND" in err, err
+    files = sorted(out.glob("*.json"))
+    assert [f.name for f in files] == ["hand-00001.json", "hand-00002.json", "hand-00003.json"]
+    status, printed, _ = run(["verify", "--match", *map(str, files)], capsys)
+    assert status == 0
+    assert printed.endswith("3 verified, 0 failed; the match of 3 hands: 0 chain discrepancies\n")

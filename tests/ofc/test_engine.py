@@ -43,7 +43,6 @@ from ofc.engine import (
     new_match,
     replay,
     seats_to_act,
-    timeout_action,
     verify,
     view,
     visible_to,
@@ -75,6 +74,7 @@ from ofc.errors import (
     WrongPlayerCountError,
     WrongRowSizeError,
 )
+from ofc.policy import TIMEOUT_POLICY, timeout
 from ofc.rulesets import ROWS, Row, Ruleset, Street, get_ruleset
 from ofc.scoring import Board
 from ofc.shuffle import commitment, shuffle_deck
@@ -145,7 +145,7 @@ def play_to(
 def play_with_timeouts(state: MatchState) -> tuple[MatchState, list[Event]]:
     events: list[Event] = []
     while waiting := seats_to_act(state):
-        state, produced = apply(state, Timeout(waiting[0]))
+        state, produced = apply(state, timeout(state, waiting[0]))
         events += produced
     return state, events
 
@@ -521,7 +521,7 @@ REJECTIONS: list[tuple[str, object, Action, type[OfcError], str]] = [
      InvalidCardError, "placements[0].card"),
     ("set without Fantasyland", classic_start, SetFantasyland(1, (), (), ()), NotInFantasylandError,
      "seat"),
-    ("timeout out of turn", classic_start, Timeout(0), NotYourTurnError, "seat"),
+    ("timeout out of turn", classic_start, Timeout(0, Place(0, FIVE)), NotYourTurnError, "seat"),
     ("start during a hand", classic_start, StartHand(seed(9)), HandInProgressError, ""),
     ("stand up during a hand", classic_start, StandUp(1), HandInProgressError, "seat"),
     ("seat taken", classic_start, SitDown(0, "eve"), SeatTakenError, "seat"),
@@ -547,7 +547,35 @@ REJECTIONS: list[tuple[str, object, Action, type[OfcError], str]] = [
      SetFantasyland(2, cs("6d Qh 3h"), cs("Ts 5c 4d 9h 8s"), cs("2s Ks Qc Th 6d"), cs("6s")),
      DuplicateCardError, "bottom[4]"),
     ("place after the hand", finished, Place(1, FIVE), HandNotInProgressError, ""),
-    ("timeout after the hand", finished, Timeout(1), HandNotInProgressError, ""),
+    ("timeout after the hand", finished, Timeout(1, Place(1, FIVE)), HandNotInProgressError, ""),
+    # a timeout's move is checked like any move: its errors name the move's field
+    ("timeout's card not dealt", classic_start, Timeout(1, Place(1, (*FIVE[:4], (c("2c"), B)))),
+     CardNotDealtError, "move.placements[4].card"),
+    ("timeout's row full", classic_start,
+     Timeout(1, Place(1, tuple((card, T) for card, _ in FIVE))), RowFullError,
+     "move.placements[3].row"),
+    ("timeout without its discard", pineapple_street_2,
+     Timeout(1, Place(1, ((c("6h"), M), (c("Jd"), B)))), WrongCardCountError, "move.discard"),
+    ("timeout with a discard in classic", classic_start, Timeout(1, Place(1, FIVE, c("8s"))),
+     DiscardNotAllowedError, "move.discard"),
+    ("timeout's move for another seat", classic_start, Timeout(1, Place(2, FIVE)),
+     InvalidInputError, "move.seat"),
+    ("timeout's move at another time", classic_start, Timeout(1, Place(1, FIVE), at_ms=5),
+     InvalidInputError, "move.at_ms"),
+    ("timeout's set for a street seat", classic_start,
+     Timeout(1, SetFantasyland(1, (), (), ())), NotInFantasylandError, "move.seat"),
+    ("timeout's placement for a Fantasyland seat", fantasyland_start, Timeout(2, Place(2, ())),
+     InFantasylandError, "move.seat"),
+    ("timeout's Fantasyland set of cards not dealt", fantasyland_start,
+     Timeout(2, SetFantasyland(2, cs("6d Qh 3h"), cs("Ts 5c 4d 9h 8s"), cs("2s Ks Qc Th Ac"),
+                               cs("6s"))), CardNotDealtError, "move.bottom[4]"),
+    ("timeout's Fantasyland set without its discard", fantasyland_start,
+     Timeout(2, SetFantasyland(2, cs("6d Qh 3h"), cs("Ts 5c 4d 9h 8s"), cs("2s Ks Qc Th Ah"))),
+     WrongCardCountError, "move.discards"),
+    ("timeout's bad deadline", classic_start, Timeout(1, Place(1, FIVE), deadline_ms=-1),
+     InvalidInputError, "deadline_ms"),
+    ("timeout's empty policy name", classic_start, Timeout(1, Place(1, FIVE), ""),
+     InvalidInputError, "policy"),
     ("leave owing a Fantasyland", finished, StandUp(1), FantasylandOwedError, "seat"),
     ("stand up from an empty seat", lambda: new_match(seats=2), StandUp(0), UnknownSeatError,
      "seat"),
@@ -612,7 +640,7 @@ def test_a_player_can_sit_down_during_a_hand_and_plays_the_next() -> None:
     state, _ = apply(state, SitDown(2, "cat"))
     assert state.hand is not None and state.hand.order == (1, 0)
     with pytest.raises(UnknownSeatError):
-        apply(state, Timeout(2))
+        apply(state, Timeout(2, Place(2, ())))
     state, _ = apply(state, StandUp(2))  # not in the hand: free to go
     state, _ = apply(state, SitDown(2, "cat"))
     state, _ = play_with_timeouts(state)
@@ -636,20 +664,36 @@ def test_rulesets_the_engine_cannot_deal_are_refused() -> None:
 # --- timeouts -------------------------------------------------------------------------------
 def test_timeout_plays_the_policy_move_and_says_so_privately() -> None:
     state = pineapple_street_2()
-    move = timeout_action(state, 1, at_ms=7)
+    action = timeout(state, 1, at_ms=7)
+    move = action.move
     assert isinstance(move, Place) and move.discard is not None and len(move.placements) == 2
-    after, events = apply(state, Timeout(1, at_ms=7))
+    assert (action.policy, move.at_ms, move) == (
+        "ofc-timeout-4",
+        7,
+        dataclasses.replace(TIMEOUT_POLICY.choose(state, 1), at_ms=7),
+    )
+    after, events = apply(state, action)
     assert events[0] == TimeoutApplied(1, move)
     assert event_for_viewer(events[0], 2) == TimeoutApplied(1, None)
     assert (after, events[1:]) == apply(state, move)
     assert isinstance(events[1], CardsPlaced) and isinstance(events[2], DiscardMade)
 
 
+def test_a_timeout_applies_the_move_it_carries_not_the_policy_s() -> None:
+    """The rules do not depend on a bot: any legal move is a timeout's, as it is recorded."""
+    state = classic_start()
+    naive = Place(1, FIVE, at_ms=3)  # a legal placement the policy would not choose
+    assert naive != dataclasses.replace(TIMEOUT_POLICY.choose(state, 1), at_ms=3)
+    after, events = apply(state, Timeout(1, naive, "some-bot-1", 3, deadline_ms=3))
+    assert events[0] == TimeoutApplied(1, naive)
+    assert (after, events[1:]) == apply(state, naive)
+
+
 def test_timeout_of_a_fantasyland_seat_sets_a_legal_board() -> None:
     state = fantasyland_start()
-    move = timeout_action(state, 0)
-    assert isinstance(move, SetFantasyland) and len(move.discards) == 1
-    state, events = apply(state, Timeout(0))
+    action = timeout(state, 0)
+    assert isinstance(action.move, SetFantasyland) and len(action.move.discards) == 1
+    state, events = apply(state, action)
     assert types(events) == ["TimeoutApplied", "FantasylandSet"]
     state, rest = play_with_timeouts(state)
     assert not settled(rest).settlement.players[2].fouled  # seat 0 is third in turn order
@@ -736,7 +780,7 @@ def test_a_history_needs_one_complete_hand() -> None:
     actions: list[Action] = [StartHand(seed(1))]
     state, _ = apply(initial, actions[0])
     while waiting := seats_to_act(state):
-        actions.append(Timeout(waiting[0]))
+        actions.append(timeout(state, waiting[0]))
         state, _ = apply(state, actions[-1])
     history = hand_history(initial, actions)
     assert history["server_seed"] == seed(1).hex()

@@ -94,11 +94,18 @@ def tables(draw: st.DrawFn, ruleset: Ruleset) -> MatchState:
 
 
 def random_move(draw: Draw, state: MatchState, seat: int) -> Action:
-    """A uniformly random legal move for ``seat`` (or, sometimes, a timeout)."""
+    """A uniformly random legal move for ``seat`` (or, sometimes, a timeout carrying one:
+    the engine applies a timeout's move whoever chose it)."""
+    move = _random_legal_move(draw, state, seat)
+    if draw(st.integers(0, 9)) == 0:
+        at_ms = draw(st.integers(0, 10**6))
+        return Timeout(seat, dataclasses.replace(move, at_ms=at_ms), "random-1", at_ms)
+    return move
+
+
+def _random_legal_move(draw: Draw, state: MatchState, seat: int) -> Place | SetFantasyland:
     hand = state.hand
     assert hand is not None
-    if draw(st.integers(0, 9)) == 0:
-        return Timeout(seat, at_ms=draw(st.integers(0, 10**6)))
     hand_seat = hand.seat(seat)
     cards = draw(st.permutations(hand_seat.pending))
     if hand_seat.in_fantasyland:
@@ -265,8 +272,14 @@ def legal(state: MatchState, action: Action) -> bool:
     if not in_progress or hand is None or action.seat not in hand.order:
         return False
     hand_seat = hand.seat(action.seat)
-    if isinstance(action, Timeout):
-        return not hand_seat.done and (hand_seat.in_fantasyland or hand.turn == action.seat)
+    if isinstance(action, Timeout):  # a waited-for seat, and its move is legal (same seat, time)
+        move = action.move
+        return (
+            not hand_seat.done
+            and (hand_seat.in_fantasyland or hand.turn == action.seat)
+            and (move.seat, move.at_ms) == (action.seat, action.at_ms)
+            and legal(state, move)
+        )
     if isinstance(action, SetFantasyland):
         cards = [*action.top, *action.middle, *action.bottom, *action.discards]
         return (
@@ -302,8 +315,6 @@ def random_actions(draw: st.DrawFn, state: MatchState) -> Action:
         return StandUp(seat)
     if kind == "start":
         return StartHand(bytes(32))
-    if kind == "timeout":
-        return Timeout(seat)
     hand = state.hand
     pool: list[Card] = []
     if hand is not None and draw(st.booleans()):
@@ -312,14 +323,20 @@ def random_actions(draw: st.DrawFn, state: MatchState) -> Action:
     cards = draw(
         st.lists(st.one_of(st.sampled_from(pool), any_card) if pool else any_card, max_size=17)
     )
-    if kind == "set":
-        return SetFantasyland(
+    move: Place | SetFantasyland
+    if kind == "set" or (kind == "timeout" and draw(st.booleans())):
+        move = SetFantasyland(
             seat, tuple(cards[:3]), tuple(cards[3:8]), tuple(cards[8:13]), tuple(cards[13:])
         )
-    rows = draw(st.lists(st.sampled_from(ROW_CHOICES), min_size=len(cards), max_size=len(cards)))
-    split = draw(st.integers(0, len(cards)))
-    discard = cards[split] if split < len(cards) and draw(st.booleans()) else None
-    return Place(seat, tuple(zip(cards[:split], rows[:split], strict=True)), discard)
+    else:
+        rows = draw(
+            st.lists(st.sampled_from(ROW_CHOICES), min_size=len(cards), max_size=len(cards))
+        )
+        split = draw(st.integers(0, len(cards)))
+        discard = cards[split] if split < len(cards) and draw(st.booleans()) else None
+        move = Place(seat, tuple(zip(cards[:split], rows[:split], strict=True)), discard)
+    # a timeout carries any move; now and then one of another seat, checked all the same
+    return Timeout(seat, move) if kind == "timeout" else move
 
 
 @pytest.mark.parametrize("name", PRESET_NAMES)

@@ -67,7 +67,7 @@ def test_every_shape_the_engine_writes_validates(name: str) -> None:
 def test_a_history_with_agreed_pair_unit_values_validates() -> None:
     assert errors(STAKES) == []
     assert STAKES["format_version"] == STAKES["initial_state"]["format_version"] == 2
-    assert example_history()["format_version"] == 1  # without stakes: still version 1
+    assert BASES["explicit"]["format_version"] == 1  # no stakes, no timeout: still version 1
     for version_1 in (
         {**STAKES, "format_version": 1},
         {**STAKES, "initial_state": {**STAKES["initial_state"], "format_version": 1}},
@@ -86,9 +86,33 @@ def test_what_the_live_tables_store_validates() -> None:
     assert errors({**stored, "settled_at_ms": -1}) != []
 
 
+GOLDEN = Path(__file__).parents[1] / "golden"
+OLD_TIMEOUT = json.loads((GOLDEN / "f66bf42" / "play-classic-2.json").read_text())["actions"][1]
+
+
+def test_every_golden_history_validates() -> None:
+    for path in sorted(GOLDEN.rglob("hand-*.json")) + sorted(GOLDEN.glob("*/*.json")):
+        data = json.loads(path.read_text())
+        history = json.loads(data["historyJson"]) if "historyJson" in data else data
+        assert errors(history) == [], path
+
+
+def test_version_3_needs_its_keys_and_its_timeout_form() -> None:
+    history = example_history()
+    assert errors(history) == []
+    for key in ("next_commitment", "clock", "seat_units", "seat_changes"):
+        assert errors({k: v for k, v in history.items() if k != key}) != [], key
+    old_form = copy.deepcopy(history)
+    for action in old_form["actions"][1:]:
+        del action["deadline_ms"], action["policy"]
+    assert errors(old_form) != []  # a version-1 timeout in a version-3 history
+    assert errors({**old_form, "format_version": 1}) == []  # ... is version 1's
+
+
 def test_the_schema_requires_exactly_what_the_producers_write() -> None:
-    history = example_history(4)
-    assert SCHEMA["required"] == list(history) == list(SECTION_CODES)
+    history = example_history(4)  # version 3: a timeout of each seat
+    assert [*SCHEMA["required"], *SCHEMA["then"]["required"]] == list(history)
+    assert list(history) == list(SECTION_CODES)
     defs = SCHEMA["$defs"]
     settlement = defs["settlement"]["properties"]
     required_and_written = [
@@ -99,7 +123,10 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
         (settlement["players"]["items"], history["settlement"]["players"][0]),
         (settlement["pairs"]["items"], history["settlement"]["pairs"][0]),
         (defs["startHand"], history["actions"][0]),
-        (defs["timeout"], history["actions"][1]),
+        (defs["timeoutV3"], history["actions"][1]),
+        (defs["timeout"], OLD_TIMEOUT),
+        (defs["sitDown"], history["seat_changes"][0]),
+        (defs["standUp"], {"type": "stand_up", "seat": 0, "at_ms": 0}),
         (defs["place"], history["actions"][1]["resolved"]),
         (defs["setFantasyland"], BASES["fantasyland"]["actions"][-1]),
     ]

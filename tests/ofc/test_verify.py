@@ -24,14 +24,13 @@ from ofc.engine import (
     Action,
     SitDown,
     StartHand,
-    Timeout,
     apply,
     new_match,
     replay,
     seats_to_act,
-    timeout_action,
 )
 from ofc.engine_json import hand_history
+from ofc.policy import timeout
 from ofc.rulesets import PRESETS, Ruleset, get_ruleset, resolve_ruleset
 from ofc.shuffle import commitment, shuffle_deck
 from ofc.verify import SECTION_CODES, Code, Discrepancy, verify_history, verify_history_json
@@ -67,9 +66,8 @@ def play_history(
     state, _ = apply(table, actions[0])
     while waiting := seats_to_act(state):
         at_ms = 1_000 + len(actions)
-        move: Action = Timeout(waiting[0], at_ms)
-        if explicit:
-            move = timeout_action(state, waiting[0], at_ms=at_ms)
+        timed_out = timeout(state, waiting[0], at_ms=at_ms)
+        move: Action = timed_out.move if explicit else timed_out
         state, _ = apply(state, move)
         actions.append(move)
     return hand_history(table, actions)
@@ -112,7 +110,7 @@ def test_untampered_histories_verify(name: str) -> None:
     assert verify_history_json(json.dumps(history, indent=2).encode()) is None
 
 
-STAKES = play_history(pair_units={(0, 1): 20, (0, 2): 15})  # issue 6: a table's agreed stakes
+STAKES = play_history(pair_units={(0, 1): 20, (0, 2): 15}, explicit=True)  # version 2
 
 
 def test_a_history_carries_the_agreed_pair_unit_values_and_verifies() -> None:
@@ -295,7 +293,7 @@ TAMPERING: list[tuple[str, str, Mutation, Code, str]] = [
     ("an action's row", "explicit", _last_place_to_another_row,
      Code.ILLEGAL_ACTION, "actions[27].placements[0][1]"),
     ("a timeout's recorded move", "timeouts", _other_card_in_last_timeout,
-     Code.TIMEOUT_MISMATCH, "actions[27].resolved.placements[0][0]"),
+     Code.ILLEGAL_ACTION, "actions[27].resolved.placements[0][0]"),
     ("a Fantasyland set's card", "fantasyland",
      _set(["actions", -1, "top", 0], lambda c: _never_dealt(FANTASYLAND)),
      Code.ILLEGAL_ACTION, "actions[11].top[0]"),
@@ -611,6 +609,7 @@ def test_cli_several_files_and_stdin(
         f"{good}: OK",
         f"{bad}: COMMITMENT_MISMATCH at commitment: SHA-256 of server_seed is "
         f"{TIMEOUTS['commitment']}, not {'00' * 32}",
+        "1 verified, 1 failed",
     ]
 
     class Stdin:
@@ -630,3 +629,155 @@ def test_cli_expected_ruleset(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert (status, out) == (2, "") and err.startswith("error: UNKNOWN_RULESET")
     status, out, err = _run(capsys, path, "--expect-ruleset", "{nope")
     assert (status, out) == (2, "") and err.startswith("error: INVALID_RULESET")
+
+
+# --- timeouts: recorded moves, deadlines, policies ------------------------------------------
+def naive_history(policy: str | None, *, clock: bool = False) -> History:
+    """Every seat times out and the table plays its batch bottom row first: a legal move
+    that the shipped policy would not make, recorded under ``policy``'s name."""
+    from ofc.engine import Place, Timeout
+    from ofc.engine_json import HandContext, TurnClock
+    from ofc.rulesets import ROWS
+
+    table, _ = replay(new_match("classic", seats=2), [SitDown(0, "a"), SitDown(1, "b")])
+    actions: list[Action] = [StartHand(SEED, b"", 0)]
+    state, _ = apply(table, actions[0])
+    while waiting := seats_to_act(state):
+        hand = state.hand
+        assert hand is not None
+        me = hand.seat(waiting[0])
+        room = {r: r.size - len(me.board.row(r)) for r in reversed(ROWS)}
+        placements = []
+        for card in me.pending:
+            row = next(r for r, free in room.items() if free)
+            room[row] -= 1
+            placements.append((card, row))
+        at = 1_000 * len(actions)
+        move = Place(waiting[0], tuple(placements), None, at)
+        actions.append(Timeout(waiting[0], move, policy, at, at if clock else None))
+        state, _ = apply(state, actions[-1])
+    context = HandContext(clock=TurnClock(1_000, 4_000) if clock else None)
+    return hand_history(table, actions, context)
+
+
+def test_a_recorded_move_is_verified_as_played_whatever_policy_chose_it() -> None:
+    from ofc.verify import check_history
+
+    for name in ("ofc-timeout-4", "acme-bot-2", None):
+        history = naive_history(name)
+        assert verify_history(history) is None, name  # legal moves: the hand verifies
+    claimed = check_history(naive_history("ofc-timeout-4"), check_policy=True)
+    assert claimed.discrepancy is not None
+    assert (claimed.discrepancy.code, claimed.discrepancy.location[:22]) == (
+        Code.POLICY_MISMATCH,
+        "actions[1].resolved.pl",
+    )
+    unknown = check_history(naive_history("acme-bot-2"), check_policy=True)
+    assert unknown.ok and unknown.notes == (
+        "timeout policy not checkable with this release: the policy 'acme-bot-2' is not one "
+        "this release ships",
+    )
+    unnamed = check_history(naive_history(None), check_policy=True)
+    assert unnamed.ok and unnamed.notes == (
+        "timeout policy not checkable with this release: the history (format version 3) "
+        "names no policy",
+    )
+
+
+def test_deadlines_are_checked_by_the_clock_rule() -> None:
+    history = naive_history("acme-bot-2", clock=True)
+    assert verify_history(history) is None
+    early = copy.deepcopy(history)
+    early["actions"][3]["at_ms"] -= 1
+    early["actions"][3]["resolved"]["at_ms"] -= 1
+    assert _code_at(verify_history(early)) == (Code.TIMEOUT_BEFORE_DEADLINE, "actions[3].at_ms")
+    moved = copy.deepcopy(history)
+    moved["actions"][3]["deadline_ms"] -= 240
+    moved["actions"][3]["at_ms"] -= 240
+    moved["actions"][3]["resolved"]["at_ms"] -= 240
+    assert _code_at(verify_history(moved)) == (Code.DEADLINE_MISMATCH, "actions[3].deadline_ms")
+    other_time = copy.deepcopy(history)
+    other_time["actions"][2]["resolved"]["at_ms"] += 1
+    assert _code_at(verify_history(other_time)) == (
+        Code.TIMEOUT_MISMATCH,
+        "actions[2].resolved.at_ms",
+    )
+    no_clock = copy.deepcopy(history)
+    no_clock["clock"] = None
+    assert _code_at(verify_history(no_clock)) == (Code.MALFORMED_HISTORY, "actions[1].deadline_ms")
+    unrecorded = copy.deepcopy(history)
+    for action in unrecorded["actions"][1:]:  # a hand begun by an older server: no deadlines
+        action["deadline_ms"] = None
+    unrecorded["actions"][-1]["at_ms"] = unrecorded["actions"][-1]["resolved"]["at_ms"] = 17_001
+    assert verify_history(unrecorded) is None
+
+
+def test_a_newer_version_is_named_as_such() -> None:
+    found = verify_history({**TIMEOUTS, "format_version": 4})
+    assert found is not None and (found.code, found.location) == (
+        Code.NEWER_FORMAT_VERSION,
+        "format_version",
+    )
+    assert "newer than this verifier reads" in found.message
+
+
+def test_cli_reads_a_get_hand_history_response_and_checks_policies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    response = {"handNumber": "1", "historyJson": json.dumps(TIMEOUTS)}
+    path = _write(tmp_path, "response.json", response)
+    assert _run(capsys, path) == (0, "OK\n", "")
+    snake = _write(tmp_path, "snake.json", {"history_json": json.dumps(TIMEOUTS)})
+    assert _run(capsys, snake, "--check-policy") == (0, "OK\n", "")
+    old = str(Path(__file__).parents[1] / "golden" / "f66bf42" / "play-classic-2.json")
+    status, out, _ = _run(capsys, old, "--check-policy")
+    assert status == 0 and out.splitlines() == [
+        "OK",
+        "note: timeout policy not checkable with this release: the history (format version 1) "
+        "names no policy",
+    ]
+    newer = _write(tmp_path, "newer.json", {**TIMEOUTS, "format_version": 7})
+    status, out, err = _run(capsys, newer)
+    assert (status, out) == (2, "") and err.startswith("error: NEWER_FORMAT_VERSION at ")
+
+
+def test_cli_many_files_in_processes_quietly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    day = tmp_path / "day"
+    day.mkdir()
+    for k in range(11):
+        _write(day, f"hand-{k:02d}.json", TIMEOUTS)
+    tampered = copy.deepcopy(TIMEOUTS)
+    tampered["settlement"]["players"][0]["points"] += 1
+    bad = _write(day, "hand-11.json", tampered)
+    status, out, err = _run(capsys, str(day), "-j", "2", "-q")
+    assert (status, err) == (1, "")
+    assert out.splitlines() == [
+        f"{bad}: SETTLEMENT_MISMATCH at settlement.players[0].points: recorded "
+        f"{tampered['settlement']['players'][0]['points']}, recomputed "
+        f"{TIMEOUTS['settlement']['players'][0]['points']}",
+        "11 verified, 1 failed",
+    ]
+    status, out, _ = _run(capsys, str(day), "-j", "1")
+    assert status == 1 and out.count(": OK\n") == 11
+
+
+def test_cli_shows_a_progress_bar_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    paths = [_write(tmp_path, f"h{k}.json", TIMEOUTS) for k in range(3)]
+    out, err = io.StringIO(), Terminal()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    assert main(["verify", "-j", "1", *paths]) == 0
+    assert out.getvalue().splitlines() == [*(f"{p}: OK" for p in paths), "3 verified, 0 failed"]
+    assert "3/3" in err.getvalue()  # tqdm's bar, on stderr
+    plain = io.StringIO()
+    monkeypatch.setattr("sys.stderr", plain)
+    assert main(["verify", "-j", "1", *paths]) == 0
+    assert plain.getvalue() == ""  # not a terminal: no bar

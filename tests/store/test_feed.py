@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 from ofc import engine
-from ofc.engine import SitDown, StartHand, Timeout
+from ofc.engine import SitDown, StartHand
+from ofc.policy import timeout
 from ofc.rulesets import resolve_ruleset
 from ofc_service.auth import Authenticator
 from ofc_service.settlements import SettlementRecord, SettlementRelay
@@ -336,6 +337,9 @@ async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> No
         def start(now: int) -> engine.Action:
             return StartHand(bytes(32), b"c", now)
 
+        def timed_out(state: engine.MatchState, seat: int, now: int) -> engine.Action:
+            return timeout(state, seat, at_ms=now)
+
         def move(action: Callable[[int], engine.Action]) -> Callable[[TableRecord, int], Change]:
             def change(current: TableRecord, now: int) -> Change:
                 return Change(*manager.apply_action(current, action(now), now))
@@ -350,7 +354,9 @@ async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> No
             to_act = engine.seats_to_act(current.match)
             await manager.mutate(
                 "t", expected_version=version, request_id=f"m{n}", respond=lambda c: b"",
-                change=move(functools.partial(Timeout, to_act[0]) if to_act else start),
+                change=move(
+                    functools.partial(timed_out, current.match, to_act[0]) if to_act else start
+                ),
             )  # fmt: skip
         final, _, _ = await manager.load("t")
         assert final.match.hand is not None and final.match.hand.over

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc import engine
-from ofc.engine import HandSettled, Seat, SeatTaken, SeatVacated, SitDown, StartHand, Timeout
+from ofc.engine import HandSettled, Seat, SeatTaken, SeatVacated, SitDown, StartHand
+from ofc.policy import timeout
 from ofc.rulesets import resolve_ruleset
 from ofc.scoring import Board, settle
 from ofc_service.settlements import (
@@ -126,7 +127,7 @@ def test_every_played_hand_gives_a_zero_sum_record_matching_the_totals(
         state, events = engine.apply(state, StartHand(seed, b"c", number))
         settled = []
         while engine.seats_to_act(state):
-            state, events = engine.apply(state, Timeout(engine.seats_to_act(state)[0]))
+            state, events = engine.apply(state, timeout(state, engine.seats_to_act(state)[0]))
             units = money_totals(units, players, events)
             settled += [e for e in events if isinstance(e, HandSettled)]
         (event,) = settled
@@ -138,7 +139,7 @@ def test_every_played_hand_gives_a_zero_sum_record_matching_the_totals(
     assert sum(units) == 0 and sum(s.points for s in state.seats) == 0
 
 
-def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_and_2() -> None:
+def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_3() -> None:
     state, _ = engine.replay(engine.new_match(seats=2), [SitDown(0, "a"), SitDown(1, "b")])
     record = TableRecord(
         "t", state, 30_000, 120_000, b"c", 5, seat_units=(40, -40),
@@ -146,9 +147,15 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_and_2(
         next_server_seed=bytes(range(32)),
     )  # fmt: skip
     raw = record.to_bytes()
-    assert json.loads(raw)["format"] == 3
+    assert json.loads(raw)["format"] == 4
     assert TableRecord.from_bytes(raw) == record
     old = json.loads(raw)
+    for key in ("seat_changes", "hand_seat_changes", "hand_deadlines"):
+        del old[key]
+    old["format"] = 3  # before seat changes were collected: not known
+    three = TableRecord.from_bytes(json.dumps(old).encode())
+    assert (three.seat_changes, three.hand_seat_changes, three.hand_deadlines) == (None, None, True)
+    assert dataclasses.replace(three, seat_changes=(), hand_seat_changes=()) == record
     for key in ("client_seed_policy", "seat_client_seeds", "next_server_seed"):
         del old[key]
     old["format"] = 2  # before seed policies: the table's seed, no seed drawn ahead
@@ -164,8 +171,8 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_and_2(
     loaded = TableRecord.from_bytes(json.dumps(old).encode())
     assert loaded.seat_units == () and loaded.units_of(1) == 0
     assert dataclasses.replace(loaded, seat_units=(40, -40)) == two
-    old["format"] = 4  # a newer server's record (rolling upgrade): retryable elsewhere
-    with pytest.raises(NewerRecordError, match=r"newer server version .*format 4"):
+    old["format"] = 5  # a newer server's record (rolling upgrade): retryable elsewhere
+    with pytest.raises(NewerRecordError, match=r"newer server version .*format 5"):
         TableRecord.from_bytes(json.dumps(old).encode())
     old["format"] = 0
     with pytest.raises(ValueError, match="unknown table record format 0"):

@@ -2,8 +2,9 @@
 
 Prints the hand history as JSON (seeds, commitment, every dealt batch, every action in
 order, final boards, settlement): an audit example and a fixture. Nothing reads a clock or
-draws a random number — the actions carry ``at_ms`` 0, 1, 2, ... — so the same arguments
-always print the same bytes.
+draws a random number — the actions carry ``at_ms`` 0, 1, 2, ..., or with
+``--turn-time-ms`` each timeout comes exactly at its deadline (and the history records the
+clock) — so the same arguments always print the same bytes.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import argparse
 import json
 from typing import Any
 
-from ofc.engine import SitDown, StartHand, Timeout, apply, new_match, seats_to_act
-from ofc.engine_json import hand_history
+from ofc.engine import SitDown, StartHand, new_match, replay
+from ofc.engine_json import HandContext, TurnClock, hand_history
+from ofc.errors import InvalidInputError
+from ofc.policy import play_by_timeouts
 from ofc.shuffle import parse_seed_hex
 
 from ofc_cli.args import utf8
@@ -27,20 +30,27 @@ def register(subparsers: Any) -> None:
     play.add_argument("--ruleset", default="classic", help="preset name (default classic)")
     play.add_argument("--players", type=int, default=2, help="seated players (default 2)")
     play.add_argument("--client-seed", default="", help="text, UTF-8 encoded (may be empty)")
+    play.add_argument(
+        "--turn-time-ms",
+        type=int,
+        metavar="MS",
+        help="play with turn clocks: each batch's turn runs MS, a Fantasyland hand 4 x MS "
+        "(the history records the clock and each timeout's deadline)",
+    )
     play.set_defaults(handler=run_play)
 
 
 def run_play(args: argparse.Namespace) -> int:
     seed = parse_seed_hex(args.seed)
-    state = new_match(args.ruleset, seats=args.players)
-    for seat in range(args.players):
-        state, _ = apply(state, SitDown(seat, f"player-{seat}"))
-    initial = state
-    actions: list[Any] = [StartHand(seed, utf8(args.client_seed, "client_seed"), at_ms=0)]
-    state, _ = apply(state, actions[0])
-    while waiting := seats_to_act(state):
-        action = Timeout(waiting[0], at_ms=len(actions))
-        state, _ = apply(state, action)
-        actions.append(action)
-    print(json.dumps(hand_history(initial, actions), indent=2))
+    clock = None
+    if args.turn_time_ms is not None:
+        if args.turn_time_ms < 1:
+            raise InvalidInputError("--turn-time-ms must be at least 1", field="turn_time_ms")
+        clock = TurnClock(args.turn_time_ms, 4 * args.turn_time_ms)
+    sit = tuple(SitDown(seat, f"player-{seat}") for seat in range(args.players))
+    initial, _ = replay(new_match(args.ruleset, seats=args.players), sit)
+    start = StartHand(seed, utf8(args.client_seed, "client_seed"))
+    actions = play_by_timeouts(initial, start, clock=clock)
+    context = HandContext(clock=clock, seat_units=(0,) * args.players, seat_changes=sit)
+    print(json.dumps(hand_history(initial, actions, context), indent=2))
     return 0

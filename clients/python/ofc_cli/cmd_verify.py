@@ -1,39 +1,81 @@
-"""``ofc verify HISTORY.json``: check a hand history as an auditor would (see :mod:`ofc.verify`).
+"""``ofc verify HISTORY...``: check hand histories as an auditor would (see :mod:`ofc.verify`).
 
-Prints ``OK``, or the first discrepancy as ``CODE at LOCATION: message``. With several files,
-each line starts with the file's name. Exit status: 0 every history verified, 1 a
-discrepancy, 2 a file that cannot be read or is not a hand history (``MALFORMED_HISTORY``,
-one line on stderr) or a bad ``--expect-ruleset``.
+Prints ``OK``, or the first discrepancy as ``CODE at LOCATION: message``. A file may hold the
+bare history or ``GetHandHistory``'s response as protobuf JSON; a directory stands for every
+``*.json`` under it. With several files, each line starts with the file's name, the files are
+verified by ``-j`` processes (default: every core) with a progress bar on a terminal, and
+the last line is ``N verified, M failed``. ``--match`` checks the files as one table's hands
+(``--feed``: with the settlement feed's records). Exit status: 0 every history verified
+(notes do not fail it), 1 a discrepancy, 2 a file that cannot be read or is not a hand
+history (``MALFORMED_HISTORY``), one newer than this verifier reads
+(``NEWER_FORMAT_VERSION``), both on stderr, or a bad option.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
-from ofc.errors import InvalidRulesetError
+from ofc.errors import InvalidInputError, InvalidRulesetError
 from ofc.rulesets import Ruleset, resolve_ruleset
-from ofc.verify import Code, verify_history_json
+from ofc.verify import UNREADABLE, check_history_json, verify_match
+from tqdm import tqdm
+
+Line = tuple[bool, str]  # (to stderr, text)
 
 
 def register(subparsers: Any) -> None:
     verify = subparsers.add_parser(
         "verify",
-        help="check hand histories: commitment, deck, deals, actions, boards, settlement",
+        help="check hand histories (one by one, or a table's as one chain): commitment, deck, "
+        "deals, actions, deadlines, boards, settlement",
     )
     verify.add_argument(
         "histories",
         nargs="+",
-        metavar="HISTORY.json",
-        help="a hand history as `ofc play` prints it or GetHandHistory returns it (- for stdin)",
+        metavar="HISTORY",
+        help="a hand history as `ofc play` prints it or GetHandHistory returns it (its "
+        "protobuf JSON, or the bare history_json); a directory: every *.json in it; - for stdin",
     )
     verify.add_argument(
         "--expect-ruleset",
         metavar="RULESET",
         help="also require these ruleset parameters: a preset name, or a JSON object of "
         'overrides on a preset such as \'{"preset": "classic", "loss_cap": 30}\'',
+    )
+    verify.add_argument(
+        "--check-policy",
+        action="store_true",
+        help="also re-run each timeout's named policy when this release ships it "
+        "(others: a note, not a failure)",
+    )
+    verify.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="verify in N processes (default: every core)",
+    )
+    verify.add_argument(
+        "-q", "--quiet", action="store_true", help="print only failures, notes and the summary"
+    )
+    verify.add_argument(
+        "--match",
+        action="store_true",
+        help="the histories are one table's hands: also check them as one chain (hand "
+        "numbers, states, money, commitments)",
+    )
+    verify.add_argument(
+        "--feed",
+        metavar="FEED.jsonl",
+        help="with --match: the settlement feed's records (JSON Lines) to check against the hands",
     )
     verify.set_defaults(handler=run_verify)
 
@@ -49,6 +91,16 @@ def _expected_ruleset(spec: str | None) -> Ruleset | None:
         raise InvalidRulesetError(f"--expect-ruleset is not JSON: {exc}", field="ruleset") from None
 
 
+def _paths(arguments: Sequence[str]) -> list[str]:
+    paths: list[str] = []
+    for argument in arguments:
+        if argument != "-" and Path(argument).is_dir():
+            paths.extend(str(p) for p in sorted(Path(argument).rglob("*.json")))
+        else:
+            paths.append(argument)
+    return paths
+
+
 def _read(path: str) -> bytes:
     if path == "-":
         return sys.stdin.buffer.read()
@@ -56,28 +108,140 @@ def _read(path: str) -> bytes:
         return stream.read()
 
 
-def run_verify(args: argparse.Namespace) -> int:
-    expected = _expected_ruleset(args.expect_ruleset)
-    several = len(args.histories) > 1
-    status = 0
-    for path in args.histories:
-        prefix = f"{path}: " if several else ""
-        try:
-            text = _read(path)
-        except OSError as exc:
-            print(
-                f"error: {prefix}INVALID_INPUT: cannot read {path}: {exc.strerror}",
-                file=sys.stderr,
-            )
-            status = 2
+# --- one history per file --------------------------------------------------------------------
+_OPTIONS: tuple[Ruleset | None, bool] = (None, False)  # a worker's --expect-ruleset, --check-policy
+
+
+def _init_worker(options: tuple[Ruleset | None, bool]) -> None:
+    global _OPTIONS
+    _OPTIONS = options
+
+
+def _verify_one(path: str, prefix: str) -> tuple[int, list[Line]]:
+    """The exit status of one file and the lines it prints."""
+    expected, check_policy = _OPTIONS
+    try:
+        text = _read(path)
+    except OSError as exc:
+        return 2, [(True, f"error: {prefix}INVALID_INPUT: cannot read {path}: {exc.strerror}")]
+    verdict = check_history_json(text, expected_ruleset=expected, check_policy=check_policy)
+    found = verdict.discrepancy
+    notes = [(False, f"{prefix}note: {note}") for note in verdict.notes]
+    if found is None:
+        return 0, [(False, f"{prefix}OK"), *notes]
+    if found.code in UNREADABLE:
+        return 2, [(True, f"error: {prefix}{found}")]
+    return 1, [(False, f"{prefix}{found}")]
+
+
+def _verify_named(path: str) -> tuple[int, list[Line]]:
+    return _verify_one(path, f"{path}: ")
+
+
+def _results(paths: list[str], jobs: int) -> Iterator[tuple[int, list[Line]]]:
+    if jobs <= 1 or len(paths) < 2 * jobs:
+        yield from map(_verify_named, paths)
+        return
+    with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(_OPTIONS,)) as pool:
+        yield from pool.map(
+            _verify_named, paths, chunksize=max(1, min(64, len(paths) // jobs // 8))
+        )
+
+
+def _emit(lines: list[Line], quiet: bool, bar: tqdm[Any] | None = None) -> None:
+    for to_stderr, text in lines:
+        if quiet and not to_stderr and text.endswith(": OK"):
             continue
-        found = verify_history_json(text, expected_ruleset=expected)
-        if found is None:
-            print(f"{prefix}OK")
-        elif found.code is Code.MALFORMED_HISTORY:
-            print(f"error: {prefix}{found}", file=sys.stderr)
-            status = 2
+        stream = sys.stderr if to_stderr else sys.stdout
+        if bar is not None:
+            bar.write(text, file=stream)
         else:
-            print(f"{prefix}{found}")
-            status = max(status, 1)
+            print(text, file=stream)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    global _OPTIONS
+    _OPTIONS = (_expected_ruleset(args.expect_ruleset), args.check_policy)
+    if args.jobs < 1:
+        raise InvalidInputError("-j must be at least 1", field="jobs")
+    if args.feed is not None and not args.match:
+        raise InvalidInputError("--feed needs --match", field="feed")
+    paths = _paths(args.histories)
+    if args.match:
+        return _run_match(paths, args.feed)
+    if len(paths) == 1:
+        status, lines = _verify_one(paths[0], "")
+        _emit(lines, quiet=False)
+        return status
+    status = verified = 0
+    interactive = sys.stderr.isatty()
+    with tqdm(total=len(paths), unit="hand", disable=not interactive, file=sys.stderr) as bar:
+        for result, lines in _results(paths, args.jobs):
+            status = max(status, result)
+            verified += result == 0
+            _emit(lines, args.quiet, bar if interactive else None)
+            bar.update()
+    print(f"{verified} verified, {len(paths) - verified} failed")
     return status
+
+
+# --- a table's hands as one chain ------------------------------------------------------------
+def _run_match(paths: list[str], feed_path: str | None) -> int:
+    """Every finding of a match is printed (``--quiet`` changes nothing here)."""
+    expected, check_policy = _OPTIONS
+    histories: list[tuple[str, Any]] = []
+    status = 0
+    for path in paths:
+        try:
+            histories.append((path, _read(path)))
+        except OSError as exc:
+            print(f"error: INVALID_INPUT: cannot read {path}: {exc.strerror}", file=sys.stderr)
+            status = 2
+    feed = None
+    if feed_path is not None:
+        try:
+            feed = read_feed(feed_path)
+        except (OSError, ValueError) as exc:
+            print(f"error: INVALID_INPUT: cannot read the feed {feed_path}: {exc}", file=sys.stderr)
+            return 2
+    report = verify_match(histories, feed, expected_ruleset=expected, check_policy=check_policy)
+    for found in report.discrepancies:
+        unreadable = found.code in UNREADABLE
+        status = max(status, 2 if unreadable else 1)
+        if unreadable:
+            print(f"error: {found}", file=sys.stderr)
+        else:
+            print(found)
+    for note in report.notes:
+        print(f"note: {note}")
+    chained = len(report.discrepancies) - (report.hands - report.verified)
+    print(
+        f"{report.verified} verified, {report.hands - report.verified} failed; "
+        f"the match of {report.hands} hands: {chained} chain discrepancies"
+    )
+    return status
+
+
+def read_feed(path: str) -> list[tuple[str, Any]]:
+    """A feed file's records, ``(source, record)``: JSON Lines of records as the feed stream
+    holds them, or of ``Subscribe`` responses / records in protobuf JSON."""
+    records: list[tuple[str, Any]] = []
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"line {number} is not JSON: {exc}") from None
+        records.append((f"{path}:{number}", _feed_record(data)))
+    return records
+
+
+def _feed_record(data: Any) -> Any:
+    """A record in the feed stream's form, from any of the forms a feed file may hold."""
+    if isinstance(data, dict) and ("settlementId" in data or "record" in data):
+        from ofc_service.api.settlement_feed import record_from_proto_json
+
+        return record_from_proto_json(data.get("record", data))
+    return data

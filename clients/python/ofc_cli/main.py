@@ -14,9 +14,9 @@ from typing import NoReturn
 
 from ofc.errors import OfcError
 
-from ofc_cli import cmd_play, cmd_rules, cmd_serve, cmd_solve, cmd_verify
+from ofc_cli import cmd_export, cmd_play, cmd_rules, cmd_serve, cmd_solve, cmd_verify
 
-SUBCOMMAND_MODULES = (cmd_rules, cmd_solve, cmd_play, cmd_serve, cmd_verify)
+SUBCOMMAND_MODULES = (cmd_rules, cmd_solve, cmd_play, cmd_serve, cmd_verify, cmd_export)
 
 
 class Parser(argparse.ArgumentParser):

@@ -7,21 +7,22 @@ other exception into INTERNAL, so no user mistake surfaces as UNKNOWN.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 from ofc import errors as core
 from ofc.cards import card_codes
 from ofc.evaluator import rank_row
-from ofc.rulesets import PRESETS
+from ofc.rulesets import PRESETS, Ruleset
 from ofc.scoring import assess, row_royalty
 from ofc.shuffle import ALGORITHM, commitment, shuffle_deck, verify_commitment, word_stream
 from ofc.solver import DEFAULT_FANTASYLAND_VALUE, solve_fantasyland
-from ofc.verify import verify_history_json
+from ofc.verify import check_history_json, verify_match
 from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1 import rules_service_pb2_grpc as pb_grpc
 from ofcpoker.v1 import settlement_pb2
@@ -29,11 +30,14 @@ from prometheus_client import Counter
 
 from ofc_service.api import convert
 from ofc_service.api.errors import BatchTooLargeError, InternalError, abort, error_detail
+from ofc_service.api.settlement_feed import record_to_dict
 from ofc_service.metrics import FOULS, HANDS_SETTLED, REQUEST_ERRORS
 
 MAX_BATCH_HANDS = 1000
 MAX_HAND_ID_CHARS = 128
 MAX_HISTORY_BYTES = 1 << 20  # VerifyHandHistory: a real history is some 10..60 KiB
+MAX_MATCH_HANDS = 1000  # VerifyMatch; the message limit usually binds first
+MAX_MATCH_SETTLEMENTS = 10_000
 FANTASYLAND_CARDS = range(13, 18)  # a Fantasyland hand: 13..17 cards
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RulesService"].full_name
 
@@ -89,6 +93,43 @@ def settle_outcome(hand: settlement_pb2.Hand) -> pb.HandOutcome:
     outcome = pb.HandOutcome()
     convert.write_settlement(settled, outcome.settlement)
     return outcome
+
+
+def _history_text(text: str, field: str) -> str:
+    if len(text) > MAX_HISTORY_BYTES or len(text.encode()) > MAX_HISTORY_BYTES:
+        raise core.InvalidInputError(f"{field} has at most {MAX_HISTORY_BYTES} bytes", field=field)
+    return text
+
+
+def _expected_ruleset(
+    request: pb.VerifyHandHistoryRequest | pb.VerifyMatchRequest,
+) -> Ruleset | None:
+    if not request.HasField("expected_ruleset"):
+        return None
+    return convert.ruleset_from_proto(request.expected_ruleset, "expected_ruleset").ruleset
+
+
+def _match_inputs(
+    request: pb.VerifyMatchRequest,
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]] | None, Ruleset | None]:
+    count = len(request.history_jsons)
+    if not 1 <= count <= MAX_MATCH_HANDS:
+        raise core.InvalidInputError(
+            f"history_jsons holds 1..{MAX_MATCH_HANDS} histories, not {count}",
+            field="history_jsons",
+        )
+    if len(request.settlements) > MAX_MATCH_SETTLEMENTS:
+        raise core.InvalidInputError(
+            f"settlements holds at most {MAX_MATCH_SETTLEMENTS} records", field="settlements"
+        )
+    histories: list[tuple[str, Any]] = [
+        (f"history_jsons[{i}]", _history_text(text, f"history_jsons[{i}]"))
+        for i, text in enumerate(request.history_jsons)
+    ]
+    feed = None
+    if request.check_settlements:
+        feed = [(f"settlements[{i}]", record_to_dict(r)) for i, r in enumerate(request.settlements)]
+    return histories, feed, _expected_ruleset(request)
 
 
 class RulesServicer(pb_grpc.RulesServiceServicer):
@@ -275,19 +316,50 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
     def VerifyHandHistory(
         self, request: pb.VerifyHandHistoryRequest
     ) -> pb.VerifyHandHistoryResponse:
-        text = request.history_json
-        if len(text) > MAX_HISTORY_BYTES or len(text.encode()) > MAX_HISTORY_BYTES:
-            raise core.InvalidInputError(
-                f"history_json has at most {MAX_HISTORY_BYTES} bytes", field="history_json"
-            )
-        expected = None
-        if request.HasField("expected_ruleset"):
-            spec = request.expected_ruleset
-            expected = convert.ruleset_from_proto(spec, "expected_ruleset").ruleset
-        found = verify_history_json(text, expected_ruleset=expected)
+        text = _history_text(request.history_json, "history_json")
+        expected = _expected_ruleset(request)
+        verdict = check_history_json(
+            text, expected_ruleset=expected, check_policy=request.check_policy
+        )
+        found = verdict.discrepancy
         if found is None:
-            return pb.VerifyHandHistoryResponse(ok=True)
+            return pb.VerifyHandHistoryResponse(ok=True, notes=verdict.notes)
         discrepancy = pb.HistoryDiscrepancy(
             code=found.code, location=found.location, message=found.message
         )
         return pb.VerifyHandHistoryResponse(ok=False, discrepancy=discrepancy)
+
+    async def VerifyMatch(
+        self, request: pb.VerifyMatchRequest, context: grpc.aio.ServicerContext
+    ) -> pb.VerifyMatchResponse:
+        try:
+            # Checked here; verified on a worker thread, so that a long match does not hold
+            # the event loop (and the other calls on it) for its whole run.
+            histories, feed, expected = _match_inputs(request)
+            report = await asyncio.to_thread(
+                verify_match,
+                histories,
+                feed,
+                expected_ruleset=expected,
+                check_policy=request.check_policy,
+            )
+        except core.OfcError as exc:
+            await fail(context, exc)
+        except Exception:
+            log.exception("internal error in VerifyMatch")
+            await fail(context, InternalError("internal error; report the request id"))
+        return pb.VerifyMatchResponse(
+            ok=report.ok,
+            hands_verified=report.verified,
+            discrepancies=[
+                pb.MatchDiscrepancy(
+                    code=d.code,
+                    source=d.source,
+                    hand_number=d.hand_number or 0,
+                    location=d.location,
+                    message=d.message,
+                )
+                for d in report.discrepancies
+            ],
+            notes=report.notes,
+        )

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 import grpc
+from google.protobuf import json_format
 from ofc import errors as core
 from ofcpoker.v1 import settlement_feed_pb2 as pb
 from ofcpoker.v1 import settlement_feed_pb2_grpc as pb_grpc
@@ -22,7 +24,7 @@ from ofc_service.api import parse
 from ofc_service.api.shutdown import Shutdown
 from ofc_service.api.tables import fail
 from ofc_service.metrics import SETTLEMENT_LAG
-from ofc_service.settlements import SettlementRecord
+from ofc_service.settlements import PairSettlement, SeatSettlement, SettlementRecord
 from ofc_service.store import FeedEntry, SettlementFeed
 from ofc_service.store.feed import MAX_READ_COUNT, check_name
 
@@ -65,6 +67,53 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
             units=p.units,
         )
     return out
+
+
+def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
+    """A record of the API as the feed stream holds it (:meth:`SettlementRecord.to_dict`):
+    what :func:`ofc.verify.verify_match` compares with the hands."""
+    return SettlementRecord(
+        settlement_id=record.settlement_id,
+        table_id=record.table_id,
+        hand_number=record.hand_number,
+        ruleset=record.ruleset,
+        unit_value=record.unit_value,
+        loss_cap=record.loss_cap or None,
+        settled_at_ms=record.settled_at_ms,
+        seats=tuple(
+            SeatSettlement(
+                seat=s.seat,
+                player_id=s.player_id,
+                points=s.points,
+                units=s.units,
+                total_points=s.total_points,
+                total_units=s.total_units,
+                fouled=s.fouled,
+            )
+            for s in record.seats
+        ),
+        pairs=tuple(
+            PairSettlement(
+                seat_a=p.seat_a,
+                seat_b=p.seat_b,
+                points=p.points,
+                capped_points=p.capped_points,
+                unit_value=p.unit_value,
+                units=p.units,
+            )
+            for p in record.pairs
+        ),
+    ).to_dict()
+
+
+def record_from_proto_json(data: Any) -> dict[str, Any]:
+    """:func:`record_to_dict` of a record in protobuf JSON (what ``grpcurl`` prints of
+    ``Subscribe``); ``ValueError`` when it is not one."""
+    try:
+        record = json_format.ParseDict(data, pb.SettlementRecord(), ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise ValueError(f"not a settlement record: {exc}") from None
+    return record_to_dict(record)
 
 
 def _name(value: str, field: str) -> str:
@@ -176,4 +225,10 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
             await fail(context, exc)
 
 
-__all__ = ["SERVICE_NAME", "SettlementFeedServicer", "record_to_proto"]
+__all__ = [
+    "SERVICE_NAME",
+    "SettlementFeedServicer",
+    "record_from_proto_json",
+    "record_to_dict",
+    "record_to_proto",
+]

@@ -812,13 +812,11 @@ def _taken_seat(blob: bytes) -> int | None:
 
 
 def _settlement_from_history(history: dict[str, Any], out: settlement_pb2.Settlement) -> None:
-    """The settlement of a stored history, recomputed by replaying its actions (what an
-    auditor holding the history can do too)."""
+    """The settlement of a stored history, recomputed by replaying its actions as recorded,
+    each timeout's move included (what an auditor holding the history does too); no policy
+    is run, so a later policy never changes a past hand's result."""
     start = state_from_dict(history["initial_state"])
-    actions = [
-        action_from_dict({k: v for k, v in a.items() if k != "resolved"})
-        for a in history["actions"]
-    ]
+    actions = [action_from_dict(a) for a in history["actions"]]
     final, _ = engine.replay(start, actions)
     assert final.hand is not None
     settlement = engine.hand_settlement(final.hand, final.ruleset, pair_units=final.pair_units)

@@ -26,63 +26,70 @@ from ofcpoker.v1 import cards_pb2 as ofcpoker_dot_v1_dot_cards__pb2
 from ofcpoker.v1 import errors_pb2 as ofcpoker_dot_v1_dot_errors__pb2
 from ofcpoker.v1 import ruleset_pb2 as ofcpoker_dot_v1_dot_ruleset__pb2
 from ofcpoker.v1 import settlement_pb2 as ofcpoker_dot_v1_dot_settlement__pb2
+from ofcpoker.v1 import settlement_feed_pb2 as ofcpoker_dot_v1_dot_settlement__feed__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fofcpoker/v1/rules_service.proto\x12\x0bofcpoker.v1\x1a\x17ofcpoker/v1/cards.proto\x1a\x18ofcpoker/v1/errors.proto\x1a\x19ofcpoker/v1/ruleset.proto\x1a\x1cofcpoker/v1/settlement.proto\"u\n\x12\x45valuateRowRequest\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12%\n\x03row\x18\x02 \x01(\x0e\x32\x18.ofcpoker.v1.RowPosition\x12)\n\x07ruleset\x18\x03 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\"L\n\x13\x45valuateRowResponse\x12$\n\x04hand\x18\x01 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12\x0f\n\x07royalty\x18\x02 \x01(\r\"\x98\x01\n\x14ValidateBoardRequest\x12!\n\x05\x62oard\x18\x01 \x01(\x0b\x32\x12.ofcpoker.v1.Board\x12)\n\x07ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x16\n\x0ein_fantasyland\x18\x03 \x01(\x08\x12\x1a\n\x12\x66\x61ntasyland_streak\x18\x04 \x01(\r\"I\n\x15ValidateBoardResponse\x12\x30\n\nassessment\x18\x01 \x01(\x0b\x32\x1c.ofcpoker.v1.BoardAssessment\"4\n\x11SettleHandRequest\x12\x1f\n\x04hand\x18\x01 \x01(\x0b\x32\x11.ofcpoker.v1.Hand\"A\n\x12SettleHandResponse\x12+\n\nsettlement\x18\x01 \x01(\x0b\x32\x17.ofcpoker.v1.Settlement\"6\n\x12SettleHandsRequest\x12 \n\x05hands\x18\x01 \x03(\x0b\x32\x11.ofcpoker.v1.Hand\"q\n\x0bHandOutcome\x12-\n\nsettlement\x18\x01 \x01(\x0b\x32\x17.ofcpoker.v1.SettlementH\x00\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.ErrorDetailH\x00\x42\x08\n\x06result\"@\n\x13SettleHandsResponse\x12)\n\x07results\x18\x01 \x03(\x0b\x32\x18.ofcpoker.v1.HandOutcome\"L\n\x18SettleHandsStreamRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x1f\n\x04hand\x18\x02 \x01(\x0b\x32\x11.ofcpoker.v1.Hand\"W\n\x19SettleHandsStreamResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12)\n\x07outcome\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.HandOutcome\"\x14\n\x12ListPresetsRequest\"F\n\x13ListPresetsResponse\x12/\n\x07presets\x18\x01 \x03(\x0b\x32\x1e.ofcpoker.v1.RulesetParameters\"B\n\x15ResolveRulesetRequest\x12)\n\x07ruleset\x18\x01 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\"I\n\x16ResolveRulesetResponse\x12/\n\x07ruleset\x18\x01 \x01(\x0b\x32\x1e.ofcpoker.v1.RulesetParameters\"\xd9\x01\n\x17SolveFantasylandRequest\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12)\n\x07ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x16\n\x0ein_fantasyland\x18\x03 \x01(\x08\x12\x1e\n\x11\x66\x61ntasyland_value\x18\x04 \x01(\rH\x00\x88\x01\x01\x12\x1f\n\x12\x66\x61ntasyland_streak\x18\x05 \x01(\rH\x01\x88\x01\x01\x42\x14\n\x12_fantasyland_valueB\x15\n\x13_fantasyland_streak\"\x8f\x01\n\x18SolveFantasylandResponse\x12!\n\x05\x62oard\x18\x01 \x01(\x0b\x32\x12.ofcpoker.v1.Board\x12\x10\n\x08\x64iscards\x18\x02 \x03(\t\x12\x11\n\troyalties\x18\x03 \x01(\r\x12\x18\n\x10\x66\x61ntasyland_next\x18\x04 \x01(\x08\x12\x11\n\tobjective\x18\x05 \x01(\x05\"\xce\x01\n\x11\x44\x65riveDeckRequest\x12\x19\n\x0fserver_seed_hex\x18\x01 \x01(\tH\x00\x12\x1b\n\x11server_seed_bytes\x18\x02 \x01(\x0cH\x00\x12\x1a\n\x10\x63lient_seed_text\x18\x03 \x01(\tH\x01\x12\x1b\n\x11\x63lient_seed_bytes\x18\x04 \x01(\x0cH\x01\x12\r\n\x05nonce\x18\x05 \x01(\x04\x12\x1b\n\x13include_first_block\x18\x06 \x01(\x08\x42\r\n\x0bserver_seedB\r\n\x0b\x63lient_seed\"b\n\x12\x44\x65riveDeckResponse\x12\x11\n\talgorithm\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x65\x63k\x18\x03 \x03(\t\x12\x17\n\x0f\x66irst_block_hex\x18\x04 \x01(\t\"t\n\x17VerifyCommitmentRequest\x12\x19\n\x0fserver_seed_hex\x18\x01 \x01(\tH\x00\x12\x1b\n\x11server_seed_bytes\x18\x02 \x01(\x0cH\x00\x12\x12\n\ncommitment\x18\x03 \x01(\tB\r\n\x0bserver_seed\"F\n\x18VerifyCommitmentResponse\x12\r\n\x05valid\x18\x01 \x01(\x08\x12\x1b\n\x13\x63omputed_commitment\x18\x02 \x01(\t\"d\n\x18VerifyHandHistoryRequest\x12\x14\n\x0chistory_json\x18\x01 \x01(\t\x12\x32\n\x10\x65xpected_ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\"E\n\x12HistoryDiscrepancy\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"]\n\x19VerifyHandHistoryResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x34\n\x0b\x64iscrepancy\x18\x02 \x01(\x0b\x32\x1f.ofcpoker.v1.HistoryDiscrepancy2\xe3\x07\n\x0cRulesService\x12P\n\x0b\x45valuateRow\x12\x1f.ofcpoker.v1.EvaluateRowRequest\x1a .ofcpoker.v1.EvaluateRowResponse\x12V\n\rValidateBoard\x12!.ofcpoker.v1.ValidateBoardRequest\x1a\".ofcpoker.v1.ValidateBoardResponse\x12M\n\nSettleHand\x12\x1e.ofcpoker.v1.SettleHandRequest\x1a\x1f.ofcpoker.v1.SettleHandResponse\x12P\n\x0bSettleHands\x12\x1f.ofcpoker.v1.SettleHandsRequest\x1a .ofcpoker.v1.SettleHandsResponse\x12\x66\n\x11SettleHandsStream\x12%.ofcpoker.v1.SettleHandsStreamRequest\x1a&.ofcpoker.v1.SettleHandsStreamResponse(\x01\x30\x01\x12P\n\x0bListPresets\x12\x1f.ofcpoker.v1.ListPresetsRequest\x1a .ofcpoker.v1.ListPresetsResponse\x12Y\n\x0eResolveRuleset\x12\".ofcpoker.v1.ResolveRulesetRequest\x1a#.ofcpoker.v1.ResolveRulesetResponse\x12_\n\x10SolveFantasyland\x12$.ofcpoker.v1.SolveFantasylandRequest\x1a%.ofcpoker.v1.SolveFantasylandResponse\x12M\n\nDeriveDeck\x12\x1e.ofcpoker.v1.DeriveDeckRequest\x1a\x1f.ofcpoker.v1.DeriveDeckResponse\x12_\n\x10VerifyCommitment\x12$.ofcpoker.v1.VerifyCommitmentRequest\x1a%.ofcpoker.v1.VerifyCommitmentResponse\x12\x62\n\x11VerifyHandHistory\x12%.ofcpoker.v1.VerifyHandHistoryRequest\x1a&.ofcpoker.v1.VerifyHandHistoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fofcpoker/v1/rules_service.proto\x12\x0bofcpoker.v1\x1a\x17ofcpoker/v1/cards.proto\x1a\x18ofcpoker/v1/errors.proto\x1a\x19ofcpoker/v1/ruleset.proto\x1a\x1cofcpoker/v1/settlement.proto\x1a!ofcpoker/v1/settlement_feed.proto\"u\n\x12\x45valuateRowRequest\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12%\n\x03row\x18\x02 \x01(\x0e\x32\x18.ofcpoker.v1.RowPosition\x12)\n\x07ruleset\x18\x03 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\"L\n\x13\x45valuateRowResponse\x12$\n\x04hand\x18\x01 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12\x0f\n\x07royalty\x18\x02 \x01(\r\"\x98\x01\n\x14ValidateBoardRequest\x12!\n\x05\x62oard\x18\x01 \x01(\x0b\x32\x12.ofcpoker.v1.Board\x12)\n\x07ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x16\n\x0ein_fantasyland\x18\x03 \x01(\x08\x12\x1a\n\x12\x66\x61ntasyland_streak\x18\x04 \x01(\r\"I\n\x15ValidateBoardResponse\x12\x30\n\nassessment\x18\x01 \x01(\x0b\x32\x1c.ofcpoker.v1.BoardAssessment\"4\n\x11SettleHandRequest\x12\x1f\n\x04hand\x18\x01 \x01(\x0b\x32\x11.ofcpoker.v1.Hand\"A\n\x12SettleHandResponse\x12+\n\nsettlement\x18\x01 \x01(\x0b\x32\x17.ofcpoker.v1.Settlement\"6\n\x12SettleHandsRequest\x12 \n\x05hands\x18\x01 \x03(\x0b\x32\x11.ofcpoker.v1.Hand\"q\n\x0bHandOutcome\x12-\n\nsettlement\x18\x01 \x01(\x0b\x32\x17.ofcpoker.v1.SettlementH\x00\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.ErrorDetailH\x00\x42\x08\n\x06result\"@\n\x13SettleHandsResponse\x12)\n\x07results\x18\x01 \x03(\x0b\x32\x18.ofcpoker.v1.HandOutcome\"L\n\x18SettleHandsStreamRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x1f\n\x04hand\x18\x02 \x01(\x0b\x32\x11.ofcpoker.v1.Hand\"W\n\x19SettleHandsStreamResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12)\n\x07outcome\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.HandOutcome\"\x14\n\x12ListPresetsRequest\"F\n\x13ListPresetsResponse\x12/\n\x07presets\x18\x01 \x03(\x0b\x32\x1e.ofcpoker.v1.RulesetParameters\"B\n\x15ResolveRulesetRequest\x12)\n\x07ruleset\x18\x01 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\"I\n\x16ResolveRulesetResponse\x12/\n\x07ruleset\x18\x01 \x01(\x0b\x32\x1e.ofcpoker.v1.RulesetParameters\"\xd9\x01\n\x17SolveFantasylandRequest\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12)\n\x07ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x16\n\x0ein_fantasyland\x18\x03 \x01(\x08\x12\x1e\n\x11\x66\x61ntasyland_value\x18\x04 \x01(\rH\x00\x88\x01\x01\x12\x1f\n\x12\x66\x61ntasyland_streak\x18\x05 \x01(\rH\x01\x88\x01\x01\x42\x14\n\x12_fantasyland_valueB\x15\n\x13_fantasyland_streak\"\x8f\x01\n\x18SolveFantasylandResponse\x12!\n\x05\x62oard\x18\x01 \x01(\x0b\x32\x12.ofcpoker.v1.Board\x12\x10\n\x08\x64iscards\x18\x02 \x03(\t\x12\x11\n\troyalties\x18\x03 \x01(\r\x12\x18\n\x10\x66\x61ntasyland_next\x18\x04 \x01(\x08\x12\x11\n\tobjective\x18\x05 \x01(\x05\"\xce\x01\n\x11\x44\x65riveDeckRequest\x12\x19\n\x0fserver_seed_hex\x18\x01 \x01(\tH\x00\x12\x1b\n\x11server_seed_bytes\x18\x02 \x01(\x0cH\x00\x12\x1a\n\x10\x63lient_seed_text\x18\x03 \x01(\tH\x01\x12\x1b\n\x11\x63lient_seed_bytes\x18\x04 \x01(\x0cH\x01\x12\r\n\x05nonce\x18\x05 \x01(\x04\x12\x1b\n\x13include_first_block\x18\x06 \x01(\x08\x42\r\n\x0bserver_seedB\r\n\x0b\x63lient_seed\"b\n\x12\x44\x65riveDeckResponse\x12\x11\n\talgorithm\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x65\x63k\x18\x03 \x03(\t\x12\x17\n\x0f\x66irst_block_hex\x18\x04 \x01(\t\"t\n\x17VerifyCommitmentRequest\x12\x19\n\x0fserver_seed_hex\x18\x01 \x01(\tH\x00\x12\x1b\n\x11server_seed_bytes\x18\x02 \x01(\x0cH\x00\x12\x12\n\ncommitment\x18\x03 \x01(\tB\r\n\x0bserver_seed\"F\n\x18VerifyCommitmentResponse\x12\r\n\x05valid\x18\x01 \x01(\x08\x12\x1b\n\x13\x63omputed_commitment\x18\x02 \x01(\t\"z\n\x18VerifyHandHistoryRequest\x12\x14\n\x0chistory_json\x18\x01 \x01(\t\x12\x32\n\x10\x65xpected_ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x14\n\x0c\x63heck_policy\x18\x03 \x01(\x08\"E\n\x12HistoryDiscrepancy\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"l\n\x19VerifyHandHistoryResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x34\n\x0b\x64iscrepancy\x18\x02 \x01(\x0b\x32\x1f.ofcpoker.v1.HistoryDiscrepancy\x12\r\n\x05notes\x18\x03 \x03(\t\"\xc4\x01\n\x12VerifyMatchRequest\x12\x15\n\rhistory_jsons\x18\x01 \x03(\t\x12\x32\n\x0bsettlements\x18\x02 \x03(\x0b\x32\x1d.ofcpoker.v1.SettlementRecord\x12\x19\n\x11\x63heck_settlements\x18\x03 \x01(\x08\x12\x32\n\x10\x65xpected_ruleset\x18\x04 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x14\n\x0c\x63heck_policy\x18\x05 \x01(\x08\"h\n\x10MatchDiscrepancy\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x13\n\x0bhand_number\x18\x03 \x01(\x04\x12\x10\n\x08location\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\"~\n\x13VerifyMatchResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x16\n\x0ehands_verified\x18\x02 \x01(\r\x12\x34\n\rdiscrepancies\x18\x03 \x03(\x0b\x32\x1d.ofcpoker.v1.MatchDiscrepancy\x12\r\n\x05notes\x18\x04 \x03(\t2\xb5\x08\n\x0cRulesService\x12P\n\x0b\x45valuateRow\x12\x1f.ofcpoker.v1.EvaluateRowRequest\x1a .ofcpoker.v1.EvaluateRowResponse\x12V\n\rValidateBoard\x12!.ofcpoker.v1.ValidateBoardRequest\x1a\".ofcpoker.v1.ValidateBoardResponse\x12M\n\nSettleHand\x12\x1e.ofcpoker.v1.SettleHandRequest\x1a\x1f.ofcpoker.v1.SettleHandResponse\x12P\n\x0bSettleHands\x12\x1f.ofcpoker.v1.SettleHandsRequest\x1a .ofcpoker.v1.SettleHandsResponse\x12\x66\n\x11SettleHandsStream\x12%.ofcpoker.v1.SettleHandsStreamRequest\x1a&.ofcpoker.v1.SettleHandsStreamResponse(\x01\x30\x01\x12P\n\x0bListPresets\x12\x1f.ofcpoker.v1.ListPresetsRequest\x1a .ofcpoker.v1.ListPresetsResponse\x12Y\n\x0eResolveRuleset\x12\".ofcpoker.v1.ResolveRulesetRequest\x1a#.ofcpoker.v1.ResolveRulesetResponse\x12_\n\x10SolveFantasyland\x12$.ofcpoker.v1.SolveFantasylandRequest\x1a%.ofcpoker.v1.SolveFantasylandResponse\x12M\n\nDeriveDeck\x12\x1e.ofcpoker.v1.DeriveDeckRequest\x1a\x1f.ofcpoker.v1.DeriveDeckResponse\x12_\n\x10VerifyCommitment\x12$.ofcpoker.v1.VerifyCommitmentRequest\x1a%.ofcpoker.v1.VerifyCommitmentResponse\x12\x62\n\x11VerifyHandHistory\x12%.ofcpoker.v1.VerifyHandHistoryRequest\x1a&.ofcpoker.v1.VerifyHandHistoryResponse\x12P\n\x0bVerifyMatch\x12\x1f.ofcpoker.v1.VerifyMatchRequest\x1a .ofcpoker.v1.VerifyMatchResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ofcpoker.v1.rules_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EVALUATEROWREQUEST']._serialized_start=156
-  _globals['_EVALUATEROWREQUEST']._serialized_end=273
-  _globals['_EVALUATEROWRESPONSE']._serialized_start=275
-  _globals['_EVALUATEROWRESPONSE']._serialized_end=351
-  _globals['_VALIDATEBOARDREQUEST']._serialized_start=354
-  _globals['_VALIDATEBOARDREQUEST']._serialized_end=506
-  _globals['_VALIDATEBOARDRESPONSE']._serialized_start=508
-  _globals['_VALIDATEBOARDRESPONSE']._serialized_end=581
-  _globals['_SETTLEHANDREQUEST']._serialized_start=583
-  _globals['_SETTLEHANDREQUEST']._serialized_end=635
-  _globals['_SETTLEHANDRESPONSE']._serialized_start=637
-  _globals['_SETTLEHANDRESPONSE']._serialized_end=702
-  _globals['_SETTLEHANDSREQUEST']._serialized_start=704
-  _globals['_SETTLEHANDSREQUEST']._serialized_end=758
-  _globals['_HANDOUTCOME']._serialized_start=760
-  _globals['_HANDOUTCOME']._serialized_end=873
-  _globals['_SETTLEHANDSRESPONSE']._serialized_start=875
-  _globals['_SETTLEHANDSRESPONSE']._serialized_end=939
-  _globals['_SETTLEHANDSSTREAMREQUEST']._serialized_start=941
-  _globals['_SETTLEHANDSSTREAMREQUEST']._serialized_end=1017
-  _globals['_SETTLEHANDSSTREAMRESPONSE']._serialized_start=1019
-  _globals['_SETTLEHANDSSTREAMRESPONSE']._serialized_end=1106
-  _globals['_LISTPRESETSREQUEST']._serialized_start=1108
-  _globals['_LISTPRESETSREQUEST']._serialized_end=1128
-  _globals['_LISTPRESETSRESPONSE']._serialized_start=1130
-  _globals['_LISTPRESETSRESPONSE']._serialized_end=1200
-  _globals['_RESOLVERULESETREQUEST']._serialized_start=1202
-  _globals['_RESOLVERULESETREQUEST']._serialized_end=1268
-  _globals['_RESOLVERULESETRESPONSE']._serialized_start=1270
-  _globals['_RESOLVERULESETRESPONSE']._serialized_end=1343
-  _globals['_SOLVEFANTASYLANDREQUEST']._serialized_start=1346
-  _globals['_SOLVEFANTASYLANDREQUEST']._serialized_end=1563
-  _globals['_SOLVEFANTASYLANDRESPONSE']._serialized_start=1566
-  _globals['_SOLVEFANTASYLANDRESPONSE']._serialized_end=1709
-  _globals['_DERIVEDECKREQUEST']._serialized_start=1712
-  _globals['_DERIVEDECKREQUEST']._serialized_end=1918
-  _globals['_DERIVEDECKRESPONSE']._serialized_start=1920
-  _globals['_DERIVEDECKRESPONSE']._serialized_end=2018
-  _globals['_VERIFYCOMMITMENTREQUEST']._serialized_start=2020
-  _globals['_VERIFYCOMMITMENTREQUEST']._serialized_end=2136
-  _globals['_VERIFYCOMMITMENTRESPONSE']._serialized_start=2138
-  _globals['_VERIFYCOMMITMENTRESPONSE']._serialized_end=2208
-  _globals['_VERIFYHANDHISTORYREQUEST']._serialized_start=2210
-  _globals['_VERIFYHANDHISTORYREQUEST']._serialized_end=2310
-  _globals['_HISTORYDISCREPANCY']._serialized_start=2312
-  _globals['_HISTORYDISCREPANCY']._serialized_end=2381
-  _globals['_VERIFYHANDHISTORYRESPONSE']._serialized_start=2383
-  _globals['_VERIFYHANDHISTORYRESPONSE']._serialized_end=2476
-  _globals['_RULESSERVICE']._serialized_start=2479
-  _globals['_RULESSERVICE']._serialized_end=3474
+  _globals['_EVALUATEROWREQUEST']._serialized_start=191
+  _globals['_EVALUATEROWREQUEST']._serialized_end=308
+  _globals['_EVALUATEROWRESPONSE']._serialized_start=310
+  _globals['_EVALUATEROWRESPONSE']._serialized_end=386
+  _globals['_VALIDATEBOARDREQUEST']._serialized_start=389
+  _globals['_VALIDATEBOARDREQUEST']._serialized_end=541
+  _globals['_VALIDATEBOARDRESPONSE']._serialized_start=543
+  _globals['_VALIDATEBOARDRESPONSE']._serialized_end=616
+  _globals['_SETTLEHANDREQUEST']._serialized_start=618
+  _globals['_SETTLEHANDREQUEST']._serialized_end=670
+  _globals['_SETTLEHANDRESPONSE']._serialized_start=672
+  _globals['_SETTLEHANDRESPONSE']._serialized_end=737
+  _globals['_SETTLEHANDSREQUEST']._serialized_start=739
+  _globals['_SETTLEHANDSREQUEST']._serialized_end=793
+  _globals['_HANDOUTCOME']._serialized_start=795
+  _globals['_HANDOUTCOME']._serialized_end=908
+  _globals['_SETTLEHANDSRESPONSE']._serialized_start=910
+  _globals['_SETTLEHANDSRESPONSE']._serialized_end=974
+  _globals['_SETTLEHANDSSTREAMREQUEST']._serialized_start=976
+  _globals['_SETTLEHANDSSTREAMREQUEST']._serialized_end=1052
+  _globals['_SETTLEHANDSSTREAMRESPONSE']._serialized_start=1054
+  _globals['_SETTLEHANDSSTREAMRESPONSE']._serialized_end=1141
+  _globals['_LISTPRESETSREQUEST']._serialized_start=1143
+  _globals['_LISTPRESETSREQUEST']._serialized_end=1163
+  _globals['_LISTPRESETSRESPONSE']._serialized_start=1165
+  _globals['_LISTPRESETSRESPONSE']._serialized_end=1235
+  _globals['_RESOLVERULESETREQUEST']._serialized_start=1237
+  _globals['_RESOLVERULESETREQUEST']._serialized_end=1303
+  _globals['_RESOLVERULESETRESPONSE']._serialized_start=1305
+  _globals['_RESOLVERULESETRESPONSE']._serialized_end=1378
+  _globals['_SOLVEFANTASYLANDREQUEST']._serialized_start=1381
+  _globals['_SOLVEFANTASYLANDREQUEST']._serialized_end=1598
+  _globals['_SOLVEFANTASYLANDRESPONSE']._serialized_start=1601
+  _globals['_SOLVEFANTASYLANDRESPONSE']._serialized_end=1744
+  _globals['_DERIVEDECKREQUEST']._serialized_start=1747
+  _globals['_DERIVEDECKREQUEST']._serialized_end=1953
+  _globals['_DERIVEDECKRESPONSE']._serialized_start=1955
+  _globals['_DERIVEDECKRESPONSE']._serialized_end=2053
+  _globals['_VERIFYCOMMITMENTREQUEST']._serialized_start=2055
+  _globals['_VERIFYCOMMITMENTREQUEST']._serialized_end=2171
+  _globals['_VERIFYCOMMITMENTRESPONSE']._serialized_start=2173
+  _globals['_VERIFYCOMMITMENTRESPONSE']._serialized_end=2243
+  _globals['_VERIFYHANDHISTORYREQUEST']._serialized_start=2245
+  _globals['_VERIFYHANDHISTORYREQUEST']._serialized_end=2367
+  _globals['_HISTORYDISCREPANCY']._serialized_start=2369
+  _globals['_HISTORYDISCREPANCY']._serialized_end=2438
+  _globals['_VERIFYHANDHISTORYRESPONSE']._serialized_start=2440
+  _globals['_VERIFYHANDHISTORYRESPONSE']._serialized_end=2548
+  _globals['_VERIFYMATCHREQUEST']._serialized_start=2551
+  _globals['_VERIFYMATCHREQUEST']._serialized_end=2747
+  _globals['_MATCHDISCREPANCY']._serialized_start=2749
+  _globals['_MATCHDISCREPANCY']._serialized_end=2853
+  _globals['_VERIFYMATCHRESPONSE']._serialized_start=2855
+  _globals['_VERIFYMATCHRESPONSE']._serialized_end=2981
+  _globals['_RULESSERVICE']._serialized_start=2984
+  _globals['_RULESSERVICE']._serialized_end=4061
 # @@protoc_insertion_point(module_scope)

@@ -10,6 +10,7 @@ from google.protobuf.internal import containers as _containers
 from ofcpoker.v1 import cards_pb2 as _cards_pb2
 from ofcpoker.v1 import errors_pb2 as _errors_pb2
 from ofcpoker.v1 import ruleset_pb2 as _ruleset_pb2
+from ofcpoker.v1 import settlement_feed_pb2 as _settlement_feed_pb2
 from ofcpoker.v1 import settlement_pb2 as _settlement_pb2
 import builtins as _builtins
 import sys
@@ -676,8 +677,14 @@ class VerifyHandHistoryRequest(_message.Message):
 
     HISTORY_JSON_FIELD_NUMBER: _builtins.int
     EXPECTED_RULESET_FIELD_NUMBER: _builtins.int
+    CHECK_POLICY_FIELD_NUMBER: _builtins.int
     history_json: _builtins.str
     """The hand history as a JSON document, at most 1 MiB of UTF-8."""
+    check_policy: _builtins.bool
+    """True: also re-run each timeout's named policy when this server ships that version
+    (POLICY_MISMATCH when it chooses another move); a policy it does not ship, or a history
+    that names none, is a note, not a failure.
+    """
     @_builtins.property
     def expected_ruleset(self) -> _ruleset_pb2.RulesetSpec:
         """Optional: the ruleset agreed for the match. When set, every parameter of the history's
@@ -690,10 +697,11 @@ class VerifyHandHistoryRequest(_message.Message):
         *,
         history_json: _builtins.str = ...,
         expected_ruleset: _ruleset_pb2.RulesetSpec | None = ...,
+        check_policy: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["expected_ruleset", b"expected_ruleset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_ruleset", b"expected_ruleset", "history_json", b"history_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["check_policy", b"check_policy", "expected_ruleset", b"expected_ruleset", "history_json", b"history_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -709,9 +717,11 @@ class HistoryDiscrepancy(_message.Message):
     LOCATION_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     code: _builtins.str
-    """What kind, stable UPPER_SNAKE: MALFORMED_HISTORY, COMMITMENT_MISMATCH, DECK_MISMATCH,
-    RULESET_MISMATCH, DEAL_MISMATCH, ILLEGAL_ACTION, TIMEOUT_MISMATCH, INCOMPLETE_HAND,
-    HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH (docs/hand-history.md).
+    """What kind, stable UPPER_SNAKE: MALFORMED_HISTORY, NEWER_FORMAT_VERSION,
+    COMMITMENT_MISMATCH, DECK_MISMATCH, RULESET_MISMATCH, DEAL_MISMATCH, ILLEGAL_ACTION,
+    TIMEOUT_MISMATCH, DEADLINE_MISMATCH, TIMEOUT_BEFORE_DEADLINE, POLICY_MISMATCH,
+    INCOMPLETE_HAND, HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH
+    (docs/hand-history.md). New codes may be added; none is renamed.
     """
     location: _builtins.str
     """Where: a JSON path into the history (`actions[7].placements[0][0]`, `deals[3].cards[1]`,
@@ -742,22 +752,162 @@ class VerifyHandHistoryResponse(_message.Message):
 
     OK_FIELD_NUMBER: _builtins.int
     DISCREPANCY_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
     ok: _builtins.bool
     """True when every check passed."""
     @_builtins.property
     def discrepancy(self) -> Global___HistoryDiscrepancy:
         """The first discrepancy; unset when ok."""
 
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What is worth saying but is no failure, for people (e.g. "timeout policy not checkable
+        with this release: ...").
+        """
+
     def __init__(
         self,
         *,
         ok: _builtins.bool = ...,
         discrepancy: Global___HistoryDiscrepancy | None = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["discrepancy", b"discrepancy"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["discrepancy", b"discrepancy", "ok", b"ok"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["discrepancy", b"discrepancy", "notes", b"notes", "ok", b"ok"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___VerifyHandHistoryResponse: _TypeAlias = VerifyHandHistoryResponse  # noqa: Y015
+
+@_typing.final
+class VerifyMatchRequest(_message.Message):
+    """VerifyMatch input."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HISTORY_JSONS_FIELD_NUMBER: _builtins.int
+    SETTLEMENTS_FIELD_NUMBER: _builtins.int
+    CHECK_SETTLEMENTS_FIELD_NUMBER: _builtins.int
+    EXPECTED_RULESET_FIELD_NUMBER: _builtins.int
+    CHECK_POLICY_FIELD_NUMBER: _builtins.int
+    check_settlements: _builtins.bool
+    """True: `settlements` are the feed's records for these hands (even when empty): every hand
+    needs its record and every record must agree with its hand.
+    """
+    check_policy: _builtins.bool
+    """As in VerifyHandHistory."""
+    @_builtins.property
+    def history_jsons(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The table's hand histories (each as VerifyHandHistory takes it, at most 1 MiB), in any
+        order: they are sorted by hand number. 1..1000 of them.
+        """
+
+    @_builtins.property
+    def settlements(self) -> _containers.RepeatedCompositeFieldContainer[_settlement_feed_pb2.SettlementRecord]:
+        """The settlement feed's records for the table (SettlementFeedService.Subscribe's), any
+        order; records of other tables are skipped. Checked only with check_settlements.
+        """
+
+    @_builtins.property
+    def expected_ruleset(self) -> _ruleset_pb2.RulesetSpec:
+        """Optional: the ruleset agreed for the match (as in VerifyHandHistory)."""
+
+    def __init__(
+        self,
+        *,
+        history_jsons: _abc.Iterable[_builtins.str] | None = ...,
+        settlements: _abc.Iterable[_settlement_feed_pb2.SettlementRecord] | None = ...,
+        check_settlements: _builtins.bool = ...,
+        expected_ruleset: _ruleset_pb2.RulesetSpec | None = ...,
+        check_policy: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expected_ruleset", b"expected_ruleset"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["check_policy", b"check_policy", "check_settlements", b"check_settlements", "expected_ruleset", b"expected_ruleset", "history_jsons", b"history_jsons", "settlements", b"settlements"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VerifyMatchRequest: _TypeAlias = VerifyMatchRequest  # noqa: Y015
+
+@_typing.final
+class MatchDiscrepancy(_message.Message):
+    """One discrepancy of a match."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    HAND_NUMBER_FIELD_NUMBER: _builtins.int
+    LOCATION_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    """What kind, stable UPPER_SNAKE: any HistoryDiscrepancy code (a hand that fails alone), or
+    TABLE_MISMATCH, HAND_REPEATED, HAND_MISSING, CHAIN_STATE_MISMATCH,
+    CHAIN_COMMITMENT_MISMATCH, FEED_RECORD_MISSING, FEED_RECORD_EXTRA, FEED_RECORD_MISMATCH,
+    RUNNING_TOTAL_MISMATCH (docs/hand-history.md).
+    """
+    source: _builtins.str
+    """Which input: `history_jsons[i]` or `settlements[i]`."""
+    hand_number: _builtins.int
+    """The hand it concerns; 0 when not known (a history that does not say)."""
+    location: _builtins.str
+    """Where in that input: a JSON path (`initial_state.seats[1].points`, `seats[0].total_units`);
+    empty for the input as a whole.
+    """
+    message: _builtins.str
+    """What differs, in English, for people; not for parsing."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.str = ...,
+        source: _builtins.str = ...,
+        hand_number: _builtins.int = ...,
+        location: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "hand_number", b"hand_number", "location", b"location", "message", b"message", "source", b"source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchDiscrepancy: _TypeAlias = MatchDiscrepancy  # noqa: Y015
+
+@_typing.final
+class VerifyMatchResponse(_message.Message):
+    """VerifyMatch result."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OK_FIELD_NUMBER: _builtins.int
+    HANDS_VERIFIED_FIELD_NUMBER: _builtins.int
+    DISCREPANCIES_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
+    ok: _builtins.bool
+    """True when every hand verified and every link held."""
+    hands_verified: _builtins.int
+    """How many of the histories verified on their own."""
+    @_builtins.property
+    def discrepancies(self) -> _containers.RepeatedCompositeFieldContainer[Global___MatchDiscrepancy]:
+        """Every discrepancy found, the hands' own first, then the links', in hand order."""
+
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What is worth saying but is no failure, for people."""
+
+    def __init__(
+        self,
+        *,
+        ok: _builtins.bool = ...,
+        hands_verified: _builtins.int = ...,
+        discrepancies: _abc.Iterable[Global___MatchDiscrepancy] | None = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["discrepancies", b"discrepancies", "hands_verified", b"hands_verified", "notes", b"notes", "ok", b"ok"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VerifyMatchResponse: _TypeAlias = VerifyMatchResponse  # noqa: Y015

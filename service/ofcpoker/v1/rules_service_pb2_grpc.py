@@ -92,6 +92,11 @@ class RulesServiceStub:
                 request_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryRequest.SerializeToString,
                 response_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryResponse.FromString,
                 _registered_method=True)
+        self.VerifyMatch = channel.unary_unary(
+                '/ofcpoker.v1.RulesService/VerifyMatch',
+                request_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyMatchRequest.SerializeToString,
+                response_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyMatchResponse.FromString,
+                _registered_method=True)
 
 
 class RulesServiceServicer:
@@ -193,11 +198,28 @@ class RulesServiceServicer:
         """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
         prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
         ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
-        through the rules engine, the final boards and every number of the settlement. The
-        answer names the first discrepancy. A history that is not JSON or not a version-1
-        history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+        through the rules engine (a timeout's recorded move checked like any move, never
+        re-derived by a policy), each timeout's deadline when the history has a clock, the final
+        boards and every number of the settlement. The answer names the first discrepancy. A
+        history that is not JSON or not a history is an answer too (ok false, MALFORMED_HISTORY;
+        NEWER_FORMAT_VERSION for a version newer than this server reads), not an error.
         Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
         (expected_ruleset).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def VerifyMatch(self, request, context):
+        """Verify a table's hands as one chain (docs/hand-history.md, "Verifying a match"): each
+        hand alone as VerifyHandHistory does, then hand numbers consecutive, each hand's initial
+        state and money the previous hand's end with its recorded seat changes, each hand's
+        commitment the one the previous hand published, and, with check_settlements, every
+        settlement feed record equal to its hand's settlement with agreeing running totals.
+        Every discrepancy is reported. Stateless: verify a match longer than one message in
+        segments that overlap by one hand.
+        Errors: INVALID_INPUT (more than 1000 histories or 10000 settlements, a history over
+        1 MiB), UNKNOWN_RULESET, INVALID_RULESET (expected_ruleset).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -260,6 +282,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.VerifyHandHistory,
                     request_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryRequest.FromString,
                     response_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryResponse.SerializeToString,
+            ),
+            'VerifyMatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.VerifyMatch,
+                    request_deserializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyMatchRequest.FromString,
+                    response_serializer=ofcpoker_dot_v1_dot_rules__service__pb2.VerifyMatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -562,6 +589,33 @@ class RulesService:
             '/ofcpoker.v1.RulesService/VerifyHandHistory',
             ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryRequest.SerializeToString,
             ofcpoker_dot_v1_dot_rules__service__pb2.VerifyHandHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VerifyMatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ofcpoker.v1.RulesService/VerifyMatch',
+            ofcpoker_dot_v1_dot_rules__service__pb2.VerifyMatchRequest.SerializeToString,
+            ofcpoker_dot_v1_dot_rules__service__pb2.VerifyMatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -88,11 +88,24 @@ class RulesServiceStub:
     """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
     prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
     ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
-    through the rules engine, the final boards and every number of the settlement. The
-    answer names the first discrepancy. A history that is not JSON or not a version-1
-    history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+    through the rules engine (a timeout's recorded move checked like any move, never
+    re-derived by a policy), each timeout's deadline when the history has a clock, the final
+    boards and every number of the settlement. The answer names the first discrepancy. A
+    history that is not JSON or not a history is an answer too (ok false, MALFORMED_HISTORY;
+    NEWER_FORMAT_VERSION for a version newer than this server reads), not an error.
     Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
     (expected_ruleset).
+    """
+    VerifyMatch: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.VerifyMatchRequest, _rules_service_pb2.VerifyMatchResponse]
+    """Verify a table's hands as one chain (docs/hand-history.md, "Verifying a match"): each
+    hand alone as VerifyHandHistory does, then hand numbers consecutive, each hand's initial
+    state and money the previous hand's end with its recorded seat changes, each hand's
+    commitment the one the previous hand published, and, with check_settlements, every
+    settlement feed record equal to its hand's settlement with agreeing running totals.
+    Every discrepancy is reported. Stateless: verify a match longer than one message in
+    segments that overlap by one hand.
+    Errors: INVALID_INPUT (more than 1000 histories or 10000 settlements, a history over
+    1 MiB), UNKNOWN_RULESET, INVALID_RULESET (expected_ruleset).
     """
 
 @_typing.type_check_only
@@ -155,11 +168,24 @@ class RulesServiceAsyncStub(RulesServiceStub):
     """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
     prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
     ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
-    through the rules engine, the final boards and every number of the settlement. The
-    answer names the first discrepancy. A history that is not JSON or not a version-1
-    history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+    through the rules engine (a timeout's recorded move checked like any move, never
+    re-derived by a policy), each timeout's deadline when the history has a clock, the final
+    boards and every number of the settlement. The answer names the first discrepancy. A
+    history that is not JSON or not a history is an answer too (ok false, MALFORMED_HISTORY;
+    NEWER_FORMAT_VERSION for a version newer than this server reads), not an error.
     Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
     (expected_ruleset).
+    """
+    VerifyMatch: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.VerifyMatchRequest, _rules_service_pb2.VerifyMatchResponse]  # type: ignore[assignment]
+    """Verify a table's hands as one chain (docs/hand-history.md, "Verifying a match"): each
+    hand alone as VerifyHandHistory does, then hand numbers consecutive, each hand's initial
+    state and money the previous hand's end with its recorded seat changes, each hand's
+    commitment the one the previous hand published, and, with check_settlements, every
+    settlement feed record equal to its hand's settlement with agreeing running totals.
+    Every discrepancy is reported. Stateless: verify a match longer than one message in
+    segments that overlap by one hand.
+    Errors: INVALID_INPUT (more than 1000 histories or 10000 settlements, a history over
+    1 MiB), UNKNOWN_RULESET, INVALID_RULESET (expected_ruleset).
     """
 
 class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -285,11 +311,30 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         """Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
         prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
         ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
-        through the rules engine, the final boards and every number of the settlement. The
-        answer names the first discrepancy. A history that is not JSON or not a version-1
-        history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+        through the rules engine (a timeout's recorded move checked like any move, never
+        re-derived by a policy), each timeout's deadline when the history has a clock, the final
+        boards and every number of the settlement. The answer names the first discrepancy. A
+        history that is not JSON or not a history is an answer too (ok false, MALFORMED_HISTORY;
+        NEWER_FORMAT_VERSION for a version newer than this server reads), not an error.
         Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
         (expected_ruleset).
+        """
+
+    @_abc_1.abstractmethod
+    def VerifyMatch(
+        self,
+        request: _rules_service_pb2.VerifyMatchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_service_pb2.VerifyMatchResponse, _abc.Awaitable[_rules_service_pb2.VerifyMatchResponse]]:
+        """Verify a table's hands as one chain (docs/hand-history.md, "Verifying a match"): each
+        hand alone as VerifyHandHistory does, then hand numbers consecutive, each hand's initial
+        state and money the previous hand's end with its recorded seat changes, each hand's
+        commitment the one the previous hand published, and, with check_settlements, every
+        settlement feed record equal to its hand's settlement with agreeing running totals.
+        Every discrepancy is reported. Stateless: verify a match longer than one message in
+        segments that overlap by one hand.
+        Errors: INVALID_INPUT (more than 1000 histories or 10000 settlements, a history over
+        1 MiB), UNKNOWN_RULESET, INVALID_RULESET (expected_ruleset).
         """
 
 def add_RulesServiceServicer_to_server(servicer: RulesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,65 @@
+"""``ofc export-match --server ADDR TABLE DIR``: a table's finished hands, one history a file.
+
+Lists the table's hands (``ListHands``, oldest first) and writes each one's history
+(``GetHandHistory``'s ``history_json``) to ``DIR/hand-NNNNN.json``, ready for ``ofc verify
+--match DIR``. Anyone may read a finished hand: no key is needed. Exit status: 0 written,
+2 bad input or no such table (the server's reason on stderr), 1 when the server cannot be
+reached or fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+PAGE_SIZE = 100  # ListHands' largest page
+
+
+def register(subparsers: Any) -> None:
+    export = subparsers.add_parser(
+        "export-match",
+        help="write a live table's finished hands, a history per file, for ofc verify --match",
+    )
+    export.add_argument(
+        "--server",
+        metavar="ADDR",
+        default=os.environ.get("OFC_SERVER") or None,
+        required=not os.environ.get("OFC_SERVER"),
+        help="the ofc gRPC server at HOST:PORT [env OFC_SERVER]",
+    )
+    export.add_argument("table_id", metavar="TABLE", help="the table's id")
+    export.add_argument("directory", metavar="DIR", help="where to write hand-NNNNN.json")
+    export.set_defaults(handler=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from ofc_client import InvalidRequestError, TableClient
+    from ofc_client.errors import NotFoundError, OfcClientError
+
+    out = Path(args.directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    client = TableClient(args.server)
+    try:
+        token = ""
+        while True:
+            page = client.list_hands(args.table_id, page_size=PAGE_SIZE, page_token=token)
+            for summary in page.hands:
+                hand = client.hand_history(args.table_id, summary.hand_number)
+                path = out / f"hand-{summary.hand_number:05d}.json"
+                path.write_text(json.dumps(hand.history, indent=1) + "\n")
+                written += 1
+            token = page.next_page_token
+            if not token:
+                break
+    except OfcClientError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2 if isinstance(error, InvalidRequestError | NotFoundError) else 1
+    finally:
+        client.close()
+    print(f"{written} hands of table {args.table_id} written to {out}")
+    return 0

@@ -1,0 +1,441 @@
+"""Verifying a table's hands as one chain, with the settlement feed's records.
+
+:func:`verify_match` verifies each hand alone (:func:`ofc.verify.check_history`), then the
+links between them: hand numbers consecutive, each hand's initial state and money the
+previous hand's end with the recorded seat changes applied, the commitment chain, and every
+feed record against its hand (docs/hand-history.md, "Verifying a match"). Every discrepancy
+is reported, each naming its input (``source``) and a JSON path in it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ofc.engine import MatchState, Seat, SitDown, StandUp, apply
+from ofc.engine_json import state_to_dict
+from ofc.errors import OfcError
+from ofc.rulesets import Ruleset
+from ofc.verify.codes import Code, MatchDiscrepancy
+from ofc.verify.hand import CheckedHand, check_hand
+from ofc.verify.shape import at
+from ofc.verify.values import Found, difference, loads, show, unwrap
+
+Units = list[int | None]  # per seat: money before or after a hand; None: not known
+
+
+@dataclass(frozen=True, slots=True)
+class MatchReport:
+    """What :func:`verify_match` found: ``hands`` given, ``verified`` of them alone, every
+    discrepancy (of single hands and of the chain) and the hands' notes."""
+
+    hands: int
+    verified: int
+    discrepancies: tuple[MatchDiscrepancy, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.discrepancies
+
+
+@dataclass(slots=True)
+class _Hand:
+    source: str
+    number: int | None
+    checked: CheckedHand | None  # None: it failed alone
+
+    @property
+    def table_id(self) -> str | None:
+        if self.checked is None:
+            return None
+        table_id = self.checked.history.raw.get("table_id")
+        return table_id if isinstance(table_id, str) else None
+
+
+def verify_match(
+    histories: Sequence[tuple[str, Any]],
+    feed: Sequence[tuple[str, Any]] | None = None,
+    *,
+    expected_ruleset: Ruleset | None = None,
+    check_policy: bool = False,
+) -> MatchReport:
+    """Check ``histories`` (``(source, history)``: a parsed document, or its JSON text) as
+    one table's hands, in any order; with ``feed`` (``(source, record)``: the settlement
+    feed's records as the stream holds them, parsed), every record against its hand.
+    Never raises for bad input.
+
+    >>> from ofc.verify import example_history
+    >>> report = verify_match([("hand-1.json", example_history())])
+    >>> report.ok, report.hands, report.verified
+    (True, 1, 1)
+    """
+    found: list[MatchDiscrepancy] = []
+    hands: list[_Hand] = []
+    notes: list[str] = []
+    for source, data in histories:
+        hand, discrepancy = _check_one(source, data, expected_ruleset, check_policy)
+        hands.append(hand)
+        if discrepancy is not None:
+            found.append(discrepancy)
+        elif hand.checked is not None:
+            notes.extend(f"{source}: {n}" for n in hand.checked.notes)
+    verified = sum(h.checked is not None for h in hands)
+    hands.sort(key=lambda h: (h.number is None, h.number or 0))
+    chain = _Chain(found)
+    chain.table(hands)
+    numbered = chain.numbers(hands)
+    records = _Records(feed, chain, numbered) if feed is not None else None
+    previous: _Hand | None = None
+    units: Units | None = None  # money after the previous hand
+    for hand in numbered:
+        adjacent = previous is not None and previous.number == (hand.number or 0) - 1
+        if hand.checked is None:
+            previous, units = hand, None
+            continue
+        if adjacent and previous is not None and previous.checked is not None:
+            before = chain.link(previous, hand, units)
+        elif hand.number == 1:
+            before = chain.first(hand)
+        else:
+            before = _recorded_units(hand.checked, None)
+        if records is not None:
+            before = records.check(hand, before)
+        units = _after(hand.checked, before)
+        previous = hand
+    if records is not None:
+        records.extra()
+    return MatchReport(len(hands), verified, tuple(found), tuple(dict.fromkeys(notes)))
+
+
+def _check_one(
+    source: str, data: Any, expected_ruleset: Ruleset | None, check_policy: bool
+) -> tuple[_Hand, MatchDiscrepancy | None]:
+    number = None
+    try:
+        if isinstance(data, str | bytes):
+            data = unwrap(loads(data))
+        if isinstance(data, dict) and type(data.get("hand_number")) is int:
+            number = data["hand_number"]
+        checked = check_hand(data, expected_ruleset=expected_ruleset, check_policy=check_policy)
+    except Found as stop:
+        d = stop.discrepancy
+        return _Hand(source, number, None), MatchDiscrepancy(
+            d.code, source, number, d.location, d.message
+        )
+    return _Hand(source, number, checked), None
+
+
+class _Chain:
+    """The links between hands; discrepancies go to ``found``."""
+
+    def __init__(self, found: list[MatchDiscrepancy]) -> None:
+        self.found = found
+
+    def report(self, code: Code, hand: _Hand, location: str, message: str) -> None:
+        self.found.append(MatchDiscrepancy(code, hand.source, hand.number, location, message))
+
+    def table(self, hands: Sequence[_Hand]) -> None:
+        first = next((h for h in hands if h.table_id is not None), None)
+        for hand in hands:
+            if first is not None and hand.table_id not in (None, first.table_id):
+                self.report(
+                    Code.TABLE_MISMATCH,
+                    hand,
+                    "table_id",
+                    f"recorded {hand.table_id!r}; the match is table {first.table_id!r} "
+                    f"({first.source})",
+                )
+
+    def numbers(self, hands: Sequence[_Hand]) -> list[_Hand]:
+        """The hands with a hand number, each number once; gaps reported."""
+        kept: list[_Hand] = []
+        for hand in hands:
+            if hand.number is None:
+                continue
+            if kept and kept[-1].number == hand.number:
+                self.report(
+                    Code.HAND_REPEATED,
+                    hand,
+                    "hand_number",
+                    f"hand {hand.number} is also {kept[-1].source}",
+                )
+                continue
+            if kept and (kept[-1].number or 0) + 1 < hand.number:
+                last = kept[-1].number or 0
+                missing = (
+                    f"hand {last + 1} is"
+                    if last + 2 == hand.number
+                    else f"hands {last + 1}..{hand.number - 1} are"
+                )
+                self.report(
+                    Code.HAND_MISSING,
+                    hand,
+                    "hand_number",
+                    f"{missing} missing between hand {last} ({kept[-1].source}) and this one",
+                )
+            kept.append(hand)
+        return kept
+
+    def first(self, hand: _Hand) -> Units:
+        """Hand 1 starts from an empty table."""
+        checked = hand.checked
+        assert checked is not None
+        initial = checked.history.initial
+        empty = dataclasses.replace(
+            initial, seats=(Seat(),) * len(initial.seats), hands_played=0, hand=None
+        )
+        return self._arrive(hand, empty, [0] * len(initial.seats), "an empty table")
+
+    def link(self, previous: _Hand, hand: _Hand, units: Units | None) -> Units:
+        assert previous.checked is not None and hand.checked is not None
+        context = previous.checked.history.context
+        published = "" if context is None else context.next_commitment
+        commitment = hand.checked.history.raw["commitment"]
+        if published and published != commitment:
+            self.report(
+                Code.CHAIN_COMMITMENT_MISMATCH,
+                hand,
+                "commitment",
+                f"recorded {commitment!r}; hand {previous.number} ({previous.source}) "
+                f"published next_commitment {published!r}",
+            )
+        end = previous.checked.final
+        return self._arrive(
+            hand,
+            end,
+            units or [None] * len(end.seats),
+            f"the end of hand {previous.number} ({previous.source})",
+        )
+
+    def _arrive(self, hand: _Hand, end: MatchState, units: Units, what: str) -> Units:
+        """The table at ``end`` with ``units``, taken to ``hand``'s start by its recorded
+        seat changes (or, without them, by what a seat change may do); reports where the
+        hand's initial state or money differ. Returns the money before the hand."""
+        checked = hand.checked
+        assert checked is not None
+        history = checked.history
+        units = list(units) + [None] * (len(end.seats) - len(units))
+        changes = None if history.context is None else history.context.seat_changes
+        if changes is not None:
+            state = end
+            for k, change in enumerate(changes):
+                try:
+                    state, _ = apply(state, change)
+                except OfcError as exc:
+                    self.report(
+                        Code.ILLEGAL_ACTION,
+                        hand,
+                        at(f"seat_changes[{k}]", exc.field),
+                        f"{exc.reason}: {exc.message} (applied to {what})",
+                    )
+                    return _recorded_units(checked, units)
+                if isinstance(change, SitDown | StandUp) and change.seat < len(units):
+                    units[change.seat] = 0
+        else:
+            state = self._explained(hand, end, units)
+        differs = difference(state_to_dict(state), history.raw["initial_state"], "initial_state")
+        if differs is not None:
+            self.report(
+                Code.CHAIN_STATE_MISMATCH,
+                hand,
+                differs.path,
+                f"recorded {show(differs.actual)}; {what}"
+                + (" with the recorded seat changes" if changes is not None else "")
+                + f" gives {show(differs.expected)}",
+            )
+        recorded = None if history.context is None else history.context.seat_units
+        if recorded is not None:
+            for seat, (expected, actual) in enumerate(zip(units, recorded, strict=False)):
+                if expected is not None and expected != actual:
+                    self.report(
+                        Code.CHAIN_STATE_MISMATCH,
+                        hand,
+                        f"seat_units[{seat}]",
+                        f"recorded {actual}; {what} leaves seat {seat} with {expected} units",
+                    )
+                    break
+        return _recorded_units(checked, units)
+
+    def _explained(self, hand: _Hand, end: MatchState, units: Units) -> MatchState:
+        """Without recorded seat changes (format versions 1 and 2): a seat may differ from
+        ``end`` only as a seat change leaves it (empty, or a new player with nothing), and
+        only if it owed no Fantasyland; such a seat's money restarts at 0."""
+        assert hand.checked is not None
+        recorded = hand.checked.history.initial.seats
+        seats = list(end.seats)
+        for i, (was, now) in enumerate(zip(end.seats, recorded, strict=False)):
+            fresh = Seat(now.player_id)
+            if now == was or now != fresh:
+                continue  # unchanged, or a difference no seat change explains (reported)
+            if was.fantasyland and not end.match_over:
+                continue  # leaving while owed a Fantasyland: the difference is reported
+            seats[i] = now
+            units[i] = 0
+        return dataclasses.replace(end, seats=tuple(seats))
+
+
+def _recorded_units(checked: CheckedHand, expected: Units | None) -> Units:
+    """The money before the hand: the history's own (version 3), else what the chain gave."""
+    context = checked.history.context
+    if context is not None and context.seat_units is not None:
+        return list(context.seat_units)
+    count = len(checked.history.initial.seats)
+    return list(expected) if expected is not None else [None] * count
+
+
+def _after(checked: CheckedHand, before: Units) -> Units:
+    after = list(before)
+    for player in checked.history.raw["settlement"]["players"]:
+        seat = player["seat"]
+        if after[seat] is not None:
+            after[seat] = (after[seat] or 0) + player["units"]
+    return after
+
+
+class _Records:
+    """The feed's records of the match's table, each against its hand."""
+
+    def __init__(
+        self, feed: Sequence[tuple[str, Any]], chain: _Chain, hands: Sequence[_Hand]
+    ) -> None:
+        self.chain = chain
+        self.hands = hands
+        table_id = next((h.table_id for h in hands if h.table_id is not None), None)
+        self.by_number: dict[int, tuple[str, Mapping[str, Any]]] = {}
+        for source, record in feed:
+            if not isinstance(record, dict) or type(record.get("hand_number")) is not int:
+                self._bad(source, None, "", f"not a settlement record: {show(record)}")
+                continue
+            if table_id is not None and record.get("table_id") != table_id:
+                continue  # another table's
+            number = record["hand_number"]
+            kept = self.by_number.get(number)
+            if kept is None:
+                self.by_number[number] = (source, record)
+            elif kept[1] != record:
+                differs = difference(kept[1], record, "")
+                where = "" if differs is None else differs.path
+                self._bad(
+                    source,
+                    number,
+                    where,
+                    f"hand {number}'s record is also {kept[0]}, with other contents",
+                )
+
+    def _bad(self, source: str, number: int | None, location: str, message: str) -> None:
+        self.chain.found.append(
+            MatchDiscrepancy(Code.FEED_RECORD_MISMATCH, source, number, location, message)
+        )
+
+    def check(self, hand: _Hand, before: Units) -> Units:
+        """Compare hand's record; returns the money before the hand, the unknown seats'
+        read from the record."""
+        checked = hand.checked
+        assert checked is not None and hand.number is not None
+        kept = self.by_number.get(hand.number)
+        if kept is None:
+            self.chain.report(
+                Code.FEED_RECORD_MISSING,
+                hand,
+                "",
+                f"the feed has no settlement record of hand {hand.number}",
+            )
+            return before
+        source, record = kept
+        expected, before = _expected_record(checked, before, record)
+        differs = difference(expected, record, "")
+        if differs is not None:
+            total = differs.path.endswith((".total_points", ".total_units"))
+            self.chain.found.append(
+                MatchDiscrepancy(
+                    Code.RUNNING_TOTAL_MISMATCH if total else Code.FEED_RECORD_MISMATCH,
+                    source,
+                    hand.number,
+                    differs.path,
+                    f"recorded {show(differs.actual)}; hand {hand.number} ({hand.source}) "
+                    f"gives {show(differs.expected)}",
+                )
+            )
+        return before
+
+    def extra(self) -> None:
+        numbers = {h.number for h in self.hands}
+        first = min((n for n in numbers if n is not None), default=1)
+        for number, (source, _) in sorted(self.by_number.items()):
+            if number not in numbers and number >= first:
+                self.chain.found.append(
+                    MatchDiscrepancy(
+                        Code.FEED_RECORD_EXTRA,
+                        source,
+                        number,
+                        "hand_number",
+                        f"the feed settles hand {number}, which is not in the match",
+                    )
+                )
+
+
+def _expected_record(
+    checked: CheckedHand, before: Units, record: Mapping[str, Any]
+) -> tuple[dict[str, Any], Units]:
+    """The feed record a hand gives (what the history cannot say — its table, when it names
+    none; money before the hand that the chain does not know — taken from ``record``)."""
+    raw = checked.history.raw
+    ruleset = checked.history.initial.ruleset
+    settlement = raw["settlement"]
+    table_id = raw.get("table_id", record.get("table_id"))
+    number = raw["hand_number"]
+    seats_raw = record.get("seats")
+    recorded = {
+        s.get("seat"): s
+        for s in (seats_raw if isinstance(seats_raw, list) else ())
+        if isinstance(s, dict)
+    }
+    before = list(before)
+    seats = []
+    for player in sorted(settlement["players"], key=lambda p: p["seat"]):
+        seat = player["seat"]
+        if before[seat] is None:  # unknown to the chain: the record's says
+            mine = recorded.get(seat, {})
+            total, units = mine.get("total_units"), mine.get("units")
+            if type(total) is int and type(units) is int:
+                before[seat] = total - units
+        seats.append(
+            {
+                "seat": seat,
+                "player_id": checked.history.initial.seats[seat].player_id,
+                "points": player["points"],
+                "units": player["units"],
+                "total_points": checked.final.seats[seat].points,
+                "total_units": (before[seat] or 0) + player["units"],
+                "fouled": player["fouled"],
+            }
+        )
+    expected = {
+        "format": 1,
+        "settlement_id": f"{table_id}:{number}",
+        "table_id": table_id,
+        "hand_number": number,
+        "ruleset": settlement["ruleset"],
+        "unit_value": ruleset.unit_value,
+        "loss_cap": ruleset.loss_cap,
+        "settled_at_ms": raw.get("settled_at_ms", record.get("settled_at_ms")),
+        "seats": seats,
+        "pairs": [
+            {
+                "seat_a": p["a"],
+                "seat_b": p["b"],
+                "points": p["points"],
+                "capped_points": p["capped_points"],
+                "unit_value": p["unit_value"],
+                "units": p["units"],
+            }
+            for p in settlement["pairs"]
+        ],
+    }
+    return expected, before
+
+
+__all__ = ["MatchReport", "verify_match"]

@@ -1,0 +1,155 @@
+"""JSON values as a verifier reads and compares them: strictly parsed, compared by type."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from ofc.verify.codes import Code, Discrepancy
+
+
+class Found(Exception):
+    """Raised inside a check with the discrepancy that ends it."""
+
+    def __init__(self, discrepancy: Discrepancy) -> None:
+        super().__init__(str(discrepancy))
+        self.discrepancy = discrepancy
+
+
+def found(code: Code, location: str, message: str) -> Found:
+    return Found(Discrepancy(code, location, message))
+
+
+def malformed(location: str, message: str) -> Found:
+    return found(Code.MALFORMED_HISTORY, location, message)
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON strictly (UTF-8; no key twice in an object; no ``NaN``/``Infinity``);
+    :class:`Found` ``MALFORMED_HISTORY`` otherwise."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")  # strictly: JSON travels as UTF-8 (RFC 8259)
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, deep nesting
+        reason = exc.args[0] if isinstance(exc, ValueError) and exc.args else "nested too deeply"
+        raise malformed("", f"not JSON: {reason}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise malformed("", f"not JSON: the key {key!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise malformed("", f"not JSON: {name} is not a JSON number")
+
+
+RESPONSE_KEYS = ("historyJson", "history_json")
+
+
+def unwrap(data: Any) -> Any:
+    """The history inside a ``GetHandHistoryResponse`` in protobuf JSON (``historyJson``, or
+    ``history_json`` with the original field names); anything else as it is."""
+    if isinstance(data, dict) and "format_version" not in data:
+        for key in RESPONSE_KEYS:
+            inner = data.get(key)
+            if isinstance(inner, str):
+                return loads(inner)
+    return data
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "nothing"
+
+
+MISSING: Any = _Missing()
+
+
+class Difference(NamedTuple):
+    path: str
+    expected: Any
+    actual: Any
+
+
+def difference(expected: Any, actual: Any, path: str) -> Difference | None:
+    """The first place (document order of ``expected``) where ``actual`` differs; a value of
+    another JSON type differs (``1`` is not ``true``, ``1`` is not ``1.0``)."""
+    if _same(expected, actual):  # the common case, in C: equal JSON texts, equal values
+        return None
+    return _walk(expected, actual, path)
+
+
+def _same(expected: Any, actual: Any) -> bool:
+    try:
+        return json.dumps(expected, sort_keys=True) == json.dumps(actual, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON data (a value only a caller made)
+        return False
+
+
+def _walk(expected: Any, actual: Any, path: str) -> Difference | None:
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return Difference(path, expected, actual)
+        for key, value in expected.items():
+            differs = _walk(value, actual.get(key, MISSING), join(path, key))
+            if differs is not None:
+                return differs
+        extra = [key for key in actual if key not in expected]
+        return Difference(join(path, extra[0]), MISSING, actual[extra[0]]) if extra else None
+    if isinstance(expected, list):
+        if not isinstance(actual, list):
+            return Difference(path, expected, actual)
+        for i in range(max(len(expected), len(actual))):
+            differs = _walk(
+                expected[i] if i < len(expected) else MISSING,
+                actual[i] if i < len(actual) else MISSING,
+                f"{path}[{i}]",
+            )
+            if differs is not None:
+                return differs
+        return None
+    if type(expected) is not type(actual) or expected != actual:
+        return Difference(path, expected, actual)
+    return None
+
+
+def compare(expected: Any, actual: Any, path: str, code: Code, source: str) -> None:
+    """:class:`Found` ``code`` at the first difference: "recorded X, <source> Y"."""
+    differs = difference(expected, actual, path)
+    if differs is not None:
+        raise found(
+            code,
+            differs.path,
+            f"recorded {show(differs.actual)}, {source} {show(differs.expected)}",
+        )
+
+
+def show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+__all__ = [
+    "MISSING",
+    "RESPONSE_KEYS",
+    "Difference",
+    "Found",
+    "compare",
+    "difference",
+    "found",
+    "join",
+    "loads",
+    "malformed",
+    "show",
+    "unwrap",
+]

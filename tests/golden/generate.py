@@ -1,0 +1,404 @@
+"""Write the golden hand histories of one release: the code on ``sys.path`` writes them.
+
+Run it with the interpreter of a venv whose dependencies match the release, and that
+release's code first on the path (a checkout of an older commit works without a venv of
+its own when its dependencies are the same)::
+
+    git worktree add /tmp/old-971f768 971f768
+    PYTHONPATH=/tmp/old-971f768/service:/tmp/old-971f768/clients/python \
+        .venv/bin/python tests/golden/generate.py tests/golden/971f768
+
+It writes, into the directory given (tests/golden/README.md lists what each file is):
+
+- ``play-<ruleset>-<players>.json``: what ``ofc play`` prints (every move a timeout);
+- ``fantasyland-*.json``: hands with Fantasyland seats, every move a timeout, built with the
+  core API of that release (``hand_history`` of a table whose seats are owed a Fantasyland);
+- ``match/`` (releases with players' client seeds, 9d0467e on): a live table on a real gRPC
+  server of that release (in-memory store, its own deadline sweeper and settlement relay):
+  pineapple with a loss cap, stakes agreed per pair of seats, players' own client seeds
+  (``CLIENT_SEED_POLICY_PLAYERS``), 1-second turns that some seats let run out, a player
+  leaving and another joining between hands. Every hand's ``GetHandHistory``
+  ``history_json`` as served (``hand-NNNN.json``), hand 1's whole response as protobuf JSON
+  (``hand-0001.response.json``) and the settlement feed's records for the table as JSON
+  Lines (``feed.jsonl``, read with ``SettlementFeedService.Subscribe``);
+- ``SOURCE``: the commit, and the command that wrote the files.
+
+Nothing here is used by the test suite at run time; the files it wrote are committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import io
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import ofc.engine as engine
+from ofc.engine_json import hand_history
+from ofc_cli.main import main as ofc_main
+
+SEEDS = {
+    "classic": "11" * 32,
+    "pineapple": "22" * 32,
+    "progressive-pineapple": "33" * 32,
+    "turbo": "44" * 32,
+}
+API_KEY = "golden-operator-key"
+TURN_MS = 1_000
+
+
+def tree() -> Path:
+    """The checkout the code on the path comes from."""
+    return Path(inspect.getfile(engine)).resolve().parents[2]
+
+
+def commit_of(root: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+# --- what `ofc play` prints --------------------------------------------------------------------
+def play(ruleset: str, players: int, client_seed: str, *extra: str) -> str:
+    out = io.StringIO()
+    args = ["play", "--seed", SEEDS[ruleset], "--ruleset", ruleset, "--players", str(players)]
+    with contextlib.redirect_stdout(out):
+        assert ofc_main([*args, "--client-seed", client_seed, *extra]) == 0
+    return out.getvalue()
+
+
+def play_supports(option: str) -> bool:
+    from ofc_cli import cmd_play
+
+    return option in inspect.getsource(cmd_play)
+
+
+# --- hands with Fantasyland seats, through the core API ---------------------------------------
+def timeout_for(state: engine.MatchState, seat: int, at_ms: int) -> engine.Action:
+    """A Timeout as this release builds one: older engines chose the move themselves."""
+    if hasattr(engine, "timeout_action"):  # releases up to 971f768
+        return engine.Timeout(seat, at_ms)  # type: ignore[call-arg]
+    from ofc import policy
+
+    return policy.timeout(state, seat, at_ms=at_ms)
+
+
+def fantasyland_hand(
+    ruleset: str, players: int, owed: dict[int, int], *, button: int, seed: bytes, client: bytes
+) -> dict[str, Any]:
+    table, _ = engine.replay(
+        engine.new_match(ruleset, seats=players, button=button),
+        [engine.SitDown(s, f"player-{s}") for s in range(players)],
+    )
+    seats = list(table.seats)
+    for seat, cards in owed.items():
+        seats[seat] = dataclasses.replace(seats[seat], fantasyland=cards, fantasyland_streak=1)
+    table = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
+    actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
+    state, _ = engine.apply(table, actions[0])
+    while waiting := engine.seats_to_act(state):
+        move = timeout_for(state, waiting[0], 1_000 + len(actions))
+        state, _ = engine.apply(state, move)
+        actions.append(move)
+    return hand_history(table, actions)
+
+
+# --- a live table on a real server ------------------------------------------------------------
+class LiveTable:
+    """Players of one table over gRPC (the release's own generated stubs)."""
+
+    def __init__(self, address: str) -> None:
+        import grpc
+        from ofcpoker.v1 import settlement_feed_pb2_grpc, table_service_pb2_grpc
+
+        self.channel = grpc.insecure_channel(address)
+        self.tables = table_service_pb2_grpc.TableServiceStub(self.channel)
+        self.feed = settlement_feed_pb2_grpc.SettlementFeedServiceStub(self.channel)
+        self.tokens: dict[int, str] = {}
+        self.table_id = ""
+        self.requests = (f"golden-{n}" for n in range(1_000_000))
+
+    def operator(self) -> list[tuple[str, str]]:
+        return [("x-ofc-api-key", API_KEY)]
+
+    def as_seat(self, seat: int) -> list[tuple[str, str]]:
+        return [("x-ofc-seat-token", self.tokens[seat])]
+
+    def view(self, seat: int | None = None) -> Any:
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        request = pb.GetTableRequest(table_id=self.table_id)
+        metadata = self.operator() if seat is None else self.as_seat(seat)
+        return self.tables.GetTable(request, metadata=metadata).table
+
+    def create(self) -> None:
+        from ofcpoker.v1 import ruleset_pb2, settlement_pb2
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        spec = ruleset_pb2.RulesetSpec(
+            preset="pineapple", overrides=ruleset_pb2.RulesetOverrides(loss_cap=10)
+        )
+        request = pb.CreateTableRequest(
+            ruleset=spec,
+            seats=3,
+            turn_time_limit_ms=TURN_MS,
+            fantasyland_time_limit_ms=4 * TURN_MS,
+            client_seed="golden-table",
+            request_id="golden-create",
+            pair_unit_values=[
+                settlement_pb2.PairUnitValue(a=0, b=1, unit_value=20),
+                settlement_pb2.PairUnitValue(a=0, b=2, unit_value=15),
+            ],
+            client_seed_policy=pb.CLIENT_SEED_POLICY_PLAYERS,
+        )
+        self.table_id = self.tables.CreateTable(request, metadata=self.operator()).table_id
+
+    def join(self, seat: int, player_id: str, client_seed: str) -> None:
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        version = self.view().version
+        joined = self.tables.JoinSeat(
+            pb.JoinSeatRequest(
+                table_id=self.table_id,
+                seat=seat,
+                player_id=player_id,
+                expected_version=version,
+                request_id=next(self.requests),
+            )
+        )
+        self.tokens[seat] = joined.seat_token
+        self.tables.SetClientSeed(
+            pb.SetClientSeedRequest(
+                table_id=self.table_id,
+                seat=seat,
+                client_seed=client_seed,
+                expected_version=joined.table.version,
+                request_id=next(self.requests),
+            ),
+            metadata=self.as_seat(seat),
+        )
+
+    def leave(self, seat: int) -> None:
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        self.tables.LeaveSeat(
+            pb.LeaveSeatRequest(
+                table_id=self.table_id,
+                seat=seat,
+                expected_version=self.view().version,
+                request_id=next(self.requests),
+            ),
+            metadata=self.as_seat(seat),
+        )
+        del self.tokens[seat]
+
+    def play_hand(self, lets_run_out: Callable[[int, int, int], bool]) -> int:
+        """Start a hand and play it: a seat whose ``lets_run_out(hand, seat, street)`` is true
+        waits for the table's timeout, the others place their batch at once (rows with room,
+        bottom first; the last card discarded). Returns the hand's number."""
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        seat = min(self.tokens)
+        started = self.tables.StartHand(
+            pb.StartHandRequest(
+                table_id=self.table_id,
+                expected_version=self.view().version,
+                request_id=next(self.requests),
+            ),
+            metadata=self.as_seat(seat),
+        ).table
+        number = started.hand.number
+        while True:
+            table = self.view()
+            if table.hand.over:
+                return number
+            for to_act in table.hand.to_act:
+                mine = self.view(to_act)
+                hand_seat = next(s for s in mine.hand.seats if s.seat == to_act)
+                if hand_seat.fantasyland_cards or lets_run_out(number, to_act, mine.hand.street):
+                    continue
+                with contextlib.suppress(Exception):  # a timeout may have moved the table on
+                    self.place(mine, to_act)
+                break
+            else:
+                time.sleep(0.05)
+
+    def place(self, table: Any, seat: int) -> None:
+        from ofcpoker.v1 import cards_pb2
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        hand_seat = next(s for s in table.hand.seats if s.seat == seat)
+        batch = list(hand_seat.pending)
+        street = table.ruleset.streets[table.hand.street]
+        discard = batch.pop() if street.deal > street.place else ""
+        room = {
+            cards_pb2.ROW_POSITION_BOTTOM: 5 - len(hand_seat.board.bottom),
+            cards_pb2.ROW_POSITION_MIDDLE: 5 - len(hand_seat.board.middle),
+            cards_pb2.ROW_POSITION_TOP: 3 - len(hand_seat.board.top),
+        }
+        placements = []
+        for card in batch:
+            row = next(r for r, free in room.items() if free > 0)
+            room[row] -= 1
+            placements.append(pb.Placement(card=card, row=row))
+        self.tables.PlaceCards(
+            pb.PlaceCardsRequest(
+                table_id=self.table_id,
+                seat=seat,
+                placements=placements,
+                discard=discard,
+                expected_version=table.version,
+                request_id=next(self.requests),
+            ),
+            metadata=self.as_seat(seat),
+        )
+
+    def history(self, number: int) -> Any:
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        return self.tables.GetHandHistory(
+            pb.GetHandHistoryRequest(table_id=self.table_id, hand_number=number)
+        )
+
+    def feed_records(self, count: int) -> Iterator[dict[str, Any]]:
+        """The table's records from the feed, as the feed stream holds them (format 1)."""
+        from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
+
+        stream = self.feed.Subscribe(
+            feed_pb.SubscribeRequest(group="golden", consumer="golden-1", batch_size=100),
+            metadata=self.operator(),
+            timeout=30,
+        )
+        seen = 0
+        for response in stream:
+            record = response.record
+            if record.table_id != self.table_id:
+                continue
+            yield {
+                "format": 1,
+                "settlement_id": record.settlement_id,
+                "table_id": record.table_id,
+                "hand_number": record.hand_number,
+                "ruleset": record.ruleset,
+                "unit_value": record.unit_value,
+                "loss_cap": record.loss_cap or None,
+                "settled_at_ms": record.settled_at_ms,
+                "seats": [
+                    {
+                        "seat": s.seat,
+                        "player_id": s.player_id,
+                        "points": s.points,
+                        "units": s.units,
+                        "total_points": s.total_points,
+                        "total_units": s.total_units,
+                        "fouled": s.fouled,
+                    }
+                    for s in record.seats
+                ],
+                "pairs": [
+                    {
+                        "seat_a": p.seat_a,
+                        "seat_b": p.seat_b,
+                        "points": p.points,
+                        "capped_points": p.capped_points,
+                        "unit_value": p.unit_value,
+                        "units": p.units,
+                    }
+                    for p in record.pairs
+                ],
+            }
+            seen += 1
+            if seen == count:
+                stream.cancel()
+                return
+
+
+def live_match(out: Path) -> None:
+    from google.protobuf import json_format
+    from ofc_service.server.background import BackgroundServer
+    from ofc_service.server.config import ServerConfig
+
+    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", api_keys=API_KEY)
+    with BackgroundServer(config) as server:
+        table = LiveTable(server.address)
+        table.create()
+        for seat, (player, seed) in enumerate(
+            [("ann", "ann's seed"), ("bob", "bob-7"), ("cy", "")]
+        ):
+            table.join(seat, player, seed)
+
+        # Hand 1: bob lets his first street run out; hand 2: cy lets every street run out.
+        def runs_out(hand: int, seat: int, street: int) -> bool:
+            return (
+                (hand, seat, street) == (1, 1, 0)
+                or (hand == 2 and seat == 2)
+                or (hand >= 3 and seat == 0 and street == 4)
+            )
+
+        numbers = [table.play_hand(runs_out), table.play_hand(runs_out)]
+        # Between hands: cy leaves (if she owes no Fantasyland), dee takes her seat.
+        seat_two = next(s for s in table.view().seats if s.seat == 2)
+        if not seat_two.fantasyland_cards:
+            table.leave(2)
+            table.join(2, "dee", "dee's own seed")
+        numbers += [table.play_hand(runs_out), table.play_hand(runs_out)]
+        match = out / "match"
+        match.mkdir(parents=True, exist_ok=True)
+        for number in numbers:
+            response = table.history(number)
+            (match / f"hand-{number:04d}.json").write_text(response.history_json + "\n")
+            if number == 1:
+                text = json_format.MessageToJson(response)
+                (match / "hand-0001.response.json").write_text(text + "\n")
+        lines = [json.dumps(r, separators=(",", ":")) for r in table.feed_records(len(numbers))]
+        (match / "feed.jsonl").write_text("\n".join(lines) + "\n")
+        table.channel.close()
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    root = tree()
+    for ruleset, players, client in [
+        ("classic", 2, ""),
+        ("classic", 3, "golden"),
+        ("pineapple", 3, "golden-pineapple"),
+        ("progressive-pineapple", 3, "golden-progressive"),
+        ("turbo", 2, "golden-turbo"),
+    ]:
+        (out / f"play-{ruleset}-{players}.json").write_text(play(ruleset, players, client))
+    if play_supports("turn-time-ms"):
+        text = play("pineapple", 2, "golden-clock", "--turn-time-ms", str(TURN_MS))
+        (out / "play-pineapple-2-clock.json").write_text(text)
+    for name, ruleset, players, owed, button in [
+        ("fantasyland-classic-4", "classic", 4, {2: 13, 3: 13}, 1),
+        ("fantasyland-progressive-3", "progressive-pineapple", 3, {1: 15}, 0),
+        ("fantasyland-pineapple-one-left", "pineapple", 3, {0: 14, 2: 14}, 2),
+    ]:
+        if players > engine.new_match(ruleset).ruleset.max_players:
+            continue
+        history = fantasyland_hand(
+            ruleset, players, owed, button=button, seed=bytes([7]) * 32, client=name.encode()
+        )
+        (out / f"{name}.json").write_text(json.dumps(history, indent=2) + "\n")
+    from ofcpoker.v1 import table_service_pb2
+
+    if hasattr(table_service_pb2, "CLIENT_SEED_POLICY_PLAYERS"):  # 9d0467e on
+        live_match(out)
+    (out / "SOURCE").write_text(
+        f"commit {commit_of(root)}\n"
+        f"PYTHONPATH={root}/service:{root}/clients/python "
+        f"python tests/golden/generate.py {out}\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,169 @@
+"""Every golden history (tests/golden: written by each release, from before format 3 on)
+verifies with today's code, and a tampered copy of each is rejected with the expected code.
+
+The golden files are never edited: a release that stops verifying one is wrong. A match
+directory (``match/``) also verifies as one chain with its settlement feed, and breaking the
+chain (a hand missing, a doctored running total, a feed record that disagrees) is caught.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ofc.verify import Code, check_history, check_history_json, verify_match
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+FILES = sorted(p for p in GOLDEN.rglob("*.json"))
+IDS = [str(p.relative_to(GOLDEN)) for p in FILES]
+MATCHES = sorted(p for p in GOLDEN.glob("*/match") if p.is_dir())
+History = dict[str, Any]
+
+
+def load(path: Path) -> tuple[History, Callable[[History], Any]]:
+    """The history in a golden file and how to put a changed one back in the file's form
+    (a GetHandHistory response carries it as its ``historyJson`` string)."""
+    data = json.loads(path.read_text())
+    if "historyJson" in data:
+        return json.loads(data["historyJson"]), lambda h: {**data, "historyJson": json.dumps(h)}
+    return data, lambda h: h
+
+
+def test_the_golden_files_are_there() -> None:
+    releases = {p.relative_to(GOLDEN).parts[0] for p in FILES}
+    assert {"10c2cc1", "f66bf42", "b8846da", "971f768", "18a23e9"} <= releases
+    assert len(FILES) >= 37 and MATCHES
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_every_golden_history_verifies(path: Path) -> None:
+    verdict = check_history_json(path.read_bytes(), check_policy=True)
+    assert verdict.ok, str(verdict.discrepancy)
+    history, _ = load(path)
+    if history["format_version"] < 3:  # no policy named: --check-policy can only say so
+        assert any("not checkable with this release" in n for n in verdict.notes)
+
+
+def _other_card(card: str) -> str:
+    return "2c" if card != "2c" else "3c"
+
+
+def _card_of_another_seat(history: History, seat: int) -> str:
+    card: str = next(d["cards"][0] for d in reversed(history["deals"]) if d["seat"] != seat)
+    return card
+
+
+def _tamper_card(h: History) -> str:
+    h["deals"][0]["cards"][0] = _other_card(h["deals"][0]["cards"][0])
+    return "deals[0].cards[0]"
+
+
+def _tamper_seed(h: History) -> str:
+    h["server_seed"] = "ab" * 32
+    return "commitment"
+
+
+def _tamper_placement(h: History) -> str:
+    """The first card the first move places becomes one dealt to another seat."""
+    action = h["actions"][1]
+    move, path = (
+        (action["resolved"], "actions[1].resolved")
+        if "resolved" in action
+        else (
+            action,
+            "actions[1]",
+        )
+    )
+    other = _card_of_another_seat(h, move["seat"])
+    if move["type"] == "place":
+        move["placements"][0][0] = other
+        return f"{path}.placements[0][0]"
+    move["top"][0] = other
+    return f"{path}.top[0]"
+
+
+def _tamper_score(h: History) -> str:
+    h["settlement"]["players"][0]["points"] += 1
+    return "settlement.players[0].points"
+
+
+TAMPERS: dict[str, tuple[Callable[[History], str], Code]] = {
+    "card": (_tamper_card, Code.DEAL_MISMATCH),
+    "seed": (_tamper_seed, Code.COMMITMENT_MISMATCH),
+    "placement": (_tamper_placement, Code.ILLEGAL_ACTION),
+    "score": (_tamper_score, Code.SETTLEMENT_MISMATCH),
+}
+
+
+@pytest.mark.parametrize("tamper", list(TAMPERS))
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_a_tampered_golden_history_is_rejected(path: Path, tamper: str) -> None:
+    history, rewrap = load(path)
+    mutate, code = TAMPERS[tamper]
+    tampered = copy.deepcopy(history)
+    location = mutate(tampered)
+    found = check_history_json(json.dumps(rewrap(tampered))).discrepancy
+    assert found is not None, "tampering went unnoticed"
+    assert (found.code, found.location) == (code, location), str(found)
+    if tamper == "placement":
+        assert found.message.startswith("CARD_NOT_DEALT: ")
+    assert check_history(history).ok  # the original still verifies
+
+
+# --- matches ------------------------------------------------------------------------------------
+def match_inputs(
+    directory: Path,
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    hands = [(p.name, json.loads(p.read_text())) for p in sorted(directory.glob("hand-????.json"))]
+    lines = (directory / "feed.jsonl").read_text().splitlines()
+    feed = [(f"feed.jsonl:{i}", json.loads(line)) for i, line in enumerate(lines, start=1)]
+    return hands, feed
+
+
+@pytest.mark.parametrize("directory", MATCHES, ids=[str(m.relative_to(GOLDEN)) for m in MATCHES])
+def test_a_golden_match_verifies_as_one_chain_and_breaking_it_is_caught(directory: Path) -> None:
+    hands, feed = match_inputs(directory)
+    report = verify_match(hands, feed)
+    assert report.ok, [str(d) for d in report.discrepancies]
+    assert (report.hands, report.verified) == (len(hands), len(hands)) and len(hands) >= 4
+
+    def codes(histories: list[tuple[str, Any]], records: list[tuple[str, Any]] | None) -> list[Any]:
+        found = verify_match(histories, records).discrepancies
+        return [(d.code, d.source, d.location) for d in found]
+
+    # a hand missing from the match (and its feed record left over)
+    assert codes(hands[:1] + hands[2:], feed) == [
+        (Code.HAND_MISSING, hands[2][0], "hand_number"),
+        (Code.FEED_RECORD_EXTRA, "feed.jsonl:2", "hand_number"),
+    ]
+    # a doctored running total in the feed
+    doctored = copy.deepcopy(feed)
+    doctored[2][1]["seats"][1]["total_units"] += 5
+    assert codes(hands, doctored) == [
+        (Code.RUNNING_TOTAL_MISMATCH, "feed.jsonl:3", "seats[1].total_units")
+    ]
+    # a doctored running total in a history: the chain gives another, before and after
+    history = copy.deepcopy(hands[1][1])
+    history["initial_state"]["seats"][0]["points"] += 3
+    assert codes([hands[0], (hands[1][0], history), *hands[2:]], None) == [
+        (Code.CHAIN_STATE_MISMATCH, hands[1][0], "initial_state.seats[0].points"),
+        (Code.CHAIN_STATE_MISMATCH, hands[2][0], "initial_state.seats[0].points"),
+    ]
+    # a feed record that disagrees with its hand
+    disagreeing = copy.deepcopy(feed)
+    disagreeing[0][1]["seats"][0]["units"] -= 1
+    assert codes(hands, disagreeing) == [
+        (Code.FEED_RECORD_MISMATCH, "feed.jsonl:1", "seats[0].units")
+    ]
+    # format 3: each hand's commitment is the one the hand before it published
+    if hands[0][1]["format_version"] >= 3:
+        broken = copy.deepcopy(hands)
+        broken[1][1]["next_commitment"] = "ab" * 32
+        assert codes(broken, feed) == [(Code.CHAIN_COMMITMENT_MISMATCH, hands[2][0], "commitment")]
+        assert hands[2][1]["seat_changes"] and hands[2][1]["seat_units"] is not None
+    # the hands in any order, the feed's redeliveries: the same answer
+    assert verify_match(hands[::-1], feed + feed[:2]).ok

@@ -1,0 +1,246 @@
+"""``ofc.verify.verify_match`` and ``ofc verify --match``: a table's hands as one chain.
+
+The match is built as a live table builds it (format 3: each hand's context, the next
+hand's commitment published a hand ahead, seat changes between hands, money carried from
+hand to hand) and its feed records by the service's own ``SettlementRecord``. Every way of
+breaking the chain is named, with the input and the JSON path.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ofc import engine
+from ofc.engine import SitDown, StandUp, StartHand
+from ofc.engine_json import HandContext, TurnClock, hand_history, state_from_dict
+from ofc.policy import play_by_timeouts
+from ofc.rulesets import resolve_ruleset
+from ofc.shuffle import commitment
+from ofc.verify import Code, verify_match
+from ofc_cli.main import main
+from ofc_service.settlements import SettlementRecord, money_totals
+
+CLOCK = TurnClock(1_000, 4_000)
+RULES = resolve_ruleset({"preset": "pineapple", "loss_cap": 10})
+Inputs = list[tuple[str, Any]]
+
+
+def seed(n: int) -> bytes:
+    return hashlib.sha256(b"match-seed-%d" % n).digest()
+
+
+def build_match(hands: int = 4) -> tuple[Inputs, Inputs]:
+    """Pineapple with a loss cap and stakes; cy leaves and dee joins before hand 3."""
+    state = engine.new_match(RULES, seats=3, pair_units={(0, 1): 20, (0, 2): 15})
+    changes: list[SitDown | StandUp] = [SitDown(0, "ann", 10), SitDown(1, "bob", 20)]
+    changes.append(SitDown(2, "cy", 30))
+    units: tuple[int, ...] = (0, 0, 0)
+    for change in changes:
+        state, _ = engine.apply(state, change)
+    histories: Inputs = []
+    feed: Inputs = []
+    now = 1_000
+    for number in range(1, hands + 1):
+        if number == 3:
+            between: list[SitDown | StandUp] = [StandUp(2, now), SitDown(2, "dee", now + 1)]
+            for change in between:
+                state, events = engine.apply(state, change)
+                units = money_totals(units, 3, events)
+            changes += between
+        start = StartHand(seed(number), b"table-seed", now + 10)
+        actions = play_by_timeouts(state, start, clock=CLOCK)
+        context = HandContext(commitment(seed(number + 1)), CLOCK, units, tuple(changes))
+        history = hand_history(state, actions, context)
+        final, events = engine.replay(state, actions)
+        now = actions[-1].at_ms
+        history.update(table_id="t-1", settled_at_ms=now)
+        units = money_totals(units, 3, events)
+        settled = next(e for e in events if isinstance(e, engine.HandSettled))
+        record = SettlementRecord.from_event("t-1", settled, final, units, settled_at_ms=now)
+        histories.append((f"hand-{number}.json", history))
+        feed.append((f"feed.jsonl:{number}", record.to_dict()))
+        state, changes = dataclasses.replace(final, hand=None), []
+    return histories, feed
+
+
+HANDS, FEED = build_match()
+
+
+def found(histories: Inputs, feed: Inputs | None = None) -> list[tuple[Code, str, str]]:
+    return [(d.code, d.source, d.location) for d in verify_match(histories, feed).discrepancies]
+
+
+def changed(index: int, edit: Any, hands: Inputs = HANDS) -> Inputs:
+    copied = copy.deepcopy(hands)
+    edit(copied[index][1])
+    return copied
+
+
+def test_the_match_verifies_with_its_feed_in_any_order() -> None:
+    assert all(h["format_version"] == 3 for _, h in HANDS)
+    assert HANDS[2][1]["seat_changes"][0] == {"type": "stand_up", "seat": 2, "at_ms": 31_020}
+    report = verify_match(HANDS, FEED)
+    assert (report.ok, report.hands, report.verified) == (True, 4, 4)
+    assert verify_match(HANDS[::-1], FEED[::-1] + FEED[:1]).ok  # sorted; a redelivery is fine
+    assert verify_match(HANDS[1:], FEED).ok  # from any hand on; earlier records left alone
+    other = {**FEED[0][1], "table_id": "t-2", "settlement_id": "t-2:1"}
+    assert verify_match(HANDS, [*FEED, ("other.jsonl:1", other)]).ok  # another table's
+
+
+def test_every_break_in_the_chain_is_named() -> None:
+    _, h2, h3, h4 = (name for name, _ in HANDS)
+    cases: list[tuple[str, Inputs, list[tuple[Code, str, str]]]] = [
+        ("a hand missing", [HANDS[0], *HANDS[2:]], [(Code.HAND_MISSING, h3, "hand_number")]),
+        ("a hand twice", [*HANDS, HANDS[1]], [(Code.HAND_REPEATED, h2, "hand_number")]),
+        ("another table", changed(3, lambda h: h.update(table_id="t-9")),
+         [(Code.TABLE_MISMATCH, h4, "table_id")]),
+        ("the published commitment", changed(1, lambda h: h.update(next_commitment="00" * 32)),
+         [(Code.CHAIN_COMMITMENT_MISMATCH, h3, "commitment")]),
+        ("a hand dealt from another seed", [*HANDS[:3], build_other_hand_4()],
+         [(Code.CHAIN_COMMITMENT_MISMATCH, h4, "commitment")]),
+        ("a running total", changed(1, lambda h: h["initial_state"]["seats"][1].update(points=7)),
+         [(Code.CHAIN_STATE_MISMATCH, h2, "initial_state.seats[1].points"),
+          (Code.CHAIN_STATE_MISMATCH, h3, "initial_state.seats[1].points")]),
+        ("the money", changed(1, lambda h: h["seat_units"].__setitem__(0, 1_000)),
+         [(Code.CHAIN_STATE_MISMATCH, h2, "seat_units[0]"),
+          (Code.CHAIN_STATE_MISMATCH, h3, "seat_units[0]")]),
+        ("the match's length", changed(3, lambda h: h["initial_state"].update(max_hands=9)),
+         [(Code.CHAIN_STATE_MISMATCH, h4, "initial_state.max_hands")]),
+        ("a seat change left out", changed(2, lambda h: h.update(seat_changes=[])),
+         [(Code.CHAIN_STATE_MISMATCH, h3, "initial_state.seats[2].player_id"),
+          (Code.CHAIN_STATE_MISMATCH, h3, "seat_units[2]")]),
+        ("a seat change refused by the rules",
+         changed(2, lambda h: h["seat_changes"].insert(0, {"type": "sit_down", "seat": 2,
+                                                          "player_id": "eve", "at_ms": 1})),
+         [(Code.ILLEGAL_ACTION, h3, "seat_changes[0].seat")]),
+        ("a hand that fails alone", changed(1, lambda h: h["deals"][0]["cards"].reverse()),
+         [(Code.DEAL_MISMATCH, h2, "deals[0].cards[0]")]),
+    ]  # fmt: skip
+    for what, histories, expected in cases:
+        assert found(histories) == expected, what
+
+
+def build_other_hand_4() -> tuple[str, Any]:
+    """Hand 4 as if dealt from a seed nobody committed to."""
+    name, history = HANDS[3]
+    initial = state_from_dict(history["initial_state"])
+    actions = play_by_timeouts(initial, StartHand(seed(99), b"table-seed", 50_000), clock=CLOCK)
+    context = HandContext("", CLOCK, tuple(history["seat_units"]), ())
+    return name, hand_history(initial, actions, context)
+
+
+def test_every_feed_record_is_its_hand_s() -> None:
+    h3 = HANDS[2][0]
+
+    def feed_with(index: int, edit: Any) -> Inputs:
+        copied = copy.deepcopy(FEED)
+        edit(copied[index][1])
+        return copied
+
+    cases: list[tuple[str, Inputs, list[tuple[Code, str, str]]]] = [
+        ("a record missing", FEED[:2] + FEED[3:], [(Code.FEED_RECORD_MISSING, h3, "")]),
+        ("a record too many", [*FEED, ("feed.jsonl:5", {**FEED[0][1], "hand_number": 5})],
+         [(Code.FEED_RECORD_EXTRA, "feed.jsonl:5", "hand_number")]),
+        ("a seat's units", feed_with(2, lambda r: r["seats"][0].update(units=12_345)),
+         [(Code.FEED_RECORD_MISMATCH, "feed.jsonl:3", "seats[0].units")]),
+        ("a pair's stake", feed_with(0, lambda r: r["pairs"][0].update(unit_value=99)),
+         [(Code.FEED_RECORD_MISMATCH, "feed.jsonl:1", "pairs[0].unit_value")]),
+        ("a player", feed_with(3, lambda r: r["seats"][2].update(player_id="cy")),
+         [(Code.FEED_RECORD_MISMATCH, "feed.jsonl:4", "seats[2].player_id")]),
+        ("the settlement time", feed_with(1, lambda r: r.update(settled_at_ms=1)),
+         [(Code.FEED_RECORD_MISMATCH, "feed.jsonl:2", "settled_at_ms")]),
+        ("a running money total", feed_with(1, lambda r: r["seats"][1].update(total_units=5)),
+         [(Code.RUNNING_TOTAL_MISMATCH, "feed.jsonl:2", "seats[1].total_units")]),
+        ("a running points total", feed_with(3, lambda r: r["seats"][0].update(total_points=0)),
+         [(Code.RUNNING_TOTAL_MISMATCH, "feed.jsonl:4", "seats[0].total_points")]),
+        ("a redelivery that differs", [*FEED, ("late.jsonl:1", {**FEED[1][1], "ruleset": "x"})],
+         [(Code.FEED_RECORD_MISMATCH, "late.jsonl:1", "ruleset")]),
+    ]  # fmt: skip
+    for what, feed, expected in cases:
+        if what == "a running points total" and FEED[3][1]["seats"][0]["total_points"] == 0:
+            continue  # the doctored value must differ
+        assert found(HANDS, feed) == expected, what
+
+
+def test_old_versions_chain_as_far_as_they_can() -> None:
+    """Versions 1 and 2 record no seat changes, money or next commitment: a seat may change
+    only as a seat change leaves it, money is read from the feed."""
+    old: Inputs = []
+    for name, history in copy.deepcopy(HANDS):
+        for key in ("next_commitment", "clock", "seat_units", "seat_changes"):
+            del history[key]
+        history["format_version"] = 2
+        for action in history["actions"][1:]:
+            del action["deadline_ms"], action["policy"]
+        old.append((name, history))
+    assert verify_match(old, FEED).ok
+    h4 = old[3][0]
+    grown = changed(3, lambda h: h["initial_state"]["seats"][0].update(points=99), old)
+    assert found(grown) == [(Code.CHAIN_STATE_MISMATCH, h4, "initial_state.seats[0].points")]
+
+
+# --- the command line -----------------------------------------------------------------------
+def write(tmp_path: Path, hands: Inputs, feed: Inputs | None = None) -> list[str]:
+    paths = []
+    for name, history in hands:
+        (tmp_path / name).write_text(json.dumps(history))
+        paths.append(str(tmp_path / name))
+    if feed is not None:
+        (tmp_path / "feed.jsonl").write_text("".join(json.dumps(r) + "\n" for _, r in feed))
+    return paths
+
+
+def test_cli_match(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = write(tmp_path, HANDS, FEED)
+    feed = str(tmp_path / "feed.jsonl")
+    assert main(["verify", "--match", *paths, "--feed", feed]) == 0
+    assert capsys.readouterr().out == (
+        "4 verified, 0 failed; the match of 4 hands: 0 chain discrepancies\n"
+    )
+    assert main(["verify", "--match", *paths[:1], *paths[2:], "--feed", feed]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{paths[2]}: HAND_MISSING at hand_number: hand 2 is missing")
+    assert out[1].startswith(f"{feed}:2: FEED_RECORD_EXTRA at hand_number: ")
+    assert out[-1] == "3 verified, 0 failed; the match of 3 hands: 2 chain discrepancies"
+
+
+def test_cli_match_reads_the_feed_as_protobuf_json_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from google.protobuf import json_format
+    from ofc_service.settlements import SettlementRecord as Record
+    from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
+
+    lines = []
+    for _, record in FEED:
+        r = Record.from_dict(record)
+        message = feed_pb.SubscribeResponse(
+            record=feed_pb.SettlementRecord(
+                settlement_id=r.settlement_id,
+                stream_id="1-0",
+                table_id=r.table_id,
+                hand_number=r.hand_number,
+                ruleset=r.ruleset,
+                unit_value=r.unit_value,
+                loss_cap=r.loss_cap or 0,
+                settled_at_ms=r.settled_at_ms,
+                seats=[feed_pb.SeatSettlement(**dataclasses.asdict(s)) for s in r.seats],
+                pairs=[feed_pb.PairSettlement(**dataclasses.asdict(p)) for p in r.pairs],
+            )
+        )
+        lines.append(json.dumps(json_format.MessageToDict(message)))
+    feed = tmp_path / "subscribe.jsonl"
+    feed.write_text("\n".join(lines) + "\n")
+    paths = write(tmp_path, HANDS)
+    assert main(["verify", "--match", *paths, "--feed", str(feed)]) == 0, capsys.readouterr()
+
+
+def test_cli_feed_needs_match(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "x.json", "--feed", "f.jsonl"]) == 2
+    assert capsys.readouterr().err == "error: INVALID_INPUT at feed: --feed needs --match\n"

@@ -1,0 +1,131 @@
+"""Table records written by earlier releases (tests/store/legacy_records, made by its
+generate.py at commits 971f768 and b8846da) load, finish their hands and write histories
+that verify.
+
+Before record format 4 a timeout was stored without its move (the engine chose it). The
+move is recovered from the stored hand, named ``ofc-timeout-4`` when that policy makes the
+same move (every record format 3 server ran it), and the hand then goes on as any other:
+the table's own deadline sweep plays the seats whose time is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ofc import engine
+from ofc.verify import check_history
+from ofc_service.auth import Authenticator
+from ofc_service.store import MemoryTableStore
+from ofc_service.tables import TableManager, TableRecord, unpack_history
+
+RECORDS = Path(__file__).parent / "legacy_records"
+FILES = sorted(RECORDS.glob("*.json"))
+
+
+class Clock:
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def test_the_records_are_there() -> None:
+    names = {p.name for p in FILES}
+    for commit, record_format in (("971f768", 3), ("b8846da", 2)):
+        for shape in ("classic-mid-hand", "pineapple-fantasyland-mid-hand", "classic-hand-over"):
+            path = RECORDS / f"{commit}-{shape}.json"
+            assert path.name in names
+            assert json.loads(path.read_text())["format"] == record_format
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_a_legacy_record_loads_with_every_timeout_s_move(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    record = TableRecord.from_bytes(path.read_bytes())
+    stored = [a for a in raw["hand_actions"] if a["type"] == "timeout"]
+    recovered = [a for a in record.hand_actions if isinstance(a, engine.Timeout)]
+    assert stored and len(recovered) == len(stored)
+    assert all("resolved" not in a for a in stored)
+    for timeout, old in zip(recovered, stored, strict=True):
+        assert (timeout.seat, timeout.at_ms, timeout.deadline_ms) == (
+            old["seat"],
+            old["at_ms"],
+            None,
+        )
+        assert (timeout.move.seat, timeout.move.at_ms) == (timeout.seat, timeout.at_ms)
+    if raw["format"] == 3:  # written by servers running ofc-timeout-4
+        assert {t.policy for t in recovered} == {"ofc-timeout-4"}
+    else:
+        assert {t.policy for t in recovered} <= {"ofc-timeout-4", None}
+    # the recovered actions replay to exactly the stored hand
+    assert record.hand_start is not None
+    replayed, _ = engine.replay(record.hand_start, record.hand_actions)
+    assert replayed == record.match
+    assert (record.seat_changes, record.hand_seat_changes) == (None, None)
+    # and the record is written back in this release's format
+    again = TableRecord.from_bytes(record.to_bytes())
+    assert again == record and json.loads(record.to_bytes())["format"] == 4
+
+
+async def finish(raw: bytes) -> list[dict[str, Any]]:
+    """The table of ``raw`` left to its deadline sweep until its hand is over (and, when it
+    was over, the next hand too); the histories the table wrote."""
+    clock = Clock(100_000)
+    store = MemoryTableStore(clock=lambda: clock.ms / 1000)
+    manager = TableManager(store, Authenticator(), lambda e, v, r: b"", clock_ms=clock)
+    await store.create_table("legacy", raw)
+    record, version, _ = await manager.load("legacy")
+    hand = record.match.hand
+    assert hand is not None
+    if hand.over:
+        await manager.mutate(
+            "legacy",
+            expected_version=version,
+            request_id="start-2",
+            change=lambda r, now: manager.start_hand(r, _operator(manager), now),
+            respond=lambda c: b"",
+        )
+    for _ in range(100):
+        record, _, _ = await manager.load("legacy")
+        if record.match.hand is not None and record.match.hand.over:
+            break
+        clock.ms += 5_000
+        await manager.apply_due_timeouts("legacy")
+    number = record.match.hands_played
+    histories = []
+    for n in range(1, number + 1):
+        stored = await store.get_extra("legacy", f"hand:{n}")
+        if stored is not None:
+            histories.append(json.loads(unpack_history(stored)))
+    return histories
+
+
+def _operator(manager: TableManager) -> Any:
+    from ofc_service.auth import Credentials
+
+    manager.auth = Authenticator(("legacy-key",))
+    return Credentials(api_key="legacy-key")
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_a_legacy_record_finishes_its_hand_and_the_history_verifies(path: Path) -> None:
+    histories = asyncio.run(finish(path.read_bytes()))
+    assert len(histories) == 1
+    history = histories[0]
+    verdict = check_history(history, check_policy=True)
+    assert verdict.ok, str(verdict.discrepancy)
+    assert history["format_version"] == 3
+    assert history["clock"] == {"turn_time_limit_ms": 1_000, "fantasyland_time_limit_ms": 4_000}
+    timeouts = [a for a in history["actions"] if a["type"] == "timeout"]
+    if "hand-over" in path.name:  # the next hand, begun and played by this release
+        assert history["hand_number"] == 2 and history["seat_changes"] is None
+        assert all(t["deadline_ms"] is not None for t in timeouts)
+        assert {t["policy"] for t in timeouts} == {"ofc-timeout-4"}
+    else:  # a hand begun before: its deadlines were not this release's rule
+        assert history["hand_number"] == 1 and history["seat_changes"] is None
+        assert all(t["deadline_ms"] is None for t in timeouts)
