@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ofc import engine
-from ofc.engine_json import HandContext, TurnClock, hand_history
+from ofc.codec import HandContext, TurnClock, hand_history
 from ofc.rulesets import ROWS
 from ofc_cli.main import main as ofc_main
 

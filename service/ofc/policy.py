@@ -70,6 +70,7 @@ from itertools import combinations, combinations_with_replacement, permutations,
 from typing import Protocol
 
 from ofc.cards import ALL_CARDS, Card, Rank
+from ofc.codec import TurnClock
 from ofc.engine import (
     Action,
     CardsDealt,
@@ -82,7 +83,6 @@ from ofc.engine import (
     seats_to_act,
     view,
 )
-from ofc.engine_json import TurnClock
 from ofc.errors import (
     HandNotInProgressError,
     InvalidInputError,

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ofc import engine
-from ofc.engine import Action, Event, MatchState
-from ofc.engine_json import (
+from ofc.codec import (
     HandContext,
     TurnClock,
     action_from_dict,
@@ -35,6 +34,7 @@ from ofc.engine_json import (
     state_from_dict,
     state_to_dict,
 )
+from ofc.engine import Action, Event, MatchState
 from ofc.errors import IllegalActionError, InvalidInputError, UnknownSeatError
 from ofc.policy import DEFAULT_POLICY, TIMEOUT_POLICY, DefaultMovePolicy, identity, timeout
 from ofc.rulesets import ROWS

@@ -40,8 +40,8 @@ from google.protobuf import descriptor
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ofc.codec import hand_history
 from ofc.engine import SitDown, StartHand, apply, new_match, seats_to_act
-from ofc.engine_json import hand_history
 from ofc.policy import timeout
 from ofc.shuffle import commitment
 from ofc_service.api.errors import STATUS_CODES

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ofc.codec import hand_history
 from ofc.engine import (
     Action,
     MatchState,
@@ -30,7 +31,6 @@ from ofc.engine import (
     replay,
     seats_to_act,
 )
-from ofc.engine_json import hand_history
 from ofc.policy import timeout
 from ofc.verify import example_history
 

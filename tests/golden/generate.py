@@ -41,8 +41,12 @@ from pathlib import Path
 from typing import Any
 
 import ofc.engine as engine
-from ofc.engine_json import hand_history
 from ofc_cli.main import main as ofc_main
+
+try:
+    from ofc.codec import hand_history
+except ImportError:  # releases before ofc.codec (it was ofc.engine_json then)
+    from ofc.engine_json import hand_history  # type: ignore[import-not-found,no-redef]
 
 SEEDS = {
     "classic": "11" * 32,

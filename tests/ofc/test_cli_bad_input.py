@@ -79,6 +79,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["{not-json}"], "MALFORMED_HISTORY"),
         (["--expect-ruleset", "nope", "{not-json}"], "UNKNOWN_RULESET"),
         (["--expect-ruleset", "{oops", "{not-json}"], "INVALID_RULESET"),
+        (["-j", "0", "{not-json}"], "INVALID_INPUT"),
+        (["--feed", "{not-json}", "{not-json}"], "INVALID_INPUT"),  # --feed needs --match
+        (["--match", "--feed", "/nonexistent/feed.jsonl", "{not-json}"], "INVALID_INPUT"),
+    ],
+    "export-match": [
+        (["--server", UNREACHABLE, "a b", "/tmp/unused-export"], "INVALID_INPUT"),
+        (["--server", UNREACHABLE, "", "/tmp/unused-export"], "INVALID_INPUT"),
+        (["--server", UNREACHABLE, "t-1", "/proc/cannot/write"], "INVALID_INPUT"),
+        (["t-1"], "USAGE"),
     ],
 }
 FILES = {

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 from ofc.cards import Card, format_cards, parse_cards
+from ofc.codec import hand_history, state_from_dict, state_to_dict
 from ofc.engine import (
     Action,
     ButtonMoved,
@@ -47,7 +48,6 @@ from ofc.engine import (
     view,
     visible_to,
 )
-from ofc.engine_json import hand_history, state_from_dict, state_to_dict
 from ofc.errors import (
     CardNotDealtError,
     DiscardNotAllowedError,

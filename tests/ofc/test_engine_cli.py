@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 from ofc.cards import card_codes
+from ofc.codec import action_from_dict, board_to_dict, state_from_dict
 from ofc.engine import replay
-from ofc.engine_json import action_from_dict, state_from_dict
-from ofc.jsonio import board_to_dict
 from ofc.shuffle import shuffle_deck
 from ofc_cli.main import main
 

@@ -18,6 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc.cards import ALL_CARDS, Card
+from ofc.codec import (
+    action_from_dict,
+    action_to_dict,
+    event_to_dict,
+    state_from_dict,
+    state_to_dict,
+)
 from ofc.engine import (
     Action,
     CardsDealt,
@@ -42,13 +49,6 @@ from ofc.engine import (
     replay,
     seats_to_act,
     view,
-)
-from ofc.engine_json import (
-    action_from_dict,
-    action_to_dict,
-    event_to_dict,
-    state_from_dict,
-    state_to_dict,
 )
 from ofc.errors import OfcError
 from ofc.rulesets import BOARD_SIZE, PRESETS, ROWS, Row, Ruleset

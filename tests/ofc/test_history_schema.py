@@ -16,8 +16,8 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # test-only dependency, no stubs
 import pytest
+from ofc.codec import state_to_dict
 from ofc.engine import new_match
-from ofc.engine_json import state_to_dict
 from ofc.rulesets import DEFAULT_RULESET, PRESETS
 from ofc.verify import SECTION_CODES, example_history
 from ofc_cli.main import main

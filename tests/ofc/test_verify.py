@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ofc.cards import card_codes
+from ofc.codec import hand_history
 from ofc.engine import (
     Action,
     SitDown,
@@ -29,7 +30,6 @@ from ofc.engine import (
     replay,
     seats_to_act,
 )
-from ofc.engine_json import hand_history
 from ofc.policy import timeout
 from ofc.rulesets import PRESETS, Ruleset, get_ruleset, resolve_ruleset
 from ofc.shuffle import commitment, shuffle_deck
@@ -635,8 +635,8 @@ def test_cli_expected_ruleset(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def naive_history(policy: str | None, *, clock: bool = False) -> History:
     """Every seat times out and the table plays its batch bottom row first: a legal move
     that the shipped policy would not make, recorded under ``policy``'s name."""
+    from ofc.codec import HandContext, TurnClock
     from ofc.engine import Place, Timeout
-    from ofc.engine_json import HandContext, TurnClock
     from ofc.rulesets import ROWS
 
     table, _ = replay(new_match("classic", seats=2), [SitDown(0, "a"), SitDown(1, "b")])

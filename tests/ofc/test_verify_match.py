@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from ofc import engine
+from ofc.codec import HandContext, TurnClock, hand_history, state_from_dict
 from ofc.engine import SitDown, StandUp, StartHand
-from ofc.engine_json import HandContext, TurnClock, hand_history, state_from_dict
 from ofc.policy import play_by_timeouts
 from ofc.rulesets import resolve_ruleset
 from ofc.shuffle import commitment

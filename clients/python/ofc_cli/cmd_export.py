@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ofc.errors import InvalidInputError
+
 PAGE_SIZE = 100  # ListHands' largest page
 
 
@@ -39,9 +41,16 @@ def register(subparsers: Any) -> None:
 def run_export(args: argparse.Namespace) -> int:
     from ofc_client import InvalidRequestError, TableClient
     from ofc_client.errors import NotFoundError, OfcClientError
+    from ofc_service.api.parse import table_id
 
+    table_id(args.table_id)  # refused here, before connecting, as the server would
     out = Path(args.directory)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"cannot write to {args.directory}: {exc.strerror}", field="directory"
+        ) from None
     written = 0
     client = TableClient(args.server)
     try:

@@ -13,8 +13,8 @@ import argparse
 import json
 from typing import Any
 
+from ofc.codec import HandContext, TurnClock, hand_history
 from ofc.engine import SitDown, StartHand, new_match, replay
-from ofc.engine_json import HandContext, TurnClock, hand_history
 from ofc.errors import InvalidInputError
 from ofc.policy import play_by_timeouts
 from ofc.shuffle import parse_seed_hex

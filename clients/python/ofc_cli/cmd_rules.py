@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from ofc.cards import card_codes
+from ofc.codec import error_to_dict, score_request_from_dict, settlement_to_dict
 from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import evaluate
-from ofc.jsonio import error_to_dict, score_request_from_dict, settlement_to_dict
 from ofc.rulesets import PRESETS
 from ofc.shuffle import commitment, parse_seed_hex, shuffle_deck
 

@@ -1,6 +1,6 @@
 """Verify hand histories, one at a time or a table's hands as one chain.
 
-A hand history (:func:`ofc.engine_json.hand_history`, the JSON that ``ofc play`` prints and
+A hand history (:func:`ofc.codec.hand_history`, the JSON that ``ofc play`` prints and
 the live tables store) says how one hand was dealt, played and scored. :func:`verify_history`
 checks it without trusting whoever produced it and returns ``None`` when everything holds,
 else the first :class:`Discrepancy`: a stable :class:`Code`, a ``location`` (a JSON path
@@ -58,8 +58,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ofc.codec import HandContext, TurnClock, hand_history
 from ofc.engine import SitDown, StartHand, new_match, replay
-from ofc.engine_json import HandContext, TurnClock, hand_history
 from ofc.policy import play_by_timeouts
 from ofc.rulesets import Ruleset
 from ofc.verify.codes import UNREADABLE, Code, Discrepancy, MatchDiscrepancy, Verdict

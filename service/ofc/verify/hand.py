@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ofc.cards import card_codes
+from ofc.codec import action_to_dict, history_from_replay
 from ofc.engine import (
     Action,
     CardsDealt,
@@ -24,7 +25,6 @@ from ofc.engine import (
     deal_positions,
     seats_to_act,
 )
-from ofc.engine_json import action_to_dict, history_from_replay
 from ofc.errors import OfcError
 from ofc.policy import identity, policy_named
 from ofc.rulesets import Ruleset

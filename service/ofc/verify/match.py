@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ofc.codec import state_to_dict
 from ofc.engine import MatchState, Seat, SitDown, StandUp, apply
-from ofc.engine_json import state_to_dict
 from ofc.errors import OfcError
 from ofc.rulesets import Ruleset
 from ofc.verify.codes import Code, MatchDiscrepancy

@@ -1,8 +1,8 @@
 """Step 1 of verifying a history: its shape, for its version (``MALFORMED_HISTORY``).
 
 A history is read key by key against the version it declares; its initial state, actions and
-version-3 context are read back through :mod:`ofc.engine_json` and must be exactly what it
-writes (canonical form). A version newer than :data:`~ofc.engine_json.FORMAT_VERSIONS` is
+version-3 context are read back through :mod:`ofc.codec` and must be exactly what it
+writes (canonical form). A version newer than :data:`~ofc.codec.FORMAT_VERSIONS` is
 ``NEWER_FORMAT_VERSION``: newer than this verifier reads, not malformed.
 """
 
@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ofc.engine import Action, MatchState, Place, SetFantasyland, StartHand, Timeout
-from ofc.engine_json import (
+from ofc.codec import (
     FORMAT_VERSION,
     FORMAT_VERSIONS,
     HandContext,
@@ -26,6 +25,7 @@ from ofc.engine_json import (
     state_from_dict,
     state_to_dict,
 )
+from ofc.engine import Action, MatchState, Place, SetFantasyland, StartHand, Timeout
 from ofc.errors import InvalidRulesetError, OfcError, UnknownRulesetError
 from ofc.shuffle import ALGORITHM
 from ofc.verify.codes import Code
@@ -190,7 +190,7 @@ _HISTORY_FIELDS: Mapping[str, _Check] = {
     "button": _UINT,
     "order": _list_of(_UINT),
     "players": _list_of(_record({"seat": _UINT, "player_id": _STR, "fantasyland": _UINT})),
-    "initial_state": _any_object,  # read by ofc.engine_json.state_from_dict
+    "initial_state": _any_object,  # read by ofc.codec.state_from_dict
     "deals": _list_of(
         _record(
             {
@@ -203,7 +203,7 @@ _HISTORY_FIELDS: Mapping[str, _Check] = {
             }
         )
     ),
-    "actions": _list_of(_any_object, min_items=1),  # read by ofc.engine_json.action_from_dict
+    "actions": _list_of(_any_object, min_items=1),  # read by ofc.codec.action_from_dict
     "boards": _list_of(
         _record(
             {"seat": _UINT, "top": _CARDS, "middle": _CARDS, "bottom": _CARDS, "discards": _CARDS}
@@ -214,7 +214,7 @@ _HISTORY_FIELDS: Mapping[str, _Check] = {
     "button_next": _UINT,
 }
 _HISTORY = _record(_HISTORY_FIELDS, open_=True)
-# Version 3's keys; the context itself is read by ofc.engine_json.context_from_dict.
+# Version 3's keys; the context itself is read by ofc.codec.context_from_dict.
 _CONTEXT_FIELDS: Mapping[str, _Check] = {
     "next_commitment": _text(_SEED_OR_NONE, "64 lower-case hex digits, or empty"),
     "clock": _nullable(
@@ -230,7 +230,7 @@ _STORED_FIELDS: Mapping[str, _Check] = {"table_id": _STR, "settled_at_ms": _UINT
 
 def read(data: Any) -> History:
     """Step 1: the document has its version's shape, and its initial state, actions and
-    context read back through :mod:`ofc.engine_json` to exactly what they say."""
+    context read back through :mod:`ofc.codec` to exactly what they say."""
     obj = _object(data, "")
     version = _read_version(obj)
     _HISTORY(obj, "")

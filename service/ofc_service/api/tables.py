@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 from ofc import engine
 from ofc import errors as core
 from ofc.cards import Card, card_codes
-from ofc.engine_json import action_from_dict, state_from_dict
+from ofc.codec import action_from_dict, state_from_dict
 from ofc.rulesets import Row, Ruleset
 from ofc.scoring import Board, Settlement
 from ofcpoker.v1 import cards_pb2, settlement_pb2
