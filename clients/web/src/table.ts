@@ -613,7 +613,16 @@ export class TablePage {
       return;
     }
     const focused = focusId ?? (document.activeElement as HTMLElement | null)?.id;
+    // What a person is typing survives a redraw (an event may arrive mid-word).
+    const typed = new Map<string, string>();
+    for (const input of this.root.querySelectorAll<HTMLInputElement>("input[id]")) {
+      if (input.value !== input.defaultValue) typed.set(input.id, input.value);
+    }
     this.root.replaceChildren(this.page());
+    for (const [id, value] of typed) {
+      const input = document.getElementById(id);
+      if (input instanceof HTMLInputElement) input.value = value;
+    }
     if (focused) document.getElementById(focused)?.focus();
     this.tick();
   }
