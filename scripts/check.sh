@@ -10,4 +10,5 @@ echo "== import-linter"; $BIN/lint-imports
 echo "== deploy (Dockerfile, compose, Envoy, Prometheus, Grafana, k8s)"; bash scripts/check_deploy.sh
 echo "== protos (buf lint, buf breaking, generated code up to date)"; bash scripts/lint_protos.sh
 echo "== clients (TypeScript generated with buf and type-checked)"; bash scripts/check_clients.sh
+echo "== web table (npm ci, generated code, tsc, unit tests, bundle rebuilt and diffed)"; bash scripts/check_web.sh
 echo "== pytest"; $BIN/pytest -q "$@"

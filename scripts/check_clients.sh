@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
 # Client generation that CI can prove offline: TypeScript with the protobuf-es plugin from the
 # npm registry, through the same clients/buf-gen template a user runs; the generated files are
-# type-checked by tsc. (Go, Java, C#, Swift use buf's remote plugins: they need the Buf
-# Schema Registry, which this CI cannot reach.) Needs buf from scripts/lint_protos.sh.
+# type-checked by tsc; clients/web commits the same output (scripts/check_web.sh). (Go, Java,
+# C#, Swift use buf's remote plugins: they need the Buf Schema Registry, which this CI cannot
+# reach.) Tools pinned in scripts/npm_tools.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PREFIX=.tools/protoc-gen-es
-if [ ! -x "$PREFIX/node_modules/.bin/protoc-gen-es" ] || [ ! -x "$PREFIX/node_modules/.bin/tsc" ]; then
-    npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$PREFIX" \
-        @bufbuild/protoc-gen-es@2.17.0 @bufbuild/protobuf@2.17.0 typescript@5.9.3 >/dev/null
-fi
+source scripts/npm_tools.sh
+PREFIX=$PROTOC_GEN_ES_PREFIX
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-.tools/node_modules/.bin/buf generate protos --template clients/buf-gen/buf.gen.typescript.yaml -o "$out"
+generate_typescript "$out"
 count=$(find "$out/gen/typescript" -name '*_pb.ts' | wc -l)
 [ "$count" -ge 6 ] || { echo "expected TypeScript for every .proto, got $count files" >&2; exit 1; }
 ln -s "$PWD/$PREFIX/node_modules" "$out/node_modules"

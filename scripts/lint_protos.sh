@@ -6,15 +6,8 @@
 #   3. the generated Python in service/ofcpoker matches protos/ (scripts/gen_protos.sh --check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUF_VERSION=1.75.0
-TOOLS=.tools
-BUF=$PWD/$TOOLS/node_modules/.bin/buf
-
-if [ ! -x "$BUF" ] || [ "$("$BUF" --version 2>/dev/null)" != "$BUF_VERSION" ]; then
-    echo "installing @bufbuild/buf@$BUF_VERSION into $TOOLS/"
-    npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$TOOLS" \
-        "@bufbuild/buf@$BUF_VERSION" >/dev/null
-fi
+source scripts/npm_tools.sh
+ensure_buf
 
 (cd protos && "$BUF" lint)
 echo "buf lint: ok"

@@ -1,0 +1,105 @@
+"""The browser table (clients/web) in Chromium against a live service.
+
+Each test starts a server (Redis tables) and, in front of it, the development bridge that
+serves Connect and the bundle over HTTP (tests/web/conftest.py: the service does not serve
+Connect itself yet); the ``web_url`` fixture is the one place that says where the browser goes.
+Then ``node --test`` runs a playwright-core script from clients/web/test/browser, which
+drives Debian's chromium (installed with apt when missing, scripts/ensure_chromium.sh).
+Nothing here skips: without node, npm or chromium the test fails and says what is missing.
+
+Screenshots of each phase of a hand and the hand histories land in clients/web/artifacts/
+(``OFC_WEB_ARTIFACTS`` overrides; gitignored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from ofc.rulesets import get_ruleset
+from ofc_service.server.background import BackgroundServer
+
+from tests.e2e.tablekit import fantasyland_plan
+from tests.e2e.test_table_fantasyland import seed_source
+
+ROOT = Path(__file__).resolve().parents[2]
+WEB_DIR = ROOT / "clients" / "web"
+ARTIFACTS = Path(os.environ.get("OFC_WEB_ARTIFACTS", WEB_DIR / "artifacts"))
+CHROMIUM = os.environ.get("OFC_CHROMIUM", "/usr/bin/chromium")
+FANTASYLAND_SEED = "browser e2e fantasyland"
+
+
+def _run(args: list[str], *, timeout: float, env: dict[str, str] | None = None,
+         cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(
+        args, capture_output=True, text=True, timeout=timeout, check=False, env=env, cwd=cwd
+    )
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Debian's chromium, installed with apt-get when it is missing (CI runs as root)."""
+    got = _run(["bash", str(ROOT / "scripts" / "ensure_chromium.sh")], timeout=900)
+    if got.returncode != 0:
+        pytest.fail(f"chromium is needed for the browser test and could not be installed:\n"
+                    f"{got.stdout}{got.stderr}")  # fmt: skip
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser_tests() -> Path:
+    """clients/web installed from its lock file and the browser tests built for node."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.fail("node and npm (Node.js >= 20) are needed for the browser test")
+    check_web = str(ROOT / "scripts" / "check_web.sh")
+    installed = _run(["bash", check_web, "--install-only"], timeout=600)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    built = _run(["node", "scripts/build-tests.mjs"], timeout=120, cwd=WEB_DIR)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (WEB_DIR / "dist" / "index.html").is_file(), "clients/web/dist is missing"
+    return WEB_DIR / ".test-build" / "browser"
+
+
+def run_browser_test(script: Path, web_url: str, chromium: str, **extra: str) -> str:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OFC_WEB_URL": web_url, "OFC_CHROMIUM": chromium,
+           "OFC_WEB_ARTIFACTS": str(ARTIFACTS), **extra}  # fmt: skip
+    got = _run(["node", "--test", "--test-reporter=tap", str(script)], timeout=420, env=env,
+               cwd=WEB_DIR)  # fmt: skip
+    out = got.stdout + got.stderr
+    assert got.returncode == 0, out
+    assert "# pass 1" in got.stdout and "# fail 0" in got.stdout, out
+    return got.stdout
+
+
+def test_two_browsers_play_a_pineapple_hand(
+    browser_tests: Path, web_url: str, chromium: str
+) -> None:
+    """A full Pineapple hand, one clock run out; settlement equal to SettleHand's, "Deal
+    verified" on both pages, neither page's responses or DOM holding the other's hidden cards."""
+    out = run_browser_test(browser_tests / "table.e2e.mjs", web_url, chromium)
+    assert "hand played in" in out
+
+
+def test_a_fantasyland_hand_set_with_the_solvers_suggestion(
+    browser_tests: Path, server: BackgroundServer, web_url: str, chromium: str, tmp_path: Path
+) -> None:
+    """Hand 1 is dealt from a seed with which one seat earns Fantasyland by the plan the test
+    gives its browser; in hand 2 that browser sets its cards with "Suggest" (the solver)
+    while the other plays street by street and sees the Fantasyland board face down."""
+    plan = fantasyland_plan(get_ruleset("pineapple"), 2, FANTASYLAND_SEED.encode())
+    server.server.sweeper.manager.server_seed = seed_source(plan.server_seed)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({
+        "seat": plan.seat,
+        "fantasyland_cards": plan.fantasyland_cards,
+        "moves": {str(street): {"rows": rows, "discard": discard}
+                  for street, (rows, discard) in plan.moves.items()},
+        "client_seed": FANTASYLAND_SEED,
+    }))  # fmt: skip
+    run_browser_test(browser_tests / "fantasyland.e2e.mjs", web_url, chromium,
+                     OFC_WEB_PLAN=str(plan_file))  # fmt: skip
