@@ -12,13 +12,15 @@ import type { RulesetParameters, RulesetSpec } from "./ruleset_pb";
 import { file_ofcpoker_v1_ruleset } from "./ruleset_pb";
 import type { BoardAssessment, Hand, Settlement } from "./settlement_pb";
 import { file_ofcpoker_v1_settlement } from "./settlement_pb";
+import type { SettlementRecord } from "./settlement_feed_pb";
+import { file_ofcpoker_v1_settlement_feed } from "./settlement_feed_pb";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file ofcpoker/v1/rules_service.proto.
  */
 export const file_ofcpoker_v1_rules_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9vZmNwb2tlci92MS9ydWxlc19zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSJ1ChJFdmFsdWF0ZVJvd1JlcXVlc3QSDQoFY2FyZHMYASADKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24SKQoHcnVsZXNldBgDIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjIkwKE0V2YWx1YXRlUm93UmVzcG9uc2USJAoEaGFuZBgBIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRIPCgdyb3lhbHR5GAIgASgNIpgBChRWYWxpZGF0ZUJvYXJkUmVxdWVzdBIhCgVib2FyZBgBIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIaChJmYW50YXN5bGFuZF9zdHJlYWsYBCABKA0iSQoVVmFsaWRhdGVCb2FyZFJlc3BvbnNlEjAKCmFzc2Vzc21lbnQYASABKAsyHC5vZmNwb2tlci52MS5Cb2FyZEFzc2Vzc21lbnQiNAoRU2V0dGxlSGFuZFJlcXVlc3QSHwoEaGFuZBgBIAEoCzIRLm9mY3Bva2VyLnYxLkhhbmQiQQoSU2V0dGxlSGFuZFJlc3BvbnNlEisKCnNldHRsZW1lbnQYASABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50IjYKElNldHRsZUhhbmRzUmVxdWVzdBIgCgVoYW5kcxgBIAMoCzIRLm9mY3Bva2VyLnYxLkhhbmQicQoLSGFuZE91dGNvbWUSLQoKc2V0dGxlbWVudBgBIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRIABIpCgVlcnJvchgCIAEoCzIYLm9mY3Bva2VyLnYxLkVycm9yRGV0YWlsSABCCAoGcmVzdWx0IkAKE1NldHRsZUhhbmRzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLm9mY3Bva2VyLnYxLkhhbmRPdXRjb21lIkwKGFNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBIPCgdoYW5kX2lkGAEgASgJEh8KBGhhbmQYAiABKAsyES5vZmNwb2tlci52MS5IYW5kIlcKGVNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2USDwoHaGFuZF9pZBgBIAEoCRIpCgdvdXRjb21lGAIgASgLMhgub2ZjcG9rZXIudjEuSGFuZE91dGNvbWUiFAoSTGlzdFByZXNldHNSZXF1ZXN0IkYKE0xpc3RQcmVzZXRzUmVzcG9uc2USLwoHcHJlc2V0cxgBIAMoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzIkIKFVJlc29sdmVSdWxlc2V0UmVxdWVzdBIpCgdydWxlc2V0GAEgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMiSQoWUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRIvCgdydWxlc2V0GAEgASgLMh4ub2ZjcG9rZXIudjEuUnVsZXNldFBhcmFtZXRlcnMi2QEKF1NvbHZlRmFudGFzeWxhbmRSZXF1ZXN0Eg0KBWNhcmRzGAEgAygJEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIeChFmYW50YXN5bGFuZF92YWx1ZRgEIAEoDUgAiAEBEh8KEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDUgBiAEBQhQKEl9mYW50YXN5bGFuZF92YWx1ZUIVChNfZmFudGFzeWxhbmRfc3RyZWFrIo8BChhTb2x2ZUZhbnRhc3lsYW5kUmVzcG9uc2USIQoFYm9hcmQYASABKAsyEi5vZmNwb2tlci52MS5Cb2FyZBIQCghkaXNjYXJkcxgCIAMoCRIRCglyb3lhbHRpZXMYAyABKA0SGAoQZmFudGFzeWxhbmRfbmV4dBgEIAEoCBIRCglvYmplY3RpdmUYBSABKAUizgEKEURlcml2ZURlY2tSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASGgoQY2xpZW50X3NlZWRfdGV4dBgDIAEoCUgBEhsKEWNsaWVudF9zZWVkX2J5dGVzGAQgASgMSAESDQoFbm9uY2UYBSABKAQSGwoTaW5jbHVkZV9maXJzdF9ibG9jaxgGIAEoCEINCgtzZXJ2ZXJfc2VlZEINCgtjbGllbnRfc2VlZCJiChJEZXJpdmVEZWNrUmVzcG9uc2USEQoJYWxnb3JpdGhtGAEgASgJEhIKCmNvbW1pdG1lbnQYAiABKAkSDAoEZGVjaxgDIAMoCRIXCg9maXJzdF9ibG9ja19oZXgYBCABKAkidAoXVmVyaWZ5Q29tbWl0bWVudFJlcXVlc3QSGQoPc2VydmVyX3NlZWRfaGV4GAEgASgJSAASGwoRc2VydmVyX3NlZWRfYnl0ZXMYAiABKAxIABISCgpjb21taXRtZW50GAMgASgJQg0KC3NlcnZlcl9zZWVkIkYKGFZlcmlmeUNvbW1pdG1lbnRSZXNwb25zZRINCgV2YWxpZBgBIAEoCBIbChNjb21wdXRlZF9jb21taXRtZW50GAIgASgJImQKGFZlcmlmeUhhbmRIaXN0b3J5UmVxdWVzdBIUCgxoaXN0b3J5X2pzb24YASABKAkSMgoQZXhwZWN0ZWRfcnVsZXNldBgCIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjIkUKEkhpc3RvcnlEaXNjcmVwYW5jeRIMCgRjb2RlGAEgASgJEhAKCGxvY2F0aW9uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiXQoZVmVyaWZ5SGFuZEhpc3RvcnlSZXNwb25zZRIKCgJvaxgBIAEoCBI0CgtkaXNjcmVwYW5jeRgCIAEoCzIfLm9mY3Bva2VyLnYxLkhpc3RvcnlEaXNjcmVwYW5jeTLjBwoMUnVsZXNTZXJ2aWNlElAKC0V2YWx1YXRlUm93Eh8ub2ZjcG9rZXIudjEuRXZhbHVhdGVSb3dSZXF1ZXN0GiAub2ZjcG9rZXIudjEuRXZhbHVhdGVSb3dSZXNwb25zZRJWCg1WYWxpZGF0ZUJvYXJkEiEub2ZjcG9rZXIudjEuVmFsaWRhdGVCb2FyZFJlcXVlc3QaIi5vZmNwb2tlci52MS5WYWxpZGF0ZUJvYXJkUmVzcG9uc2USTQoKU2V0dGxlSGFuZBIeLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRSZXF1ZXN0Gh8ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZFJlc3BvbnNlElAKC1NldHRsZUhhbmRzEh8ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNSZXF1ZXN0GiAub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNSZXNwb25zZRJmChFTZXR0bGVIYW5kc1N0cmVhbRIlLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBomLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2UoATABElAKC0xpc3RQcmVzZXRzEh8ub2ZjcG9rZXIudjEuTGlzdFByZXNldHNSZXF1ZXN0GiAub2ZjcG9rZXIudjEuTGlzdFByZXNldHNSZXNwb25zZRJZCg5SZXNvbHZlUnVsZXNldBIiLm9mY3Bva2VyLnYxLlJlc29sdmVSdWxlc2V0UmVxdWVzdBojLm9mY3Bva2VyLnYxLlJlc29sdmVSdWxlc2V0UmVzcG9uc2USXwoQU29sdmVGYW50YXN5bGFuZBIkLm9mY3Bva2VyLnYxLlNvbHZlRmFudGFzeWxhbmRSZXF1ZXN0GiUub2ZjcG9rZXIudjEuU29sdmVGYW50YXN5bGFuZFJlc3BvbnNlEk0KCkRlcml2ZURlY2sSHi5vZmNwb2tlci52MS5EZXJpdmVEZWNrUmVxdWVzdBofLm9mY3Bva2VyLnYxLkRlcml2ZURlY2tSZXNwb25zZRJfChBWZXJpZnlDb21taXRtZW50EiQub2ZjcG9rZXIudjEuVmVyaWZ5Q29tbWl0bWVudFJlcXVlc3QaJS5vZmNwb2tlci52MS5WZXJpZnlDb21taXRtZW50UmVzcG9uc2USYgoRVmVyaWZ5SGFuZEhpc3RvcnkSJS5vZmNwb2tlci52MS5WZXJpZnlIYW5kSGlzdG9yeVJlcXVlc3QaJi5vZmNwb2tlci52MS5WZXJpZnlIYW5kSGlzdG9yeVJlc3BvbnNlYgZwcm90bzM", [file_ofcpoker_v1_cards, file_ofcpoker_v1_errors, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement]);
+  fileDesc("Ch9vZmNwb2tlci92MS9ydWxlc19zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSJ1ChJFdmFsdWF0ZVJvd1JlcXVlc3QSDQoFY2FyZHMYASADKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24SKQoHcnVsZXNldBgDIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjIkwKE0V2YWx1YXRlUm93UmVzcG9uc2USJAoEaGFuZBgBIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRIPCgdyb3lhbHR5GAIgASgNIpgBChRWYWxpZGF0ZUJvYXJkUmVxdWVzdBIhCgVib2FyZBgBIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIaChJmYW50YXN5bGFuZF9zdHJlYWsYBCABKA0iSQoVVmFsaWRhdGVCb2FyZFJlc3BvbnNlEjAKCmFzc2Vzc21lbnQYASABKAsyHC5vZmNwb2tlci52MS5Cb2FyZEFzc2Vzc21lbnQiNAoRU2V0dGxlSGFuZFJlcXVlc3QSHwoEaGFuZBgBIAEoCzIRLm9mY3Bva2VyLnYxLkhhbmQiQQoSU2V0dGxlSGFuZFJlc3BvbnNlEisKCnNldHRsZW1lbnQYASABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50IjYKElNldHRsZUhhbmRzUmVxdWVzdBIgCgVoYW5kcxgBIAMoCzIRLm9mY3Bva2VyLnYxLkhhbmQicQoLSGFuZE91dGNvbWUSLQoKc2V0dGxlbWVudBgBIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRIABIpCgVlcnJvchgCIAEoCzIYLm9mY3Bva2VyLnYxLkVycm9yRGV0YWlsSABCCAoGcmVzdWx0IkAKE1NldHRsZUhhbmRzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLm9mY3Bva2VyLnYxLkhhbmRPdXRjb21lIkwKGFNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBIPCgdoYW5kX2lkGAEgASgJEh8KBGhhbmQYAiABKAsyES5vZmNwb2tlci52MS5IYW5kIlcKGVNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2USDwoHaGFuZF9pZBgBIAEoCRIpCgdvdXRjb21lGAIgASgLMhgub2ZjcG9rZXIudjEuSGFuZE91dGNvbWUiFAoSTGlzdFByZXNldHNSZXF1ZXN0IkYKE0xpc3RQcmVzZXRzUmVzcG9uc2USLwoHcHJlc2V0cxgBIAMoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzIkIKFVJlc29sdmVSdWxlc2V0UmVxdWVzdBIpCgdydWxlc2V0GAEgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMiSQoWUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRIvCgdydWxlc2V0GAEgASgLMh4ub2ZjcG9rZXIudjEuUnVsZXNldFBhcmFtZXRlcnMi2QEKF1NvbHZlRmFudGFzeWxhbmRSZXF1ZXN0Eg0KBWNhcmRzGAEgAygJEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIeChFmYW50YXN5bGFuZF92YWx1ZRgEIAEoDUgAiAEBEh8KEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDUgBiAEBQhQKEl9mYW50YXN5bGFuZF92YWx1ZUIVChNfZmFudGFzeWxhbmRfc3RyZWFrIo8BChhTb2x2ZUZhbnRhc3lsYW5kUmVzcG9uc2USIQoFYm9hcmQYASABKAsyEi5vZmNwb2tlci52MS5Cb2FyZBIQCghkaXNjYXJkcxgCIAMoCRIRCglyb3lhbHRpZXMYAyABKA0SGAoQZmFudGFzeWxhbmRfbmV4dBgEIAEoCBIRCglvYmplY3RpdmUYBSABKAUizgEKEURlcml2ZURlY2tSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASGgoQY2xpZW50X3NlZWRfdGV4dBgDIAEoCUgBEhsKEWNsaWVudF9zZWVkX2J5dGVzGAQgASgMSAESDQoFbm9uY2UYBSABKAQSGwoTaW5jbHVkZV9maXJzdF9ibG9jaxgGIAEoCEINCgtzZXJ2ZXJfc2VlZEINCgtjbGllbnRfc2VlZCJiChJEZXJpdmVEZWNrUmVzcG9uc2USEQoJYWxnb3JpdGhtGAEgASgJEhIKCmNvbW1pdG1lbnQYAiABKAkSDAoEZGVjaxgDIAMoCRIXCg9maXJzdF9ibG9ja19oZXgYBCABKAkidAoXVmVyaWZ5Q29tbWl0bWVudFJlcXVlc3QSGQoPc2VydmVyX3NlZWRfaGV4GAEgASgJSAASGwoRc2VydmVyX3NlZWRfYnl0ZXMYAiABKAxIABISCgpjb21taXRtZW50GAMgASgJQg0KC3NlcnZlcl9zZWVkIkYKGFZlcmlmeUNvbW1pdG1lbnRSZXNwb25zZRINCgV2YWxpZBgBIAEoCBIbChNjb21wdXRlZF9jb21taXRtZW50GAIgASgJInoKGFZlcmlmeUhhbmRIaXN0b3J5UmVxdWVzdBIUCgxoaXN0b3J5X2pzb24YASABKAkSMgoQZXhwZWN0ZWRfcnVsZXNldBgCIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjEhQKDGNoZWNrX3BvbGljeRgDIAEoCCJFChJIaXN0b3J5RGlzY3JlcGFuY3kSDAoEY29kZRgBIAEoCRIQCghsb2NhdGlvbhgCIAEoCRIPCgdtZXNzYWdlGAMgASgJImwKGVZlcmlmeUhhbmRIaXN0b3J5UmVzcG9uc2USCgoCb2sYASABKAgSNAoLZGlzY3JlcGFuY3kYAiABKAsyHy5vZmNwb2tlci52MS5IaXN0b3J5RGlzY3JlcGFuY3kSDQoFbm90ZXMYAyADKAkixAEKElZlcmlmeU1hdGNoUmVxdWVzdBIVCg1oaXN0b3J5X2pzb25zGAEgAygJEjIKC3NldHRsZW1lbnRzGAIgAygLMh0ub2ZjcG9rZXIudjEuU2V0dGxlbWVudFJlY29yZBIZChFjaGVja19zZXR0bGVtZW50cxgDIAEoCBIyChBleHBlY3RlZF9ydWxlc2V0GAQgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMSFAoMY2hlY2tfcG9saWN5GAUgASgIImgKEE1hdGNoRGlzY3JlcGFuY3kSDAoEY29kZRgBIAEoCRIOCgZzb3VyY2UYAiABKAkSEwoLaGFuZF9udW1iZXIYAyABKAQSEAoIbG9jYXRpb24YBCABKAkSDwoHbWVzc2FnZRgFIAEoCSJ+ChNWZXJpZnlNYXRjaFJlc3BvbnNlEgoKAm9rGAEgASgIEhYKDmhhbmRzX3ZlcmlmaWVkGAIgASgNEjQKDWRpc2NyZXBhbmNpZXMYAyADKAsyHS5vZmNwb2tlci52MS5NYXRjaERpc2NyZXBhbmN5Eg0KBW5vdGVzGAQgAygJMrUICgxSdWxlc1NlcnZpY2USUAoLRXZhbHVhdGVSb3cSHy5vZmNwb2tlci52MS5FdmFsdWF0ZVJvd1JlcXVlc3QaIC5vZmNwb2tlci52MS5FdmFsdWF0ZVJvd1Jlc3BvbnNlElYKDVZhbGlkYXRlQm9hcmQSIS5vZmNwb2tlci52MS5WYWxpZGF0ZUJvYXJkUmVxdWVzdBoiLm9mY3Bva2VyLnYxLlZhbGlkYXRlQm9hcmRSZXNwb25zZRJNCgpTZXR0bGVIYW5kEh4ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZFJlcXVlc3QaHy5vZmNwb2tlci52MS5TZXR0bGVIYW5kUmVzcG9uc2USUAoLU2V0dGxlSGFuZHMSHy5vZmNwb2tlci52MS5TZXR0bGVIYW5kc1JlcXVlc3QaIC5vZmNwb2tlci52MS5TZXR0bGVIYW5kc1Jlc3BvbnNlEmYKEVNldHRsZUhhbmRzU3RyZWFtEiUub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNTdHJlYW1SZXF1ZXN0GiYub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNTdHJlYW1SZXNwb25zZSgBMAESUAoLTGlzdFByZXNldHMSHy5vZmNwb2tlci52MS5MaXN0UHJlc2V0c1JlcXVlc3QaIC5vZmNwb2tlci52MS5MaXN0UHJlc2V0c1Jlc3BvbnNlElkKDlJlc29sdmVSdWxlc2V0EiIub2ZjcG9rZXIudjEuUmVzb2x2ZVJ1bGVzZXRSZXF1ZXN0GiMub2ZjcG9rZXIudjEuUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRJfChBTb2x2ZUZhbnRhc3lsYW5kEiQub2ZjcG9rZXIudjEuU29sdmVGYW50YXN5bGFuZFJlcXVlc3QaJS5vZmNwb2tlci52MS5Tb2x2ZUZhbnRhc3lsYW5kUmVzcG9uc2USTQoKRGVyaXZlRGVjaxIeLm9mY3Bva2VyLnYxLkRlcml2ZURlY2tSZXF1ZXN0Gh8ub2ZjcG9rZXIudjEuRGVyaXZlRGVja1Jlc3BvbnNlEl8KEFZlcmlmeUNvbW1pdG1lbnQSJC5vZmNwb2tlci52MS5WZXJpZnlDb21taXRtZW50UmVxdWVzdBolLm9mY3Bva2VyLnYxLlZlcmlmeUNvbW1pdG1lbnRSZXNwb25zZRJiChFWZXJpZnlIYW5kSGlzdG9yeRIlLm9mY3Bva2VyLnYxLlZlcmlmeUhhbmRIaXN0b3J5UmVxdWVzdBomLm9mY3Bva2VyLnYxLlZlcmlmeUhhbmRIaXN0b3J5UmVzcG9uc2USUAoLVmVyaWZ5TWF0Y2gSHy5vZmNwb2tlci52MS5WZXJpZnlNYXRjaFJlcXVlc3QaIC5vZmNwb2tlci52MS5WZXJpZnlNYXRjaFJlc3BvbnNlYgZwcm90bzM", [file_ofcpoker_v1_cards, file_ofcpoker_v1_errors, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement, file_ofcpoker_v1_settlement_feed]);
 
 /**
  * EvaluateRow input.
@@ -717,6 +719,15 @@ export type VerifyHandHistoryRequest = Message<"ofcpoker.v1.VerifyHandHistoryReq
    * @generated from field: ofcpoker.v1.RulesetSpec expected_ruleset = 2;
    */
   expectedRuleset?: RulesetSpec | undefined;
+
+  /**
+   * True: also re-run each timeout's named policy when this server ships that version
+   * (POLICY_MISMATCH when it chooses another move); a policy it does not ship, or a history
+   * that names none, is a note, not a failure.
+   *
+   * @generated from field: bool check_policy = 3;
+   */
+  checkPolicy: boolean;
 };
 
 /**
@@ -733,9 +744,11 @@ export const VerifyHandHistoryRequestSchema: GenMessage<VerifyHandHistoryRequest
  */
 export type HistoryDiscrepancy = Message<"ofcpoker.v1.HistoryDiscrepancy"> & {
   /**
-   * What kind, stable UPPER_SNAKE: MALFORMED_HISTORY, COMMITMENT_MISMATCH, DECK_MISMATCH,
-   * RULESET_MISMATCH, DEAL_MISMATCH, ILLEGAL_ACTION, TIMEOUT_MISMATCH, INCOMPLETE_HAND,
-   * HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH (docs/hand-history.md).
+   * What kind, stable UPPER_SNAKE: MALFORMED_HISTORY, NEWER_FORMAT_VERSION,
+   * COMMITMENT_MISMATCH, DECK_MISMATCH, RULESET_MISMATCH, DEAL_MISMATCH, ILLEGAL_ACTION,
+   * TIMEOUT_MISMATCH, DEADLINE_MISMATCH, TIMEOUT_BEFORE_DEADLINE, POLICY_MISMATCH,
+   * INCOMPLETE_HAND, HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH
+   * (docs/hand-history.md). New codes may be added; none is renamed.
    *
    * @generated from field: string code = 1;
    */
@@ -783,6 +796,14 @@ export type VerifyHandHistoryResponse = Message<"ofcpoker.v1.VerifyHandHistoryRe
    * @generated from field: ofcpoker.v1.HistoryDiscrepancy discrepancy = 2;
    */
   discrepancy?: HistoryDiscrepancy | undefined;
+
+  /**
+   * What is worth saying but is no failure, for people (e.g. "timeout policy not checkable
+   * with this release: ...").
+   *
+   * @generated from field: repeated string notes = 3;
+   */
+  notes: string[];
 };
 
 /**
@@ -791,6 +812,153 @@ export type VerifyHandHistoryResponse = Message<"ofcpoker.v1.VerifyHandHistoryRe
  */
 export const VerifyHandHistoryResponseSchema: GenMessage<VerifyHandHistoryResponse> = /*@__PURE__*/
   messageDesc(file_ofcpoker_v1_rules_service, 23);
+
+/**
+ * VerifyMatch input.
+ *
+ * @generated from message ofcpoker.v1.VerifyMatchRequest
+ */
+export type VerifyMatchRequest = Message<"ofcpoker.v1.VerifyMatchRequest"> & {
+  /**
+   * The table's hand histories (each as VerifyHandHistory takes it, at most 1 MiB), in any
+   * order: they are sorted by hand number. 1..1000 of them.
+   *
+   * @generated from field: repeated string history_jsons = 1;
+   */
+  historyJsons: string[];
+
+  /**
+   * The settlement feed's records for the table (SettlementFeedService.Subscribe's), any
+   * order; records of other tables are skipped. Checked only with check_settlements.
+   *
+   * @generated from field: repeated ofcpoker.v1.SettlementRecord settlements = 2;
+   */
+  settlements: SettlementRecord[];
+
+  /**
+   * True: `settlements` are the feed's records for these hands (even when empty): every hand
+   * needs its record and every record must agree with its hand.
+   *
+   * @generated from field: bool check_settlements = 3;
+   */
+  checkSettlements: boolean;
+
+  /**
+   * Optional: the ruleset agreed for the match (as in VerifyHandHistory).
+   *
+   * @generated from field: ofcpoker.v1.RulesetSpec expected_ruleset = 4;
+   */
+  expectedRuleset?: RulesetSpec | undefined;
+
+  /**
+   * As in VerifyHandHistory.
+   *
+   * @generated from field: bool check_policy = 5;
+   */
+  checkPolicy: boolean;
+};
+
+/**
+ * Describes the message ofcpoker.v1.VerifyMatchRequest.
+ * Use `create(VerifyMatchRequestSchema)` to create a new message.
+ */
+export const VerifyMatchRequestSchema: GenMessage<VerifyMatchRequest> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 24);
+
+/**
+ * One discrepancy of a match.
+ *
+ * @generated from message ofcpoker.v1.MatchDiscrepancy
+ */
+export type MatchDiscrepancy = Message<"ofcpoker.v1.MatchDiscrepancy"> & {
+  /**
+   * What kind, stable UPPER_SNAKE: any HistoryDiscrepancy code (a hand that fails alone), or
+   * TABLE_MISMATCH, HAND_REPEATED, HAND_MISSING, CHAIN_STATE_MISMATCH,
+   * CHAIN_COMMITMENT_MISMATCH, FEED_RECORD_MISSING, FEED_RECORD_EXTRA, FEED_RECORD_MISMATCH,
+   * RUNNING_TOTAL_MISMATCH (docs/hand-history.md).
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * Which input: `history_jsons[i]` or `settlements[i]`.
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * The hand it concerns; 0 when not known (a history that does not say).
+   *
+   * @generated from field: uint64 hand_number = 3;
+   */
+  handNumber: bigint;
+
+  /**
+   * Where in that input: a JSON path (`initial_state.seats[1].points`, `seats[0].total_units`);
+   * empty for the input as a whole.
+   *
+   * @generated from field: string location = 4;
+   */
+  location: string;
+
+  /**
+   * What differs, in English, for people; not for parsing.
+   *
+   * @generated from field: string message = 5;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message ofcpoker.v1.MatchDiscrepancy.
+ * Use `create(MatchDiscrepancySchema)` to create a new message.
+ */
+export const MatchDiscrepancySchema: GenMessage<MatchDiscrepancy> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 25);
+
+/**
+ * VerifyMatch result.
+ *
+ * @generated from message ofcpoker.v1.VerifyMatchResponse
+ */
+export type VerifyMatchResponse = Message<"ofcpoker.v1.VerifyMatchResponse"> & {
+  /**
+   * True when every hand verified and every link held.
+   *
+   * @generated from field: bool ok = 1;
+   */
+  ok: boolean;
+
+  /**
+   * How many of the histories verified on their own.
+   *
+   * @generated from field: uint32 hands_verified = 2;
+   */
+  handsVerified: number;
+
+  /**
+   * Every discrepancy found, the hands' own first, then the links', in hand order.
+   *
+   * @generated from field: repeated ofcpoker.v1.MatchDiscrepancy discrepancies = 3;
+   */
+  discrepancies: MatchDiscrepancy[];
+
+  /**
+   * What is worth saying but is no failure, for people.
+   *
+   * @generated from field: repeated string notes = 4;
+   */
+  notes: string[];
+};
+
+/**
+ * Describes the message ofcpoker.v1.VerifyMatchResponse.
+ * Use `create(VerifyMatchResponseSchema)` to create a new message.
+ */
+export const VerifyMatchResponseSchema: GenMessage<VerifyMatchResponse> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 26);
 
 /**
  * The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
@@ -923,9 +1091,11 @@ export const RulesService: GenService<{
    * Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
    * prints; format in docs/hand-history.md) the way `ofc verify` does: the commitment, the
    * ofc-shuffle-v1 deck, every dealt batch against the deal order, every action replayed
-   * through the rules engine, the final boards and every number of the settlement. The
-   * answer names the first discrepancy. A history that is not JSON or not a version-1
-   * history is an answer too (ok false, MALFORMED_HISTORY), not an error.
+   * through the rules engine (a timeout's recorded move checked like any move, never
+   * re-derived by a policy), each timeout's deadline when the history has a clock, the final
+   * boards and every number of the settlement. The answer names the first discrepancy. A
+   * history that is not JSON or not a history is an answer too (ok false, MALFORMED_HISTORY;
+   * NEWER_FORMAT_VERSION for a version newer than this server reads), not an error.
    * Errors: INVALID_INPUT (history_json over 1 MiB), UNKNOWN_RULESET, INVALID_RULESET
    * (expected_ruleset).
    *
@@ -935,6 +1105,24 @@ export const RulesService: GenService<{
     methodKind: "unary";
     input: typeof VerifyHandHistoryRequestSchema;
     output: typeof VerifyHandHistoryResponseSchema;
+  },
+  /**
+   * Verify a table's hands as one chain (docs/hand-history.md, "Verifying a match"): each
+   * hand alone as VerifyHandHistory does, then hand numbers consecutive, each hand's initial
+   * state and money the previous hand's end with its recorded seat changes, each hand's
+   * commitment the one the previous hand published, and, with check_settlements, every
+   * settlement feed record equal to its hand's settlement with agreeing running totals.
+   * Every discrepancy is reported. Stateless: verify a match longer than one message in
+   * segments that overlap by one hand.
+   * Errors: INVALID_INPUT (more than 1000 histories or 10000 settlements, a history over
+   * 1 MiB), UNKNOWN_RULESET, INVALID_RULESET (expected_ruleset).
+   *
+   * @generated from rpc ofcpoker.v1.RulesService.VerifyMatch
+   */
+  verifyMatch: {
+    methodKind: "unary";
+    input: typeof VerifyMatchRequestSchema;
+    output: typeof VerifyMatchResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ofcpoker_v1_rules_service, 0);

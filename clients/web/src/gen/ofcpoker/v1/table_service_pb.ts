@@ -239,8 +239,9 @@ export const JoinSeatRequestSchema: GenMessage<JoinSeatRequest> = /*@__PURE__*/
 export type JoinSeatResponse = Message<"ofcpoker.v1.JoinSeatResponse"> & {
   /**
    * The secret that acts for this seat (send it as `x-ofc-seat-token`):
-   * `st_<table_id>.<32 random characters>`. Returned again only to a retry with the same
-   * request_id.
+   * `st_<table_id>.<32 random characters>`. Returned again only to a retry of the same
+   * request (same request_id and fields) from the same credentials (none, usually): keep
+   * the request_id as secret as the token until the retry window has passed.
    *
    * @generated from field: string seat_token = 1;
    */
@@ -1983,7 +1984,13 @@ export const ClientSeedPolicySchema: GenEnum<ClientSeedPolicy> = /*@__PURE__*/
  * with GetTable and decide again. Every mutating request carries a `request_id` (1..128
  * characters, unique per intended action, e.g. a UUID): a retry with the same id within the
  * server's retry window (24 hours unless its operator set a shorter one, at least a minute)
- * returns the first result and changes nothing, even when the version has moved on.
+ * returns the first result and changes nothing, even when the version has moved on. A
+ * request id belongs to the credentials that sent it (the same API key, the same seat
+ * token, or none): sent by anyone else it is a new request of theirs, checked and answered
+ * as one. The same id with a different request (any field but request_id) is refused:
+ * INVALID_ARGUMENT (REQUEST_ID_REUSED, field `request_id`). Credentials are checked before
+ * the version: a caller the table refuses gets UNAUTHENTICATED / PERMISSION_DENIED even
+ * with a stale expected_version. docs/security.md has the threat model.
  *
  * Errors (google.rpc.Status with one ErrorInfo, domain "ofc.poker"): INVALID_ARGUMENT for
  * malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
@@ -2109,7 +2116,11 @@ export const TableService: GenService<{
   },
   /**
    * The caller's view as a snapshot, then every event as the caller may see it. Resume after
-   * a reconnect with `after_event_id`: no gap, no duplicate. Ends when the client cancels.
+   * a reconnect with `after_event_id`: no gap, no duplicate. Ends when the client cancels,
+   * or, for a seat token, when its seat is left (UNAUTHENTICATED, before any later event):
+   * every event is sent as the credentials may see it at that point, never to a seat's
+   * next player. A seat token resuming from before its seat was taken gets those earlier
+   * events as a spectator does.
    *
    * @generated from rpc ofcpoker.v1.TableService.Watch
    */
