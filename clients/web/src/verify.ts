@@ -120,9 +120,15 @@ export function dealPlan(
 
 /** Check a parsed hand history; resolves with what was checked, rejects with the first
  *  DealDiscrepancy. */
+/** The hand-history formats whose deal this page checks (docs/hand-history.md): the deck and
+ *  the deals read the same in each; 3 adds timeouts' moves and the table's context. */
+export const FORMAT_VERSIONS: readonly number[] = [1, 2, 3];
+
 export async function verifyDeal(h: HandHistory, expect: Expectations = {}): Promise<DealVerified> {
   const checks: string[] = [];
-  if (h.format_version !== 1 && h.format_version !== 2) fail("format_version", `unknown version ${h.format_version}`);
+  if (!FORMAT_VERSIONS.includes(h.format_version)) {
+    fail("format_version", `version ${h.format_version} is not one this page reads (${FORMAT_VERSIONS.join(", ")})`);
+  }
   if (h.algorithm !== ALGORITHM) fail("algorithm", `${JSON.stringify(h.algorithm)} is not ${ALGORITHM}`);
   if (!/^[0-9a-f]{64}$/.test(h.server_seed)) fail("server_seed", "not 64 lower-case hex digits");
   const serverSeed = hexToBytes(h.server_seed);
