@@ -115,6 +115,9 @@ class NativeStderr:
         self._reader.close()
 
     def close(self) -> None:
+        """Put fd 2 back and log what is left in the pipe; again is a no-op."""
+        if not self._thread.is_alive() and self._reader.closed:
+            return
         sys.stderr.flush()
         os.dup2(self.real, 2)  # the pipe's last writer goes: the reader sees its end
         self._thread.join(timeout=5)

@@ -203,6 +203,7 @@ def serve(config: ServerConfig) -> int:
     try:
         asyncio.run(run(config))
     except (OSError, RuntimeError) as exc:  # an address in use, a bad certificate
+        native.close()  # gRPC core's own reason, already in the pipe, is logged first
         log.error("cannot start", extra={"fields": {"error": str(exc)}})
         return 1
     finally:
