@@ -53,6 +53,7 @@ from ofc_service.periodic import Periodic
 from ofc_service.settlements import SettlementRecord, SettlementRelay, money_totals
 from ofc_service.store import (
     DEFAULT_REQUEST_TTL_SECONDS,
+    Commit,
     StaleVersionError,
     TableExistsError,
     TableNotFoundError,
@@ -579,14 +580,14 @@ class TableManager:
         # resume from the ids in Watch snapshots and events.
         response = respond(Committed(done, version, ""))
         state = done.record.to_bytes()
-        result = await self.store.commit(
+        commit = Commit(
             table_id,
             expected_version=expected_version,
             state=state,
-            events=blobs,
-            response=response,
             request_id=key,
             deadline_ms=done.record.deadline_ms,
+            events=blobs,
+            response=response,
             extra=extra,
             outbox=outbox,
             # A hand's first events begin a log segment: the log keeps the last few hands (for
@@ -595,9 +596,10 @@ class TableManager:
             if any(isinstance(e, engine.HandStarted) for e in done.events)
             else 0,
             expected_state_sha1=expected_sha1,
-            request_ttl_seconds=self.request_ttl_seconds,
             request_digest=request_digest,
+            request_ttl_seconds=self.request_ttl_seconds,
         )
+        result = await self.store.commit(commit)
         if not result.replayed:
             self._keep(table_id, state, done.record, result.version)
             if done.move is not None:

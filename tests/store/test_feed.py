@@ -19,6 +19,7 @@ from ofc.rulesets import resolve_ruleset
 from ofc_service.auth import Authenticator
 from ofc_service.settlements import SettlementRecord, SettlementRelay
 from ofc_service.store import (
+    Commit,
     FeedEntry,
     InvalidIdError,
     MemorySettlementFeed,
@@ -71,14 +72,16 @@ async def settle(f: Feeds, table_id: str, version: int, hands: list[int]) -> Non
     """Commit ``version -> version + 1`` with one outbox record per hand number."""
     outbox = {f"{table_id}:{n}": b"record %d" % n for n in hands}
     await f.h.store.commit(
-        table_id,
-        expected_version=version,
-        state=b"v%d" % (version + 1),
-        events=[],
-        response=b"",
-        request_id=f"settle-{version}",
-        deadline_ms=None,
-        outbox=outbox,
+        Commit(
+            table_id,
+            expected_version=version,
+            state=b"v%d" % (version + 1),
+            events=[],
+            response=b"",
+            request_id=f"settle-{version}",
+            deadline_ms=None,
+            outbox=outbox,
+        )
     )
 
 
@@ -96,29 +99,29 @@ async def test_an_outbox_record_is_written_with_its_commit_only(backend: Backend
         # a stale commit and a replayed one write nothing to the outbox
         with pytest.raises(StaleVersionError):
             await play(f.h.store, "t", 1, request_id="late")
-        again = await f.h.store.commit(
+        again = await f.h.store.commit(Commit(
             "t", expected_version=1, state=b"x", events=[], response=b"", request_id="settle-1",
             deadline_ms=None, outbox={"t:9": b"never"},
-        )  # fmt: skip
+        ))  # fmt: skip
         assert again.replayed
         assert await f.h.store.read_outbox("t") == {"t:1": b"record 1"}
         await f.h.store.remove_from_outbox("t", ["t:1", "t:404"])
         assert await f.h.store.read_outbox("t") == {}
         assert await f.h.store.pending_outboxes(int(time.time() * 1000)) == []
         with pytest.raises(InvalidIdError):
-            await f.h.store.commit(
+            await f.h.store.commit(Commit(
                 "t", expected_version=2, state=b"", events=[], response=b"", request_id="r",
                 deadline_ms=None, outbox={"has space": b""},
-            )  # fmt: skip
+            ))  # fmt: skip
 
 
 async def test_the_outbox_outlives_its_table(backend: Backend) -> None:
     async with open_feeds(backend) as f:
         await f.h.store.create_table("t", b"v1", ttl_seconds=1)
-        await f.h.store.commit(
+        await f.h.store.commit(Commit(
             "t", expected_version=1, state=b"v2", events=[], response=b"", request_id="r",
             deadline_ms=None, ttl_seconds=1, outbox={"t:1": b"late but kept"},
-        )  # fmt: skip
+        ))  # fmt: skip
         await f.h.advance(1.2)
         assert await f.h.store.get_extra("t", "anything") is None  # the table is gone
         assert await f.h.store.read_outbox("t") == {"t:1": b"late but kept"}

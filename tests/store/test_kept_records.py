@@ -9,7 +9,7 @@ import pytest
 from ofc import engine
 from ofc_service.api.tables import encode_event
 from ofc_service.auth import Authenticator
-from ofc_service.store import MemoryTableStore, StaleVersionError, StoredTable
+from ofc_service.store import Commit, MemoryTableStore, StaleVersionError, StoredTable
 from ofc_service.tables import Change, Committed, TableManager, TableRecord
 
 from .conftest import Backend
@@ -30,9 +30,9 @@ class CountingLoads:
         self.loads += 1
         return await self.store.load(table_id)  # type: ignore[no-any-return]
 
-    async def commit(self, table_id: str, **kwargs: Any) -> Any:
+    async def commit(self, commit: Commit) -> Any:
         self.commits += 1
-        return await self.store.commit(table_id, **kwargs)
+        return await self.store.commit(commit)
 
 
 def respond(committed: Committed) -> bytes:
