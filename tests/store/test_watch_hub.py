@@ -7,7 +7,8 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
-from ofc_service import watch
+from ofc_service.application import watch
+from ofc_service.application.watch import WatchHub
 from ofc_service.store import (
     Commit,
     EventsTrimmedError,
@@ -15,7 +16,6 @@ from ofc_service.store import (
     TableNotFoundError,
     TableStore,
 )
-from ofc_service.watch import WatchHub
 
 from .conftest import Backend
 from .test_conformance import play
