@@ -122,6 +122,19 @@ def _serve(*flags: str, grace: float = GRACE_SECONDS) -> tuple[subprocess.Popen[
     return process, f"127.0.0.1:{port}"
 
 
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for ``localhost`` and 127.0.0.1 (its own CA) and its key: PEM files."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
+         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
 def _json_lines(stderr: str) -> list[dict[str, object]]:
     """Every line of stderr, each one a JSON object (the test fails on the first that is not)."""
     lines = []
@@ -187,14 +200,7 @@ def test_sigterm_ends_watch_streams_at_once_then_drains() -> None:
 def test_stderr_is_json_lines_only_with_tls_and_failed_handshakes(tmp_path: Path) -> None:
     """gRPC core logs failed TLS handshakes itself (``I1201 ... ssl_transport_security.cc``
     lines on fd 2): they, and everything else, come out as JSON lines."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed_certificate(tmp_path)
     tls = ("--tls-cert", str(cert), "--tls-key", str(key))
     process, address = _serve(*tls, "--log-level", "debug")
     port = address.rsplit(":", 1)[1]
