@@ -1,6 +1,7 @@
-"""How the command line's remote commands reach a server: ``ofc --version``, ``--tls`` and
-``--ca-file`` against a real TLS ``ofc serve`` (a plaintext attempt is told the server speaks
-TLS), and ``--api-key``/``OFC_API_KEY`` sent with every call."""
+"""The command line and the server: ``ofc --version``, ``ofc serve --help`` naming every
+service it serves, and how the remote commands reach a server: ``--tls`` and ``--ca-file``
+against a real TLS ``ofc serve`` (a plaintext attempt is told the server speaks TLS), and
+``--api-key``/``OFC_API_KEY`` sent with every call."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ofc_cli.main import main
+from ofcpoker.v1 import rules_service_pb2, settlement_feed_pb2, table_service_pb2
 
 from tests.e2e import test_table_affinity
 from tests.e2e.test_cli_remote import EXAMPLE, run
@@ -50,6 +52,16 @@ def test_version_is_the_installed_distributions() -> None:
         [str(OFC), "--version"], capture_output=True, text=True, timeout=30, check=False
     )
     assert (result.returncode, result.stdout) == (0, f"ofc {metadata.version('ofc')}\n")
+
+
+def test_serve_help_names_every_service_served(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the description
+    for module in (rules_service_pb2, table_service_pb2, settlement_feed_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            assert service.full_name in text
+    assert "grpc.health.v1.Health" in text and "reflection" in text and "metrics" in text
 
 
 def test_a_plaintext_command_at_a_tls_server_is_told_to_use_tls(
