@@ -132,16 +132,15 @@ def test_envoy_serves_grpc_web_with_cors_before_routing() -> None:
         )
 
 
-def test_envoy_routes_a_tables_calls_to_one_replica_by_a_ring_hash_of_its_id() -> None:
+def test_envoy_routes_a_tables_calls_to_one_replica_by_a_consistent_hash_of_its_id() -> None:
     """Table affinity: the route hashes the header every client sends (ofc_client's constant;
     tests/e2e/test_table_affinity.py checks the clients send it), the cluster places replicas
-    on a consistent-hash ring (a replica joining or leaving moves only its share of tables),
-    and a retry goes on to another replica rather than the one that failed."""
+    by Maglev consistent hashing (a replica joining or leaving moves only its share of tables:
+    test_envoy_affinity.py runs this config to show it), and a retry goes to another replica
+    rather than the one that failed."""
     cluster = envoy_cluster("ofc")
-    assert cluster["lb_policy"] in ("RING_HASH", "MAGLEV")
-    if cluster["lb_policy"] == "RING_HASH":
-        ring = cluster["ring_hash_lb_config"]
-        assert int(ring["minimum_ring_size"]) >= 1024, "too few points: an uneven spread"
+    assert cluster["lb_policy"] == "MAGLEV"
+    assert cluster["maglev_lb_config"]["table_size"] >= 65537, "a small table spreads unevenly"
     (vhost,) = connection_manager()["route_config"]["virtual_hosts"]
     for route in vhost["routes"]:
         assert route["route"]["hash_policy"] == [{"header": {"header_name": TABLE_ID_HEADER}}]
