@@ -18,9 +18,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ofc_cli.main import main
 from ofcpoker.v1 import rules_service_pb2, settlement_feed_pb2, table_service_pb2
 
+from tests.conftest import self_signed_certificate
 from tests.e2e import test_table_affinity
 from tests.e2e.test_cli_remote import EXAMPLE, run
-from tests.e2e.test_serve_process import OFC, _serve, self_signed_certificate
+from tests.e2e.test_serve_process import OFC, _serve
 
 proxy = test_table_affinity.proxy  # the fixture: a recording proxy in front of a live server
 

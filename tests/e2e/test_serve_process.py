@@ -20,7 +20,7 @@ from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
 
 from tests.api.wire import EXAMPLE_1_B, EXAMPLE_A, hand
-from tests.conftest import free_port
+from tests.conftest import free_port, self_signed_certificate
 
 GRACE_SECONDS = 5
 OFC = Path(sys.executable).with_name("ofc")
@@ -120,19 +120,6 @@ def _serve(*flags: str, grace: float = GRACE_SECONDS) -> tuple[subprocess.Popen[
         text=True,
     )
     return process, f"127.0.0.1:{port}"
-
-
-def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
-    """A certificate for ``localhost`` and 127.0.0.1 (its own CA) and its key: PEM files."""
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
 
 
 def _json_lines(stderr: str) -> list[dict[str, object]]:
