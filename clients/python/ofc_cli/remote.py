@@ -1,8 +1,12 @@
-"""``--server ADDR`` for ``score`` and ``deal``: the same input and output, computed remotely.
+"""``--server ADDR`` for ``score`` and ``deal``: the same input and output, computed remotely;
+and how every remote command reaches its server.
 
 :func:`add_server_option` wraps a subcommand's local handler: without ``--server`` the local
 path runs unchanged; with it, the request goes to the gRPC server through
 :class:`ofc_client.OfcClient` and the output has exactly the local JSON shape.
+:func:`add_connection_arguments` (also used by ``export-match``) adds ``--server``,
+``--tls``, ``--ca-file`` and ``--api-key``; :func:`describe` words a failed connection so
+that a plaintext client at a TLS server (and the reverse) is told what to change.
 Exit status: 0 ok, 2 bad input (the server's reason and field path on stderr), 1 when the
 server cannot be reached or fails.
 """
