@@ -6,7 +6,7 @@ middle     9s 8h 7d 6c 5s
 bottom     Ac Kc Tc 4c 2c
 discards   -
 royalties  28
-fantasyland_next  yes (stay rule)
+fantasyland_next  yes, 13 cards (stay rule)
 objective  38
 """
 
@@ -65,6 +65,7 @@ def solution_to_dict(solution: FantasylandSolution) -> dict[str, Any]:
         "discards": card_codes(solution.discards),
         "royalties": solution.royalties,
         "fantasyland_next": solution.fantasyland_next,
+        "fantasyland_next_cards": solution.fantasyland_next_cards,
         "objective": solution.objective,
     }
 
@@ -87,6 +88,9 @@ def run_solve(args: argparse.Namespace) -> int:
     print(f"bottom     {format_cards(solution.bottom)}")
     print(f"discards   {format_cards(solution.discards) or '-'}")
     print(f"royalties  {solution.royalties}")
-    print(f"fantasyland_next  {'yes' if solution.fantasyland_next else 'no'} ({rule})")
+    next_hand = (
+        f"yes, {solution.fantasyland_next_cards} cards" if solution.fantasyland_next else "no"
+    )
+    print(f"fantasyland_next  {next_hand} ({rule})")
     print(f"objective  {solution.objective}")
     return 0

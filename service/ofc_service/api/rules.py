@@ -171,11 +171,14 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             )
         board = convert.board_from_proto(request.board, "board")
         convert.validate_board(board, "board")
+        tier = convert.fantasyland_tier(
+            ruleset, request.in_fantasyland, request.fantasyland_cards, "fantasyland_cards"
+        )
         result = assess(
             board,
             ruleset,
-            in_fantasyland=request.in_fantasyland,
-            fantasyland_streak=max(request.fantasyland_streak, 1) if request.in_fantasyland else 0,
+            fantasyland_cards=tier,
+            fantasyland_streak=max(request.fantasyland_streak, 1) if tier else 0,
         )
         response = pb.ValidateBoardResponse()
         convert.write_assessment(result, response.assessment)
@@ -273,6 +276,7 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             royalties=solution.royalties,
             fantasyland_next=solution.fantasyland_next,
             objective=solution.objective,
+            fantasyland_next_cards=solution.fantasyland_next_cards,
         )
         board = response.board
         board.top.extend(card_codes(solution.top))
