@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 
 import pytest
-from ofc.cards import Card, Rank, card_codes
+from ofc.cards import Card, Rank, card_codes, parse_cards
 from ofc.codec import score_request_from_dict, settlement_to_dict
 from ofc.errors import InvalidInputError, InvalidRulesetError
 from ofc.evaluator import Category, rank3, rank5
@@ -316,7 +316,7 @@ def test_the_solver_stays_exact_under_tiers(
 
 def test_the_value_of_staying_depends_on_the_tier() -> None:
     # 16 cards with two aces and quads: at 16 cards, AA on top stays at 16 (worth 18 here)
-    cards = [Card.parse(c) for c in "As Ad 9s 9h 9d 9c Ks Qs Js 2h 3h 4c 6d 7c 8h Td".split()]
+    cards = parse_cards("As Ad 9s 9h 9d 9c Ks Qs Js 2h 3h 4c 6d 7c 8h Td")
     solution = solve_fantasyland(cards, KEEP, fantasyland_value=PRICED)
     assert (solution.fantasyland_next, solution.fantasyland_next_cards) == (True, 16)
     assert solution.objective == solution.royalties + 18
