@@ -202,12 +202,13 @@ def test_ofc_score_input_takes_the_tier() -> None:
         {"top": "Ac Ad 2c", "middle": "3h 3d 5s 5c 7d", "bottom": "Ts Js Qs Ks 2s"},
         {"top": "Kd 3c 2d", "middle": "5h 5d 9d 8h 4d", "bottom": "7c 7h Qd Jh 4s"},
     ]
-    for extra, expected in [
+    cases: list[tuple[dict[str, object], dict[str, object]]] = [
         ({"fantasyland_cards": 16}, {"qualifies": True, "cards": 16}),
         ({"fantasyland_cards": 17}, {"qualifies": False, "cards": 0}),
         ({"in_fantasyland": True}, {"qualifies": True, "cards": 14}),
         ({}, {"qualifies": True, "cards": 16}),  # entry: AA on top
-    ]:
+    ]
+    for extra, expected in cases:
         request = score_request_from_dict(
             {
                 "ruleset": "progressive-pineapple-keep",
