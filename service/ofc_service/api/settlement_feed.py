@@ -46,6 +46,7 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
         unit_value=record.unit_value,
         loss_cap=record.loss_cap or 0,
         settled_at_ms=record.settled_at_ms,
+        format=record.format,
     )
     for s in record.seats:
         out.seats.add(
@@ -56,6 +57,8 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
             total_points=s.total_points,
             total_units=s.total_units,
             fouled=s.fouled,
+            fantasyland_cards=s.fantasyland_cards,
+            fantasyland_next_cards=s.fantasyland_next_cards,
         )
     for p in record.pairs:
         out.pairs.add(
@@ -89,6 +92,8 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
                 total_points=s.total_points,
                 total_units=s.total_units,
                 fouled=s.fouled,
+                fantasyland_cards=s.fantasyland_cards,
+                fantasyland_next_cards=s.fantasyland_next_cards,
             )
             for s in record.seats
         ),
@@ -103,6 +108,7 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
             )
             for p in record.pairs
         ),
+        format=record.format or 1,  # a record from a server before formats were sent: 1
     ).to_dict()
 
 
