@@ -53,8 +53,24 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="points for qualifying for Fantasyland next hand (default %(default)s)",
     )
+    solve.add_argument(
+        "--value-of",
+        action="append",
+        type=_size_value,
+        default=[],
+        metavar="CARDS=N",
+        help="points for a next Fantasyland hand of CARDS cards (13..17), when sizes differ "
+        "in value; repeatable; other sizes are worth --fantasyland-value",
+    )
     solve.add_argument("--json", action="store_true", help="one JSON object")
     solve.set_defaults(handler=run_solve)
+
+
+def _size_value(text: str) -> tuple[int, int]:
+    size, sep, points = text.partition("=")
+    if not sep or not size.isdecimal() or not points.isdecimal() or not 13 <= int(size) <= 17:
+        raise argparse.ArgumentTypeError(f"expected CARDS=N with CARDS 13..17, got {text!r}")
+    return int(size), int(points)
 
 
 def solution_to_dict(solution: FantasylandSolution) -> dict[str, Any]:
@@ -77,7 +93,12 @@ def run_solve(args: argparse.Namespace) -> int:
         cards,
         ruleset,
         in_fantasyland=args.in_fantasyland,
-        fantasyland_value=args.fantasyland_value,
+        fantasyland_value={
+            **dict.fromkeys(range(13, 18), args.fantasyland_value),
+            **dict(args.value_of),
+        }
+        if args.value_of
+        else args.fantasyland_value,
     )
     if args.json:
         print(json.dumps(solution_to_dict(solution)))
