@@ -28,7 +28,7 @@ def settle_keep(stub: RulesServiceStub, **player0: object) -> settlement_pb2.Pla
     message = hand(ACES, OTHER, preset="progressive-pineapple-keep")
     for key, value in player0.items():
         setattr(message.players[0], key, value)
-    response = stub.SettleHand(pb.SettleHandRequest(hand=message))
+    response: pb.SettleHandResponse = stub.SettleHand(pb.SettleHandRequest(hand=message))
     return response.settlement.players[0]
 
 
@@ -131,13 +131,13 @@ def test_tier_overrides_and_their_errors(stub: RulesServiceStub) -> None:
     spec = ruleset_pb2.RulesetSpec(preset="pineapple", overrides=overrides)
     resolved = stub.ResolveRuleset(pb.ResolveRulesetRequest(ruleset=spec)).ruleset
     assert list(resolved.fantasyland_tiers) == [tier]
-    for change, field in [
-        (lambda t: setattr(t, "stay_cards", 18), "fantasyland_tiers"),
-        (lambda t: setattr(t.stay_conditions[0], "min_rank", "X"), "min_rank"),
-    ]:
+    for index, field in [(0, "fantasyland_tiers"), (1, "min_rank")]:
         broken = ruleset_pb2.FantasylandTier()
         broken.CopyFrom(tier)
-        change(broken)
+        if index == 0:
+            broken.stay_cards = 18
+        else:
+            broken.stay_conditions[0].min_rank = "X"
         bad = ruleset_pb2.RulesetOverrides(
             fantasyland_tiers=ruleset_pb2.FantasylandTierList(tiers=[broken])
         )
