@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
-from itertools import combinations
 
 import pytest
 from ofc.cards import Card, Rank, card_codes, parse_cards
 from ofc.codec import score_request_from_dict, settlement_to_dict
 from ofc.errors import InvalidInputError, InvalidRulesetError
-from ofc.evaluator import Category, rank3, rank5
+from ofc.evaluator import Category
 from ofc.rulesets import (
     PRESETS,
     FantasylandTier,
@@ -31,6 +29,8 @@ from ofc.rulesets import (
 )
 from ofc.scoring import Board, assess, settle
 from ofc.solver import solve_fantasyland
+
+from tests.ofc.test_solver import brute_force
 
 KEEP = get_ruleset("progressive-pineapple-keep")
 PROGRESSIVE = get_ruleset("progressive-pineapple")
@@ -227,45 +227,7 @@ def test_ofc_score_input_takes_the_tier() -> None:
         assert caught.value.field == "players[0].fantasyland_cards"
 
 
-# --- the solver under tiers: exact, against a plain enumeration ----------------------------
-def brute_force(
-    cards: Sequence[Card],
-    ruleset: Ruleset,
-    *,
-    in_fantasyland: bool,
-    values: Mapping[int, int],
-) -> tuple[int, tuple[tuple[Card, ...], ...]]:
-    """(objective, (top, middle, bottom)) of the best legal board, by trying them all; a
-    next Fantasyland hand of n cards is worth ``values[n]``; ties as the solver documents."""
-    hand = sorted(cards, reverse=True)
-    tier = len(hand) if in_fantasyland else 0
-    worth: dict[tuple[int, int, int], int] = {}
-    best: tuple[object, ...] | None = None
-    for bottom in combinations(hand, 5):
-        vb = rank5(*bottom)
-        rest = [c for c in hand if c not in bottom]
-        for middle in combinations(rest, 5):
-            vm = rank5(*middle)
-            if vm > vb:
-                continue
-            left = [c for c in rest if c not in middle]
-            for top in combinations(left, 3):
-                vt = rank3(*top)
-                if vt > vm:
-                    continue
-                objective = worth.get((vt, vm, vb))
-                if objective is None:
-                    result = assess(Board(top, middle, bottom), ruleset, fantasyland_cards=tier)
-                    qualifies, next_cards = result.fantasyland
-                    bonus = values[next_cards] if qualifies else 0
-                    objective = worth[(vt, vm, vb)] = result.total_royalties + bonus
-                key = (objective, vb, vm, vt, bottom, middle, top)
-                if best is None or key > best:
-                    best = key
-    assert best is not None
-    return best[0], (best[6], best[5], best[4])  # type: ignore[return-value]
-
-
+# --- the solver under tiers: exact, against the plain enumeration of test_solver -----------
 # A 13-card tier of its own: stays with a top pair of kings or better, or a middle straight
 # of ten-high or better (a rank inside a 5-card category), and earns 15 cards, worth more.
 TIERED_13 = PRESETS["classic"].replace(
@@ -308,7 +270,9 @@ def test_the_solver_stays_exact_under_tiers(
         solution = solve_fantasyland(
             hand, ruleset, in_fantasyland=in_fantasyland, fantasyland_value=values
         )
-        objective, rows = brute_force(hand, ruleset, in_fantasyland=in_fantasyland, values=values)
+        objective, rows = brute_force(
+            hand, ruleset, in_fantasyland=in_fantasyland, fantasyland_value=values
+        )
         assert (solution.objective, (solution.top, solution.middle, solution.bottom)) == (
             objective,
             rows,
