@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ofc.cards import Rank
+from ofc.cards import MAX_JOKERS, NATURAL_CARDS, Rank
 from ofc.errors import InvalidRulesetError, UnknownRulesetError
 from ofc.evaluator import Category
 
@@ -190,6 +190,9 @@ class Ruleset:
     top meets; a Fantasyland player who meets any ``stay_conditions`` (or, when set, has a
     row earning ``stay_min_row_royalty`` or more) plays another with ``stay_cards`` cards,
     unless ``max_consecutive_fantasylands`` of them have been played in a row.
+
+    ``jokers`` (0..2) adds that many wild cards to the deck (ids 52, 53; dealt with
+    ofc-shuffle-v2; docs/jokers.md): a joker in a row is the best card it can be there.
     """
 
     name: str = "classic"
@@ -207,6 +210,7 @@ class Ruleset:
     stay_cards: int = 13
     max_consecutive_fantasylands: int | None = None
     button_moves_in_fantasyland: bool = True
+    jokers: int = 0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -217,6 +221,15 @@ class Ruleset:
         return sum(s.deal for s in self.streets)
 
     @property
+    def deck_size(self) -> int:
+        """Cards in the deck: the 52 and the jokers.
+
+        >>> get_ruleset("pineapple-jokers").deck_size
+        54
+        """
+        return NATURAL_CARDS + self.jokers
+
+    @property
     def max_fantasyland_cards(self) -> int:
         return max([e.cards for e in self.fantasyland_entry] + [self.stay_cards])
 
@@ -225,8 +238,12 @@ class Ruleset:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Full parameters as JSON-ready data; :func:`ruleset_from_dict` reads it back."""
-        return {
+        """Full parameters as JSON-ready data; :func:`ruleset_from_dict` reads it back.
+
+        ``jokers`` is there only when the deck has any: a 52-card ruleset reads and writes
+        as it did before jokers existed (hand histories keep their canonical form).
+        """
+        data = {
             "name": self.name,
             "streets": [[s.deal, s.place] for s in self.streets],
             "min_players": self.min_players,
@@ -264,6 +281,9 @@ class Ruleset:
             "max_consecutive_fantasylands": self.max_consecutive_fantasylands,
             "button_moves_in_fantasyland": self.button_moves_in_fantasyland,
         }
+        if self.jokers:
+            data["jokers"] = self.jokers
+        return data
 
 
 def _category_map(values: tuple[int, ...]) -> dict[str, int]:
@@ -298,9 +318,16 @@ def _validate(r: Ruleset) -> None:
             "max_consecutive_fantasylands must be at least 1 when set",
             "max_consecutive_fantasylands",
         )
+    if isinstance(r.jokers, bool) or not isinstance(r.jokers, int):
+        raise bad(f"jokers must be an integer 0..{MAX_JOKERS}", "jokers")
+    if not 0 <= r.jokers <= MAX_JOKERS:
+        raise bad(f"a deck has 0..{MAX_JOKERS} jokers, not {r.jokers}", "jokers")
     worst = max(r.cards_per_hand, r.max_fantasyland_cards)
-    if worst * r.max_players > 52:
-        raise bad(f"{r.max_players} seats x {worst} cards exceed the 52-card deck", "max_players")
+    if worst * r.max_players > r.deck_size:
+        raise bad(
+            f"{r.max_players} seats x {worst} cards exceed the {r.deck_size}-card deck",
+            "max_players",
+        )
 
 
 PRESETS: dict[str, Ruleset] = {
@@ -327,6 +354,17 @@ PRESETS: dict[str, Ruleset] = {
             stay_cards=14,
         ),
         Ruleset(name="turbo", streets=TURBO_STREETS),
+        # Jokers (docs/jokers.md): classic with one joker in a 53-card deck, Pineapple with
+        # both in a 54-card deck; otherwise the classic and pineapple presets.
+        Ruleset(name="classic-joker", jokers=1),
+        Ruleset(
+            name="pineapple-jokers",
+            streets=PINEAPPLE_STREETS,
+            max_players=3,
+            fantasyland_entry=_entries((*_QQ_PLUS, 14)),
+            stay_cards=14,
+            jokers=2,
+        ),
     )
 }
 DEFAULT_RULESET = PRESETS["classic"]
@@ -471,6 +509,7 @@ _READERS: dict[str, Any] = {
     "stay_cards": _int,
     "max_consecutive_fantasylands": _optional_int,
     "button_moves_in_fantasyland": _bool,
+    "jokers": _int,
 }
 
 

@@ -39,8 +39,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, combinations, combinations_with_replacement, starmap
 
-from ofc.cards import ALL_CARDS, Card
-from ofc.errors import DuplicateCardError, InvalidInputError, WrongCardCountError
+from ofc.cards import ANY_CARD, Card
+from ofc.errors import (
+    DuplicateCardError,
+    InvalidCardError,
+    InvalidInputError,
+    WrongCardCountError,
+)
 from ofc.evaluator import rank3, rank5
 from ofc.rulesets import DEFAULT_RULESET, Row, Ruleset
 from ofc.scoring import Board, assess, row_royalty
@@ -56,7 +61,7 @@ table; 0 optimises royalties alone."""
 FOULED_OBJECTIVE = -1
 """The ``objective`` of a fouled answer (never returned for 13+ cards; see the docstring)."""
 
-_CARD_SET = frozenset(ALL_CARDS)
+_CARD_SET = ANY_CARD  # the 52 and the jokers
 _NEG = -(1 << 30)  # "no top fits": below any reachable score
 
 
@@ -123,7 +128,7 @@ def solve_fantasyland(
     >>> solve_fantasyland(s.board.cards, fantasyland_value=0).objective
     37
     """
-    hand = _check_cards(cards)
+    hand = _check_cards(cards, ruleset.deck_size)
     if isinstance(fantasyland_value, bool) or not isinstance(fantasyland_value, int):
         raise InvalidInputError(
             f"fantasyland_value must be an integer, got {fantasyland_value!r}",
@@ -162,7 +167,7 @@ def solve_fantasyland(
 
 
 # --- input ----------------------------------------------------------------------------------
-def _check_cards(cards: Sequence[Card]) -> tuple[Card, ...]:
+def _check_cards(cards: Sequence[Card], deck_size: int) -> tuple[Card, ...]:
     hand = tuple(cards)
     if not 13 <= len(hand) <= 17:
         raise WrongCardCountError(
@@ -174,6 +179,11 @@ def _check_cards(cards: Sequence[Card]) -> tuple[Card, ...]:
             raise InvalidInputError(f"not a card: {card!r}", field="cards")
         if card in seen:
             raise DuplicateCardError(f"duplicate card {Card(card)}", field="cards")
+        if card >= deck_size:
+            raise InvalidCardError(
+                f"the joker {Card(card)} is not in the ruleset's {deck_size}-card deck",
+                field="cards",
+            )
         seen.add(card)
     return tuple(Card(c) for c in hand)
 

@@ -253,7 +253,7 @@ def test_check_policy_and_newer_versions(stub: RulesServiceStub) -> None:
     assert response.ok and any("not checkable with this release" in n for n in response.notes)
     checked = verify(stub, BASES["timeouts"], check_policy=True)  # ofc-timeout-4, re-run
     assert checked.ok and not checked.notes
-    newer = verify(stub, {**BASES["timeouts"], "format_version": 4})
+    newer = verify(stub, {**BASES["timeouts"], "format_version": 5})
     assert (newer.ok, newer.discrepancy.code, newer.discrepancy.location) == (
         False,
         "NEWER_FORMAT_VERSION",

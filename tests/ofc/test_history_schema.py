@@ -19,6 +19,7 @@ import pytest
 from ofc.codec import state_to_dict
 from ofc.engine import new_match
 from ofc.rulesets import DEFAULT_RULESET, PRESETS
+from ofc.shuffle import algorithm_for
 from ofc.verify import SECTION_CODES, example_history
 from ofc_cli.main import main
 
@@ -131,7 +132,10 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
         (defs["setFantasyland"], BASES["fantasyland"]["actions"][-1]),
     ]
     for definition, written in required_and_written:
-        assert set(definition["required"]) == set(written) == set(definition["properties"])
+        optional = {"jokers"} if definition is defs["ruleset"] else set()  # only with jokers
+        assert (
+            set(definition["required"]) == set(written) == set(definition["properties"]) - optional
+        )
     # the initial state's one optional key: the agreed stakes, written when a table has any
     initial = defs["initialState"]
     assert set(initial["required"]) == set(history["initial_state"])
@@ -140,7 +144,11 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     assert set(stakes["required"]) == set(STAKES["initial_state"]["pair_unit_values"][0])
     for preset in PRESETS.values():  # every preset's parameters fit the ruleset definition
         state = state_to_dict(new_match(preset))
-        assert errors({**history, "initial_state": state}) == []
+        deck = {"format_version": 4, "algorithm": algorithm_for(preset.jokers)}
+        deck |= {"deck_size": preset.deck_size}  # jokers: version 4 (ofc-shuffle-v2)
+        assert errors({**history, **(deck if preset.jokers else {}), "initial_state": state}) == []
+        if preset.jokers:  # and only version 4 has them
+            assert errors({**history, "initial_state": state}) != []
 
 
 # What JSON Schema cannot say: 1.0 is an integer to it, and "the streets place 13 cards"

@@ -27,7 +27,7 @@ from ofc.codec import (
 )
 from ofc.engine import Action, MatchState, Place, SetFantasyland, StartHand, Timeout
 from ofc.errors import InvalidRulesetError, OfcError, UnknownRulesetError
-from ofc.shuffle import ALGORITHM
+from ofc.shuffle import ALGORITHM, ALGORITHMS, DECK_SIZES, algorithm_for
 from ofc.verify.codes import Code
 from ofc.verify.values import MISSING, difference, found, join, malformed, show
 
@@ -47,7 +47,7 @@ _Check = Callable[[Any, str], None]
 _SEED = re.compile(r"[0-9a-f]{64}")
 _SEED_OR_NONE = re.compile(r"(?:[0-9a-f]{64})?")
 _HEX = re.compile(r"(?:[0-9a-f]{2})*")
-_CARD = re.compile(r"[2-9TJQKA][cdhs]")
+_CARD = re.compile(r"[2-9TJQKA][cdhs]|X[12]")
 
 
 def _integer(minimum: int | None = 0) -> _Check:
@@ -129,7 +129,7 @@ def _record(fields: Mapping[str, _Check], *, open_: bool = False) -> _Check:
 _UINT = _integer()
 _INT = _integer(None)
 _STR = _text()
-_CARDS = _list_of(_text(_CARD, "a card code such as 'As' or 'Td'"))
+_CARDS = _list_of(_text(_CARD, "a card code such as 'As', 'Td' or the joker 'X1'"))
 
 
 def _any_object(value: Any, path: str) -> None:
@@ -181,7 +181,10 @@ _SETTLEMENT = _record(
 
 _HISTORY_FIELDS: Mapping[str, _Check] = {
     "format_version": _integer(1),
-    "algorithm": _constant(ALGORITHM, f"this verifier knows the shuffle {ALGORITHM!r} only"),
+    "algorithm": _text(
+        re.compile("|".join(map(re.escape, ALGORITHMS))),
+        f"a deal algorithm this verifier knows ({', '.join(map(repr, ALGORITHMS))})",
+    ),
     "ruleset": _STR,
     "hand_number": _integer(1),
     "server_seed": _text(_SEED, "32 bytes as 64 lower-case hex digits"),
@@ -244,6 +247,7 @@ def read(data: Any) -> History:
             f"is {version}, the initial state's is {format_version(initial)}",
         )
     context = _read_context(obj, initial) if version >= 3 else None
+    _read_deck(obj, version, initial)
     actions: list[Action] = []
     for index, raw in enumerate(obj["actions"]):
         path = f"actions[{index}]"
@@ -262,6 +266,40 @@ def read(data: Any) -> History:
             raise malformed(f"{path}.deadline_ms", "a deadline, but the history has no clock")
         actions.append(action)
     return History(obj, version, initial, tuple(actions), context)
+
+
+def _read_deck(obj: Mapping[str, Any], version: int, initial: MatchState) -> None:
+    """The deal algorithm and (version 4) the deck size agree with the ruleset's jokers:
+    ofc-shuffle-v1 for 52 cards, v2 for a deck with jokers, which only version 4 has."""
+    jokers = initial.ruleset.jokers
+    if version < 4:
+        if jokers:
+            raise malformed(
+                "initial_state.ruleset.jokers", f"jokers need format_version 4, not {version}"
+            )
+        if obj["algorithm"] != ALGORITHM:
+            raise malformed(
+                "algorithm",
+                f"is {show(obj['algorithm'])}: version {version} deals with {ALGORITHM!r} only",
+            )
+        return
+    if "deck_size" not in obj:
+        raise malformed("deck_size", "is missing")
+    size = obj["deck_size"]
+    if isinstance(size, bool) or not isinstance(size, int) or size not in DECK_SIZES:
+        raise malformed("deck_size", f"must be one of {list(DECK_SIZES)}, got {show(size)}")
+    if size != initial.ruleset.deck_size:
+        raise malformed(
+            "deck_size",
+            f"is {size}, but the ruleset's deck has {initial.ruleset.deck_size} cards "
+            f"({jokers} joker(s))",
+        )
+    if obj["algorithm"] != algorithm_for(jokers):
+        raise malformed(
+            "algorithm",
+            f"is {show(obj['algorithm'])}: a {size}-card deck is dealt with "
+            f"{algorithm_for(jokers)!r}",
+        )
 
 
 def _read_version(obj: Mapping[str, Any]) -> int:
