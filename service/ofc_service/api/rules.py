@@ -16,11 +16,11 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 from ofc import errors as core
-from ofc.cards import card_codes
+from ofc.cards import MAX_JOKERS, card_codes
 from ofc.evaluator import rank_row
 from ofc.rulesets import PRESETS, Ruleset
 from ofc.scoring import assess, row_royalty
-from ofc.shuffle import ALGORITHM, commitment, shuffle_deck, verify_commitment, word_stream
+from ofc.shuffle import algorithm_for, commitment, deal_deck, verify_commitment, word_stream
 from ofc.solver import DEFAULT_FANTASYLAND_VALUE, solve_fantasyland
 from ofc.verify import check_history_json, verify_match
 from ofcpoker.v1 import rules_service_pb2 as pb
@@ -290,13 +290,17 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             if request.WhichOneof("client_seed") == "client_seed_text"
             else request.client_seed_bytes
         )
-        deck = shuffle_deck(seed, client_seed, request.nonce)
+        if request.jokers > MAX_JOKERS:
+            raise core.InvalidSeedError(
+                f"a deck has 0..{MAX_JOKERS} jokers, not {request.jokers}", field="jokers"
+            )
+        deck = deal_deck(seed, client_seed, request.nonce, jokers=request.jokers)
         first_block = ""
         if request.include_first_block:
             words = word_stream(seed, client_seed, request.nonce)
             first_block = struct.pack(">8I", *(next(words) for _ in range(8))).hex()
         return pb.DeriveDeckResponse(
-            algorithm=ALGORITHM,
+            algorithm=algorithm_for(request.jokers),
             commitment=commitment(seed),
             deck=card_codes(deck),
             first_block_hex=first_block,
