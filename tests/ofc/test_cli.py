@@ -254,7 +254,9 @@ def test_deal_with_jokers_is_ofc_shuffle_v2(capsys: pytest.CaptureFixture[str]) 
     status, out, _ = run([*DEAL, "--jokers", "2", "--json"], capsys)
     deck = json.loads(out)["deck"]
     assert status == 0 and len(deck) == 54  # docs/shuffle-v2.md's N = 54 vector
-    assert deck[:6] == "8s 9s 2d 7s 5h 6h".split() and deck[29] == "X2" and deck[42] == "X1"
+    assert (
+        deck[:6] == ["8s", "9s", "2d", "7s", "5h", "6h"] and deck[29] == "X2" and deck[42] == "X1"
+    )
     assert run([*DEAL, "--jokers", "0"], capsys) == run(DEAL, capsys)
     with pytest.raises(SystemExit) as exit_:  # argparse: a usage error
         main([*DEAL, "--jokers", "3"])
