@@ -42,3 +42,38 @@ test('a deck size other than 52..54 is refused', () => {
   assert.throws(() => shuffleDeckV2(Buffer.alloc(32), Buffer.alloc(0), 0, 55), /52\.\.54 cards/);
   assert.throws(() => cardCode(54), /not a card id/);
 });
+
+// Every golden hand history with a joker deck (format 4): its deals are the ofc-shuffle-v2
+// deck of its seeds, hand number and deck size, position by position.
+const GOLDEN = path.join(__dirname, '..', '..', '..', 'tests', 'golden');
+
+function goldenJokerHistories() {
+  const found = [];
+  for (const release of fs.readdirSync(GOLDEN)) {
+    const dir = path.join(GOLDEN, release);
+    if (!fs.statSync(dir).isDirectory()) continue;
+    for (const name of fs.readdirSync(dir)) {
+      if (!name.endsWith('.json')) continue;
+      const history = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'));
+      if (history.algorithm === ALGORITHM) found.push([`${release}/${name}`, history]);
+    }
+  }
+  return found;
+}
+
+test('the golden joker histories deal the ofc-shuffle-v2 deck', () => {
+  const histories = goldenJokerHistories();
+  assert.ok(histories.length >= 4, 'expected the golden joker histories');
+  for (const [name, h] of histories) {
+    const deck = shuffleDeckV2(
+      Buffer.from(h.server_seed, 'hex'),
+      Buffer.from(h.client_seed, 'hex'),
+      BigInt(h.hand_number),
+      h.deck_size,
+    ).map(cardCode);
+    assert.equal(commitment(Buffer.from(h.server_seed, 'hex')), h.commitment, name);
+    for (const d of h.deals) {
+      assert.deepEqual(d.cards, deck.slice(d.position, d.position + d.count), `${name} deal at ${d.position}`);
+    }
+  }
+});
