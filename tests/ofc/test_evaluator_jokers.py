@@ -19,6 +19,8 @@ from itertools import combinations, permutations
 import pytest
 from ofc.cards import NATURAL_CARDS, Card, parse_cards
 from ofc.evaluator import Category, evaluate, rank3, rank5, rank_row
+from ofc.rulesets import get_ruleset
+from ofc.scoring import Board, assess
 
 C = Category
 X1, X2 = 52, 53
@@ -167,3 +169,28 @@ def test_a_row_of_jokers_only_or_a_bad_id_is_not_a_row() -> None:
     with pytest.raises(IndexError):
         rank5(1, 2, 3, 4, 60)
     assert Card(X1).is_joker
+
+
+# --- royalties and Fantasyland count the hand a joker makes --------------------------------
+# board (top / middle / bottom), royalties (top, middle, bottom), Fantasyland cards next hand
+# (not in Fantasyland now; then in Fantasyland now), under pineapple-jokers.
+JOKER_BOARDS = [
+    ("X1 Qd 5c / 9c 9d 9h 4s 2c / Ts Js Qs Ks 3s", (7, 2, 4), 14, 0),  # QQ: entry, no stay
+    ("X1 X2 2c / 9c 9d 9h 4s 4c / Ts Js Qs Ks As", (10, 12, 25), 14, 14),  # 222: stays
+    ("Ac Kd 5c / 9c 9d X1 4s 4c / 7s 7h 7d 7c 3d", (0, 12, 10), 0, 14),  # middle full house
+    ("Ac Kd 5c / 9c 9d 8h 4s 3c / Ts Js Qs Ks X2", (0, 0, 25), 0, 14),  # royal bottom stays
+    ("X1 Kd Ac / Ks Kc Qd 7h 3c / X2 Ah Ad As 2s", (0, 0, 0), 0, 0),  # KK-A over KK-Q: foul
+]
+
+
+@pytest.mark.parametrize(("board", "royalties", "entry", "stay"), JOKER_BOARDS)
+def test_royalties_and_fantasyland_with_jokers(
+    board: str, royalties: tuple[int, int, int], entry: int, stay: int
+) -> None:
+    ruleset = get_ruleset("pineapple-jokers")
+    parsed = Board.parse(board)
+    fresh = assess(parsed, ruleset)
+    assert fresh.royalties == royalties
+    assert fresh.fantasyland.cards == entry
+    assert assess(parsed, ruleset, in_fantasyland=True).fantasyland.cards == stay
+    assert fresh.fouled is (board.startswith("X1 Kd Ac"))
