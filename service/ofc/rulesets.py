@@ -330,17 +330,19 @@ def _validate(r: Ruleset) -> None:
         )
 
 
+_CLASSIC = Ruleset()
+_PINEAPPLE = Ruleset(
+    name="pineapple",
+    streets=PINEAPPLE_STREETS,
+    max_players=3,
+    fantasyland_entry=_entries((*_QQ_PLUS, 14)),
+    stay_cards=14,
+)
 PRESETS: dict[str, Ruleset] = {
     r.name: r
     for r in (
-        Ruleset(),
-        Ruleset(
-            name="pineapple",
-            streets=PINEAPPLE_STREETS,
-            max_players=3,
-            fantasyland_entry=_entries((*_QQ_PLUS, 14)),
-            stay_cards=14,
-        ),
+        _CLASSIC,
+        _PINEAPPLE,
         Ruleset(
             name="progressive-pineapple",
             streets=PINEAPPLE_STREETS,
@@ -356,15 +358,8 @@ PRESETS: dict[str, Ruleset] = {
         Ruleset(name="turbo", streets=TURBO_STREETS),
         # Jokers (docs/jokers.md): classic with one joker in a 53-card deck, Pineapple with
         # both in a 54-card deck; otherwise the classic and pineapple presets.
-        Ruleset(name="classic-joker", jokers=1),
-        Ruleset(
-            name="pineapple-jokers",
-            streets=PINEAPPLE_STREETS,
-            max_players=3,
-            fantasyland_entry=_entries((*_QQ_PLUS, 14)),
-            stay_cards=14,
-            jokers=2,
-        ),
+        _CLASSIC.replace(name="classic-joker", jokers=1),
+        _PINEAPPLE.replace(name="pineapple-jokers", jokers=2),
     )
 }
 DEFAULT_RULESET = PRESETS["classic"]

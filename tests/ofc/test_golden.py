@@ -99,16 +99,23 @@ TAMPERS: dict[str, tuple[Callable[[History], str], Code]] = {
 }
 
 
-@pytest.mark.parametrize("tamper", list(TAMPERS))
-@pytest.mark.parametrize("path", FILES, ids=IDS)
-def test_a_tampered_golden_history_is_rejected(path: Path, tamper: str) -> None:
-    history, rewrap = load(path)
-    mutate, code = TAMPERS[tamper]
+def _tampered(
+    history: History, rewrap: Callable[[History], Any], mutate: Callable[[History], str], code: Code
+) -> Any:
+    """A copy changed by ``mutate`` is rejected with ``code`` where ``mutate`` says."""
     tampered = copy.deepcopy(history)
     location = mutate(tampered)
     found = check_history_json(json.dumps(rewrap(tampered))).discrepancy
     assert found is not None, "tampering went unnoticed"
     assert (found.code, found.location) == (code, location), str(found)
+    return found
+
+
+@pytest.mark.parametrize("tamper", list(TAMPERS))
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_a_tampered_golden_history_is_rejected(path: Path, tamper: str) -> None:
+    history, rewrap = load(path)
+    found = _tampered(history, rewrap, *TAMPERS[tamper])
     if tamper == "placement":
         assert found.message.startswith("CARD_NOT_DEALT: ")
     assert check_history(history).ok  # the original still verifies
@@ -186,11 +193,7 @@ JOKER_TAMPERS: dict[str, tuple[Callable[[History], str], Code]] = {
 @pytest.mark.parametrize("path", JOKER_FILES, ids=[p.name for p in JOKER_FILES])
 def test_a_tampered_joker_history_is_rejected(path: Path, tamper: str) -> None:
     history, rewrap = load(path)
-    mutate, code = JOKER_TAMPERS[tamper]
-    tampered = copy.deepcopy(history)
-    location = mutate(tampered)
-    found = check_history_json(json.dumps(rewrap(tampered))).discrepancy
-    assert found is not None and (found.code, found.location) == (code, location), str(found)
+    _tampered(history, rewrap, *JOKER_TAMPERS[tamper])
 
 
 def test_a_joker_on_a_board_turned_into_the_card_it_stood_for_is_caught() -> None:

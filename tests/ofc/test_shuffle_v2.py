@@ -2,13 +2,11 @@
 
 ``tests/vectors/shuffle-v2.json`` holds the vectors (the Node verifier's tests read the same
 file). Each is checked against ``ofc.shuffle`` and against ``reference_deck`` below, written
-from docs/shuffle-v2.md alone.
+from docs/shuffle-v2.md alone, on the word stream of ``test_shuffle``'s reference (v1's).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import itertools
 import json
 from collections.abc import Iterator
@@ -32,24 +30,11 @@ from ofc.shuffle import (
     word_stream,
 )
 
+from tests.ofc.test_shuffle import reference_words  # v2's word stream is v1's
+
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parents[1] / "vectors" / "shuffle-v2.json").read_text(encoding="utf-8")
 )
-
-
-def reference_words(server_seed: bytes, client_seed: bytes, nonce: int) -> Iterator[int]:
-    # The word stream is v1's, domain string included (docs/shuffle-v2.md, "Word stream").
-    for k in itertools.count():
-        message = (
-            b"ofc-shuffle-v1\x00"
-            + len(client_seed).to_bytes(4, "big")
-            + client_seed
-            + nonce.to_bytes(8, "big")
-            + k.to_bytes(4, "big")
-        )
-        block = hmac.new(server_seed, message, hashlib.sha256).digest()
-        for i in range(0, 32, 4):
-            yield int.from_bytes(block[i : i + 4], "big")
 
 
 def reference_deck(words: Iterator[int], size: int) -> list[str]:

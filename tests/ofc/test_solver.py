@@ -129,8 +129,12 @@ def random_hands(
 RICH_DECK = range(4 * 7, 52)
 
 
-def check_against_brute_force(hand: Sequence[Card], config: int) -> None:
-    ruleset, kwargs = CONFIGS[config]
+def check_against_brute_force(
+    hand: Sequence[Card], config: int, configs: Sequence[tuple[Ruleset, dict[str, Any]]] = ()
+) -> None:
+    """The solver's answer for ``configs[config]`` (default :data:`CONFIGS`) is the brute
+    force's."""
+    ruleset, kwargs = (configs or CONFIGS)[config]
     solution = solve_fantasyland(hand, ruleset, **kwargs)
     objective, (top, middle, bottom) = brute_force(hand, ruleset, **kwargs)
     assert (solution.objective, solution.top, solution.middle, solution.bottom) == (
@@ -138,7 +142,7 @@ def check_against_brute_force(hand: Sequence[Card], config: int) -> None:
         top,
         middle,
         bottom,
-    ), f"hand {format_cards(hand)} config {CONFIG_IDS[config]}"
+    ), f"hand {format_cards(hand)} config {config} {ruleset.name}"
     check_consistent(hand, solution, ruleset, **kwargs)
 
 
@@ -218,30 +222,15 @@ JOKER_CONFIGS: list[tuple[Ruleset, dict[str, Any]]] = [
 @pytest.mark.parametrize("index", range(8))
 def test_matches_brute_force_with_jokers_13_cards(index: int) -> None:
     hand = joker_hands(seed=1800 + index, size=13, count=1)[0]
-    ruleset, kwargs = JOKER_CONFIGS[index % len(JOKER_CONFIGS)]
-    solution = solve_fantasyland(hand, ruleset, **kwargs)
-    objective, (top, middle, bottom) = brute_force(hand, ruleset, **kwargs)
-    assert (solution.objective, solution.top, solution.middle, solution.bottom) == (
-        objective,
-        top,
-        middle,
-        bottom,
-    ), f"hand {format_cards(hand)}"
-    check_consistent(hand, solution, ruleset, **kwargs)
+    check_against_brute_force(hand, index % len(JOKER_CONFIGS), JOKER_CONFIGS)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config", range(len(JOKER_CONFIGS)))
 def test_matches_brute_force_with_jokers_many(config: int) -> None:
-    ruleset, kwargs = JOKER_CONFIGS[config]
     for size, count in ((13, 8), (14, 1)):
         for hand in joker_hands(seed=18_000 + 10 * config + size, size=size, count=count):
-            solution = solve_fantasyland(hand, ruleset, **kwargs)
-            objective, rows = brute_force(hand, ruleset, **kwargs)
-            assert (solution.objective, (solution.top, solution.middle, solution.bottom)) == (
-                objective,
-                rows,
-            ), f"hand {format_cards(hand)}"
+            check_against_brute_force(hand, config, JOKER_CONFIGS)
 
 
 def test_a_joker_set_as_the_hand_it_makes() -> None:
