@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ofc import errors as core
-from ofc.cards import CARD_CODES, RANK_CHARS, Card
+from ofc.cards import CODES, RANK_CHARS, Card
 from ofc.evaluator import Category, HandValue
 from ofc.rulesets import PRESETS, ROWS, Row, Ruleset, StayCondition, get_ruleset, ruleset_from_dict
 from ofc.scoring import Board, BoardResult, Settlement, settle, validate_boards
@@ -42,7 +42,7 @@ def with_field(error: core.OfcError, field: str) -> core.OfcError:
 
 
 # --- cards, rows, boards --------------------------------------------------------------------
-_CANONICAL: dict[str, Card] = {code: Card.parse(code) for code in CARD_CODES}
+_CANONICAL: dict[str, Card] = {code: Card.parse(code) for code in CODES}
 _canonical = _CANONICAL.__getitem__
 
 
@@ -207,7 +207,7 @@ def _override_dict(
     if o.HasField("streets"):
         streets = _limited(o.streets.streets, f"{path}.streets.streets")
         put("streets", [(s.deal, s.place) for s in streets])
-    for key in ("min_players", "max_players", "stay_cards"):
+    for key in ("min_players", "max_players", "stay_cards", "jokers"):
         if o.HasField(key):
             put(key, getattr(o, key))
     if o.HasField("unit_value"):
@@ -414,6 +414,8 @@ def ruleset_to_proto(r: Ruleset) -> ruleset_pb2.RulesetParameters:
             )
             for t in r.fantasyland_tiers
         ],
+        jokers=r.jokers,
+        deck_size=r.deck_size,
     )
 
 
