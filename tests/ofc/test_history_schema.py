@@ -158,7 +158,7 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     for preset in PRESETS.values():  # every preset's parameters fit the ruleset definition
         state = state_to_dict(new_match(preset))
         version = 4 if preset.uses_later_options else 3
-        deck = {"algorithm": algorithm_for(preset.jokers)}
+        deck: dict[str, Any] = {"algorithm": algorithm_for(preset.jokers)}
         deck |= {"deck_size": preset.deck_size} if preset.jokers else {}  # ofc-shuffle-v2
         assert errors({**history, **deck, "format_version": version, "initial_state": state}) == []
         if preset.uses_later_options:  # and version 4's options need version 4
