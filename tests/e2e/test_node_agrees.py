@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -270,6 +271,77 @@ def test_the_two_command_lines_print_the_same_verdicts(node: str, cases: list[Pa
     assert _verdicts(js.stderr) == _verdicts(python.stderr)
     assert len(_verdicts(js.stdout) + _verdicts(js.stderr)) == len(cases)
     assert js.stdout.splitlines()[-1] == python.stdout.splitlines()[-1]  # "N verified, M failed"
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every JSON path in ``value``, the whole document first."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found += _paths(inner, (*path, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found += _paths(inner, (*path, index))
+    return found
+
+
+_ODD_VALUES: list[Any] = [None, True, 0, -1, 1.0, "x", "As", [], {}, 99, "top", 2**40, ""]
+
+
+def _mutate(history: History, rng: random.Random) -> None:
+    """One change somewhere: a key removed or added, an item added or removed, a number, card
+    or row changed, another value put in, or two actions swapped."""
+    path = rng.choice(_paths(history)[1:])
+    parent: Any = history
+    for key in path[:-1]:
+        parent = parent[key]
+    last = path[-1]
+    value = parent[last]
+    roll = rng.random()
+    if roll < 0.2 and isinstance(parent, dict):
+        del parent[last]
+    elif roll < 0.3 and isinstance(parent, dict):
+        parent["extra"] = 1
+    elif roll < 0.4 and isinstance(parent, list):
+        parent.append(copy.deepcopy(parent[0]))
+    elif roll < 0.5 and isinstance(parent, list):
+        parent.pop(last)
+    elif roll < 0.6 and type(value) is int:
+        parent[last] = value + rng.choice([-1, 1, 13])
+    elif roll < 0.75 and isinstance(value, str) and re.fullmatch(r"[2-9TJQKA][cdhs]", value):
+        parent[last] = rng.choice("23456789TJQKA") + rng.choice("cdhs")
+    elif roll < 0.8 and value in ("top", "middle", "bottom"):
+        parent[last] = rng.choice(["top", "middle", "bottom"])
+    elif roll < 0.9:
+        actions = history["actions"]
+        i, j = rng.randrange(1, len(actions)), rng.randrange(1, len(actions))
+        actions[i], actions[j] = actions[j], actions[i]
+    else:
+        parent[last] = rng.choice(_ODD_VALUES)
+
+
+def test_both_verifiers_agree_on_random_changes_to_every_golden_history(
+    node: str, tmp_path: Path
+) -> None:
+    """15 seeded random changes to each golden history (the same ones every run)."""
+    rng = random.Random(13)
+    paths = []
+    for k, source in enumerate(FILES):
+        history, rewrap = load(source)
+        for n in range(15):
+            changed = copy.deepcopy(history)
+            _mutate(changed, rng)
+            path = tmp_path / f"{k:02d}-{n:02d}.json"
+            path.write_text(json.dumps(rewrap(changed)))
+            paths.append(path)
+    records = _node_json(node, "-j", "2", *map(str, paths))[:-1]
+    by_source = {r["source"]: None if r["ok"] else (r["code"], r["location"]) for r in records}
+    disagreements = [
+        (path.name, python, by_source[str(path)])
+        for path in paths
+        if (python := _python_verdict(path)) != by_source[str(path)]
+    ]
+    assert disagreements == []
 
 
 # --- whole matches -----------------------------------------------------------------------------

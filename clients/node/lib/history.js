@@ -348,6 +348,15 @@ function stateFromDict(data) {
   const handsPlayed = codec.int(codec.key(obj, 'hands_played', ''), 'hands_played');
   const maxHands = codec.optInt(codec.key(obj, 'max_hands', ''), 'max_hands', 1);
   const hand = codec.key(obj, 'hand', '');
+  if (hand !== null) {
+    // A hand in progress is never a history's start; its first fields are read as the
+    // service's reader reads them, so that a broken one is reported where it reports it.
+    const h = codec.obj(hand, 'hand');
+    codec.int(codec.key(h, 'number', 'hand'), 'hand.number', 1);
+    codec.hex(codec.key(h, 'server_seed', 'hand'), 'hand.server_seed');
+    codec.hex(codec.key(h, 'client_seed', 'hand'), 'hand.client_seed');
+    codec.cards(codec.key(h, 'deck', 'hand'), 'hand.deck');
+  }
   const pairUnits = [];
   codec.list(has(obj, 'pair_unit_values') ? obj.pair_unit_values : [], 'pair_unit_values').forEach((item, k) => {
     const path = `pair_unit_values[${k}]`;

@@ -124,10 +124,10 @@ function royalties(raw) {
   const obj = mapping(raw);
   const table = {
     name: str('name' in obj ? obj.name : 'custom'),
-    bottom: pointsBy(10, obj.bottom || {}, category),
-    middle: pointsBy(10, obj.middle || {}, category),
-    top_pair: pointsBy(13, obj.top_pair || {}, rank),
-    top_trips: pointsBy(13, obj.top_trips || {}, rank),
+    bottom: pointsBy(10, 'bottom' in obj ? obj.bottom : {}, category),
+    middle: pointsBy(10, 'middle' in obj ? obj.middle : {}, category),
+    top_pair: pointsBy(13, 'top_pair' in obj ? obj.top_pair : {}, rank),
+    top_trips: pointsBy(13, 'top_trips' in obj ? obj.top_trips : {}, rank),
   };
   for (const [attr, size] of [['bottom', 10], ['middle', 10], ['top_pair', 13], ['top_trips', 13]]) {
     if (table[attr].some((v) => v < 0)) {
