@@ -39,6 +39,13 @@ function parseStrict(input) {
   };
   const string = () => {
     i += 1; // the opening quote
+    const close = text.indexOf('"', i);
+    if (close < 0) fail('unterminated string');
+    const plain = text.slice(i, close);
+    if (!/[\\\u0000-\u001f]/.test(plain)) {
+      i = close + 1;
+      return plain; // the common case: no escape, no control character
+    }
     let out = '';
     let start = i;
     for (;;) {
@@ -89,7 +96,6 @@ function parseStrict(input) {
     if (c === '{') {
       i += 1;
       const obj = {};
-      const seen = new Set();
       ws();
       if (text[i] === '}') {
         i += 1;
@@ -99,13 +105,13 @@ function parseStrict(input) {
         ws();
         if (text[i] !== '"') fail('expecting a property name in double quotes');
         const key = string();
-        if (seen.has(key)) throw new JsonSyntaxError(`the key '${key}' appears twice in one object`);
-        seen.add(key);
+        if (Object.prototype.hasOwnProperty.call(obj, key)) throw new JsonSyntaxError(`the key '${key}' appears twice in one object`);
         ws();
         if (text[i] !== ':') fail("expecting ':'");
         i += 1;
         const v = value(depth + 1);
-        Object.defineProperty(obj, key, { value: v, enumerable: true, writable: true, configurable: true });
+        if (key === '__proto__') Object.defineProperty(obj, key, { value: v, enumerable: true, writable: true, configurable: true });
+        else obj[key] = v;
         ws();
         if (text[i] === ',') {
           i += 1;
@@ -177,35 +183,54 @@ function join(path, key) {
   return path ? `${path}.${key}` : key;
 }
 
-/**
- * The first place (in `expected`'s document order) where `actual` differs:
- * {path, expected, actual} (MISSING where one side has nothing), or null.
- */
-function difference(expected, actual, path) {
+// The first difference as [steps from the inside out, expected, actual]: a path is only
+// spelled out once a difference is found.
+function firstDifference(expected, actual) {
   if (isObject(expected)) {
-    if (!isObject(actual)) return { path, expected, actual };
-    for (const key of Object.keys(expected)) {
-      const d = difference(expected[key], Object.prototype.hasOwnProperty.call(actual, key) ? actual[key] : MISSING, join(path, key));
-      if (d) return d;
+    if (!isObject(actual)) return [[], expected, actual];
+    for (const key in expected) {
+      const d = firstDifference(expected[key], Object.prototype.hasOwnProperty.call(actual, key) ? actual[key] : MISSING);
+      if (d !== null) {
+        d[0].push(key);
+        return d;
+      }
     }
-    for (const key of Object.keys(actual)) {
-      if (!Object.prototype.hasOwnProperty.call(expected, key)) return { path: join(path, key), expected: MISSING, actual: actual[key] };
+    for (const key in actual) {
+      if (!Object.prototype.hasOwnProperty.call(expected, key)) return [[key], MISSING, actual[key]];
     }
     return null;
   }
   if (Array.isArray(expected)) {
-    if (!Array.isArray(actual)) return { path, expected, actual };
+    if (!Array.isArray(actual)) return [[], expected, actual];
     const len = Math.max(expected.length, actual.length);
     for (let k = 0; k < len; k += 1) {
-      const d = difference(k < expected.length ? expected[k] : MISSING, k < actual.length ? actual[k] : MISSING, `${path}[${k}]`);
-      if (d) return d;
+      const d = firstDifference(k < expected.length ? expected[k] : MISSING, k < actual.length ? actual[k] : MISSING);
+      if (d !== null) {
+        d[0].push(k);
+        return d;
+      }
     }
     return null;
   }
-  if (expected === MISSING || actual === MISSING) return expected === actual ? null : { path, expected, actual };
-  if (kind(expected) !== kind(actual)) return { path, expected, actual };
-  if (expected instanceof JsonFloat) return expected.value === actual.value ? null : { path, expected, actual };
-  return expected === actual ? null : { path, expected, actual };
+  if (expected === actual) return null;
+  if (expected instanceof JsonFloat && actual instanceof JsonFloat && expected.value === actual.value) return null;
+  return [[], expected, actual];
+}
+
+/**
+ * The first place (in `expected`'s document order) where `actual` differs:
+ * {path, expected, actual} (MISSING where one side has nothing), or null. Values of other
+ * JSON types differ (1 is not true, 1 is not 1.0).
+ */
+function difference(expected, actual, path) {
+  const d = firstDifference(expected, actual);
+  if (d === null) return null;
+  let where = path;
+  for (let k = d[0].length - 1; k >= 0; k -= 1) {
+    const step = d[0][k];
+    where = typeof step === 'number' ? `${where}[${step}]` : join(where, step);
+  }
+  return { path: where, expected: d[1], actual: d[2] };
 }
 
 /** Deep equality of JSON values (by type). */
