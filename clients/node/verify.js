@@ -260,7 +260,7 @@ async function main(argv) {
       return 2;
     }
     if (error.reason) {
-      process.stderr.write(`error: ${error.reason}: ${error.message}\n`);
+      process.stderr.write(`error: ${error.reason}${error.field ? ` at ${error.field}` : ''}: ${error.message}\n`);
       return 2;
     }
     throw error;

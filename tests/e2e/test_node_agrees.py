@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ofc.rulesets import resolve_ruleset
 from ofc.verify import check_history_json, verify_match
 from ofc_cli.cmd_verify import read_feed
 
@@ -342,6 +343,34 @@ def test_both_verifiers_agree_on_random_changes_to_every_golden_history(
         if (python := _python_verdict(path)) != by_source[str(path)]
     ]
     assert disagreements == []
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "pineapple",
+        {"preset": "pineapple", "loss_cap": 10},
+        {"preset": "classic", "scoring": "2-4", "royalties": "ukrainian"},
+    ],
+    ids=["preset", "loss-cap", "scheme-and-table"],
+)
+def test_both_verifiers_hold_histories_to_an_expected_ruleset(
+    node: str, spec: str | dict[str, Any]
+) -> None:
+    text = spec if isinstance(spec, str) else json.dumps(spec)
+    records = _node_json(node, "-j", "1", "--expect-ruleset", text, *map(str, FILES))[:-1]
+    expected = resolve_ruleset(spec)
+    verdicts = []
+    for path, record in zip(FILES, records, strict=True):
+        found = check_history_json(path.read_bytes(), expected_ruleset=expected).discrepancy
+        python = None if found is None else (str(found.code), found.location)
+        verdicts.append(python)
+        assert (record["source"], record["code"], record["location"]) == (
+            str(path),
+            *(python or (None, None)),
+        )
+    assert "RULESET_MISMATCH" in {v[0] for v in verdicts if v}
+    assert (None in verdicts) == (spec == "pineapple")  # the plain preset's own hands pass
 
 
 # --- whole matches -----------------------------------------------------------------------------
