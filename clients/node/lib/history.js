@@ -457,21 +457,23 @@ function readInitialState(raw) {
   return state;
 }
 
+/** `reader()`, a core reading error as MALFORMED_HISTORY at `locate(field)` (the location says where). */
+function readingAt(reader, locate) {
+  try {
+    return reader();
+  } catch (error) {
+    if (!(error instanceof OfcError)) throw error;
+    const prefix = `${error.field}: `;
+    throw malformed(locate(error.field), error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message);
+  }
+}
+
 function readContext(obj, initial) {
   for (const [key, check] of Object.entries(CONTEXT_FIELDS)) {
     if (!has(obj, key)) throw malformed(key, 'is missing');
     check(obj[key], key);
   }
-  let context;
-  try {
-    context = contextFromDict(obj);
-  } catch (error) {
-    if (error instanceof OfcError) {
-      const prefix = `${error.field}: `;
-      throw malformed(actionPath(error.field), error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message);
-    }
-    throw error;
-  }
+  const context = readingAt(() => contextFromDict(obj), actionPath);
   const expected = contextToDict(context);
   canonical(expected, Object.fromEntries(Object.keys(expected).map((k) => [k, obj[k]])), '');
   if (context.seat_units !== null && context.seat_units.length !== initial.seats.length) {
@@ -482,16 +484,7 @@ function readContext(obj, initial) {
 
 function readAction(raw, path, version) {
   const obj = object(raw, path);
-  let action;
-  try {
-    action = actionFromDict(obj);
-  } catch (error) {
-    if (error instanceof OfcError) {
-      const prefix = `${error.field}: `;
-      throw malformed(at(path, error.field), error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message);
-    }
-    throw error;
-  }
+  const action = readingAt(() => actionFromDict(obj), (field) => at(path, field));
   canonical(actionToDict(action, version), obj, path);
   return action;
 }

@@ -116,18 +116,24 @@ function pointsBy(size, raw, parse) {
   for (const [key, points] of Object.entries(mapping(raw))) values[parse(key)] = int(points);
   return values;
 }
+/** A named table or scheme (`raw` a string), or null for an object to read field by field. */
+function named(known, raw, what) {
+  if (typeof raw !== 'string') return null;
+  if (!(raw in known)) throw bad(`known ${what}: ${Object.keys(known).join(', ')}`);
+  return known[raw];
+}
+const orElse = (obj, key, fallback) => (key in obj ? obj[key] : fallback);
+
 function royalties(raw) {
-  if (typeof raw === 'string') {
-    if (!(raw in ROYALTY_TABLES)) throw bad('known tables: standard, ukrainian');
-    return ROYALTY_TABLES[raw];
-  }
+  const known = named(ROYALTY_TABLES, raw, 'tables');
+  if (known) return known;
   const obj = mapping(raw);
   const table = {
-    name: str('name' in obj ? obj.name : 'custom'),
-    bottom: pointsBy(10, 'bottom' in obj ? obj.bottom : {}, category),
-    middle: pointsBy(10, 'middle' in obj ? obj.middle : {}, category),
-    top_pair: pointsBy(13, 'top_pair' in obj ? obj.top_pair : {}, rank),
-    top_trips: pointsBy(13, 'top_trips' in obj ? obj.top_trips : {}, rank),
+    name: str(orElse(obj, 'name', 'custom')),
+    bottom: pointsBy(10, orElse(obj, 'bottom', {}), category),
+    middle: pointsBy(10, orElse(obj, 'middle', {}), category),
+    top_pair: pointsBy(13, orElse(obj, 'top_pair', {}), rank),
+    top_trips: pointsBy(13, orElse(obj, 'top_trips', {}), rank),
   };
   for (const [attr, size] of [['bottom', 10], ['middle', 10], ['top_pair', 13], ['top_trips', 13]]) {
     if (table[attr].some((v) => v < 0)) {
@@ -137,16 +143,14 @@ function royalties(raw) {
   return table;
 }
 function scoring(raw) {
-  if (typeof raw === 'string') {
-    if (!(raw in SCORING_SCHEMES)) throw bad('known schemes: 1-6, 1-4, 2-4, row-2');
-    return SCORING_SCHEMES[raw];
-  }
+  const known = named(SCORING_SCHEMES, raw, 'schemes');
+  if (known) return known;
   const obj = mapping(raw);
   return {
-    name: str('name' in obj ? obj.name : 'custom'),
-    row_value: int('row_value' in obj ? obj.row_value : 0),
-    scoop_bonus: int('scoop_bonus' in obj ? obj.scoop_bonus : 0),
-    majority_value: int('majority_value' in obj ? obj.majority_value : 0),
+    name: str(orElse(obj, 'name', 'custom')),
+    row_value: int(orElse(obj, 'row_value', 0)),
+    scoop_bonus: int(orElse(obj, 'scoop_bonus', 0)),
+    majority_value: int(orElse(obj, 'majority_value', 0)),
   };
 }
 function list(raw) {
