@@ -6,9 +6,9 @@ bare history or ``GetHandHistory``'s response as protobuf JSON; a directory stan
 verified by ``-j`` processes (default: every core) with a progress bar on a terminal, and
 the last line is ``N verified, M failed``. ``--match`` checks the files as one table's hands
 (``--feed``: with the settlement feed's records from a file; ``--feed-from ADDR --table T``:
-read from a running service, never acknowledged, :mod:`ofc_cli.feed_remote`). Exit status: 0 every history verified
-(notes do not fail it), 1 a discrepancy, 2 a file that cannot be read or is not a hand
-history (``MALFORMED_HISTORY``), one newer than this verifier reads
+read from a running service, never acknowledged, :mod:`ofc_cli.feed_remote`). Exit status:
+0 every history verified (notes do not fail it), 1 a discrepancy, 2 a file that cannot be
+read or is not a hand history (``MALFORMED_HISTORY``), one newer than this verifier reads
 (``NEWER_FORMAT_VERSION``), both on stderr, or a bad option.
 """
 
