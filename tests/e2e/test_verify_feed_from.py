@@ -68,9 +68,9 @@ def test_verify_reads_the_tables_feed_records_from_the_service(
         for _ in range(3):
             table.play_hand()
     out = tmp_path / "match"
-    assert _run(["export-match", "--server", address, table.id, str(out)], capsys)[0] == 0
+    assert _run(["export-match", "--server", address, "--", table.id, str(out)], capsys)[0] == 0
     hands = sorted(map(str, out.glob("hand-*.json")))
-    live = ["--feed-from", address, "--table", table.id, "--api-key", API_KEY]
+    live = ["--feed-from", address, f"--table={table.id}", "--api-key", API_KEY]
 
     status, printed, err = _run(["verify", "--match", *hands, *live], capsys)
     assert (status, err) == (0, "")
