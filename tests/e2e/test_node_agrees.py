@@ -1,6 +1,7 @@
 """The two verifiers agree: ``ofc verify`` (Python, ``ofc.verify``) and the independent Node
-verifier (``clients/node/verify.js``) accept and reject the same documents with the same
-discrepancy code at the same location — every golden history, every golden match chain with
+verifier (``clients/node/verify.js``) give every row of the deck the same value, and accept
+and reject the same documents with the same discrepancy code at the same location — every
+golden history, every golden match chain with
 its settlement feed, and tampered copies of each (a card, the seed, a placement, a score, a
 timeout's time and deadline, a stake, a newer format, malformed JSON, a missing hand, a
 doctored running total, a broken commitment chain, a disagreeing feed record, ...).
@@ -12,10 +13,13 @@ through its command line (``--json``); and the two command lines' own lines are 
 from __future__ import annotations
 
 import copy
+import hashlib
+import itertools
 import json
 import random
 import re
 import shutil
+import struct
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ofc.evaluator import rank_row
 from ofc.rulesets import resolve_ruleset
 from ofc.verify import check_history_json, verify_match
 from ofc_cli.cmd_verify import read_feed
@@ -51,6 +56,25 @@ def _node_json(node: str, *args: str) -> list[dict[str, Any]]:
     assert result.returncode in (0, 1, 2), result.stderr
     assert result.stderr == "", result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+# --- hand values ------------------------------------------------------------------------------
+def _values_digest(size: int) -> str:
+    """SHA-256 of the value of every ``size``-card row (ids in lexicographic order, u32be)."""
+    digest = hashlib.sha256()
+    for row in itertools.combinations(range(52), size):
+        digest.update(struct.pack(">I", rank_row(row)))
+    return digest.hexdigest()
+
+
+def test_both_evaluators_give_every_row_of_the_deck_the_same_value(node: str) -> None:
+    """All 22,100 three-card and 2,598,960 five-card rows, compared by one digest each."""
+    script = "const c = require(process.argv[1]); console.log(c.valuesDigest(3), c.valuesDigest(5))"
+    cards_js = str(ROOT / "clients" / "node" / "lib" / "cards.js")
+    result = subprocess.run(
+        [node, "-e", script, cards_js], capture_output=True, text=True, timeout=300
+    )
+    assert result.stdout.split() == [_values_digest(3), _values_digest(5)], result.stderr
 
 
 # --- one history at a time ---------------------------------------------------------------------

@@ -87,6 +87,29 @@ function rowValue(cards) {
   return pack(category === undefined ? CATEGORY.high_card : category, ordered);
 }
 
+/**
+ * SHA-256 over the values of every `size`-card row (3 or 5) of the 52 cards, in
+ * lexicographic order of card ids, each as a big-endian u32: one digest for the whole scale.
+ */
+function valuesDigest(size) {
+  const hash = require('node:crypto').createHash('sha256');
+  const word = Buffer.alloc(4);
+  const row = new Array(size);
+  const walk = (from, depth) => {
+    if (depth === size) {
+      word.writeUInt32BE(rowValue(row));
+      hash.update(word);
+      return;
+    }
+    for (let id = from; id < 52; id += 1) {
+      row[depth] = id;
+      walk(id + 1, depth + 1);
+    }
+  };
+  walk(0, 0);
+  return hash.digest('hex');
+}
+
 function categoryOf(value) {
   return Math.floor(value / 2 ** 20);
 }
@@ -127,4 +150,4 @@ function valueName(value) {
   return `${head}, ${chars(ranks.slice(1))} kickers`;
 }
 
-module.exports = { CATEGORIES, CATEGORY, RANKS, SUITS, cardCode, cardId, categoryOf, parseCard, primaryRank, rowValue, valueName };
+module.exports = { CATEGORIES, CATEGORY, RANKS, SUITS, cardCode, cardId, categoryOf, parseCard, primaryRank, rowValue, valueName, valuesDigest };

@@ -4,7 +4,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { cardId, rowValue, valueName } = require('../lib/cards');
+const { cardId, rowValue, valueName, valuesDigest } = require('../lib/cards');
 const { PRESETS, resolveRuleset } = require('../lib/rules');
 const { assess, settle } = require('../lib/score');
 
@@ -36,6 +36,12 @@ test('hand values: one scale for 3 and 5 cards, with names', () => {
   assert.ok(value('Kh Kd Ac') > value('Ks Kc Qd 7h 3c')); // the top's ace kicker beats the middle's queen
   assert.ok(value('Kh Kd Qc') < value('Ks Kc Qd 7h 3c')); // the top runs out of kickers first
   assert.ok(value('Ac 2d 3h 4s 5c') < value('2c 3d 4h 5s 6c')); // the wheel is five-high
+});
+
+test('every 3-card and 5-card row of the deck: one digest of all their values', () => {
+  // The service's evaluator gives the same digests (tests/e2e/test_node_agrees.py).
+  assert.equal(valuesDigest(3), '84ea175a22a410f7caec0e88ded27f616552f96e776130938a5ee858aa7ea10c');
+  assert.equal(valuesDigest(5), 'd7b0a0c9eead87145ad1e6f187642baecb0bfc63268ef1a68ed674f4cafb0bcb');
 });
 
 const A = board('Ac 3d 2h / 6c 6d 9h 8s 4c / 9c 8c 7d 6h 5s');
