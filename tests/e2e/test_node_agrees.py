@@ -1,10 +1,10 @@
 """The two verifiers agree: ``ofc verify`` (Python, ``ofc.verify``) and the independent Node
 verifier (``clients/node/verify.js``) give every row of the deck the same value, and accept
 and reject the same documents with the same discrepancy code at the same location — every
-golden history, every golden match chain with
-its settlement feed, and tampered copies of each (a card, the seed, a placement, a score, a
-timeout's time and deadline, a stake, a newer format, malformed JSON, a missing hand, a
-doctored running total, a broken commitment chain, a disagreeing feed record, ...).
+golden history, every golden match chain with its settlement feed, and tampered copies of
+each (a card, the seed, a placement, a score, a timeout's time and deadline, a stake, a newer
+format, malformed JSON, seeded random changes, a missing hand, a doctored running total, a
+broken commitment chain, a disagreeing feed record, ...).
 
 Both are run over the same files: Python through the library ``ofc verify`` runs, Node
 through its command line (``--json``); and the two command lines' own lines are compared too.
