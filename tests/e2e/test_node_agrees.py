@@ -135,7 +135,7 @@ def _fantasyland_owed(h: History) -> None:
 
 
 def _newer(h: History) -> None:
-    h["format_version"] = 4
+    h["format_version"] = 5
 
 
 def _nested_key(h: History) -> None:

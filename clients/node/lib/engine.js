@@ -255,7 +255,7 @@ function handSettlement(hand, ruleset, pairUnits) {
   return settle(
     hand.seats.map((s) => s.board),
     ruleset,
-    { inFantasyland: hand.seats.map(inFantasyland), streaks: hand.seats.map((s) => s.fantasyland_streak), pairUnits: stakes },
+    { tiers: hand.seats.map((s) => s.fantasyland), streaks: hand.seats.map((s) => s.fantasyland_streak), pairUnits: stakes },
   );
 }
 

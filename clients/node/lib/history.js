@@ -8,13 +8,13 @@
 const { ALGORITHM, commitment, shuffleDeck } = require('./shuffle');
 const { cardCode, parseCard } = require('./cards');
 const { OfcError } = require('./errors');
-const { ROWS, rulesetFromDict, rulesetToDict } = require('./rules');
+const { ROWS, rulesetFromDict, rulesetToDict, usesLaterOptions } = require('./rules');
 const { apply, dealPositions, inFantasyland, seatsToAct, stateToDict } = require('./engine');
 const { settlementToDict } = require('./score');
 const { JsonFloat, JsonSyntaxError, MISSING, difference, isObject, join, parseStrict, show } = require('./json');
 
-const FORMAT_VERSIONS = [1, 2, 3];
-const FORMAT_VERSION = 3;
+const FORMAT_VERSIONS = [1, 2, 3, 4];
+const FORMAT_VERSION = 4;
 const STATE_FORMAT_VERSIONS = [1, 2];
 
 /** The first discrepancy: a stable code, a JSON path ("" for the whole document) and a message. */
@@ -498,6 +498,9 @@ function read(data) {
   const initial = readInitialState(obj.initial_state);
   const stateVersion = initial.pair_units.length ? 2 : 1;
   if (version < 3 && version !== stateVersion) throw malformed('format_version', `is ${version}, the initial state's is ${stateVersion}`);
+  if (version < 4 && usesLaterOptions(initial.ruleset)) {
+    throw malformed('format_version', `is ${version}: the ruleset uses options of version 4 (Fantasyland tiers, a stay condition's rank, a top high-card royalty)`);
+  }
   const context = version >= 3 ? readContext(obj, initial) : null;
   const actions = obj.actions.map((raw, index) => {
     const path = `actions[${index}]`;

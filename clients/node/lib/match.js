@@ -262,6 +262,9 @@ function expectedRecord(checked, beforeIn, rec) {
   const recorded = new Map();
   for (const s of Array.isArray(rec.seats) ? rec.seats : []) if (isObject(s)) recorded.set(s.seat, s);
   const before = beforeIn.slice();
+  const recordFormat = rec.format === 2 ? 2 : 1; // 2: with the seats' Fantasyland
+  const played = new Map(raw.players.map((p) => [p.seat, p.fantasyland]));
+  const owed = new Map(raw.fantasyland_next.map((f) => [f.seat, f.cards]));
   const seats = [...settlement.players]
     .sort((x, y) => x.seat - y.seat)
     .map((player) => {
@@ -278,10 +281,11 @@ function expectedRecord(checked, beforeIn, rec) {
         total_points: checked.final.seats[seat].points,
         total_units: (before[seat] || 0) + player.units,
         fouled: player.fouled,
+        ...(recordFormat === 2 ? { fantasyland_cards: played.get(seat) || 0, fantasyland_next_cards: owed.get(seat) || 0 } : {}),
       };
     });
   const expected = {
-    format: 1,
+    format: recordFormat,
     settlement_id: `${table === null ? 'None' : table}:${number}`,
     table_id: table,
     hand_number: number,
@@ -354,8 +358,9 @@ function feedRecord(data) {
   const r = isObject(data.record) ? data.record : data;
   const get = (obj, camel, snake, fallback) => (camel in obj ? obj[camel] : snake in obj ? obj[snake] : fallback);
   const lossCap = num(get(r, 'lossCap', 'loss_cap', 0));
+  const format = num(get(r, 'format', 'format', 0)) || 1; // a record from a server before formats were sent: 1
   return {
-    format: 1,
+    format,
     settlement_id: get(r, 'settlementId', 'settlement_id', ''),
     table_id: get(r, 'tableId', 'table_id', ''),
     hand_number: num(get(r, 'handNumber', 'hand_number', 0)),
@@ -371,6 +376,9 @@ function feedRecord(data) {
       total_points: num(get(s, 'totalPoints', 'total_points', 0)),
       total_units: num(get(s, 'totalUnits', 'total_units', 0)),
       fouled: get(s, 'fouled', 'fouled', false),
+      ...(format >= 2
+        ? { fantasyland_cards: num(get(s, 'fantasylandCards', 'fantasyland_cards', 0)), fantasyland_next_cards: num(get(s, 'fantasylandNextCards', 'fantasyland_next_cards', 0)) }
+        : {}),
     })),
     pairs: (r.pairs || []).map((p) => ({
       seat_a: num(get(p, 'seatA', 'seat_a', 0)),

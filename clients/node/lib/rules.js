@@ -21,6 +21,7 @@ const ROYALTY_TABLES = {
     middle: byCategory({ trips: 2, straight: 4, flush: 8, full_house: 12, quads: 20, straight_flush: 30, royal_flush: 50 }),
     top_pair: STANDARD_TOP_PAIR,
     top_trips: STANDARD_TOP_TRIPS,
+    top_high_card: new Array(13).fill(0),
   },
   ukrainian: {
     name: 'ukrainian',
@@ -28,8 +29,11 @@ const ROYALTY_TABLES = {
     middle: byCategory({ trips: 2, straight: 4, flush: 8, full_house: 12, quads: 16, straight_flush: 20, royal_flush: 30 }),
     top_pair: STANDARD_TOP_PAIR,
     top_trips: STANDARD_TOP_TRIPS,
+    top_high_card: new Array(13).fill(0),
   },
 };
+// Format 4: the standard table plus 1 point for any unpaired top on a legal board.
+ROYALTY_TABLES['standard+top-high-card'] = { ...ROYALTY_TABLES.standard, name: 'standard+top-high-card', top_high_card: new Array(13).fill(1) };
 const SCORING_SCHEMES = {
   '1-6': { name: '1-6', row_value: 1, scoop_bonus: 3, majority_value: 0 },
   '1-4': { name: '1-4', row_value: 1, scoop_bonus: 1, majority_value: 0 },
@@ -39,6 +43,8 @@ const SCORING_SCHEMES = {
 
 const street = (deal, place) => ({ deal, place });
 const entry = (category, rank, cards) => ({ category: CATEGORIES.indexOf(category), min_rank: RANKS.indexOf(rank), cards });
+// A stay condition: a row at least `category` with at least `min_rank` (format 4; 0: two) in it.
+const stay = (row, category, rank = '2') => ({ row, category: CATEGORIES.indexOf(category), min_rank: RANKS.indexOf(rank) });
 const CLASSIC = {
   name: 'classic',
   streets: [street(5, 5), ...Array.from({ length: 8 }, () => street(1, 1))],
@@ -50,17 +56,17 @@ const CLASSIC = {
   unit_value: 1,
   loss_cap: null,
   fantasyland_entry: [entry('pair', 'Q', 13)],
-  stay_conditions: [
-    { row: 'top', category: CATEGORIES.indexOf('trips') },
-    { row: 'middle', category: CATEGORIES.indexOf('full_house') },
-    { row: 'bottom', category: CATEGORIES.indexOf('quads') },
-  ],
+  stay_conditions: [stay('top', 'trips'), stay('middle', 'full_house'), stay('bottom', 'quads')],
   stay_min_row_royalty: null,
   stay_cards: 13,
   max_consecutive_fantasylands: null,
   button_moves_in_fantasyland: true,
+  fantasyland_tiers: [],
 };
 const PINEAPPLE_STREETS = [street(5, 5), ...Array.from({ length: 4 }, () => street(3, 2))];
+const PROGRESSIVE_ENTRY = [entry('pair', 'Q', 14), entry('pair', 'K', 15), entry('pair', 'A', 16), entry('trips', '2', 17)];
+// A tier kept at its own size by its own entry top again, or by quads or better on the bottom.
+const keepsTier = (cards, category, rank) => ({ cards, stay_conditions: [stay('top', category, rank), stay('bottom', 'quads')], stay_cards: cards });
 const PRESETS = {
   classic: CLASSIC,
   pineapple: { ...CLASSIC, name: 'pineapple', streets: PINEAPPLE_STREETS, max_players: 3, fantasyland_entry: [entry('pair', 'Q', 14)], stay_cards: 14 },
@@ -69,10 +75,29 @@ const PRESETS = {
     name: 'progressive-pineapple',
     streets: PINEAPPLE_STREETS,
     max_players: 3,
-    fantasyland_entry: [entry('pair', 'Q', 14), entry('pair', 'K', 15), entry('pair', 'A', 16), entry('trips', '2', 17)],
+    fantasyland_entry: PROGRESSIVE_ENTRY,
     stay_cards: 14,
   },
   turbo: { ...CLASSIC, name: 'turbo', streets: [street(5, 5), street(4, 4), street(4, 4)] },
+  'progressive-pineapple-keep': {
+    ...CLASSIC,
+    name: 'progressive-pineapple-keep',
+    streets: PINEAPPLE_STREETS,
+    max_players: 3,
+    fantasyland_entry: PROGRESSIVE_ENTRY,
+    stay_conditions: [stay('top', 'trips'), stay('bottom', 'quads')],
+    stay_cards: 14,
+    fantasyland_tiers: [keepsTier(14, 'pair', 'Q'), keepsTier(15, 'pair', 'K'), keepsTier(16, 'pair', 'A'), keepsTier(17, 'trips', '2')],
+  },
+  'pineapple-top-high-card': {
+    ...CLASSIC,
+    name: 'pineapple-top-high-card',
+    streets: PINEAPPLE_STREETS,
+    max_players: 3,
+    royalties: ROYALTY_TABLES['standard+top-high-card'],
+    fantasyland_entry: [entry('pair', 'Q', 14)],
+    stay_cards: 14,
+  },
 };
 
 function bad(message) {
@@ -134,8 +159,9 @@ function royalties(raw) {
     middle: pointsBy(10, orElse(obj, 'middle', {}), category),
     top_pair: pointsBy(13, orElse(obj, 'top_pair', {}), rank),
     top_trips: pointsBy(13, orElse(obj, 'top_trips', {}), rank),
+    top_high_card: pointsBy(13, orElse(obj, 'top_high_card', {}), rank),
   };
-  for (const [attr, size] of [['bottom', 10], ['middle', 10], ['top_pair', 13], ['top_trips', 13]]) {
+  for (const [attr, size] of [['bottom', 10], ['middle', 10], ['top_pair', 13], ['top_trips', 13], ['top_high_card', 13]]) {
     if (table[attr].some((v) => v < 0)) {
       throw ofcError('INVALID_RULESET', `royalty table ${attr} needs ${size} non-negative integers`, `royalties.${attr}`);
     }
@@ -161,6 +187,14 @@ function key(obj, name) {
   if (!(name in mapping(obj))) throw bad(`missing ${name}`);
   return obj[name];
 }
+function stayConditions(raw) {
+  return list(raw).map((c) => {
+    const row = key(c, 'row');
+    if (!ROWS.includes(row)) throw bad(`not a row: ${row}`);
+    return { row, category: category(key(c, 'category')), min_rank: rank(str(orElse(c, 'min_rank', '2'))) };
+  });
+}
+
 const READERS = {
   name: str,
   streets: (raw) =>
@@ -177,12 +211,9 @@ const READERS = {
   loss_cap: optionalInt,
   fantasyland_entry: (raw) =>
     list(raw).map((e) => ({ category: category(key(e, 'category')), min_rank: rank(str(key(e, 'min_rank'))), cards: int(key(e, 'cards')) })),
-  stay_conditions: (raw) =>
-    list(raw).map((c) => {
-      const row = key(c, 'row');
-      if (!ROWS.includes(row)) throw bad(`not a row: ${row}`);
-      return { row, category: category(key(c, 'category')) };
-    }),
+  stay_conditions: stayConditions,
+  fantasyland_tiers: (raw) =>
+    list(raw).map((t) => ({ cards: int(key(t, 'cards')), stay_conditions: stayConditions(key(t, 'stay_conditions')), stay_cards: int(key(t, 'stay_cards')) })),
   stay_min_row_royalty: optionalInt,
   stay_cards: int,
   max_consecutive_fantasylands: optionalInt,
@@ -207,8 +238,16 @@ function validate(r) {
   if (r.max_consecutive_fantasylands !== null && r.max_consecutive_fantasylands < 1) {
     fail('max_consecutive_fantasylands must be at least 1 when set', 'max_consecutive_fantasylands');
   }
+  const seen = new Set();
+  r.fantasyland_tiers.forEach((t, k) => {
+    if (!(t.cards >= BOARD_SIZE && t.cards <= 17 && t.stay_cards >= BOARD_SIZE && t.stay_cards <= 17)) {
+      fail('Fantasyland hands have 13..17 cards', `fantasyland_tiers[${k}]`);
+    }
+    if (seen.has(t.cards)) fail(`the ${t.cards}-card tier is listed twice`, `fantasyland_tiers[${k}]`);
+    seen.add(t.cards);
+  });
   const perHand = r.streets.reduce((n, s) => n + s.deal, 0);
-  const flCards = Math.max(...r.fantasyland_entry.map((e) => e.cards), r.stay_cards);
+  const flCards = Math.max(...r.fantasyland_entry.map((e) => e.cards), r.stay_cards, ...r.fantasyland_tiers.map((t) => t.stay_cards));
   const worst = Math.max(perHand, flCards);
   if (worst * r.max_players > 52) fail(`${r.max_players} seats x ${worst} cards exceed the 52-card deck`, 'max_players');
 }
@@ -262,18 +301,39 @@ function rulesetToDict(r) {
       middle: categoryMap(r.royalties.middle),
       top_pair: rankMap(r.royalties.top_pair),
       top_trips: rankMap(r.royalties.top_trips),
+      ...(r.royalties.top_high_card.some((v) => v) ? { top_high_card: rankMap(r.royalties.top_high_card) } : {}),
     },
     scoring: { name: r.scoring.name, row_value: r.scoring.row_value, scoop_bonus: r.scoring.scoop_bonus, majority_value: r.scoring.majority_value },
     royalties_to_row_winner_only: r.royalties_to_row_winner_only,
     unit_value: r.unit_value,
     loss_cap: r.loss_cap,
     fantasyland_entry: r.fantasyland_entry.map((e) => ({ category: CATEGORIES[e.category], min_rank: RANKS[e.min_rank], cards: e.cards })),
-    stay_conditions: r.stay_conditions.map((c) => ({ row: c.row, category: CATEGORIES[c.category] })),
+    stay_conditions: stayList(r.stay_conditions),
     stay_min_row_royalty: r.stay_min_row_royalty,
     stay_cards: r.stay_cards,
     max_consecutive_fantasylands: r.max_consecutive_fantasylands,
     button_moves_in_fantasyland: r.button_moves_in_fantasyland,
+    // Options added with history format 4 are written only when used, so a ruleset that
+    // uses none of them writes what earlier releases wrote.
+    ...(r.fantasyland_tiers.length
+      ? { fantasyland_tiers: r.fantasyland_tiers.map((t) => ({ cards: t.cards, stay_conditions: stayList(t.stay_conditions), stay_cards: t.stay_cards })) }
+      : {}),
   };
 }
 
-module.exports = { BOARD_SIZE, PRESETS, ROWS, ROW_SIZE, resolveRuleset, rulesetFromDict, rulesetToDict };
+function stayList(conditions) {
+  return conditions.map((c) => ({ row: c.row, category: CATEGORIES[c.category], ...(c.min_rank ? { min_rank: RANKS[c.min_rank] } : {}) }));
+}
+
+/** Whether the ruleset uses an option hand-history format 4 added (tiers, a stay condition's rank, a top high-card royalty). */
+function usesLaterOptions(r) {
+  return r.fantasyland_tiers.length > 0 || r.royalties.top_high_card.some((v) => v) || r.stay_conditions.some((c) => c.min_rank);
+}
+
+/** What keeps a player in a Fantasyland hand of `cards` cards, and with how many: the tier's rule, else the ruleset's. */
+function stayRule(r, cards) {
+  const tier = r.fantasyland_tiers.find((t) => t.cards === cards);
+  return tier ? [tier.stay_conditions, tier.stay_cards] : [r.stay_conditions, r.stay_cards];
+}
+
+module.exports = { BOARD_SIZE, PRESETS, ROWS, ROW_SIZE, resolveRuleset, rulesetFromDict, rulesetToDict, stayRule, usesLaterOptions };

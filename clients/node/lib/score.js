@@ -4,36 +4,43 @@
 'use strict';
 
 const { CATEGORY, categoryOf, primaryRank, rowValue, valueName, CATEGORIES } = require('./cards');
-const { ROWS } = require('./rules');
+const { ROWS, stayRule } = require('./rules');
 
 const NO_FANTASYLAND = { qualifies: false, cards: 0 };
 
-/** What a complete board is worth on its own: values, foul, royalties, Fantasyland next. */
-function assess(board, ruleset, inFantasyland, streak) {
+/**
+ * What a complete board is worth on its own: values, foul, royalties, Fantasyland next.
+ * `tier`: the cards of the Fantasyland hand it was set in (0: a normal hand).
+ */
+function assess(board, ruleset, tier, streak) {
   const values = ROWS.map((row) => rowValue(board[row]));
   const [top, middle, bottom] = values;
   if (top > middle || middle > bottom) return { values, fouled: true, royalties: [0, 0, 0], fantasyland: NO_FANTASYLAND };
   const table = ruleset.royalties;
   const topCategory = categoryOf(top);
-  const topRoyalty =
-    topCategory === CATEGORY.pair ? table.top_pair[primaryRank(top)] : topCategory === CATEGORY.trips ? table.top_trips[primaryRank(top)] : 0;
+  // The first rank slot is the pair's, the trips' or (unpaired) the highest card's.
+  const byRank = topCategory === CATEGORY.pair ? table.top_pair : topCategory === CATEGORY.trips ? table.top_trips : table.top_high_card;
+  const topRoyalty = byRank[primaryRank(top)];
   const royalties = [topRoyalty, table.middle[categoryOf(middle)], table.bottom[categoryOf(bottom)]];
-  return { values, fouled: false, royalties, fantasyland: fantasylandNext(values, royalties, ruleset, inFantasyland, streak) };
+  return { values, fouled: false, royalties, fantasyland: fantasylandNext(values, royalties, ruleset, tier, streak) };
 }
 
-function fantasylandNext(values, royalties, ruleset, inFantasyland, streak) {
-  if (inFantasyland) {
+/** The weakest row value of `category` whose defining rank is `minRank` or more. */
+const atLeast = (category, minRank) => category * 2 ** 20 + (minRank + 1) * 2 ** 16;
+
+function fantasylandNext(values, royalties, ruleset, tier, streak) {
+  if (tier) {
     const cap = ruleset.max_consecutive_fantasylands;
     if (cap !== null && streak >= cap) return NO_FANTASYLAND;
-    const stays = ruleset.stay_conditions.some((c) => categoryOf(values[ROWS.indexOf(c.row)]) >= c.category);
+    const [conditions, stayCards] = stayRule(ruleset, tier);
+    const stays = conditions.some((c) => values[ROWS.indexOf(c.row)] >= atLeast(c.category, c.min_rank));
     const threshold = ruleset.stay_min_row_royalty;
-    if (stays || (threshold !== null && Math.max(...royalties) >= threshold)) return { qualifies: true, cards: ruleset.stay_cards };
+    if (stays || (threshold !== null && Math.max(...royalties) >= threshold)) return { qualifies: true, cards: stayCards };
     return NO_FANTASYLAND;
   }
   let cards = 0;
   for (const e of ruleset.fantasyland_entry) {
-    const needed = e.category * 2 ** 20 + (e.min_rank + 1) * 2 ** 16;
-    if (e.cards > cards && values[0] >= needed) cards = e.cards;
+    if (e.cards > cards && values[0] >= atLeast(e.category, e.min_rank)) cards = e.cards;
   }
   return cards ? { qualifies: true, cards } : NO_FANTASYLAND;
 }
@@ -109,9 +116,9 @@ function applyLossCap(pairs, n, cap) {
  * Settle 2-4 complete boards; `players[k]` is board k. `pairUnits` maps "i,j" (board
  * indexes, i < j) to that pair's unit value; other pairs play for the ruleset's.
  */
-function settle(boards, ruleset, { inFantasyland, streaks, pairUnits = new Map() }) {
+function settle(boards, ruleset, { tiers, streaks, pairUnits = new Map() }) {
   const n = boards.length;
-  const results = boards.map((board, k) => assess(board, ruleset, inFantasyland[k], streaks[k]));
+  const results = boards.map((board, k) => assess(board, ruleset, tiers[k], streaks[k]));
   let pairs = [];
   for (let i = 0; i < n; i += 1) {
     for (let j = i + 1; j < n; j += 1) {

@@ -48,7 +48,7 @@ const A = board('Ac 3d 2h / 6c 6d 9h 8s 4c / 9c 8c 7d 6h 5s');
 const B = board('Kd 3c 2d / 5c 5d 9d 8h 4d / 7c 7h Qd Js 4s');
 const BIG = board('Qh Qs 2s / Tc Jc Qc Kc 2c / As Ad Ah Ks Kh');
 const C = board('Kh Ks Qs / 2c 2s 3h 3s 5h / Tc Td Th Jc Jd');
-const no = (n) => ({ inFantasyland: new Array(n).fill(false), streaks: new Array(n).fill(0) });
+const no = (n) => ({ tiers: new Array(n).fill(0), streaks: new Array(n).fill(0) });
 
 function summary(s) {
   return {
@@ -66,7 +66,7 @@ test('a fouled board loses every row and the scoop to a legal one', () => {
   const fouled = board('Ac Ad 2c / Kc Kd 9h 8s 4c / 9c 8c 7d 6h 5s');
   const legal = board('Ks 3c 2d / 5c 5d 9d 8h 4d / 7c 7h Qd Js 4s');
   assert.deepEqual(summary(settle([fouled, legal], PRESETS.classic, no(2))), { points: [-6, 6], units: [-6, 6], pairs: [[0, 1, [-1, -1, -1], -1, -6, 0, -6, -6, 1]] });
-  const result = assess(fouled, PRESETS.classic, false, 0);
+  const result = assess(fouled, PRESETS.classic, 0, 0);
   assert.deepEqual([result.fouled, result.royalties, result.fantasyland], [true, [0, 0, 0], { qualifies: false, cards: 0 }]);
 });
 
@@ -102,7 +102,7 @@ test('Fantasyland entry by the top row (progressive pineapple) and the royalties
     ['3h 3s 3c', 17, [11, 8, 6]],
     ['2h 2s 2d', 17, [10, 8, 6]],
   ]) {
-    const result = assess(board(`${top} / Tc Jc Qc Kc 2c / As Ad Ah Ks Kh`), rules, false, 0);
+    const result = assess(board(`${top} / Tc Jc Qc Kc 2c / As Ad Ah Ks Kh`), rules, 0, 0);
     assert.deepEqual([result.fantasyland, result.royalties], [{ qualifies: cardsNext > 0, cards: cardsNext }, royalties], top);
   }
 });
@@ -110,9 +110,18 @@ test('Fantasyland entry by the top row (progressive pineapple) and the royalties
 test('Fantasyland stay: a stay condition, the consecutive cap, a row royalty threshold', () => {
   const trips = board('3h 3s 3c / Tc Jc Qc Kc 2c / As Ad Ah Ks Kh');
   const rules = PRESETS.pineapple;
-  assert.deepEqual(assess(trips, rules, true, 1).fantasyland, { qualifies: true, cards: 14 });
-  assert.deepEqual(assess(trips, { ...rules, max_consecutive_fantasylands: 2 }, true, 2).fantasyland, { qualifies: false, cards: 0 });
-  assert.deepEqual(assess(trips, { ...rules, stay_conditions: [], stay_min_row_royalty: 12 }, true, 1).fantasyland, { qualifies: false, cards: 0 });
-  assert.deepEqual(assess(trips, { ...rules, stay_conditions: [], stay_min_row_royalty: 11 }, true, 1).fantasyland, { qualifies: true, cards: 14 });
-  assert.deepEqual(assess(C, rules, true, 1).fantasyland, { qualifies: false, cards: 0 }); // full house bottom: no stay condition
+  assert.deepEqual(assess(trips, rules, 14, 1).fantasyland, { qualifies: true, cards: 14 });
+  assert.deepEqual(assess(trips, { ...rules, max_consecutive_fantasylands: 2 }, 14, 2).fantasyland, { qualifies: false, cards: 0 });
+  assert.deepEqual(assess(trips, { ...rules, stay_conditions: [], stay_min_row_royalty: 12 }, 14, 1).fantasyland, { qualifies: false, cards: 0 });
+  assert.deepEqual(assess(trips, { ...rules, stay_conditions: [], stay_min_row_royalty: 11 }, 14, 1).fantasyland, { qualifies: true, cards: 14 });
+  assert.deepEqual(assess(C, rules, 14, 1).fantasyland, { qualifies: false, cards: 0 }); // full house bottom: no stay condition
+});
+
+test('format 4: Fantasyland tiers keep their size, a stay condition has a rank, a top high card pays', () => {
+  const keep = PRESETS['progressive-pineapple-keep'];
+  const aa = board('Ac Ad 2c / 3h 3d 5s 5c 7d / Ts Js Qs Ks 2s');
+  assert.deepEqual([0, 14, 16, 17].map((tier) => assess(aa, keep, tier, 1).fantasyland.cards), [16, 14, 16, 0]);
+  const highCard = PRESETS['pineapple-top-high-card'];
+  assert.deepEqual(assess(board('As Kd Qc / 3h 3d 5s 5c 7d / Ts Js 9s Ks 2s'), highCard, 0, 0).royalties, [1, 0, 4]);
+  assert.deepEqual(assess(board('As Kd Qc / 3h 3d 5s 5c 7d / Ts Js 9s Ks 2s'), PRESETS.pineapple, 0, 0).royalties, [0, 0, 4]);
 });
