@@ -3,7 +3,9 @@
 The gRPC ones use the standard names of go-grpc-prometheus / py-grpc-prometheus so existing
 dashboards work: ``grpc_server_started_total``, ``grpc_server_handled_total`` and the
 ``grpc_server_handling_seconds`` histogram, labelled by ``grpc_type``, ``grpc_service``,
-``grpc_method`` (and ``grpc_code`` once handled). Domain metrics are labelled by ruleset:
+``grpc_method`` (and ``grpc_code`` once handled), and by the wire ``protocol`` the call came
+in on: ``grpc`` (the gRPC port, or gRPC over HTTP/2 on the HTTP port), ``connect`` (Connect
+JSON or binary) or ``grpc-web`` (both on the HTTP port). Domain metrics are labelled by ruleset:
 a preset name, or ``custom`` for any ruleset with overrides (never a free-form name).
 """
 
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-GRPC_LABELS = ("grpc_type", "grpc_service", "grpc_method")
+GRPC_LABELS = ("grpc_type", "grpc_service", "grpc_method", "protocol")
+PROTOCOLS = ("grpc", "connect", "grpc-web")
 
 GRPC_STARTED = Counter(
     "grpc_server_started_total",

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def server(redis_url: str) -> Iterator[BackgroundServer]:
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", redis_url=redis_url, grace_seconds=1
+        listen="127.0.0.1:0", metrics_listen="", http_listen="", redis_url=redis_url, grace_seconds=1
     )
     with BackgroundServer(config) as running:
         yield running

@@ -100,7 +100,7 @@ class _Probe:
         service, _, name = full_method.lstrip("/").rpartition("/")
         self.method = full_method
         self.grpc_type = grpc_type
-        self.labels = (grpc_type, service, name)
+        self.labels = (grpc_type, service, name, "grpc")
         self.started = GRPC_STARTED.labels(*self.labels)
         self.latency = GRPC_HANDLING_SECONDS.labels(*self.labels)
         self.received = GRPC_MSG_RECEIVED.labels(*self.labels)

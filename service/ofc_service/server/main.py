@@ -32,6 +32,7 @@ from ofc_service.api.tables import TableServicer, encode_event
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.health import StoreHealth
+from ofc_service.server.http import HttpServer, create_http_server
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
 from ofc_service.settlements import SettlementRelay
@@ -65,11 +66,14 @@ class OfcServer:
     feed: SettlementFeed | None = None
     shutdown: Shutdown = field(default_factory=Shutdown)
     store_health: StoreHealth | None = None
+    http: HttpServer | None = None
     _metrics_httpd: WSGIServer | None = field(default=None, repr=False)
     _metrics_thread: threading.Thread | None = field(default=None, repr=False)
 
     async def start(self) -> None:
         await self.server.start()
+        if self.http is not None:
+            self.http.start()
         self.sweeper.start()
         if self.relay is not None:
             self.relay.start()
@@ -82,6 +86,7 @@ class OfcServer:
         log.info(
             "serving",
             extra={"fields": {"listen": f"{host}:{self.port}", "metrics_port": self.metrics_port,
+                              "http_port": None if self.http is None else self.http.port,
                               "tls": bool(self.config.tls_cert),
                               "store": "redis" if self.config.redis_url else "in-memory"}},
         )  # fmt: skip
@@ -96,7 +101,11 @@ class OfcServer:
         await self.sweeper.stop()
         if self.relay is not None:
             await self.relay.stop()
-        await self.server.stop(self.config.grace_seconds if grace is None else grace)
+        grace = self.config.grace_seconds if grace is None else grace
+        if self.http is not None:  # both ports' in-flight calls finish within the one grace
+            await asyncio.gather(self.http.stop(grace), self.server.stop(grace))
+        else:
+            await self.server.stop(grace)
         await self.store.close()
         if self.feed is not None:
             await self.feed.close()
@@ -158,6 +167,7 @@ async def create_server(config: ServerConfig) -> OfcServer:
         raise OSError(f"cannot bind {config.listen}")
     sweeper = DeadlineSweeper(manager)
     ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
+    ofc_server.http = create_http_server(config, server, health_servicer)
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
         health_servicer,
