@@ -141,7 +141,11 @@ def test_tls(tmp_path: Path) -> None:
         capture_output=True,
     )  # fmt: skip
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", http_listen="", tls_cert=str(cert), tls_key=str(key)
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        http_listen="",
+        tls_cert=str(cert),
+        tls_key=str(key),
     )
     with BackgroundServer(config) as server:
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())

@@ -190,7 +190,10 @@ def test_a_stream_generator_closed_in_a_send_is_cancelled() -> None:
 def table_server(request: pytest.FixtureRequest) -> Iterator[BackgroundServer]:
     redis = RedisServer() if request.param == "redis" else None
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", http_listen="", redis_url=redis.url if redis else ""
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        http_listen="",
+        redis_url=redis.url if redis else "",
     )
     try:
         with BackgroundServer(config) as server:

@@ -1,7 +1,8 @@
 """A server on its own event loop in a background thread: for tests and embedding.
 
 >>> from ofc_service.server.config import ServerConfig
->>> with BackgroundServer(ServerConfig(listen="127.0.0.1:0", metrics_listen="", http_listen="")) as bg:
+>>> config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", http_listen="")
+>>> with BackgroundServer(config) as bg:
 ...     bg.port > 0
 True
 """

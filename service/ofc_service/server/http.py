@@ -249,6 +249,8 @@ class HttpServer:
             self.hypercorn.certfile, self.hypercorn.keyfile = config.tls_cert, config.tls_key
         self._sockets = self.hypercorn.create_sockets()
         bound = [*self._sockets.secure_sockets, *self._sockets.insecure_sockets]
+        for sock in bound:  # connections queue from now on, until Hypercorn accepts them
+            sock.listen(self.hypercorn.backlog)
         self.port: int = bound[0].getsockname()[1]
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
