@@ -223,13 +223,10 @@ def assert_serving(channel: grpc.Channel) -> None:
 
 # --- tests ----------------------------------------------------------------------------------
 def test_documented_reasons_cover_the_error_table() -> None:
-    from ofc_service.api.errors import STATUS_CODES
+    from ofc_service.api.errors import ERRORS, Code, internal_error
 
-    listed = {
-        cls.reason
-        for cls, code in STATUS_CODES.items()
-        if code != grpc.StatusCode.FAILED_PRECONDITION
-    }
+    listed = {rule.reason for rule in ERRORS.values() if rule.code != Code.FAILED_PRECONDITION}
+    listed.add(internal_error().reason)
     assert listed - {"OFC_ERROR"} <= DOCUMENTED_REASONS
     assert "ILLEGAL_ACTION" in DOCUMENTED_REASONS
 

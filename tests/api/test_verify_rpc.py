@@ -279,7 +279,10 @@ def test_get_hand_history_replays_the_recorded_moves_of_an_old_history() -> None
 
     async def get() -> tables_pb.GetHandHistoryResponse:
         request = tables_pb.GetHandHistoryRequest(table_id=table_id, hand_number=1)
-        return await service.servicer.GetHandHistory(request, context)
+        response: tables_pb.GetHandHistoryResponse = await service.servicer.GetHandHistory(
+            request, context
+        )
+        return response
 
     got = asyncio.run(get())
     assert json.loads(got.history_json) == history

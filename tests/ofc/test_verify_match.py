@@ -24,7 +24,7 @@ from ofc.rulesets import resolve_ruleset
 from ofc.shuffle import commitment
 from ofc.verify import Code, verify_match
 from ofc_cli.main import main
-from ofc_service.settlements import SettlementRecord, money_totals
+from ofc_service.application.settlements import SettlementRecord, money_totals
 
 CLOCK = TurnClock(1_000, 4_000)
 RULES = resolve_ruleset({"preset": "pineapple", "loss_cap": 10})
@@ -214,7 +214,7 @@ def test_cli_match_reads_the_feed_as_protobuf_json_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from google.protobuf import json_format
-    from ofc_service.settlements import SettlementRecord as Record
+    from ofc_service.application.settlements import SettlementRecord as Record
     from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
 
     lines = []

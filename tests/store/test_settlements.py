@@ -14,7 +14,8 @@ from ofc.engine import HandSettled, Seat, SeatTaken, SeatVacated, SitDown, Start
 from ofc.policy import timeout
 from ofc.rulesets import resolve_ruleset
 from ofc.scoring import Board, settle
-from ofc_service.settlements import (
+from ofc_service.application.records import NewerRecordError, TableRecord
+from ofc_service.application.settlements import (
     PairSettlement,
     SeatSettlement,
     SettlementRecord,
@@ -22,7 +23,6 @@ from ofc_service.settlements import (
     parse_settlement_id,
     settlement_id,
 )
-from ofc_service.tables import NewerRecordError, TableRecord
 
 CAPPED = resolve_ruleset({"preset": "classic", "loss_cap": 5, "unit_value": 25})
 FOULED = Board.parse("Ac Ad 2c / Kc Kd 9h 8s 4c / 9c 8c 7d 6h 5s")  # middle beats bottom

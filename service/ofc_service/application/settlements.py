@@ -29,7 +29,7 @@ from typing import Any, Final
 from ofc import engine
 from ofc.engine import Event, HandSettled, MatchState
 
-from ofc_service.periodic import Periodic
+from ofc_service.application.periodic import Periodic
 from ofc_service.store import SettlementFeed, StoreUnavailableError, TableStore
 from ofc_service.store.feed import DEFAULT_RETENTION_SECONDS
 
