@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -27,8 +28,8 @@ ORIGIN = "https://casino.example"
 
 
 def config(**changes: Any) -> ServerConfig:
-    return ServerConfig(listen="127.0.0.1:0", metrics_listen="", http_listen="127.0.0.1:0",
-                        grace_seconds=1, **changes)  # fmt: skip
+    base = {"listen": "127.0.0.1:0", "metrics_listen": "", "http_listen": "127.0.0.1:0"}
+    return ServerConfig(grace_seconds=1, **{**base, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +187,33 @@ def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> N
     assert info.reason == "SERVER_SHUTTING_DOWN"
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{url}/healthz", timeout=2)
+
+
+def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.RulesService/SettleHand",
+        data=b'{"hand": {"players": "not a list"}}',
+        headers={"content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(request, timeout=10)
+    body = json.loads(raised.value.read())
+    assert (raised.value.code, body["code"]) == (400, "invalid_argument")
+    assert body["message"].startswith("the request does not decode: ")
+    info = error_details_pb2.ErrorInfo.FromString(details(body)["google.rpc.ErrorInfo"])
+    assert info.reason == "MALFORMED_REQUEST"
+
+
+def test_a_connect_call_is_counted_once_under_its_protocol() -> None:
+    with BackgroundServer(config(metrics_listen="127.0.0.1:0")) as server:
+        for _ in range(3):
+            assert call(server.http_url, "RulesService/ListPresets", {})[0] == 200
+        metrics = f"http://127.0.0.1:{server.metrics_port}/metrics"
+        with urllib.request.urlopen(metrics, timeout=5) as scrape:
+            text = scrape.read().decode()
+    counted = {
+        labels["protocol"]: float(value)
+        for found, value in re.findall(r"^grpc_server_handled_total\{([^}]*)\} (\S+)$", text, re.M)
+        if (labels := dict(re.findall(r'(\w+)="([^"]*)"', found)))["grpc_method"] == "ListPresets"
+    }
+    assert counted == {"connect": 3.0}

@@ -1,9 +1,10 @@
-"""The Connect adapter: transport-neutral handlers served over Connect and gRPC-Web.
+"""The Connect adapter: the transport-neutral handlers served over Connect and gRPC-Web.
 
-A handler is an async method named after its RPC taking ``(request, credentials)`` and
-returning the response (a server-streaming RPC: an async iterator of them; a client- or
-bidi-streaming one gets an async iterator of requests). :func:`connect_service` wraps each
-one as the method of the service object that the generated ``<Service>ASGIApplication``
+The same handlers as the gRPC adapter's (:mod:`ofc_service.api.rpc`): an async method
+named after its RPC taking ``(request, credentials)`` and returning the response (a
+server-streaming RPC: an async iterator of them; a client- or bidi-streaming one gets an
+async iterator of requests), raising what it meets. :func:`connect_service` wraps each as
+the method of the service object that the generated ``<Service>ASGIApplication``
 (service/ofcpoker/v1/*_connect.py) serves; connectrpc speaks the wire protocols (Connect
 JSON and binary, gRPC-Web, gRPC over HTTP/2), the deadline and the client's going away.
 
@@ -11,9 +12,10 @@ What crosses every call is done here once, as the gRPC interceptor does it for g
 credentials from the request headers (the same ``x-ofc-seat-token``, ``x-ofc-api-key`` or
 ``authorization`` as gRPC metadata), the request id (``x-request-id`` in, echoed in the
 response headers), the ``grpc_server_*`` metrics labelled with the protocol, an access log
-line for every failed call, and an error turned into the same ``google.rpc.Status`` a gRPC
-client gets: the code, the message and its details (ErrorInfo, BadRequest) as Connect's
-error details.
+line for every failed call, a request that does not decode answered MALFORMED_REQUEST, and
+an error turned by the one error table (:func:`~ofc_service.api.errors.reported`) into the
+same ``google.rpc.Status`` a gRPC client gets: the code, the message and its details
+(ErrorInfo, BadRequest) as Connect's error details.
 """
 
 from __future__ import annotations
@@ -27,13 +29,22 @@ from types import SimpleNamespace
 from typing import Any
 
 from connectrpc.code import Code as ConnectCode
+from connectrpc.codec import Codec
+from connectrpc.compat import google_protobuf_codecs
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.request import RequestContext
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
 
-from ofc_service.api.errors import REQUEST_ID_KEY, request_id_var
+from ofc_service.api.errors import (
+    REQUEST_ID_KEY,
+    MalformedRequestError,
+    api_error,
+    reported,
+    request_id_var,
+    rich_status,
+)
 from ofc_service.auth import Credentials
 from ofc_service.metrics import (
     GRPC_HANDLED,
@@ -46,8 +57,6 @@ from ofc_service.metrics import (
 access_log = logging.getLogger("ofc.access")
 
 Handler = Callable[[Any, Credentials], Any]
-StatusOf = Callable[[Exception], status_pb2.Status]
-"""The ``google.rpc.Status`` a client gets for an exception a handler raised."""
 
 MAX_REQUEST_ID_CHARS = 128
 _CODES = {
@@ -102,6 +111,32 @@ def connect_error(status: status_pb2.Status) -> ConnectError:
     return ConnectError(_CODES.get(status.code) or ConnectCode.UNKNOWN, status.message, details)
 
 
+class _TolerantCodec:
+    """A codec whose undecodable input is the client's mistake: MALFORMED_REQUEST, with the
+    reason, as gRPC's interceptor answers it (connectrpc alone would send no details)."""
+
+    def __init__(self, codec: Codec[Any, Any]) -> None:
+        self._codec = codec
+
+    def name(self) -> str:
+        return self._codec.name()
+
+    def encode(self, message: Any) -> bytes:
+        return self._codec.encode(message)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        try:
+            return self._codec.decode(data, message_class)
+        except Exception as exc:
+            malformed = MalformedRequestError(f"the request does not decode: {exc}")
+            raise connect_error(rich_status(api_error(malformed))) from None
+
+
+def codecs() -> list[Codec[Any, Any]]:
+    """The codecs the HTTP port speaks: protobuf binary and JSON, tolerant of bad input."""
+    return [_TolerantCodec(codec) for codec in google_protobuf_codecs()]
+
+
 def request_id(headers: Mapping[str, str]) -> str:
     """The caller's ``x-request-id`` (1..128 printable ASCII), else a new one."""
     given = headers.get(REQUEST_ID_KEY, "")
@@ -148,9 +183,9 @@ class _Probe:
 class _Method:
     """One RPC's handler as connectrpc calls it, with everything that crosses every call."""
 
-    def __init__(self, method: MethodDescriptor, handler: Handler, status_of: StatusOf) -> None:
+    def __init__(self, method: MethodDescriptor, handler: Handler) -> None:
         self.handler = handler
-        self.status_of = status_of
+        self.name = method.name
         self.probes = {protocol: _Probe(method, protocol) for protocol in
                        ("connect", "grpc-web", "grpc")}  # fmt: skip
 
@@ -167,7 +202,7 @@ class _Method:
         if isinstance(exc, ConnectError):
             return exc
         if isinstance(exc, Exception):
-            return connect_error(self.status_of(exc))
+            return connect_error(rich_status(reported(exc, self.name)))
         # CancelledError or GeneratorExit: the client went away, or its deadline passed.
         return ConnectError(ConnectCode.CANCELED, "the call was cancelled")
 
@@ -242,13 +277,13 @@ class _Method:
         }[(method.client_streaming, method.server_streaming)]
 
 
-def connect_service(handlers: object, service: ServiceDescriptor, status_of: StatusOf) -> Any:
+def connect_service(handlers: object, service: ServiceDescriptor) -> Any:
     """The service object a generated ``<Service>ASGIApplication`` accepts: each RPC of
     ``service`` is ``handlers``' method of the same name, adapted."""
     return SimpleNamespace(**{
-        snake_case(m.name): _Method(m, getattr(handlers, m.name), status_of).adapted(m)
+        snake_case(m.name): _Method(m, getattr(handlers, m.name)).adapted(m)
         for m in service.methods
     })  # fmt: skip
 
 
-__all__ = ["connect_error", "connect_service", "protocol_of", "snake_case"]
+__all__ = ["codecs", "connect_error", "connect_service", "protocol_of", "snake_case"]

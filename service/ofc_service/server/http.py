@@ -21,12 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import mimetypes
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-import grpc
 from grpc_health.v1 import health, health_pb2
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.config import Config as HypercornConfig
@@ -40,9 +39,8 @@ from ofcpoker.v1 import (
     table_service_pb2,
 )
 
-from ofc_service.api.connect import StatusOf, connect_service
+from ofc_service.api.connect import codecs, connect_service
 from ofc_service.server.config import ServerConfig
-from ofc_service.server.loopback import Loopback, status_of
 
 log = logging.getLogger("ofc.http")
 
@@ -68,8 +66,6 @@ CORS_MAX_AGE_SECONDS = "7200"
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-Handlers = Callable[[Any], object]
-"""The handlers object of a service descriptor (methods named after its RPCs)."""
 
 
 class HttpApp:
@@ -77,8 +73,7 @@ class HttpApp:
 
     def __init__(
         self,
-        handlers: Handlers,
-        status_of: StatusOf,
+        handlers: Mapping[str, object],
         health_servicer: health.aio.HealthServicer,
         *,
         cors_origins: Sequence[str] = (),
@@ -89,8 +84,9 @@ class HttpApp:
         for module, name, application in SERVICES:
             service = module.DESCRIPTOR.services_by_name[name]
             self.apps[f"/{service.full_name}/"] = application(
-                connect_service(handlers(service), service, status_of),
+                connect_service(handlers[service.full_name], service),
                 read_max_bytes=read_max_bytes,
+                codecs=codecs(),
             )
         self.health = health_servicer
         self.cors_origins = frozenset(cors_origins)
@@ -230,15 +226,8 @@ class HttpServer:
     serving in the current loop after :meth:`start`, gracefully stopped by :meth:`stop`
     (in-flight calls get the grace; long-lived streams have already ended by then)."""
 
-    def __init__(
-        self,
-        app: HttpApp,
-        config: ServerConfig,
-        *,
-        closing: Sequence[Callable[[], Awaitable[None]]] = (),
-    ) -> None:
+    def __init__(self, app: HttpApp, config: ServerConfig) -> None:
         self.app = app
-        self._closing = closing
         self.hypercorn = HypercornConfig()
         self.hypercorn.bind = [config.http_listen]
         self.hypercorn.graceful_timeout = config.grace_seconds
@@ -271,28 +260,24 @@ class HttpServer:
         else:
             for sock in (*self._sockets.secure_sockets, *self._sockets.insecure_sockets):
                 sock.close()
-        for close in self._closing:
-            await close()
 
 
 def create_http_server(
-    config: ServerConfig, grpc_server: grpc.aio.Server, health_servicer: health.aio.HealthServicer
+    config: ServerConfig,
+    handlers: Mapping[str, object],
+    health_servicer: health.aio.HealthServicer,
 ) -> HttpServer | None:
-    """The HTTP port of ``config`` (None when ``http_listen`` is empty), its RPCs answered
-    by ``grpc_server``'s own servicers over a private loopback socket it binds there."""
+    """The HTTP port of ``config`` (None when ``http_listen`` is empty) serving ``handlers``
+    (by service name: the same handlers objects the gRPC port serves)."""
     if not config.http_listen:
         return None
-    loopback = Loopback()
-    if not grpc_server.add_insecure_port(loopback.address):
-        raise OSError(f"cannot bind {loopback.address}")
     app = HttpApp(
-        loopback.handlers,
-        status_of,
+        handlers,
         health_servicer,
         cors_origins=config.cors_origin_list,
         read_max_bytes=config.max_message_bytes,
     )
-    return HttpServer(app, config, closing=(loopback.close,))
+    return HttpServer(app, config)
 
 
 __all__ = ["HttpApp", "HttpServer", "create_http_server"]

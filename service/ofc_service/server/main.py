@@ -137,9 +137,6 @@ async def create_server(config: ServerConfig) -> OfcServer:
     server = grpc.aio.server(
         interceptors=[ObservabilityInterceptor()], options=_server_options(config)
     )
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
-        grpc_servicer(RulesHandlers(), rules.SERVICE), server
-    )
     store = open_store(config.redis_url or None)
     feed = open_feed(config.redis_url or None)
     relay = SettlementRelay(store, feed)
@@ -153,14 +150,22 @@ async def create_server(config: ServerConfig) -> OfcServer:
         request_ttl_seconds=config.request_window_seconds,
     )
     shutdown = Shutdown()
+    # One handlers object per service, served on both ports (gRPC here, HTTP below).
+    handlers = {
+        rules.SERVICE.full_name: RulesHandlers(),
+        tables.SERVICE.full_name: TableHandlers(manager, shutdown),
+        settlement_feed.SERVICE.full_name: SettlementFeedHandlers(
+            feed, authenticator, shutdown=shutdown
+        ),
+    }
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
+        grpc_servicer(handlers[rules.SERVICE.full_name], rules.SERVICE), server
+    )
     table_service_pb2_grpc.add_TableServiceServicer_to_server(
-        grpc_servicer(TableHandlers(manager, shutdown), tables.SERVICE), server
+        grpc_servicer(handlers[tables.SERVICE.full_name], tables.SERVICE), server
     )
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
-        grpc_servicer(
-            SettlementFeedHandlers(feed, authenticator, shutdown=shutdown),
-            settlement_feed.SERVICE,
-        ),
+        grpc_servicer(handlers[settlement_feed.SERVICE.full_name], settlement_feed.SERVICE),
         server,
     )
     health_servicer = health.aio.HealthServicer()
@@ -176,7 +181,7 @@ async def create_server(config: ServerConfig) -> OfcServer:
         raise OSError(f"cannot bind {config.listen}")
     sweeper = DeadlineSweeper(manager)
     ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
-    ofc_server.http = create_http_server(config, server, health_servicer)
+    ofc_server.http = create_http_server(config, handlers, health_servicer)
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
         health_servicer,
