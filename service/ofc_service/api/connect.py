@@ -35,13 +35,7 @@ from protobuf.wkt import Any as AnyDetail
 
 from ofc_service.api.errors import REQUEST_ID_KEY, request_id_var
 from ofc_service.auth import Credentials
-from ofc_service.metrics import (
-    GRPC_HANDLED,
-    GRPC_HANDLING_SECONDS,
-    GRPC_MSG_RECEIVED,
-    GRPC_MSG_SENT,
-    GRPC_STARTED,
-)
+from ofc_service.metrics import RpcMetrics
 
 access_log = logging.getLogger("ofc.access")
 
@@ -110,30 +104,21 @@ def request_id(headers: Mapping[str, str]) -> str:
     return secrets.token_hex(8)
 
 
-class _Probe:
-    """The metric children of one method on one protocol."""
+class _Probe(RpcMetrics):
+    """The metrics and log fields of one method on one protocol."""
 
-    __slots__ = ("handled", "labels", "latency", "method", "received", "sent", "started")
+    __slots__ = ("method",)
 
     def __init__(self, method: MethodDescriptor, protocol: str) -> None:
         kind = {(False, False): "unary", (False, True): "server_stream",
                 (True, False): "client_stream", (True, True): "bidi_stream"}[
             (method.client_streaming, method.server_streaming)]  # fmt: skip
         self.method = f"/{method.containing_service.full_name}/{method.name}"
-        self.labels = (kind, method.containing_service.full_name, method.name, protocol)
-        self.started = GRPC_STARTED.labels(*self.labels)
-        self.latency = GRPC_HANDLING_SECONDS.labels(*self.labels)
-        self.received = GRPC_MSG_RECEIVED.labels(*self.labels)
-        self.sent = GRPC_MSG_SENT.labels(*self.labels)
-        self.handled: dict[str, Any] = {}
+        super().__init__(kind, method.containing_service.full_name, method.name, protocol)
 
     def end(self, start: float, code: str, request_id: str, error: Exception | None) -> None:
         elapsed = time.perf_counter() - start
-        self.latency.observe(elapsed)
-        child = self.handled.get(code)
-        if child is None:
-            child = self.handled[code] = GRPC_HANDLED.labels(*self.labels, code)
-        child.inc()
+        self.handled(code, elapsed)
         if error is None:
             return
         level = logging.WARNING
