@@ -10,19 +10,25 @@ gRPC one, and stops serving the port.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import re
+import socket
+import ssl
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from email.message import Message
+from pathlib import Path
 from typing import Any
 
 import pytest
 from google.rpc import error_details_pb2
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
+
+from tests.conftest import self_signed_certificate
 
 ORIGIN = "https://casino.example"
 
@@ -217,3 +223,28 @@ def test_a_connect_call_is_counted_once_under_its_protocol() -> None:
         if (labels := dict(re.findall(r'(\w+)="([^"]*)"', found)))["grpc_method"] == "ListPresets"
     }
     assert counted == {"connect": 3.0}
+
+
+def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path: Path) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    with BackgroundServer(config(tls_cert=str(cert), tls_key=str(key))) as server:
+        assert server.server.http is not None
+        https = f"https://localhost:{server.server.http.port}"  # the certificate's name
+        trusted = ssl.create_default_context(cafile=str(cert))
+        trusted.set_alpn_protocols(["h2", "http/1.1"])
+        port = server.server.http.port
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+            trusted.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            assert tls.selected_alpn_protocol() == "h2"  # HTTP/2 offered over TLS
+        request = urllib.request.Request(
+            f"{https}/ofcpoker.v1.RulesService/ListPresets", data=b"{}",
+            headers={"content-type": "application/json"},
+        )  # fmt: skip
+        http1 = ssl.create_default_context(cafile=str(cert))  # urllib speaks HTTP/1.1 only
+        with urllib.request.urlopen(request, timeout=10, context=http1) as answer:
+            assert "classic" in {p["name"] for p in json.loads(answer.read())["presets"]}
+        plain = f"http://127.0.0.1:{server.server.http.port}/healthz"
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            urllib.request.urlopen(plain, timeout=5)
