@@ -71,3 +71,31 @@ def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None
     assert again.returncode == 0, again.stdout + again.stderr
     table_ids = set(re.findall(r'"tableId": "([^"]+)"', out + again.stdout))
     assert len(table_ids) == 1
+
+
+def buf_curl_commands() -> list[str]:
+    """The README's ``buf curl`` lines (continuations joined, comments dropped)."""
+    text = README.read_text()
+    section = text[text.index("## Talk to the running service") :]
+    joined = re.sub(r"\\\n\s*", "", re.findall(r"```sh\n(.*?)```", section, re.S)[1])
+    return [line.split("  #")[0] for line in joined.splitlines() if line.startswith("buf curl")]
+
+
+def test_the_readme_buf_curl_lines_work_as_written(make_run_service: Served) -> None:
+    found = subprocess.run(
+        ["bash", "-c", "source scripts/npm_tools.sh && ensure_buf >&2 && echo $BUF"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    buf = found.stdout.strip()
+    commands = buf_curl_commands()
+    assert len(commands) == 2
+    http = make_run_service.http.removeprefix("http://")
+    for command in commands:
+        script = command.replace("buf curl", f"{buf} curl", 1)
+        script = script.replace("localhost:50051", make_run_service.grpc)
+        script = script.replace("localhost:8080", http)
+        got = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, check=False)  # fmt: skip
+        assert got.returncode == 0, command + got.stderr
+        assert '"name": "pair of aces, king kicker"' in got.stdout, got.stdout
