@@ -113,7 +113,7 @@ class ErrorRule:
     """How one class of error reaches a client."""
 
     code: Code
-    reason: str  # the ErrorInfo reason
+    reason: str = ""  # the ErrorInfo reason ("": the error's own ``reason``)
     field: str = ""  # the request field it names, when the error itself names none
     message: str = ""  # replaces the error's own message ("": the error's)
 
@@ -160,7 +160,7 @@ _CORE: dict[type[core.OfcError], Code] = {
 # every class in ofc.errors is listed, so a new core error cannot reach a client without a
 # decision here; an error not listed is a bug (INTERNAL, logged).
 ERRORS: dict[type[Exception], ErrorRule] = {
-    **{cls: ErrorRule(code, cls.reason) for cls, code in _CORE.items()},
+    **{cls: ErrorRule(code) for cls, code in _CORE.items()},  # each with its own reason
     # tables: the store, the records, the credentials
     store.StaleVersionError: ErrorRule(Code.ABORTED, "STALE_VERSION", "expected_version"),
     store.RequestIdReusedError: ErrorRule(_INVALID, "REQUEST_ID_REUSED", "request_id"),
@@ -174,8 +174,16 @@ ERRORS: dict[type[Exception], ErrorRule] = {
     auth.UnauthenticatedError: ErrorRule(Code.UNAUTHENTICATED, "UNAUTHENTICATED"),
     auth.PermissionDeniedError: ErrorRule(Code.PERMISSION_DENIED, "PERMISSION_DENIED"),
 }
-REASONS = frozenset(rule.reason for rule in ERRORS.values()) | {"INTERNAL"}
-"""Every ErrorInfo reason the service can send."""
+REASON_CODES: dict[str, Code] = {
+    **{
+        rule.reason or getattr(cls, "reason"): rule.code  # noqa: B009 - every listed class has one
+        for cls, rule in ERRORS.items()
+        if cls is not core.OfcError  # only the base of the others: never raised itself
+    },
+    "INTERNAL": Code.INTERNAL,
+}
+"""Every ErrorInfo reason the listed errors are sent with, and its status code."""
+REASONS = frozenset(REASON_CODES)
 
 
 def error_rule(error: Exception) -> ErrorRule | None:
@@ -200,9 +208,12 @@ def api_error(error: Exception) -> ApiError:
     rule = error_rule(error)
     if rule is None:
         return internal_error()
+    # An error names its own reason (a subclass the table does not list keeps its own,
+    # with its nearest listed ancestor's code), unless the table gives it one.
+    reason = rule.reason or getattr(error, "reason", "") or "INTERNAL"
     message = rule.message or getattr(error, "message", "") or str(error)
     field = getattr(error, "field", "") or rule.field
-    return ApiError(rule.code, rule.reason, message, field)
+    return ApiError(rule.code, reason, message, field)
 
 
 def reported(error: Exception, method: str) -> ApiError:
@@ -268,6 +279,7 @@ __all__ = [
     "DOMAIN",
     "ERRORS",
     "REASONS",
+    "REASON_CODES",
     "ApiError",
     "BatchTooLargeError",
     "Code",

@@ -68,6 +68,30 @@ def settle_outcome(hand: settlement_pb2.Hand) -> pb.HandOutcome:
     return outcome
 
 
+def _fantasyland_values(request: pb.SolveFantasylandRequest, value: int) -> int | dict[int, int]:
+    """The objective's price of a next Fantasyland hand: ``value`` for every size, or per
+    size where ``fantasyland_values`` lists it (each checked, errors naming the entry)."""
+    if not request.fantasyland_values:
+        return value
+    values = dict.fromkeys(FANTASYLAND_CARDS, value)
+    seen: set[int] = set()
+    for k, entry in enumerate(request.fantasyland_values):
+        field = f"fantasyland_values[{k}]"
+        if entry.cards not in FANTASYLAND_CARDS or entry.cards in seen:
+            raise core.InvalidInputError(
+                f"{field}.cards must be 13..17 and listed once, got {entry.cards}",
+                field=f"{field}.cards",
+            )
+        if entry.value > convert.MAX_POINTS:
+            raise core.InvalidInputError(
+                f"{field}.value must be 0..{convert.MAX_POINTS}, got {entry.value}",
+                field=f"{field}.value",
+            )
+        seen.add(entry.cards)
+        values[entry.cards] = entry.value
+    return values
+
+
 def _history_text(text: str, field: str) -> str:
     if len(text) > MAX_HISTORY_BYTES or len(text.encode()) > MAX_HISTORY_BYTES:
         raise core.InvalidInputError(f"{field} has at most {MAX_HISTORY_BYTES} bytes", field=field)
@@ -146,11 +170,14 @@ class RulesHandlers:
             )
         board = convert.board_from_proto(request.board, "board")
         convert.validate_board(board, "board")
+        tier = convert.fantasyland_tier(
+            ruleset, request.in_fantasyland, request.fantasyland_cards, "fantasyland_cards"
+        )
         result = assess(
             board,
             ruleset,
-            in_fantasyland=request.in_fantasyland,
-            fantasyland_streak=max(request.fantasyland_streak, 1) if request.in_fantasyland else 0,
+            fantasyland_cards=tier,
+            fantasyland_streak=max(request.fantasyland_streak, 1) if tier else 0,
         )
         response = pb.ValidateBoardResponse()
         convert.write_assessment(result, response.assessment)
@@ -224,6 +251,7 @@ class RulesHandlers:
                     f"fantasyland_value must be 0..{convert.MAX_POINTS}, got {value}",
                     field="fantasyland_value",
                 )
+        values = _fantasyland_values(request, value)
         streak = request.fantasyland_streak
         if streak > convert.MAX_FANTASYLAND_STREAK:
             raise core.InvalidInputError(
@@ -237,7 +265,7 @@ class RulesHandlers:
             cards,
             ruleset,
             in_fantasyland=in_fantasyland,
-            fantasyland_value=value,
+            fantasyland_value=values,
             fantasyland_streak=max(streak, 1) if in_fantasyland else 0,
         )
         response = pb.SolveFantasylandResponse(
@@ -245,6 +273,7 @@ class RulesHandlers:
             royalties=solution.royalties,
             fantasyland_next=solution.fantasyland_next,
             objective=solution.objective,
+            fantasyland_next_cards=solution.fantasyland_next_cards,
         )
         board = response.board
         board.top.extend(card_codes(solution.top))

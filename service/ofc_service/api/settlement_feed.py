@@ -44,6 +44,7 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
         unit_value=record.unit_value,
         loss_cap=record.loss_cap or 0,
         settled_at_ms=record.settled_at_ms,
+        format=record.format,
     )
     for s in record.seats:
         out.seats.add(
@@ -54,6 +55,8 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
             total_points=s.total_points,
             total_units=s.total_units,
             fouled=s.fouled,
+            fantasyland_cards=s.fantasyland_cards,
+            fantasyland_next_cards=s.fantasyland_next_cards,
         )
     for p in record.pairs:
         out.pairs.add(
@@ -87,6 +90,8 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
                 total_points=s.total_points,
                 total_units=s.total_units,
                 fouled=s.fouled,
+                fantasyland_cards=s.fantasyland_cards,
+                fantasyland_next_cards=s.fantasyland_next_cards,
             )
             for s in record.seats
         ),
@@ -101,6 +106,7 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
             )
             for p in record.pairs
         ),
+        format=record.format or 1,  # a record from a server before formats were sent: 1
     ).to_dict()
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import struct
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
 from google.protobuf.message import Message
 from ofc import engine
@@ -64,9 +63,6 @@ MAX_DISCARDS = 17 - 13  # a Fantasyland hand has at most 17 cards for a 13-card 
 MAX_PAIRS = 6  # every pair of a 4-seat table
 _PUBLIC = 255
 
-log = logging.getLogger("ofc.api.tables")
-
-Resp = TypeVar("Resp")
 SERVICE = pb.DESCRIPTOR.services_by_name["TableService"]
 
 
