@@ -7,6 +7,10 @@
 const RANKS = '23456789TJQKA';
 const SUITS = 'cdhs';
 const CARD = /^[2-9TJQKA][cdhs]$/;
+// The jokers follow the 52 cards (docs/jokers.md): X1 = 52, X2 = 53.
+const NATURAL_CARDS = 52;
+const JOKER_CODES = ['X1', 'X2'];
+const isJoker = (id) => id >= NATURAL_CARDS;
 
 const CATEGORIES = [
   'high_card', 'pair', 'two_pair', 'trips', 'straight', 'flush',
@@ -22,9 +26,12 @@ const RANK_PLURALS = RANK_NAMES.map((n) => (n === 'six' ? 'sixes' : `${n}s`));
 const ACE = 12;
 const FIVE = 3;
 
-/** Card id 0..51 (4 x rank index + suit index) of a code such as "As"; -1 when not a card. */
+/** Card id 0..53 (4 x rank index + suit index; the jokers 52, 53) of a code such as "As"; -1 when not a card. */
 function cardId(code) {
-  if (typeof code !== 'string' || !CARD.test(code)) return -1;
+  if (typeof code !== 'string') return -1;
+  const joker = JOKER_CODES.indexOf(code);
+  if (joker >= 0) return NATURAL_CARDS + joker;
+  if (!CARD.test(code)) return -1;
   return 4 * RANKS.indexOf(code[0]) + SUITS.indexOf(code[1]);
 }
 
@@ -39,6 +46,8 @@ function parseCard(token) {
   const strict = cardId(token);
   if (strict >= 0) return strict;
   const text = token.trim();
+  const joker = JOKER_CODES.indexOf(text.toUpperCase());
+  if (joker >= 0) return NATURAL_CARDS + joker;
   const chars = [...text];
   if (chars.length < 2) return -1;
   const suit = SUIT_ALIASES[chars[chars.length - 1].toLowerCase()];
@@ -49,9 +58,10 @@ function parseCard(token) {
   return rank < 0 ? -1 : 4 * rank + suit;
 }
 
-/** The code of card id 0..51: 0 -> "2c". */
+/** The code of card id 0..53: 0 -> "2c", 51 -> "As", 52 -> "X1", 53 -> "X2". */
 function cardCode(id) {
-  return RANKS[id >> 2] + SUITS[id & 3];
+  if (!Number.isInteger(id) || id < 0 || id > 53) throw new RangeError(`not a card id: ${id}`);
+  return isJoker(id) ? JOKER_CODES[id - NATURAL_CARDS] : RANKS[id >> 2] + SUITS[id & 3];
 }
 
 function pack(category, ranks) {
@@ -60,8 +70,8 @@ function pack(category, ranks) {
   return value;
 }
 
-/** The value of a complete 3- or 5-card row of card ids (bigger is stronger). */
-function rowValue(cards) {
+/** The value of a complete 3- or 5-card row of natural card ids (bigger is stronger). */
+function naturalValue(cards) {
   const counts = new Map();
   for (const c of cards) counts.set(c >> 2, (counts.get(c >> 2) || 0) + 1);
   // Ranks ordered by how many of them, then by rank: the category's ranks come first.
@@ -87,21 +97,66 @@ function rowValue(cards) {
   return pack(category === undefined ? CATEGORY.high_card : category, ordered);
 }
 
+// docs/jokers.md: a joker stands for the card not already in the row that makes the row
+// strongest (two jokers for two different such cards) and ranks exactly as that card. The
+// best substitution is found by trying every such card (pair of cards). It depends only on
+// the natural cards' ranks and, in a 5-card row, on whether they share one suit (a flush
+// is then open to a joker of that suit; which cards are left to stand for follows from the
+// same two things), so it is tried once for each of those and remembered.
+const bestByShape = new Map();
+
+function shapeKey(naturals, jokers) {
+  const ranks = naturals.map((c) => c >> 2).sort((a, b) => a - b);
+  const suited = naturals.length + jokers === 5 && naturals.every((c) => (c & 3) === (naturals[0] & 3));
+  return `${jokers}:${ranks.join(',')}:${suited ? 's' : ''}`;
+}
+
+function bestSubstitution(naturals, jokers) {
+  const free = [];
+  for (let id = 0; id < NATURAL_CARDS; id += 1) if (!naturals.includes(id)) free.push(id);
+  let best = -1;
+  if (jokers === 1) {
+    for (const a of free) best = Math.max(best, naturalValue([...naturals, a]));
+  } else {
+    for (let i = 0; i < free.length; i += 1) {
+      for (let j = i + 1; j < free.length; j += 1) best = Math.max(best, naturalValue([...naturals, free[i], free[j]]));
+    }
+  }
+  return best;
+}
+
+/** The value of a complete 3- or 5-card row of card ids, jokers (52, 53) included. */
+function rowValue(cards) {
+  const naturals = cards.filter((c) => !isJoker(c));
+  const jokers = cards.length - naturals.length;
+  if (!jokers) return naturalValue(cards);
+  const key = shapeKey(naturals, jokers);
+  let value = bestByShape.get(key);
+  if (value === undefined) {
+    value = bestSubstitution(naturals, jokers);
+    bestByShape.set(key, value);
+  }
+  return value;
+}
+
 /**
- * SHA-256 over the values of every `size`-card row (3 or 5) of the 52 cards, in
- * lexicographic order of card ids, each as a big-endian u32: one digest for the whole scale.
+ * SHA-256 over the values of every `size`-card row (3 or 5) holding exactly `jokers` jokers
+ * (0..2): its natural cards in lexicographic order of card ids, then X1 (and X2), each
+ * value as a big-endian u32: one digest for the whole scale.
  */
-function valuesDigest(size) {
+function valuesDigest(size, jokers = 0) {
   const hash = require('node:crypto').createHash('sha256');
   const word = Buffer.alloc(4);
+  const naturals = size - jokers;
   const row = new Array(size);
+  for (let k = 0; k < jokers; k += 1) row[naturals + k] = NATURAL_CARDS + k;
   const walk = (from, depth) => {
-    if (depth === size) {
+    if (depth === naturals) {
       word.writeUInt32BE(rowValue(row));
       hash.update(word);
       return;
     }
-    for (let id = from; id < 52; id += 1) {
+    for (let id = from; id < NATURAL_CARDS; id += 1) {
       row[depth] = id;
       walk(id + 1, depth + 1);
     }
@@ -150,4 +205,4 @@ function valueName(value) {
   return `${head}, ${chars(ranks.slice(1))} kickers`;
 }
 
-module.exports = { CATEGORIES, CATEGORY, RANKS, SUITS, cardCode, cardId, categoryOf, parseCard, primaryRank, rowValue, valueName, valuesDigest };
+module.exports = { CATEGORIES, CATEGORY, JOKER_CODES, NATURAL_CARDS, RANKS, SUITS, cardCode, cardId, isJoker, categoryOf, parseCard, primaryRank, rowValue, valueName, valuesDigest };

@@ -8,7 +8,7 @@ const { BOARD_SIZE, ROWS, ROW_SIZE, rulesetToDict } = require('./rules');
 const { cardCode } = require('./cards');
 const { ofcError } = require('./errors');
 const { settle } = require('./score');
-const { shuffleDeck } = require('./shuffle');
+const { dealDeck } = require('./shuffle_v2');
 
 const isInt = (v) => typeof v === 'number' && Number.isInteger(v);
 const placed = (board) => board.top.length + board.middle.length + board.bottom.length;
@@ -171,7 +171,7 @@ function dealBatch(hand, index, count) {
 
 function start(state, action) {
   const number = state.hands_played + 1;
-  const deck = shuffleDeck(action.server_seed, action.client_seed, number);
+  const deck = dealDeck(action.server_seed, action.client_seed, number, state.ruleset.jokers);
   const n = state.seats.length;
   const order = [];
   for (let k = 1; k <= n; k += 1) if (state.seats[(state.button + k) % n].player_id) order.push((state.button + k) % n);

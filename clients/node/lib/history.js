@@ -5,7 +5,9 @@
 // with the same code and JSON-path location as `ofc verify`.
 'use strict';
 
-const { ALGORITHM, commitment, shuffleDeck } = require('./shuffle');
+const { commitment } = require('./shuffle');
+const { ALGORITHM: V2, DECK_SIZES, algorithmFor, dealDeck } = require('./shuffle_v2');
+const { ALGORITHM: V1 } = require('./shuffle');
 const { cardCode, parseCard } = require('./cards');
 const { OfcError } = require('./errors');
 const { ROWS, rulesetFromDict, rulesetToDict, usesLaterOptions } = require('./rules');
@@ -85,11 +87,12 @@ const record = (fields, open = false) => (value, path) => {
 const SEED = /^[0-9a-f]{64}$/;
 const SEED_OR_NONE = /^(?:[0-9a-f]{64})?$/;
 const HEX = /^(?:[0-9a-f]{2})*$/;
-const CARD = /^[2-9TJQKA][cdhs]$/;
+const CARD = /^(?:[2-9TJQKA][cdhs]|X[12])$/;
+const ALGORITHMS = [V1, V2];
 const UINT = integer();
 const INT = integer(null);
 const STR = text();
-const CARDS = listOf(text(CARD, "a card code such as 'As' or 'Td'"));
+const CARDS = listOf(text(CARD, "a card code such as 'As', 'Td' or the joker 'X1'"));
 const anyObject = (value, path) => object(value, path);
 const byRow = (inner) => record({ top: inner, middle: inner, bottom: inner });
 
@@ -126,7 +129,7 @@ const SETTLEMENT = record({
 
 const HISTORY_FIELDS = {
   format_version: integer(1),
-  algorithm: constant(ALGORITHM, `this verifier knows the shuffle '${ALGORITHM}' only`),
+  algorithm: text(new RegExp(`^(?:${ALGORITHMS.join('|')})$`), `a deal algorithm this verifier knows (${ALGORITHMS.map((a) => `'${a}'`).join(', ')})`),
   ruleset: STR,
   hand_number: integer(1),
   server_seed: text(SEED, '32 bytes as 64 lower-case hex digits'),
@@ -489,6 +492,28 @@ function readAction(raw, path, version) {
   return action;
 }
 
+/**
+ * The deal algorithm and the deck size agree with the ruleset's jokers: ofc-shuffle-v1 for
+ * 52 cards; with jokers (version 4 only) ofc-shuffle-v2 and `deck_size`, which a 52-card
+ * history does not have.
+ */
+function readDeck(obj, version, initial) {
+  const jokers = initial.ruleset.jokers;
+  const size = 52 + jokers;
+  const expected = algorithmFor(jokers);
+  if (obj.algorithm !== expected) throw malformed('algorithm', `is ${show(obj.algorithm)}: a ${size}-card deck is dealt with '${expected}'`);
+  if (!jokers) {
+    if (version >= 4 && has(obj, 'deck_size')) throw malformed('deck_size', 'is not part of the canonical form (a 52-card deck)');
+    return;
+  }
+  if (!has(obj, 'deck_size')) throw malformed('deck_size', 'is missing');
+  const recorded = obj.deck_size;
+  if (!isInt(recorded) || !DECK_SIZES.includes(recorded)) throw malformed('deck_size', `must be one of [${DECK_SIZES.join(', ')}], got ${show(recorded)}`);
+  if (recorded !== size) {
+    throw malformed('deck_size', `is ${recorded}, but the ruleset's deck has ${size} cards (${jokers} joker${jokers === 1 ? '' : 's'})`);
+  }
+}
+
 /** Step 1: the document is a history of its version, read to what the later steps replay. */
 function read(data) {
   const obj = object(data, '');
@@ -499,9 +524,10 @@ function read(data) {
   const stateVersion = initial.pair_units.length ? 2 : 1;
   if (version < 3 && version !== stateVersion) throw malformed('format_version', `is ${version}, the initial state's is ${stateVersion}`);
   if (version < 4 && usesLaterOptions(initial.ruleset)) {
-    throw malformed('format_version', `is ${version}: the ruleset uses options of version 4 (Fantasyland tiers, a stay condition's rank, a top high-card royalty)`);
+    throw malformed('format_version', `is ${version}: the ruleset uses options of version 4 (Fantasyland tiers, a stay condition's rank, a top high-card royalty, jokers)`);
   }
   const context = version >= 3 ? readContext(obj, initial) : null;
+  readDeck(obj, version, initial);
   const actions = obj.actions.map((raw, index) => {
     const path = `actions[${index}]`;
     const action = readAction(raw, path, version);
@@ -679,7 +705,7 @@ function historyFromReplay(history, final, events) {
   const settled = events.find((e) => e.type === 'hand_settled');
   const expected = {
     format_version: version,
-    algorithm: ALGORITHM,
+    algorithm: algorithmFor(final.ruleset.jokers),
     ruleset: final.ruleset.name,
     hand_number: hand.number,
     server_seed: hand.server_seed.toString('hex'),
@@ -699,6 +725,7 @@ function historyFromReplay(history, final, events) {
     button_next: final.button,
   };
   if (version >= 3) Object.assign(expected, contextToDict(context));
+  if (final.ruleset.jokers) expected.deck_size = 52 + final.ruleset.jokers; // version 4: only a deck with jokers says its size
   return expected;
 }
 
@@ -718,7 +745,7 @@ function checkHand(data, { expectedRuleset = null, checkPolicy = false } = {}) {
     compare(rulesetToDict(expectedRuleset), raw.initial_state.ruleset, 'initial_state.ruleset', 'RULESET_MISMATCH', 'expected');
   }
   const [started, startEvents] = applyAt(history.initial, history.actions[0], 0);
-  const deck = shuffleDeck(serverSeed, clientSeed, raw.hand_number);
+  const deck = dealDeck(serverSeed, clientSeed, raw.hand_number, history.initial.ruleset.jokers);
   checkDeals(started, raw.deals, deck);
   const { final, events, notes } = replay(history, started, startEvents, checkPolicy);
   const expected = historyFromReplay(history, final, events);

@@ -62,14 +62,17 @@ const CLASSIC = {
   max_consecutive_fantasylands: null,
   button_moves_in_fantasyland: true,
   fantasyland_tiers: [],
+  jokers: 0,
 };
 const PINEAPPLE_STREETS = [street(5, 5), ...Array.from({ length: 4 }, () => street(3, 2))];
 const PROGRESSIVE_ENTRY = [entry('pair', 'Q', 14), entry('pair', 'K', 15), entry('pair', 'A', 16), entry('trips', '2', 17)];
 // A tier kept at its own size by its own entry top again, or by quads or better on the bottom.
 const keepsTier = (cards, category, rank) => ({ cards, stay_conditions: [stay('top', category, rank), stay('bottom', 'quads')], stay_cards: cards });
+const PINEAPPLE = { ...CLASSIC, name: 'pineapple', streets: PINEAPPLE_STREETS, max_players: 3, fantasyland_entry: [entry('pair', 'Q', 14)], stay_cards: 14 };
+const MAX_JOKERS = 2;
 const PRESETS = {
   classic: CLASSIC,
-  pineapple: { ...CLASSIC, name: 'pineapple', streets: PINEAPPLE_STREETS, max_players: 3, fantasyland_entry: [entry('pair', 'Q', 14)], stay_cards: 14 },
+  pineapple: PINEAPPLE,
   'progressive-pineapple': {
     ...CLASSIC,
     name: 'progressive-pineapple',
@@ -98,6 +101,9 @@ const PRESETS = {
     fantasyland_entry: [entry('pair', 'Q', 14)],
     stay_cards: 14,
   },
+  // docs/jokers.md: classic with one joker (53 cards), Pineapple with two (54).
+  'classic-joker': { ...CLASSIC, name: 'classic-joker', jokers: 1 },
+  'pineapple-jokers': { ...PINEAPPLE, name: 'pineapple-jokers', jokers: 2 },
 };
 
 function bad(message) {
@@ -218,6 +224,7 @@ const READERS = {
   stay_cards: int,
   max_consecutive_fantasylands: optionalInt,
   button_moves_in_fantasyland: bool,
+  jokers: int,
 };
 
 function validate(r) {
@@ -246,10 +253,12 @@ function validate(r) {
     if (seen.has(t.cards)) fail(`the ${t.cards}-card tier is listed twice`, `fantasyland_tiers[${k}]`);
     seen.add(t.cards);
   });
+  if (r.jokers < 0 || r.jokers > MAX_JOKERS) fail(`a deck has 0..${MAX_JOKERS} jokers, not ${r.jokers}`, 'jokers');
   const perHand = r.streets.reduce((n, s) => n + s.deal, 0);
   const flCards = Math.max(...r.fantasyland_entry.map((e) => e.cards), r.stay_cards, ...r.fantasyland_tiers.map((t) => t.stay_cards));
   const worst = Math.max(perHand, flCards);
-  if (worst * r.max_players > 52) fail(`${r.max_players} seats x ${worst} cards exceed the 52-card deck`, 'max_players');
+  const deckSize = 52 + r.jokers;
+  if (worst * r.max_players > deckSize) fail(`${r.max_players} seats x ${worst} cards exceed the ${deckSize}-card deck`, 'max_players');
 }
 
 /**
@@ -315,6 +324,7 @@ function rulesetToDict(r) {
     button_moves_in_fantasyland: r.button_moves_in_fantasyland,
     // Options added with history format 4 are written only when used, so a ruleset that
     // uses none of them writes what earlier releases wrote.
+    ...(r.jokers ? { jokers: r.jokers } : {}),
     ...(r.fantasyland_tiers.length
       ? { fantasyland_tiers: r.fantasyland_tiers.map((t) => ({ cards: t.cards, stay_conditions: stayList(t.stay_conditions), stay_cards: t.stay_cards })) }
       : {}),
@@ -325,9 +335,9 @@ function stayList(conditions) {
   return conditions.map((c) => ({ row: c.row, category: CATEGORIES[c.category], ...(c.min_rank ? { min_rank: RANKS[c.min_rank] } : {}) }));
 }
 
-/** Whether the ruleset uses an option hand-history format 4 added (tiers, a stay condition's rank, a top high-card royalty). */
+/** Whether the ruleset uses an option hand-history format 4 added (tiers, a stay condition's rank, a top high-card royalty, jokers). */
 function usesLaterOptions(r) {
-  return r.fantasyland_tiers.length > 0 || r.royalties.top_high_card.some((v) => v) || r.stay_conditions.some((c) => c.min_rank);
+  return r.jokers > 0 || r.fantasyland_tiers.length > 0 || r.royalties.top_high_card.some((v) => v) || r.stay_conditions.some((c) => c.min_rank);
 }
 
 /** What keeps a player in a Fantasyland hand of `cards` cards, and with how many: the tier's rule, else the ruleset's. */

@@ -52,11 +52,14 @@ function choice(m, words) {
   }
 }
 
-/** The 52 card ids in deck order (position 0, dealt first, first). */
-function shuffleDeck(serverSeed, clientSeed, nonce) {
+/**
+ * The card ids in deck order (position 0, dealt first, first): Fisher-Yates from size-1
+ * down to 1 on the canonical deck of `size` cards (52; ofc-shuffle-v2 runs it on 53, 54).
+ */
+function shuffleDeck(serverSeed, clientSeed, nonce, size = 52) {
   const words = wordStream(serverSeed, clientSeed, nonce);
-  const deck = Array.from({ length: 52 }, (_, id) => id);
-  for (let i = 51; i >= 1; i -= 1) {
+  const deck = Array.from({ length: size }, (_, id) => id);
+  for (let i = size - 1; i >= 1; i -= 1) {
     const j = choice(i + 1, words);
     [deck[i], deck[j]] = [deck[j], deck[i]];
   }
