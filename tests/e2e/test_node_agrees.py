@@ -32,7 +32,7 @@ from ofc.rulesets import resolve_ruleset
 from ofc.verify import check_history_json, verify_match
 from ofc_cli.cmd_verify import read_feed
 
-from tests.ofc.test_golden import FILES, GOLDEN, MATCHES, TAMPERS, load
+from tests.ofc.test_golden import FILES, GOLDEN, JOKER_FILES, JOKER_TAMPERS, MATCHES, TAMPERS, load
 
 ROOT = Path(__file__).resolve().parents[2]
 VERIFY_JS = ROOT / "clients" / "node" / "verify.js"
@@ -59,22 +59,31 @@ def _node_json(node: str, *args: str) -> list[dict[str, Any]]:
 
 
 # --- hand values ------------------------------------------------------------------------------
-def _values_digest(size: int) -> str:
-    """SHA-256 of the value of every ``size``-card row (ids in lexicographic order, u32be)."""
+def _values_digest(size: int, jokers: int = 0) -> str:
+    """SHA-256 of the value of every ``size``-card row with exactly ``jokers`` jokers (its
+    natural ids in lexicographic order, then X1 and X2; each value u32be)."""
     digest = hashlib.sha256()
-    for row in itertools.combinations(range(52), size):
-        digest.update(struct.pack(">I", rank_row(row)))
+    for row in itertools.combinations(range(52), size - jokers):
+        digest.update(struct.pack(">I", rank_row((*row, *range(52, 52 + jokers)))))
     return digest.hexdigest()
 
 
+ROW_KINDS = [(3, 0), (5, 0), (3, 1), (3, 2), (5, 1), (5, 2)]
+
+
 def test_both_evaluators_give_every_row_of_the_deck_the_same_value(node: str) -> None:
-    """All 22,100 three-card and 2,598,960 five-card rows, compared by one digest each."""
-    script = "const c = require(process.argv[1]); console.log(c.valuesDigest(3), c.valuesDigest(5))"
+    """All 22,100 three-card and 2,598,960 five-card rows, and every row with one joker
+    (1,326 tops, 270,725 five-card rows) and with two (52 and 22,100), compared by one digest
+    per kind."""
+    script = (
+        "const c = require(process.argv[1]);"
+        f"console.log({', '.join(f'c.valuesDigest({s}, {j})' for s, j in ROW_KINDS)})"
+    )
     cards_js = str(ROOT / "clients" / "node" / "lib" / "cards.js")
     result = subprocess.run(
         [node, "-e", script, cards_js], capture_output=True, text=True, timeout=300
     )
-    assert result.stdout.split() == [_values_digest(3), _values_digest(5)], result.stderr
+    assert result.stdout.split() == [_values_digest(s, j) for s, j in ROW_KINDS], result.stderr
 
 
 # --- one history at a time ---------------------------------------------------------------------
@@ -166,6 +175,23 @@ def _running_points(h: History) -> None:
     h["initial_state"]["seats"][0]["points"] += 5  # one hand alone cannot tell: both accept
 
 
+def _row_cards(board: dict[str, Any]) -> list[str]:
+    return [c for r in ("top", "middle", "bottom") for c in board[r]]
+
+
+def _joker_as_its_card(h: History) -> None:
+    """The first joker on a board written as a natural card (one no row of that board holds)."""
+    board, row, k = next(
+        (b, row, k)
+        for b in h["boards"]
+        for row in ("top", "middle", "bottom")
+        for k, card in enumerate(b[row])
+        if card.startswith("X")
+    )
+    held = set(_row_cards(board))
+    board[row][k] = next(c for c in ("As", "Ks", "2c", "2d") if c not in held)
+
+
 EXTRA: dict[str, Callable[[History], None]] = {
     "timeout-time": _timeout_time,
     "deadline": _deadline,
@@ -208,6 +234,10 @@ def _case_files(directory: Path) -> list[Path]:
             **{k: mutate for k, (mutate, _) in TAMPERS.items()},
             **EXTRA,
         }
+        if source in JOKER_FILES:  # the deck's own keys of format 4
+            changes.update({f"joker-{k}": mutate for k, (mutate, _) in JOKER_TAMPERS.items()})
+            if any(c.startswith("X") for b in history["boards"] for c in _row_cards(b)):
+                changes["joker-as-its-card"] = _joker_as_its_card
         for kind, change in changes.items():
             if kind in ("timeout-time", "deadline", "early-timeout") and not any(
                 a["type"] == "timeout" for a in history["actions"]
@@ -310,6 +340,7 @@ def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+_NATURAL_CODES = [r + s for r in "23456789TJQKA" for s in "cdhs"]
 _ODD_VALUES: list[Any] = [None, True, 0, -1, 1.0, "x", "As", [], {}, 99, "top", 2**40, ""]
 
 
@@ -333,8 +364,8 @@ def _mutate(history: History, rng: random.Random) -> None:
         parent.pop(last)
     elif roll < 0.6 and type(value) is int:
         parent[last] = value + rng.choice([-1, 1, 13])
-    elif roll < 0.75 and isinstance(value, str) and re.fullmatch(r"[2-9TJQKA][cdhs]", value):
-        parent[last] = rng.choice("23456789TJQKA") + rng.choice("cdhs")
+    elif roll < 0.75 and isinstance(value, str) and re.fullmatch(r"[2-9TJQKA][cdhs]|X[12]", value):
+        parent[last] = rng.choice([*_NATURAL_CODES, "X1", "X2"])
     elif roll < 0.8 and value in ("top", "middle", "bottom"):
         parent[last] = rng.choice(["top", "middle", "bottom"])
     elif roll < 0.9:
@@ -375,8 +406,9 @@ def test_both_verifiers_agree_on_random_changes_to_every_golden_history(
         ("pineapple", True),  # the Pineapple hands of ofc play
         ({"preset": "pineapple", "loss_cap": 10}, True),  # the golden matches' table
         ({"preset": "classic", "scoring": "2-4", "royalties": "ukrainian"}, False),
+        ("pineapple-jokers", True),  # the golden Pineapple hands with two jokers
     ],
-    ids=["preset", "loss-cap", "scheme-and-table"],
+    ids=["preset", "loss-cap", "scheme-and-table", "jokers"],
 )
 def test_both_verifiers_hold_histories_to_an_expected_ruleset(
     node: str, spec: str | dict[str, Any], some_pass: bool
