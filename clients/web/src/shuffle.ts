@@ -7,10 +7,14 @@
 // read as eight big-endian u32 words; a fair choice in 0..m-1 drops words >= 2^32 - (2^32 mod m)
 // and returns u mod m; the deck is the 52 cards in id order, with positions i = 51..1 swapped
 // with choice(i + 1). Position 0 is dealt first.
+//
+// ofc-shuffle-v2 (docs/shuffle-v2.md), the deal of a deck with jokers, is the same word stream
+// and choice on N = 53 or 54 cards: the 52, then X1 (and X2), positions N-1..1 swapped.
 
 import { cardOf } from "./cards";
 
 export const ALGORITHM = "ofc-shuffle-v1";
+export const ALGORITHM_V2 = "ofc-shuffle-v2";
 const DOMAIN = new TextEncoder().encode(ALGORITHM);
 const TWO_32 = 0x1_0000_0000;
 
@@ -92,11 +96,13 @@ export async function choice(m: number, next: () => Promise<number> | number): P
   }
 }
 
-/** The deck of (server seed, client seed, nonce): 52 card codes, position 0 first. */
-export async function shuffleDeck(serverSeed: Uint8Array, clientSeed: Uint8Array, nonce: bigint): Promise<string[]> {
+/** The deck of (server seed, client seed, nonce): `size` card codes (52 for ofc-shuffle-v1; 53
+ *  or 54 for ofc-shuffle-v2, the jokers after the 52), position 0 first. */
+export async function shuffleDeck(serverSeed: Uint8Array, clientSeed: Uint8Array, nonce: bigint, size = 52): Promise<string[]> {
+  if (size < 52 || size > 54) throw new RangeError(`a deck has 52..54 cards, not ${size}`);
   const words = new WordStream(serverSeed, clientSeed, nonce);
-  const deck = Array.from({ length: 52 }, (_, id) => id);
-  for (let i = 51; i >= 1; i--) {
+  const deck = Array.from({ length: size }, (_, id) => id);
+  for (let i = size - 1; i >= 1; i--) {
     const j = await choice(i + 1, () => words.next());
     [deck[i], deck[j]] = [deck[j]!, deck[i]!];
   }

@@ -1,5 +1,6 @@
 // "Deal verified": the page checks a finished hand's history (TableService.GetHandHistory)
-// against ofc-shuffle-v1 in the browser, trusting nothing the service computed:
+// against ofc-shuffle-v1 (or, for a deck with jokers, ofc-shuffle-v2 on its 53 or 54 cards)
+// in the browser, trusting nothing the service computed:
 //
 //   1. SHA-256(server seed) is the commitment, and the commitment is the one this page saw
 //      published before the deal;
@@ -12,7 +13,7 @@
 //   5. the batches this page was dealt live are the history's.
 
 import { isCard } from "./cards";
-import { ALGORITHM, bytesToHex, hexToBytes, sha256Hex, shuffleDeck, splitClientSeed } from "./shuffle";
+import { ALGORITHM, ALGORITHM_V2, bytesToHex, hexToBytes, sha256Hex, shuffleDeck, splitClientSeed } from "./shuffle";
 
 export interface HistoryDeal {
   seat: number;
@@ -38,9 +39,11 @@ export interface HandHistory {
   server_seed: string;
   client_seed: string;
   commitment: string;
+  /** Format 4, a deck with jokers only: 53 or 54. */
+  deck_size?: number;
   order: number[];
   players: { seat: number; player_id: string; fantasyland: number }[];
-  initial_state: { hands_played: number; ruleset: { streets: [number, number][] } };
+  initial_state: { hands_played: number; ruleset: { streets: [number, number][]; jokers?: number } };
   deals: HistoryDeal[];
   actions: { type: string; server_seed?: string; client_seed?: string }[];
   boards: HistoryBoard[];
@@ -121,15 +124,25 @@ export function dealPlan(
 /** Check a parsed hand history; resolves with what was checked, rejects with the first
  *  DealDiscrepancy. */
 /** The hand-history formats whose deal this page checks (docs/hand-history.md): the deck and
- *  the deals read the same in each; 3 adds timeouts' moves and the table's context. */
-export const FORMAT_VERSIONS: readonly number[] = [1, 2, 3];
+ *  the deals read the same in each; 3 adds timeouts' moves and the table's context, 4 decks
+ *  with jokers (ofc-shuffle-v2, `deck_size`). */
+export const FORMAT_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 export async function verifyDeal(h: HandHistory, expect: Expectations = {}): Promise<DealVerified> {
   const checks: string[] = [];
   if (!FORMAT_VERSIONS.includes(h.format_version)) {
     fail("format_version", `version ${h.format_version} is not one this page reads (${FORMAT_VERSIONS.join(", ")})`);
   }
-  if (h.algorithm !== ALGORITHM) fail("algorithm", `${JSON.stringify(h.algorithm)} is not ${ALGORITHM}`);
+  const jokers = h.initial_state.ruleset.jokers ?? 0;
+  if (![0, 1, 2].includes(jokers) || (jokers > 0 && h.format_version < 4)) {
+    fail("initial_state.ruleset.jokers", `${JSON.stringify(jokers)}: a deck has 0..2 jokers, and only from format 4 on`);
+  }
+  const algorithm = jokers ? ALGORITHM_V2 : ALGORITHM;
+  const deckSize = 52 + jokers;
+  if (h.algorithm !== algorithm) fail("algorithm", `${JSON.stringify(h.algorithm)} is not ${algorithm} (a ${deckSize}-card deck)`);
+  if (jokers ? h.deck_size !== deckSize : h.deck_size !== undefined) {
+    fail("deck_size", `${JSON.stringify(h.deck_size)}: the ruleset's deck has ${deckSize} cards${jokers ? "" : ", and a 52-card history says none"}`);
+  }
   if (!/^[0-9a-f]{64}$/.test(h.server_seed)) fail("server_seed", "not 64 lower-case hex digits");
   const serverSeed = hexToBytes(h.server_seed);
   const clientSeed = hexToBytes(h.client_seed);
@@ -170,7 +183,7 @@ export async function verifyDeal(h: HandHistory, expect: Expectations = {}): Pro
     checks.push(`the client seed is the table's (${text(expect.tableClientSeed)})`);
   }
 
-  const deck = await shuffleDeck(serverSeed, clientSeed, BigInt(h.hand_number));
+  const deck = await shuffleDeck(serverSeed, clientSeed, BigInt(h.hand_number), deckSize);
   const plan = dealPlan(h.players, h.initial_state.ruleset.streets);
   if (h.deals.length !== plan.length) fail("deals", `${h.deals.length} batches, the deal order has ${plan.length}`);
   const dealt = new Map<number, string[]>();
@@ -189,7 +202,7 @@ export async function verifyDeal(h: HandHistory, expect: Expectations = {}): Pro
     dealt.set(d.seat, [...(dealt.get(d.seat) ?? []), ...d.cards]);
     cards += d.count;
   });
-  checks.push(`the deck re-derived with ${ALGORITHM}: all ${h.deals.length} batches (${cards} cards) are its cards, in the deal order`);
+  checks.push(`the deck re-derived with ${algorithm}${jokers ? ` (${deckSize} cards, ${jokers} joker${jokers === 1 ? "" : "s"})` : ""}: all ${h.deals.length} batches (${cards} cards) are its cards, in the deal order`);
 
   h.boards.forEach((b, i) => {
     const all = [...b.top, ...b.middle, ...b.bottom, ...b.discards];

@@ -1,8 +1,9 @@
 // "Deal verified" on histories built from the spec's deck by the documented deal order, and
 // every kind of tampering refused at its place.
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { test } from "node:test";
-import { bytesToHex, combineClientSeeds, sha256Hex, shuffleDeck } from "../src/shuffle";
+import { bytesToHex, combineClientSeeds, hexToBytes, sha256Hex, shuffleDeck } from "../src/shuffle";
 import { DealDiscrepancy, dealPlan, type HandHistory, verifyDeal } from "../src/verify";
 
 const SERVER_SEED = Uint8Array.from({ length: 32 }, (_, i) => i);
@@ -120,4 +121,45 @@ test("the hand must start from the revealed seeds and count hands", async () => 
   const n = await history(enc("x"));
   n.initial_state.hands_played = 3;
   await refused(n, "hand_number");
+});
+
+// Decks with jokers (hand-history format 4): the golden Pineapple hand with two jokers, as
+// the service wrote it, verifies against ofc-shuffle-v2 on 54 cards; its deck keys are held
+// to its ruleset's jokers.
+// The unit tests run in clients/web (scripts/check_web.sh).
+const GOLDEN_JOKERS = "../../tests/golden/c044494/play-pineapple-jokers-3.json";
+
+async function jokerHistory(): Promise<HandHistory> {
+  return JSON.parse(await readFile(GOLDEN_JOKERS, "utf8")) as HandHistory;
+}
+
+test("a hand dealt from a deck with two jokers verifies with ofc-shuffle-v2 on 54 cards", async () => {
+  const h = await jokerHistory();
+  assert.equal(h.algorithm, "ofc-shuffle-v2");
+  assert.ok(h.deals.some((d) => d.cards.includes("X1") || d.cards.includes("X2")), "the golden hand deals a joker");
+  const v = await verifyDeal(h);
+  assert.ok(v.checks.some((c) => c.startsWith("the deck re-derived with ofc-shuffle-v2 (54 cards, 2 jokers)")), v.checks.join("; "));
+  const deck = await shuffleDeck(hexToBytes(h.server_seed), hexToBytes(h.client_seed), BigInt(h.hand_number), 54);
+  assert.deepEqual([...deck].sort(), [...(await shuffleDeck(SERVER_SEED, enc(""), 1n, 54))].sort()); // the 52 cards, X1 and X2
+  assert.ok(deck.includes("X1") && deck.includes("X2"));
+});
+
+test("a joker deck's algorithm, size and jokers must agree", async () => {
+  const named = await jokerHistory();
+  named.algorithm = "ofc-shuffle-v1";
+  assert.match(await refused(named, "algorithm"), /not ofc-shuffle-v2 \(a 54-card deck\)/);
+  const sized = await jokerHistory();
+  sized.deck_size = 53;
+  await refused(sized, "deck_size");
+  const fewer = await jokerHistory();
+  fewer.initial_state.ruleset.jokers = 1;
+  fewer.deck_size = 53;
+  // one joker fewer: another deck (53 cards), so the first dealt card is not the deck's
+  await assert.rejects(verifyDeal(fewer), (e: unknown) => e instanceof DealDiscrepancy && /^deals\[\d+\]\.cards\[\d+\]$/.test(e.location));
+  const older = await jokerHistory();
+  older.format_version = 3;
+  await refused(older, "initial_state.ruleset.jokers");
+  const natural = await history(enc("t"));
+  natural.deck_size = 52;
+  await refused(natural, "deck_size");
 });
