@@ -19,7 +19,8 @@ def register(subparsers: Any) -> None:
         "serve",
         help="run the gRPC server",
         description="Serve ofcpoker.v1.RulesService, gRPC health and reflection, and "
-        "Prometheus metrics over HTTP. SIGTERM stops it gracefully.",
+        "Prometheus metrics over HTTP. SIGTERM stops it gracefully. With --workers N, N "
+        "processes share the port and the metrics endpoint sums their metrics.",
     )
     add_arguments(serve)
     serve.set_defaults(handler=run_serve)
@@ -35,6 +36,10 @@ def run_serve(args: argparse.Namespace) -> int:
     # INFO lines, e.g. every failed TLS handshake, would flood the log). They reach stderr
     # as JSON lines (server.main.serve).
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    if config.workers > 1:  # a supervisor: it imports no gRPC, its workers do
+        from ofc_service.server.supervisor import supervise
+
+        return supervise(config)
     from ofc_service.server.main import serve
 
     return serve(config)
