@@ -228,6 +228,18 @@ def test_score_jsonl_all_good_exits_zero(
     assert points == [row[2][0] for row in SCORE_TABLE]
 
 
+def test_score_jsonl_of_the_readmes_example_file(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(["score", "--jsonl", str(ROOT / "examples/hands.jsonl")], capsys)
+    assert (status, err) == (0, "")
+    results = [json.loads(line) for line in out.splitlines()]
+    assert [r["ruleset"] for r in results] == ["classic", "pineapple", "classic"]
+    assert [[p["points"] for p in r["players"]] for r in results] == [
+        [8, -8],
+        [88, -88],
+        [1, -11, 10],
+    ]
+
+
 # --- deal ---------------------------------------------------------------------------------------
 SPEC_SEED_HEX = bytes(range(32)).hex()
 SPEC_COMMITMENT = "630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd"
