@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: setup run test lint typecheck imports unit bench clean
+.PHONY: setup run test lint typecheck imports unit bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
@@ -23,6 +23,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV)

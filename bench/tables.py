@@ -351,7 +351,9 @@ class Gate:
 
 
 class TablePlayer:
-    """One table, its two seats driven by their Watch streams."""
+    """One table, its two seats driven by their Watch streams. With ``alternate``, each
+    PlaceCards goes to the other replica than the one before (``moves``, ``alternate``,
+    ``moves``, ...): what per-request round robin in front of two replicas does."""
 
     def __init__(
         self,
@@ -360,9 +362,12 @@ class TablePlayer:
         gate: Gate,
         *,
         batch_events: bool = True,
+        alternate: pb_grpc.TableServiceStub | None = None,
     ) -> None:
         self.moves, self.watches, self.gate = moves, watches, gate
         self.batch_events = batch_events
+        self.place_on = [moves] if alternate is None else [moves, alternate]
+        self.places = 0
         self.queue: asyncio.Queue[tuple[int, pb.TableEvent]] = asyncio.Queue()
         self.tasks: list[asyncio.Task[None]] = []
         self.calls: list[Any] = []
@@ -410,7 +415,13 @@ class TablePlayer:
                 placements=placements(self.seats[seat], dealt.cards),
                 expected_version=event.version, request_id=uuid.uuid4().hex,
             )  # fmt: skip
-            await self._send(self.moves.PlaceCards, request, seat, timed=True)
+            await self.place(request, seat)
+
+    async def place(self, request: pb.PlaceCardsRequest, seat: int) -> None:
+        """Send one move (timed while the gate is open)."""
+        stub = self.place_on[self.places % len(self.place_on)]
+        self.places += 1
+        await self._send(stub.PlaceCards, request, seat, timed=True)
 
     def _start_request(self, version: int) -> pb.StartHandRequest:
         return pb.StartHandRequest(
@@ -510,8 +521,18 @@ async def load(
     rounds: int,
     batch: bool = True,
     pids: Sequence[int] = (),
+    *,
+    alternate: bool = False,
+    connections: int = 1,
 ) -> list[Row]:
-    channels = [grpc.aio.insecure_channel(a) for a in addresses]
+    """PlaceCards and SettleHand rows at each level. ``alternate``: each table's moves go
+    to the two addresses in turn (:class:`TablePlayer`). ``connections``: TCP connections
+    per address (each its own subchannel), which ``ofc serve --workers N`` spreads over its
+    workers; a table's moves stay on one."""
+    options = [("grpc.use_local_subchannel_pool", 1)]
+    channels = [
+        grpc.aio.insecure_channel(a, options=options) for a in addresses for _ in range(connections)
+    ]
     stubs = [pb_grpc.TableServiceStub(c) for c in channels]
     for c in channels:
         await asyncio.wait_for(c.channel_ready(), timeout=20)
@@ -523,12 +544,18 @@ async def load(
     try:
         for n in levels:
             gate = Gate()
-            players = [
-                TablePlayer(
-                    stubs[i % len(stubs)], stubs[(i + 1) % len(stubs)], gate, batch_events=batch
+            players = []
+            for i in range(n):
+                other = stubs[(i + 1) % len(stubs)]
+                players.append(
+                    TablePlayer(
+                        stubs[i % len(stubs)],
+                        other,
+                        gate,
+                        batch_events=batch,
+                        alternate=other if alternate else None,
+                    )
                 )
-                for i in range(n)
-            ]
             for p in players:
                 await p.start()
             await place_round(gate, min(1.0, seconds / 2))  # warm-up: tables in play
