@@ -182,15 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short rows: a smoke run")
     parser.add_argument("--redis-url", help="an existing, empty Redis (default: a private one)")
     args = parser.parse_args(argv)
-    from tests.conftest import RedisServer
-
-    redis_server = None if args.redis_url else RedisServer()
-    url = args.redis_url or redis_server.url  # type: ignore[union-attr]
-    try:
+    with tables.redis_for(args.redis_url) as url:
         run(url, QUICK if args.quick else FULL)
-    finally:
-        if redis_server is not None:
-            redis_server.stop()
     return 0
 
 

@@ -37,7 +37,7 @@ from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 
 from bench.grpc_load import SETTLE, percentile, settle_request
-from bench.tables import Gate, TablePlayer, load, start_servers
+from bench.tables import Gate, TablePlayer, load, redis_for, start_servers
 
 MAX_IN_FLIGHT = 64
 DEFAULT_FRACTIONS = (0.5, 0.8)
@@ -246,18 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=128, help="tables kept in play")
     args = parser.parse_args(argv)
     fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
-    redis_server = None
-    url = args.redis_url
-    if url is None:
-        from tests.conftest import RedisServer
-
-        redis_server = RedisServer()
-        url = redis_server.url
-    try:
+    with redis_for(args.redis_url) as url:
         maxima, rows = run(url, fractions=fractions, seconds=args.seconds, tables=args.tables)
-    finally:
-        if redis_server is not None:
-            redis_server.stop()
     print("\n".join(report(maxima, rows)))
     return 0
 

@@ -51,7 +51,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -615,6 +615,21 @@ def run_load(
             process.wait(timeout=30)
 
 
+@contextlib.contextmanager
+def redis_for(url: str | None) -> Iterator[str]:
+    """``url``, or a private throwaway ``redis-server`` (the test suite's) while the block runs."""
+    if url is not None:
+        yield url
+        return
+    from tests.conftest import RedisServer
+
+    server = RedisServer()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
 # --- report --------------------------------------------------------------------------------
 def report(trips: RoundTrips, memory: Memory, rows: Sequence[Row]) -> list[str]:
     lines = [
@@ -685,14 +700,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     levels = [int(n) for n in args.in_flight.split(",") if n.strip()]
     server_counts = [int(n) for n in args.servers.split(",") if n.strip()]
-    redis_server = None
-    url = args.redis_url
-    if url is None:
-        from tests.conftest import RedisServer  # the test suite's throwaway redis-server
-
-        redis_server = RedisServer()
-        url = redis_server.url
-    try:
+    with redis_for(args.redis_url) as url:
         trips = asyncio.run(count_round_trips(url, args.moves))
         memory = asyncio.run(measure_memory(url, args.hands))
         rows: list[Row] = []
@@ -700,9 +708,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += run_load(
                 url, count, levels, args.seconds, max(1, args.rounds), not args.event_messages
             )
-    finally:
-        if redis_server is not None:
-            redis_server.stop()
     print("\n".join(report(trips, memory, rows)))
     return 0
 

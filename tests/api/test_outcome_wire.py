@@ -14,8 +14,7 @@ import grpc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc.cards import CARD_CODES
-from ofc.rulesets import Ruleset
-from ofc.scoring import Board, settle
+from ofc.scoring import Board, Settlement, settle
 from ofc_service.api import convert, outcome_wire
 from ofcpoker.v1 import cards_pb2, errors_pb2, settlement_pb2
 from ofcpoker.v1 import rules_service_pb2 as pb
@@ -24,7 +23,7 @@ from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
 from tests.api.test_fuzz import hands as request_hands
 from tests.api.test_fuzz import tokens
 from tests.api.wire import wire_error
-from tests.ofc.test_scoring import hands as dealt_hands
+from tests.ofc.test_settlement_json import settlements
 
 MESSAGES: dict[str, Any] = {
     "BoardAssessment": settlement_pb2.BoardAssessment,
@@ -52,26 +51,12 @@ def _reference(settled: convert.SettledHand) -> bytes:
     return outcome.SerializeToString()
 
 
-ids = st.one_of(st.just(""), st.text(max_size=8), st.sampled_from(["ann", "bob", "ĉu 🂡"]))
-
-
 @settings(max_examples=300)
-@given(dealt_hands(), st.data())
-def test_outcome_bytes_are_what_protobuf_writes(
-    hand: tuple[Ruleset, list[Board]], data: st.DataObject
-) -> None:
-    ruleset, boards = hand
-    n = len(boards)
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    units = data.draw(st.dictionaries(st.sampled_from(pairs), st.integers(1, 10**6)))
-    flags = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    streaks = [data.draw(st.integers(1, 3)) if f else 0 for f in flags]
-    player_ids = data.draw(st.lists(ids, min_size=n, max_size=n, unique=True))
-    settlement = settle(
-        boards, ruleset, in_fantasyland=flags, fantasyland_streaks=streaks, pair_units=units
-    )
-    settled = convert.SettledHand(settlement, tuple(player_ids), "custom", 0)
-    assert outcome_wire.outcome_bytes(settlement, player_ids) == _reference(settled)
+@given(settlements())
+def test_outcome_bytes_are_what_protobuf_writes(settled: tuple[Settlement, list[str]]) -> None:
+    settlement, player_ids = settled
+    reference = convert.SettledHand(settlement, tuple(player_ids), "custom", 0)
+    assert outcome_wire.outcome_bytes(settlement, player_ids) == _reference(reference)
 
 
 def test_large_numbers_and_long_messages_encode_too() -> None:
