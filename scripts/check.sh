@@ -11,4 +11,4 @@ echo "== deploy (Dockerfile, compose, Envoy, Prometheus, Grafana, k8s)"; bash sc
 echo "== protos (buf lint, buf breaking, generated code up to date)"; bash scripts/lint_protos.sh
 echo "== clients (TypeScript generated with buf and type-checked)"; bash scripts/check_clients.sh
 echo "== web table (npm ci, generated code, tsc, unit tests, bundle rebuilt and diffed)"; bash scripts/check_web.sh
-echo "== pytest"; $BIN/pytest -q "$@"
+echo "== pytest"; $BIN/pytest -q -n "${PYTEST_WORKERS:-auto}" "$@"

@@ -228,15 +228,23 @@ def test_score_jsonl_all_good_exits_zero(
     assert points == [row[2][0] for row in SCORE_TABLE]
 
 
-def test_score_jsonl_of_the_readmes_example_file(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = run(["score", "--jsonl", str(ROOT / "examples/hands.jsonl")], capsys)
+def test_the_readmes_jsonl_example_scores_every_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/hands.jsonl, which the README's ``--jsonl`` line reads: a classic hand, a
+    three-way Pineapple hand with a foul and Fantasyland entries, 2-4 scoring."""
+    status, out, err = run(["score", "--jsonl", str(ROOT / "examples" / "hands.jsonl")], capsys)
     assert (status, err) == (0, "")
-    results = [json.loads(line) for line in out.splitlines()]
-    assert [r["ruleset"] for r in results] == ["classic", "pineapple", "classic"]
-    assert [[p["points"] for p in r["players"]] for r in results] == [
-        [8, -8],
-        [88, -88],
-        [1, -11, 10],
+    got = [
+        (r["ruleset"], [(p["id"], p["points"], p["fouled"], p["fantasyland_next"]["qualifies"])
+                        for p in r["players"]])
+        for r in map(json.loads, out.splitlines())
+    ]  # fmt: skip
+    assert got == [
+        ("classic", [("a", 8, False, False), ("b", -8, False, False)]),
+        (
+            "pineapple",
+            [("ann", 12, False, True), ("bob", 26, False, True), ("cy", -38, True, False)],
+        ),
+        ("classic+custom", [("a", 18, False, False), ("b", -18, False, False)]),
     ]
 
 
