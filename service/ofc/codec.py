@@ -135,6 +135,8 @@ class ScoreRequest:
     fantasyland_streaks: tuple[int, ...]
 
     def settle(self) -> Settlement:
+        if True not in self.in_fantasyland:  # streaks only count in Fantasyland
+            return settle(self.boards, self.ruleset)
         return settle(
             self.boards,
             self.ruleset,
@@ -173,7 +175,8 @@ def _row_cards(raw: Any, place: str, name: str) -> tuple[Card, ...]:
 
 
 def score_request_from_dict(data: Any) -> ScoreRequest:
-    if not isinstance(data, Mapping):
+    # type(...) is dict first: what json.loads gives, without the ABC check's cost.
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise InvalidInputError("a hand to score is a JSON object", field="")
     ruleset = resolve_ruleset(data.get("ruleset"))
     players = data.get("players")
@@ -185,7 +188,7 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
     streaks: list[int] = []
     for i, player in enumerate(players):
         place = f"players[{i}]"
-        if not isinstance(player, Mapping):
+        if type(player) is not dict and not isinstance(player, Mapping):
             raise InvalidInputError(f"{place} must be an object", field=place)
         player_id = player.get("id", str(i))
         if not isinstance(player_id, str) or player_id in ids:
