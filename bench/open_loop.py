@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class Row:
     p50_ms: float
     p99_ms: float
     waited_for_a_table: float = 0.0  # share of PlaceCards arrivals with no table ready
+    failed: int = 0  # calls that ended in an error (no latency counted for them)
 
 
 Ready = tuple["ReadyPlayer", pb.PlaceCardsRequest, int, "asyncio.Future[None]"]
@@ -95,12 +97,13 @@ def schedule(rate: float, seconds: float, rng: random.Random) -> list[float]:
 
 async def _open_loop_places(
     ready: asyncio.Queue[Ready], times: Sequence[float]
-) -> tuple[list[float], float, int]:
-    """Latencies from the scheduled times, the elapsed time, and how many arrivals found
-    no table ready."""
+) -> tuple[list[float], float, int, int]:
+    """Latencies from the scheduled times, the elapsed time, how many arrivals found no
+    table ready, and how many calls failed."""
     loop = asyncio.get_running_loop()
     start = loop.time() + 0.01
     latencies: list[float] = []
+    failures: list[int] = []
     waited = 0
 
     async def send(player: ReadyPlayer, request: pb.PlaceCardsRequest, seat: int,
@@ -108,6 +111,8 @@ async def _open_loop_places(
         try:
             await player._send(player.moves.PlaceCards, request, seat, timed=False)
             latencies.append(loop.time() - due)
+        except grpc.aio.AioRpcError:  # counted; that table takes no more moves
+            failures.append(1)
         finally:
             sent.set_result(None)
 
@@ -121,12 +126,12 @@ async def _open_loop_places(
         player, request, seat, sent = await ready.get()
         tasks.append(asyncio.create_task(send(player, request, seat, sent, due)))
     await asyncio.gather(*tasks)
-    return latencies, loop.time() - start, waited
+    return latencies, loop.time() - start, waited, len(failures)
 
 
 async def _open_loop_settles(
     channel: grpc.aio.Channel, times: Sequence[float]
-) -> tuple[list[float], float]:
+) -> tuple[list[float], float, int]:
     call = channel.unary_unary(SETTLE)
     request = settle_request()
     loop = asyncio.get_running_loop()
@@ -149,17 +154,15 @@ async def _open_loop_settles(
             await asyncio.sleep(delay)
         tasks.append(asyncio.create_task(send(due)))
     await asyncio.gather(*tasks)
-    if failures:
-        print(f"  SettleHand: {len(failures)} calls failed: {sorted(set(failures))}")
-    return latencies, loop.time() - start
+    return latencies, loop.time() - start, len(failures)
 
 
 def _row(rpc: str, fraction: float, rate: float, latencies: list[float], elapsed: float,
-         waited: float = 0.0) -> Row:  # fmt: skip
+         waited: float = 0.0, failed: int = 0) -> Row:  # fmt: skip
     latencies.sort()
     return Row(
         rpc, fraction, rate, len(latencies) / elapsed, len(latencies),
-        percentile(latencies, 0.50) * 1000, percentile(latencies, 0.99) * 1000, waited,
+        percentile(latencies, 0.50) * 1000, percentile(latencies, 0.99) * 1000, waited, failed,
     )  # fmt: skip
 
 
@@ -184,12 +187,13 @@ async def measure(
             for fraction in fractions:
                 rate = maxima["PlaceCards"] * fraction
                 times = schedule(rate, seconds, rng)
-                latencies, elapsed, waited = await _open_loop_places(ready, times)
+                latencies, elapsed, waited, failed = await _open_loop_places(ready, times)
                 share = waited / max(1, len(times))
-                rows.append(_row("PlaceCards", fraction, rate, latencies, elapsed, share))
+                rows.append(_row("PlaceCards", fraction, rate, latencies, elapsed, share, failed))
                 rate = maxima["SettleHand"] * fraction
-                latencies, elapsed = await _open_loop_settles(channel, schedule(rate, seconds, rng))
-                rows.append(_row("SettleHand", fraction, rate, latencies, elapsed))
+                times = schedule(rate, seconds, rng)
+                latencies, elapsed, failed = await _open_loop_settles(channel, times)
+                rows.append(_row("SettleHand", fraction, rate, latencies, elapsed, failed=failed))
         finally:
             for player in players:
                 await player.stop()
@@ -209,7 +213,11 @@ def run(
     finally:
         for process, _ in processes:
             process.terminate()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # still draining an overload's backlog
+                process.kill()
+                process.wait()
 
 
 def report(maxima: dict[str, float], rows: Sequence[Row]) -> list[str]:
@@ -226,6 +234,8 @@ def report(maxima: dict[str, float], rows: Sequence[Row]) -> list[str]:
         )
         if r.rpc == "PlaceCards" and r.waited_for_a_table:
             line += f"   ({r.waited_for_a_table:.1%} of arrivals waited for a ready table)"
+        if r.failed:
+            line += f"   ({r.failed} calls failed, left out of the latencies)"
         lines.append(line)
     by = {(r.rpc, r.fraction): r for r in rows}
     for fraction in sorted({r.fraction for r in rows}):
