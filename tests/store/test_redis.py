@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from ofc_service.store import (
+    Commit,
     RedisTableStore,
     RequestIdReusedError,
     StaleVersionError,
@@ -256,10 +257,10 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
         admin = admin_of(h)
         await h.store.create_table("t", b"v1")
         response = b"a view " * 40
-        first = await h.store.commit(
+        first = await h.store.commit(Commit(
             "t", expected_version=1, state=b"v2", events=[b"e"], response=response,
             request_id="new", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert await admin.type("ofc:{t}:req:new") == b"string"
         assert await admin.ttl("ofc:{t}:req:new") > 0
         stored = await admin.get("ofc:{t}:req:new")
@@ -267,10 +268,10 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
         assert stored.startswith(b"2 " + first.event_ids[0].encode() + b"\n")
         assert len(stored) < len(response) // 2  # the response is compressed
         assert await h.other.get_response("t", "new") == response
-        again = await h.other.commit(
+        again = await h.other.commit(Commit(
             "t", expected_version=1, state=b"x", events=[b"x"], response=b"x",
             request_id="new", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert (again.version, again.response, again.replayed) == (2, response, True)
         assert again.event_ids == first.event_ids
         # A record written before the string layout (a hash) answers its retries as it did.
@@ -278,30 +279,30 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
             "ofc:{t}:req:old", mapping={"version": 2, "events": "1-0 1-1", "response": b"first"}
         )
         assert await h.other.get_response("t", "old") == b"first"
-        old = await h.other.commit(
+        old = await h.other.commit(Commit(
             "t", expected_version=2, state=b"x", events=[], response=b"x",
             request_id="old", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert (old.version, old.response, old.replayed, old.event_ids) == (
             2, b"first", True, ("1-0", "1-1"),
         )  # fmt: skip
         # A request without events (a timeout's empty answer) round-trips too.
-        bare = await h.store.commit(
+        bare = await h.store.commit(Commit(
             "t", expected_version=2, state=b"v3", events=[], response=b"",
             request_id="bare", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert await h.other.get_response("t", "bare") == b""
-        replay = await h.other.commit(
+        replay = await h.other.commit(Commit(
             "t", expected_version=2, state=b"x", events=[], response=b"x",
             request_id="bare", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert (replay.version, replay.response, replay.event_ids) == (bare.version, b"", ())
         # A record with its request's digest: "#<digest>" closes the first line; the old
         # hash layout has none, so a request with a digest never matches it.
-        await h.store.commit(
+        await h.store.commit(Commit(
             "t", expected_version=3, state=b"v4", events=[b"e"], response=b"r",
             request_id="digested", deadline_ms=None, request_digest="abc123",
-        )  # fmt: skip
+        ))  # fmt: skip
         stored = await admin.get("ofc:{t}:req:digested")
         assert isinstance(stored, bytes) and stored.split(b"\n", 1)[0].endswith(b" #abc123")
         assert await h.other.get_response("t", "digested", request_digest="abc123") == b"r"

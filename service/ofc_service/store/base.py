@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -202,6 +202,27 @@ class CommitResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Commit:
+    """One change of one table, as :meth:`TableStore.commit` applies it: all or nothing,
+    at most once per ``request_id`` (see :meth:`TableStore.commit` for each field)."""
+
+    table_id: str
+    expected_version: int
+    state: bytes
+    request_id: str
+    deadline_ms: int | None
+    events: Sequence[bytes] = ()
+    response: bytes = b""
+    extra: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
+    outbox: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
+    keep_segments: int = 0
+    expected_state_sha1: str = ""
+    request_digest: str = ""
+    ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS
+    request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
 class ExtraPage:
     """One page of a table's numbered extra blobs (``"<prefix>:<number>"``), ascending."""
 
@@ -231,25 +252,12 @@ class TableStore(Protocol):
         """The table as last committed (:class:`TableNotFoundError`)."""
         ...
 
-    async def commit(
-        self,
-        table_id: str,
-        *,
-        expected_version: int,
-        state: bytes,
-        events: Sequence[bytes],
-        response: bytes,
-        request_id: str,
-        deadline_ms: int | None,
-        extra: Mapping[str, bytes] = NO_EXTRA,
-        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
-        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
-        outbox: Mapping[str, bytes] = NO_EXTRA,
-        keep_segments: int = 0,
-        expected_state_sha1: str = "",
-        request_digest: str = "",
-    ) -> CommitResult:
-        """Apply one change atomically and at most once per ``request_id``.
+    async def commit(self, commit: Commit) -> CommitResult:
+        """Apply ``commit`` atomically and at most once per ``commit.request_id``.
+
+        The commit's table must be at ``expected_version``; ``state``, ``events`` and
+        ``response`` (kept under ``request_id`` for the retry window, ``request_ttl_seconds``)
+        are written together, and every key of the table lives ``ttl_seconds`` from now.
 
         ``request_digest`` (1..64 characters without whitespace, or ``""``) is kept with the
         request record: a later commit with the same ``request_id`` is a replay only with
