@@ -1,7 +1,9 @@
 """Cards, ranks and suits, with parsers and formatters that round-trip.
 
 A card is a small int, ``id = 4 * rank + suit`` (``2c`` = 0, ``As`` = 51): the same ids as
-the ofc-shuffle-v1 canonical deck, so hot paths index tables with them directly.
+the ofc-shuffle-v1 canonical deck, so hot paths index tables with them directly. A deck with
+jokers (ofc-shuffle-v2) adds them after the 52: ``X1`` = 52, ``X2`` = 53. A joker has no rank
+or suit; in a row it stands for the best card it can be there (``ofc.evaluator``).
 
 >>> Card.parse("As"), Card.parse("10d"), Card.parse("q♥")
 (Card.parse('As'), Card.parse('Td'), Card.parse('Qh'))
@@ -9,6 +11,9 @@ the ofc-shuffle-v1 canonical deck, so hot paths index tables with them directly.
 ('Ad', 0, 51)
 >>> format_cards(parse_cards("Ah kh 10h"))
 'Ah Kh Th'
+>>> joker = Card.parse("x1")
+>>> joker.code, int(joker), joker.is_joker, format_cards(deck_cards(2)[-3:])
+('X1', 52, True, 'As X1 X2')
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from ofc.errors import InvalidCardError
 
 RANK_CHARS = "23456789TJQKA"
 SUIT_CHARS = "cdhs"
+NATURAL_CARDS = 52
+MAX_JOKERS = 2
+JOKER_CODES = ("X1", "X2")
 
 _SUIT_ALIASES = {
     "c": 0, "♣": 0, "♧": 0,
@@ -74,9 +82,9 @@ class Suit(IntEnum):
 
 
 class Card(int):
-    """One of the 52 cards; an ``int`` (its id) with a canonical code.
+    """One of the 52 cards or one of the two jokers; an ``int`` (its id) with a canonical code.
 
-    Only 52 instances exist; ``Card(n)`` and ``Card.parse`` return them.
+    Only 54 instances exist; ``Card(n)`` and ``Card.parse`` return them.
 
     >>> c = Card.parse("Td")
     >>> c.rank, c.suit, c.code
@@ -110,35 +118,47 @@ class Card(int):
         return _CARDS[4 * rank + suit]
 
     @property
+    def is_joker(self) -> bool:
+        return self >= NATURAL_CARDS
+
+    @property
     def rank(self) -> Rank:
+        """The card's rank; a joker has none (``InvalidCardError``)."""
+        if self >= NATURAL_CARDS:
+            raise InvalidCardError(f"{CODES[self]} is a joker: it has no rank")
         return Rank(self >> 2)
 
     @property
     def suit(self) -> Suit:
+        """The card's suit; a joker has none (``InvalidCardError``)."""
+        if self >= NATURAL_CARDS:
+            raise InvalidCardError(f"{CODES[self]} is a joker: it has no suit")
         return Suit(self & 3)
 
     @property
     def code(self) -> str:
-        return CARD_CODES[self]
+        return CODES[self]
 
     def __str__(self) -> str:
-        return CARD_CODES[self]
+        return CODES[self]
 
     def __repr__(self) -> str:
-        return f"Card.parse({CARD_CODES[self]!r})"
+        return f"Card.parse({CODES[self]!r})"
 
     def __reduce__(self) -> tuple[type[Card], tuple[int]]:
         return (Card, (int(self),))
 
 
 def _bad_id(card_id: object) -> Card:
-    raise InvalidCardError(f"invalid card id: {card_id!r} (expected 0..51)")
+    raise InvalidCardError(f"invalid card id: {card_id!r} (expected 0..53)")
 
 
 def _parse_slow(token: object) -> Card:
     if not isinstance(token, str):
         raise InvalidCardError(f"invalid card: {token!r}")
     text = token.strip()
+    if text in _BY_TOKEN:
+        return _BY_TOKEN[text]
     if len(text) >= 2:
         suit = _SUIT_ALIASES.get(text[-1].lower())
         rank_text = text[:-1]
@@ -153,13 +173,31 @@ def _parse_slow(token: object) -> Card:
 
 
 CARD_CODES: tuple[str, ...] = tuple(r + s for r in RANK_CHARS for s in SUIT_CHARS)
-_CARDS: tuple[Card, ...] = tuple(Card._make(i) for i in range(52))
-ALL_CARDS: tuple[Card, ...] = _CARDS
-"""The canonical deck, id order: ``2c 2d 2h 2s 3c ... As``."""
+"""The 52 natural cards' codes in id order; :data:`CODES` adds the jokers'."""
+CODES: tuple[str, ...] = CARD_CODES + JOKER_CODES
+_CARDS: tuple[Card, ...] = tuple(Card._make(i) for i in range(NATURAL_CARDS + MAX_JOKERS))
+ALL_CARDS: tuple[Card, ...] = _CARDS[:NATURAL_CARDS]
+"""The canonical 52-card deck, id order: ``2c 2d 2h 2s 3c ... As``."""
+JOKERS: tuple[Card, ...] = _CARDS[NATURAL_CARDS:]
+"""``X1``, ``X2``: the jokers a deck may add after the 52 cards."""
+ANY_CARD: frozenset[Card] = frozenset(_CARDS)
+"""Every card a deck of any size may hold (the 52 and both jokers)."""
+
+
+def deck_cards(jokers: int = 0) -> tuple[Card, ...]:
+    """The canonical deck with ``jokers`` (0..2) jokers after the 52 cards.
+
+    >>> len(deck_cards(0)), len(deck_cards(1)), str(deck_cards(1)[52])
+    (52, 53, 'X1')
+    """
+    if isinstance(jokers, bool) or not isinstance(jokers, int) or not 0 <= jokers <= MAX_JOKERS:
+        raise InvalidCardError(f"a deck has 0..{MAX_JOKERS} jokers, not {jokers!r}")
+    return _CARDS[: NATURAL_CARDS + jokers]
+
 
 # Every accepted spelling of every card, so the common path is one dict lookup.
 _BY_TOKEN: dict[str, Card] = {}
-for _card in _CARDS:
+for _card in ALL_CARDS:
     for _r in {RANK_CHARS[_card >> 2], RANK_CHARS[_card >> 2].lower()} | (
         {"10"} if _card >> 2 == Rank.TEN else set()
     ):
@@ -167,7 +205,9 @@ for _card in _CARDS:
             if _suit == _card & 3:
                 _BY_TOKEN[_r + _s] = _card
                 _BY_TOKEN[_r + _s.upper()] = _card
-del _card, _r, _s, _suit
+for _joker, _code in zip(JOKERS, JOKER_CODES, strict=True):
+    _BY_TOKEN[_code] = _BY_TOKEN[_code.lower()] = _joker
+del _card, _r, _s, _suit, _joker, _code
 
 
 def parse_cards(text: str | Iterable[str]) -> tuple[Card, ...]:
@@ -185,9 +225,9 @@ def parse_cards(text: str | Iterable[str]) -> tuple[Card, ...]:
 
 def format_cards(cards: Iterable[int]) -> str:
     """Canonical codes separated by spaces; the inverse of :func:`parse_cards`."""
-    return " ".join(CARD_CODES[c] for c in cards)
+    return " ".join(CODES[c] for c in cards)
 
 
 def card_codes(cards: Sequence[int]) -> list[str]:
     """Canonical codes as a list (for JSON)."""
-    return [CARD_CODES[c] for c in cards]
+    return [CODES[c] for c in cards]

@@ -83,7 +83,7 @@ from ofc.rulesets import (
     ruleset_from_dict,
 )
 from ofc.scoring import Board, PairResult, Settlement, settle
-from ofc.shuffle import ALGORITHM, shuffle_deck
+from ofc.shuffle import algorithm_for, deal_deck
 
 __all__ = [
     "FORMAT_VERSION",
@@ -117,9 +117,11 @@ initial state; version 3 adds a timeout's deadline and policy and the table's co
 (``next_commitment``, ``clock``, ``seat_units``, ``seat_changes``); version 4 is version 3
 plus the ruleset options of tiered Fantasyland and top high-card royalties
 (``fantasyland_tiers``, a stay condition's ``min_rank``, ``royalties.top_high_card``:
-:attr:`~ofc.rulesets.Ruleset.uses_later_options`). A history is written in the lowest
-version that has what it uses (:func:`history_format_version`), so readers of an older
-version still read the histories that need nothing newer."""
+:attr:`~ofc.rulesets.Ruleset.uses_later_options`) and decks with jokers (the ruleset's
+``jokers``, ``algorithm`` ``ofc-shuffle-v2``, ``deck_size``, the cards ``X1``, ``X2``). A
+history is written in the lowest version that has what it uses
+(:func:`history_format_version`), so readers of an older version still read the histories
+that need nothing newer."""
 
 FORMAT_VERSIONS = (1, 2, 3, 4)
 """The hand-history formats this module reads."""
@@ -555,7 +557,7 @@ def state_from_dict(data: Any) -> MatchState:
     hands_played = _int(_key(obj, "hands_played", ""), "hands_played")
     max_hands = _opt_int(_key(obj, "max_hands", ""), "max_hands", minimum=1)
     hand_raw = _key(obj, "hand", "")
-    hand = None if hand_raw is None else _hand_from_dict(hand_raw, len(seats), ruleset.streets)
+    hand = None if hand_raw is None else _hand_from_dict(hand_raw, len(seats), ruleset)
     if hand is not None and hand.number != hands_played:
         raise InvalidInputError(
             f"hand.number {hand.number} is not hands_played {hands_played}", field="hand.number"
@@ -586,7 +588,8 @@ def _pair_units_from_list(raw: Any, table_size: int) -> tuple[tuple[int, int, in
     return tuple(units)
 
 
-def _hand_from_dict(raw: Any, table_size: int, streets: tuple[Street, ...]) -> HandState:
+def _hand_from_dict(raw: Any, table_size: int, ruleset: Ruleset) -> HandState:
+    streets = ruleset.streets
     path = "hand"
     obj = _obj(raw, path)
 
@@ -597,9 +600,11 @@ def _hand_from_dict(raw: Any, table_size: int, streets: tuple[Street, ...]) -> H
     server_seed = _hex(get("server_seed"), "hand.server_seed")
     client_seed = _hex(get("client_seed"), "hand.client_seed")
     deck = _cards(get("deck"), "hand.deck")
-    if deck != shuffle_deck(server_seed, client_seed, number):
+    if deck != deal_deck(server_seed, client_seed, number, jokers=ruleset.jokers):
         raise InvalidInputError(
-            f"hand.deck is not the {ALGORITHM} deck of its seeds and number", field="hand.deck"
+            f"hand.deck is not the {algorithm_for(ruleset.jokers)} deck of its seeds and "
+            f"number ({ruleset.deck_size} cards)",
+            field="hand.deck",
         )
     dealt = _int(get("dealt"), "hand.dealt")
     seats: list[HandSeat] = []
@@ -932,14 +937,16 @@ def history_format_version(
     initial: MatchState, actions: Iterable[Action], context: HandContext | None = None
 ) -> int:
     """The lowest hand-history format that holds this hand: 4 when its ruleset uses an
-    option of version 4, 3 with a table's context or a timeout (its policy and deadline are
-    version 3's), else the initial state's (1 or 2).
+    option of version 4 (jokers among them), 3 with a table's context or a timeout (its
+    policy and deadline are version 3's), else the initial state's (1 or 2).
 
     >>> from ofc.engine import new_match
     >>> history_format_version(new_match(seats=2), []), history_format_version(
     ...     new_match(seats=2), [], HandContext())
     (1, 3)
     >>> history_format_version(new_match("progressive-pineapple-keep", seats=2), [])
+    4
+    >>> history_format_version(new_match("classic-joker", seats=2), [])
     4
     """
     if initial.ruleset.uses_later_options:
@@ -1081,7 +1088,7 @@ def history_from_replay(
     settled = next(e for e in events if isinstance(e, HandSettled))
     history: dict[str, Any] = {
         "format_version": version,
-        "algorithm": ALGORITHM,
+        "algorithm": algorithm_for(final.ruleset.jokers),
         "ruleset": final.ruleset.name,
         "hand_number": hand.number,
         "server_seed": hand.server_seed.hex(),
@@ -1110,6 +1117,8 @@ def history_from_replay(
     }
     if version >= 3:
         history.update(context_to_dict(context or HandContext()))
+    if final.ruleset.jokers:  # version 4: only a deck with jokers says its size
+        history["deck_size"] = final.ruleset.deck_size
     return history
 
 

@@ -24,8 +24,9 @@ ofc.errors.NotYourTurnError: it is seat 0's turn, not seat 1's
 
 Deal order (what an auditor re-derives from the hand history alone)
 ------------------------------------------------------------------
-The deck of hand ``n`` is ``shuffle_deck(server_seed, client_seed, nonce=n)``
-(ofc-shuffle-v1; ``n`` counts the hands started at the table from 1). Cards leave it from
+The deck of hand ``n`` is ``deal_deck(server_seed, client_seed, nonce=n, jokers=j)``
+(ofc-shuffle-v1 for a 52-card deck, ofc-shuffle-v2 for a ruleset with ``j`` jokers; ``n``
+counts the hands started at the table from 1). Cards leave it from
 position 0 onward, one after the other, none skipped or burnt:
 
 1. **Turn order** is fixed when the hand starts: the occupied seats in increasing seat
@@ -128,7 +129,7 @@ from ofc.errors import (
 )
 from ofc.rulesets import BOARD_SIZE, ROWS, Row, Ruleset, resolve_ruleset
 from ofc.scoring import Board, Settlement, settle
-from ofc.shuffle import SERVER_SEED_BYTES, commitment, shuffle_deck
+from ofc.shuffle import SERVER_SEED_BYTES, commitment, deal_deck
 
 __all__ = [
     "Action",
@@ -1018,7 +1019,7 @@ def _turn_order(state: MatchState) -> tuple[int, ...]:
 
 def _start(state: MatchState, action: StartHand) -> tuple[MatchState, Events]:
     number = state.hands_played + 1
-    deck = shuffle_deck(action.server_seed, action.client_seed, number)
+    deck = deal_deck(action.server_seed, action.client_seed, number, jokers=state.ruleset.jokers)
     order = _turn_order(state)
     seats: list[HandSeat] = []
     events: list[Event] = []

@@ -14,6 +14,20 @@ True
 The hot paths :func:`rank5` and :func:`rank3` take card ids and do one product of primes
 and one dict lookup (plus a suit test for 5 cards); :func:`evaluate` wraps the same value
 in a :class:`HandValue` with names.
+
+A joker (card ids 52, 53) stands for the card that makes the row strongest among the cards
+not already in that row, and ranks exactly as that card: its row's value is that natural
+value, so a joker row and a natural row with the same ranks tie, royalties and Fantasyland
+read the hand it makes, and the top-vs-middle rule stays the one comparison of ints
+(docs/jokers.md):
+
+>>> str(evaluate(parse_cards("X1 Kd 7c"))), str(evaluate(parse_cards("X1 X2 9h 8h 2h")))
+('pair of kings, seven kicker', 'flush, A-K-9-8-2')
+>>> evaluate(parse_cards("Ks X2 7h")) == evaluate(parse_cards("Ks Kd 7c"))
+True
+
+Rows with jokers leave the hot path once (an ``IndexError`` on the 52-entry prime table,
+free when it does not happen) for tables of the best substitution, built below.
 """
 
 from __future__ import annotations
@@ -24,7 +38,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from itertools import combinations, combinations_with_replacement
 
-from ofc.cards import RANK_CHARS, Rank, parse_cards
+from ofc.cards import NATURAL_CARDS, RANK_CHARS, Rank, parse_cards
 from ofc.errors import WrongRowSizeError
 
 __all__ = [
@@ -137,8 +151,58 @@ def _build_tables() -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
 
 
 _UNSUITED5, _FLUSH5, _TOP3 = _build_tables()
-# Per card id: its rank's prime.
-_CARD_PRIME = tuple(_PRIMES[i >> 2] for i in range(52))
+# Per card id: its rank's prime. Only the 52 natural cards: a joker's id is past the end.
+_CARD_PRIME = tuple(_PRIMES[i >> 2] for i in range(NATURAL_CARDS))
+
+
+def _build_joker_tables() -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
+    """Best values of rows with jokers, keyed by the product of the natural cards' primes.
+
+    A joker is any card not in its row, so the rank it takes may repeat a natural rank (at
+    most four of a rank in all) and makes a flush only with natural cards of one suit and
+    ranks not among theirs. ``plain5`` and ``suited5`` cover 5-card rows with one or two
+    jokers (``suited5``: the natural cards share a suit); ``top3`` 3-card tops with one or
+    two. Keys of one and two jokers never collide: the products have 4 and 3 prime factors.
+    """
+    plain5: dict[int, int] = {}
+    suited5: dict[int, int] = {}
+    top3: dict[int, int] = {}
+    for jokers in (1, 2):
+        for naturals in combinations_with_replacement(range(13), 5 - jokers):
+            key = _product(naturals)
+            subs = list(combinations_with_replacement(range(13), jokers))
+            # -1: that substitution would make five of a rank (a card that is in the row).
+            plain5[key] = max(_UNSUITED5.get(key * _product(s), -1) for s in subs)
+            if len(set(naturals)) == len(naturals):
+                flushes = [
+                    _FLUSH5[key * _product(s)]
+                    for s in subs
+                    if len(set(s)) == jokers and not set(s) & set(naturals)
+                ]
+                suited5[key] = max([plain5[key], *flushes])
+        for naturals in combinations_with_replacement(range(13), 3 - jokers):
+            key = _product(naturals)
+            top3[key] = max(
+                _TOP3[key * _product(s)] for s in combinations_with_replacement(range(13), jokers)
+            )
+    return plain5, suited5, top3
+
+
+_JOKER_PLAIN5, _JOKER_SUITED5, _JOKER_TOP3 = _build_joker_tables()
+
+
+def _rank_with_jokers(cards: Sequence[int]) -> int:
+    """Value of a 3- or 5-card row holding one or two jokers (ids 52, 53)."""
+    naturals = [c for c in cards if c < NATURAL_CARDS]
+    jokers = len(cards) - len(naturals)
+    if not 1 <= jokers <= 2 or any(c > NATURAL_CARDS + 1 for c in cards):
+        raise IndexError(f"not a row of distinct cards: {list(cards)!r}")
+    key = _product([c >> 2 for c in naturals])
+    if len(cards) == 3:
+        return _JOKER_TOP3[key]
+    if len({c & 3 for c in naturals}) == 1:
+        return _JOKER_SUITED5[key]
+    return _JOKER_PLAIN5[key]
 
 
 def rank5(
@@ -159,9 +223,12 @@ def rank5(
     True
     """
     # Suit is id & 3. The chain stops at the first mismatch: usually after one comparison.
-    if a & 3 == b & 3 == c & 3 == d & 3 == e & 3:
-        return _flush[_p[a] * _p[b] * _p[c] * _p[d] * _p[e]]
-    return _plain[_p[a] * _p[b] * _p[c] * _p[d] * _p[e]]
+    try:
+        if a & 3 == b & 3 == c & 3 == d & 3 == e & 3:
+            return _flush[_p[a] * _p[b] * _p[c] * _p[d] * _p[e]]
+        return _plain[_p[a] * _p[b] * _p[c] * _p[d] * _p[e]]
+    except IndexError:  # a joker's id is past the prime table
+        return _rank_with_jokers((a, b, c, d, e))
 
 
 def rank3(
@@ -177,7 +244,10 @@ def rank3(
     >>> rank3(*parse_cards("Qs Qd 2c")) > rank5(*parse_cards("Qh Qc Ad Kd Jc"))
     False
     """
-    return _top[_p[a] * _p[b] * _p[c]]
+    try:
+        return _top[_p[a] * _p[b] * _p[c]]
+    except IndexError:  # a joker's id is past the prime table
+        return _rank_with_jokers((a, b, c))
 
 
 def rank_row(cards: Sequence[int]) -> int:

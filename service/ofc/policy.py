@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from itertools import combinations, combinations_with_replacement, permutations, product
 from typing import Protocol
 
-from ofc.cards import ALL_CARDS, Card, Rank
+from ofc.cards import Card, Rank, deck_cards
 from ofc.codec import TurnClock
 from ofc.engine import (
     Action,
@@ -198,7 +198,7 @@ def choose_placement(
         return _answer(candidates[0])
     free = _free(board)
     seen = set(board.cards) | set(batch) | set(dead)
-    unknown = [c for c in ALL_CARDS if c not in seen]
+    unknown = [c for c in deck_cards(ruleset.jokers) if c not in seen]
     streets = _later_streets(ruleset, len(board.cards) + place)
     to_fill = BOARD_SIZE - len(board.cards) - place
     if to_fill > len(unknown):
@@ -259,7 +259,8 @@ def _sound_start(rows: _Rows) -> bool:
     False
     """
     top, middle, bottom = rows
-    ranks = [card.rank for card in top]
+    # A joker on top pairs whatever joins it: as high a start as an ace.
+    ranks = [Rank.ACE if card.is_joker else card.rank for card in top]
     high = all(rank <= TOP_START_MAX or ranks.count(rank) > 1 for rank in ranks)
     return high and len(middle) <= len(bottom)
 

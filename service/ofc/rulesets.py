@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ofc.cards import Rank
+from ofc.cards import MAX_JOKERS, NATURAL_CARDS, Rank
 from ofc.errors import InvalidRulesetError, UnknownRulesetError
 from ofc.evaluator import Category
 
@@ -251,6 +251,9 @@ class Ruleset:
     unless ``max_consecutive_fantasylands`` of them have been played in a row. The stay
     rule depends on the tier (the number of cards of the Fantasyland hand being played)
     when ``fantasyland_tiers`` lists it: :meth:`stay_rule`.
+
+    ``jokers`` (0..2) adds that many wild cards to the deck (ids 52, 53; dealt with
+    ofc-shuffle-v2; docs/jokers.md): a joker in a row is the best card it can be there.
     """
 
     name: str = "classic"
@@ -269,6 +272,7 @@ class Ruleset:
     max_consecutive_fantasylands: int | None = None
     button_moves_in_fantasyland: bool = True
     fantasyland_tiers: tuple[FantasylandTier, ...] = ()
+    jokers: int = 0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -277,6 +281,15 @@ class Ruleset:
     def cards_per_hand(self) -> int:
         """Cards a normal (non-Fantasyland) seat is dealt in one hand."""
         return sum(s.deal for s in self.streets)
+
+    @property
+    def deck_size(self) -> int:
+        """Cards in the deck: the 52 and the jokers.
+
+        >>> get_ruleset("pineapple-jokers").deck_size
+        54
+        """
+        return NATURAL_CARDS + self.jokers
 
     @property
     def max_fantasyland_cards(self) -> int:
@@ -324,7 +337,11 @@ class Ruleset:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Full parameters as JSON-ready data; :func:`ruleset_from_dict` reads it back."""
+        """Full parameters as JSON-ready data; :func:`ruleset_from_dict` reads it back.
+
+        ``jokers`` is there only when the deck has any (like the other options added with
+        hand-history format 4): a 52-card ruleset reads and writes as it did before.
+        """
         return {
             "name": self.name,
             "streets": [[s.deal, s.place] for s in self.streets],
@@ -369,7 +386,8 @@ class Ruleset:
     def _later_options(self) -> dict[str, Any]:
         # Options added after hand-history format 3 appear only when used, so a ruleset
         # that uses none of them writes what earlier releases wrote (and they read).
-        return (
+        jokers = {"jokers": self.jokers} if self.jokers else {}
+        return jokers | (
             {
                 "fantasyland_tiers": [
                     {
@@ -387,9 +405,10 @@ class Ruleset:
     @property
     def uses_later_options(self) -> bool:
         """True when the ruleset uses an option that hand-history format 4 added
-        (Fantasyland tiers, a stay condition's rank, a top high-card royalty)."""
+        (Fantasyland tiers, a stay condition's rank, a top high-card royalty, jokers)."""
         return bool(
-            self.fantasyland_tiers
+            self.jokers
+            or self.fantasyland_tiers
             or any(self.royalties.top_high_card)
             or any(c.min_rank for c in self.stay_conditions)
         )
@@ -444,22 +463,31 @@ def _validate(r: Ruleset) -> None:
             "max_consecutive_fantasylands must be at least 1 when set",
             "max_consecutive_fantasylands",
         )
+    if isinstance(r.jokers, bool) or not isinstance(r.jokers, int):
+        raise bad(f"jokers must be an integer 0..{MAX_JOKERS}", "jokers")
+    if not 0 <= r.jokers <= MAX_JOKERS:
+        raise bad(f"a deck has 0..{MAX_JOKERS} jokers, not {r.jokers}", "jokers")
     worst = max(r.cards_per_hand, r.max_fantasyland_cards)
-    if worst * r.max_players > 52:
-        raise bad(f"{r.max_players} seats x {worst} cards exceed the 52-card deck", "max_players")
+    if worst * r.max_players > r.deck_size:
+        raise bad(
+            f"{r.max_players} seats x {worst} cards exceed the {r.deck_size}-card deck",
+            "max_players",
+        )
 
 
+_CLASSIC = Ruleset()
+_PINEAPPLE = Ruleset(
+    name="pineapple",
+    streets=PINEAPPLE_STREETS,
+    max_players=3,
+    fantasyland_entry=_entries((*_QQ_PLUS, 14)),
+    stay_cards=14,
+)
 PRESETS: dict[str, Ruleset] = {
     r.name: r
     for r in (
-        Ruleset(),
-        Ruleset(
-            name="pineapple",
-            streets=PINEAPPLE_STREETS,
-            max_players=3,
-            fantasyland_entry=_entries((*_QQ_PLUS, 14)),
-            stay_cards=14,
-        ),
+        _CLASSIC,
+        _PINEAPPLE,
         Ruleset(
             name="progressive-pineapple",
             streets=PINEAPPLE_STREETS,
@@ -490,6 +518,10 @@ PRESETS: dict[str, Ruleset] = {
             fantasyland_entry=_entries((*_QQ_PLUS, 14)),
             stay_cards=14,
         ),
+        # Jokers (docs/jokers.md): classic with one joker in a 53-card deck, Pineapple with
+        # both in a 54-card deck; otherwise the classic and pineapple presets.
+        _CLASSIC.replace(name="classic-joker", jokers=1),
+        _PINEAPPLE.replace(name="pineapple-jokers", jokers=2),
     )
 }
 DEFAULT_RULESET = PRESETS["classic"]
@@ -648,6 +680,7 @@ _READERS: dict[str, Any] = {
     "stay_cards": _int,
     "max_consecutive_fantasylands": _optional_int,
     "button_moves_in_fantasyland": _bool,
+    "jokers": _int,
 }
 
 

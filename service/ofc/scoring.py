@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import NamedTuple
 
-from ofc.cards import ALL_CARDS, Card, format_cards, parse_cards
+from ofc.cards import ANY_CARD, MAX_JOKERS, Card, deck_cards, format_cards, parse_cards
 from ofc.errors import (
     DuplicateCardError,
+    InvalidCardError,
     InvalidInputError,
     WrongPlayerCountError,
     WrongRowSizeError,
@@ -88,7 +89,8 @@ class FantasylandResult(NamedTuple):
 NO_FANTASYLAND = FantasylandResult()
 _NO_ROYALTIES = (0, 0, 0)
 _ROW_INDEX = {row: i for i, row in enumerate(ROWS)}
-_CARD_IDS = frozenset(ALL_CARDS)
+# The cards of a deck with 0, 1, 2 jokers.
+_DECK_IDS = tuple(frozenset(deck_cards(j)) for j in range(MAX_JOKERS + 1))
 
 
 class BoardResult(NamedTuple):
@@ -161,9 +163,12 @@ class Settlement(NamedTuple):
 
 
 # --- validation -----------------------------------------------------------------------------
-def validate_boards(boards: Sequence[Board], *, complete: bool = True) -> None:
+def validate_boards(
+    boards: Sequence[Board], *, complete: bool = True, jokers: int = MAX_JOKERS
+) -> None:
     """Raise a typed error naming ``players[i].row`` for a wrong row size or a card that
-    appears twice anywhere; ``complete=False`` allows rows that are not full yet.
+    appears twice anywhere; ``complete=False`` allows rows that are not full yet. A joker
+    the deck does not have (``jokers``: the ruleset's) is an ``InvalidCardError``.
 
     >>> validate_boards([Board.parse("7s 7d 2c / 3c 3d 4h 5h 6h / 7s 8s 9s Ts Js")])
     Traceback (most recent call last):
@@ -183,7 +188,7 @@ def validate_boards(boards: Sequence[Board], *, complete: bool = True) -> None:
             cards += bottom
         else:
             # All known and none twice: nothing is lost when keeping only the known ones.
-            if len(_CARD_IDS.intersection(cards)) == len(cards):
+            if len(_DECK_IDS[jokers].intersection(cards)) == len(cards):
                 return
     seen: dict[int, str] = {}
     for i, board in enumerate(boards):
@@ -196,8 +201,14 @@ def validate_boards(boards: Sequence[Board], *, complete: bool = True) -> None:
                     field=place,
                 )
             for card in board.row(row):
-                if card not in _CARD_IDS:
+                if card not in ANY_CARD:
                     raise InvalidInputError(f"{place} holds {card!r}, not a Card", field=place)
+                if card not in _DECK_IDS[jokers]:
+                    raise InvalidCardError(
+                        f"{place} holds the joker {card}, but the deck has "
+                        f"{jokers} joker{'' if jokers == 1 else 's'}",
+                        field=place,
+                    )
                 first = seen.get(card)
                 if first is not None:  # also within one row
                     message = f"duplicate card {card}: {first} and {place}"
@@ -336,7 +347,7 @@ def settle(
             f"boards, got {n}",
             field="players",
         )
-    validate_boards(boards)
+    validate_boards(boards, jokers=ruleset.jokers)
     if in_fantasyland is None and fantasyland_cards is None and fantasyland_streaks is None:
         results = [_assess(board, ruleset, 0, 0) for board in boards]
     else:

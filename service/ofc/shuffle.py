@@ -5,11 +5,17 @@ u64be(nonce) u32be(k))``, eight big-endian u32 per block; an unbiased ``choice(m
 words at or above ``2^32 - 2^32 mod m``; Fisher-Yates from position 51 down to 1 on the
 canonical deck (id order). The commitment published before the deal is ``SHA-256(seed)``.
 
+ofc-shuffle-v2 (docs/shuffle-v2.md) is the same word stream and the same choice on a deck of
+N cards: the 52 in id order, then the jokers ``X1``, ``X2``; Fisher-Yates from N-1 down to
+1. Decks with jokers are v2; a 52-card deck stays v1 (v2 with N = 52 is the same deck).
+
 >>> seed = bytes(range(32))
 >>> commitment(seed)
 '630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd'
 >>> format_cards(shuffle_deck(seed, b"auditor-test", 1)[:5])
 'Qs 6d Ad Td 6s'
+>>> format_cards(shuffle_deck_v2(seed, b"auditor-test", 1, deck_size=54)[:5])
+'8s 9s 2d 7s 5h'
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ import hmac
 import struct
 from collections.abc import Iterator, Sequence
 
-from ofc.cards import ALL_CARDS, Card, format_cards
+from ofc.cards import ALL_CARDS, MAX_JOKERS, NATURAL_CARDS, Card, deck_cards, format_cards
 from ofc.errors import InvalidSeedError
 
 ALGORITHM = "ofc-shuffle-v1"
+ALGORITHM_V2 = "ofc-shuffle-v2"
+ALGORITHMS = (ALGORITHM, ALGORITHM_V2)
+DECK_SIZES = tuple(range(NATURAL_CARDS, NATURAL_CARDS + MAX_JOKERS + 1))  # 52, 53, 54
 SERVER_SEED_BYTES = 32
 _DOMAIN = ALGORITHM.encode() + b"\x00"
 _U64_MAX = (1 << 64) - 1
@@ -30,11 +39,17 @@ _U32_MAX = (1 << 32) - 1
 
 __all__ = [
     "ALGORITHM",
+    "ALGORITHMS",
+    "ALGORITHM_V2",
+    "DECK_SIZES",
+    "algorithm_for",
     "combine_client_seeds",
     "commitment",
+    "deal_deck",
     "format_cards",
     "parse_seed_hex",
     "shuffle_deck",
+    "shuffle_deck_v2",
     "verify_commitment",
     "word_stream",
 ]
@@ -77,14 +92,55 @@ def choice(m: int, words: Iterator[int]) -> int:
     raise InvalidSeedError("word stream ended")  # only a finite injected stream gets here
 
 
-def shuffle_deck(server_seed: bytes, client_seed: bytes = b"", nonce: int = 0) -> tuple[Card, ...]:
-    """The 52-card deck, position 0 (dealt first) first."""
-    words = word_stream(server_seed, client_seed, nonce)
-    deck = list(ALL_CARDS)
-    for i in range(51, 0, -1):
+def _fisher_yates(deck: list[Card], words: Iterator[int]) -> tuple[Card, ...]:
+    for i in range(len(deck) - 1, 0, -1):
         j = choice(i + 1, words)
         deck[i], deck[j] = deck[j], deck[i]
     return tuple(deck)
+
+
+def shuffle_deck(server_seed: bytes, client_seed: bytes = b"", nonce: int = 0) -> tuple[Card, ...]:
+    """ofc-shuffle-v1: the 52-card deck, position 0 (dealt first) first."""
+    return _fisher_yates(list(ALL_CARDS), word_stream(server_seed, client_seed, nonce))
+
+
+def shuffle_deck_v2(
+    server_seed: bytes, client_seed: bytes = b"", nonce: int = 0, *, deck_size: int
+) -> tuple[Card, ...]:
+    """ofc-shuffle-v2: a deck of ``deck_size`` (52..54) cards, jokers after the 52.
+
+    >>> shuffle_deck_v2(bytes(32), deck_size=52) == shuffle_deck(bytes(32))
+    True
+    """
+    if isinstance(deck_size, bool) or deck_size not in DECK_SIZES:
+        raise InvalidSeedError(
+            f"{ALGORITHM_V2} shuffles {DECK_SIZES[0]}..{DECK_SIZES[-1]} cards, not {deck_size!r}",
+            field="deck_size",
+        )
+    words = word_stream(server_seed, client_seed, nonce)
+    return _fisher_yates(list(deck_cards(deck_size - NATURAL_CARDS)), words)
+
+
+def algorithm_for(jokers: int) -> str:
+    """The deal algorithm of a deck with ``jokers`` jokers: v1 without, v2 with.
+
+    >>> algorithm_for(0), algorithm_for(2)
+    ('ofc-shuffle-v1', 'ofc-shuffle-v2')
+    """
+    return ALGORITHM if jokers == 0 else ALGORITHM_V2
+
+
+def deal_deck(
+    server_seed: bytes, client_seed: bytes = b"", nonce: int = 0, *, jokers: int = 0
+) -> tuple[Card, ...]:
+    """The deck of a hand: ofc-shuffle-v1 for 52 cards, v2 for a deck with jokers.
+
+    >>> len(deal_deck(bytes(32), jokers=1)), deal_deck(bytes(32)) == shuffle_deck(bytes(32))
+    (53, True)
+    """
+    if jokers == 0:
+        return shuffle_deck(server_seed, client_seed, nonce)
+    return shuffle_deck_v2(server_seed, client_seed, nonce, deck_size=NATURAL_CARDS + jokers)
 
 
 def commitment(server_seed: bytes) -> str:

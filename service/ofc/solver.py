@@ -44,8 +44,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, combinations, combinations_with_replacement, starmap
 
-from ofc.cards import ALL_CARDS, Card
-from ofc.errors import DuplicateCardError, InvalidInputError, WrongCardCountError
+from ofc.cards import ANY_CARD, Card
+from ofc.errors import (
+    DuplicateCardError,
+    InvalidCardError,
+    InvalidInputError,
+    WrongCardCountError,
+)
 from ofc.evaluator import rank3, rank5
 from ofc.rulesets import DEFAULT_RULESET, Row, Ruleset
 from ofc.scoring import Board, assess, row_royalty
@@ -71,7 +76,7 @@ worth :data:`DEFAULT_FANTASYLAND_VALUE`)."""
 FOULED_OBJECTIVE = -1
 """The ``objective`` of a fouled answer (never returned for 13+ cards; see the docstring)."""
 
-_CARD_SET = frozenset(ALL_CARDS)
+_CARD_SET = ANY_CARD  # the 52 and the jokers
 _NEG = -(1 << 30)  # "no top fits": below any reachable score
 
 
@@ -142,7 +147,7 @@ def solve_fantasyland(
     >>> solve_fantasyland(s.board.cards, fantasyland_value=0).objective
     37
     """
-    hand = _check_cards(cards)
+    hand = _check_cards(cards, ruleset.deck_size)
     values = _values_by_cards(fantasyland_value)
     tier = len(hand) if in_fantasyland else 0
     cap = ruleset.max_consecutive_fantasylands
@@ -197,7 +202,7 @@ def _values_by_cards(raw: FantasylandValue) -> tuple[int, int, int, int, int]:
 
 
 # --- input ----------------------------------------------------------------------------------
-def _check_cards(cards: Sequence[Card]) -> tuple[Card, ...]:
+def _check_cards(cards: Sequence[Card], deck_size: int) -> tuple[Card, ...]:
     hand = tuple(cards)
     if not 13 <= len(hand) <= 17:
         raise WrongCardCountError(
@@ -209,6 +214,11 @@ def _check_cards(cards: Sequence[Card]) -> tuple[Card, ...]:
             raise InvalidInputError(f"not a card: {card!r}", field="cards")
         if card in seen:
             raise DuplicateCardError(f"duplicate card {Card(card)}", field="cards")
+        if card >= deck_size:
+            raise InvalidCardError(
+                f"the joker {Card(card)} is not in the ruleset's {deck_size}-card deck",
+                field="cards",
+            )
         seen.add(card)
     return tuple(Card(c) for c in hand)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grpc
 import pytest
 from ofc.rulesets import PRESETS, resolve_ruleset
 from ofc.scoring import Board, settle
@@ -252,6 +253,36 @@ def test_list_presets_has_every_parameter(stub: RulesServiceStub) -> None:
     assert classic.scoring == ruleset_pb2.ScoringScheme(name="1-6", row_value=1, scoop_bonus=3)
     progressive = presets[2]
     assert [e.cards for e in progressive.fantasyland_entry] == [14, 15, 16, 17]
+    decks = {p.name: (p.jokers, p.deck_size) for p in presets}
+    assert decks["classic"] == (0, 52)
+    assert decks["classic-joker"] == (1, 53) and decks["pineapple-jokers"] == (2, 54)
+
+
+# --- jokers over the wire ---------------------------------------------------------------------
+def test_evaluate_row_with_jokers(stub: RulesServiceStub) -> None:
+    top = stub.EvaluateRow(
+        pb.EvaluateRowRequest(cards=["X1", "Kd", "Ac"], row=cards_pb2.ROW_POSITION_TOP)
+    )
+    assert (top.hand.name, top.royalty) == ("pair of aces, king kicker", 9)
+    natural = stub.EvaluateRow(
+        pb.EvaluateRowRequest(cards=["As", "Kd", "Ac"], row=cards_pb2.ROW_POSITION_TOP)
+    )
+    assert natural.hand.value == top.hand.value  # a joker ranks as the card it stands for
+    bottom = stub.EvaluateRow(pb.EvaluateRowRequest(cards=["x2", "X1", "Th", "Jh", "Ah"]))
+    assert bottom.hand.category == cards_pb2.HAND_CATEGORY_ROYAL_FLUSH
+
+
+def test_settle_with_jokers_needs_a_ruleset_with_jokers(stub: RulesServiceStub) -> None:
+    joker_a = "X1 3d 2h / 6c 6d 9h 8s 4c / 9c 8c 7d 6h 5s"  # X1 pairs the three: 33 under 66
+    message = hand(joker_a, EXAMPLE_1_B)
+    refused = stub.SettleHands(pb.SettleHandsRequest(hands=[message]))
+    assert refused.results[0].error.reason == "INVALID_CARD"
+    message.ruleset.CopyFrom(ruleset_pb2.RulesetSpec(preset="classic-joker"))
+    settled = stub.SettleHand(pb.SettleHandRequest(hand=message)).settlement
+    # rules.md example 1 with A's top Ac made a pair by the joker: A still wins every row,
+    # 3 + 3 scoop + 2 (bottom straight); a pair of threes pays no royalty.
+    assert [p.points for p in settled.players] == [8, -8]
+    assert settled.players[0].board.top.name == "pair of threes, two kicker"
 
 
 def _overrides_from(params: ruleset_pb2.RulesetParameters) -> ruleset_pb2.RulesetOverrides:
@@ -273,6 +304,7 @@ def _overrides_from(params: ruleset_pb2.RulesetParameters) -> ruleset_pb2.Rulese
         max_consecutive_fantasylands=params.max_consecutive_fantasylands,
         button_moves_in_fantasyland=params.button_moves_in_fantasyland,
         fantasyland_tiers=ruleset_pb2.FantasylandTierList(tiers=params.fantasyland_tiers),
+        jokers=params.jokers,
     )
 
 
@@ -332,6 +364,26 @@ def test_derive_deck_reproduces_the_spec_vectors(stub: RulesServiceStub) -> None
     assert list(by_bytes.deck) == VECTOR_DECK and by_bytes.first_block_hex == ""
     other_nonce = stub.DeriveDeck(pb.DeriveDeckRequest(server_seed_hex=SEED_HEX, nonce=2**64 - 1))
     assert sorted(other_nonce.deck) == sorted(VECTOR_DECK) and list(other_nonce.deck) != VECTOR_DECK
+
+
+def test_derive_deck_with_jokers_is_ofc_shuffle_v2(stub: RulesServiceStub) -> None:
+    request = pb.DeriveDeckRequest(server_seed_hex=SEED_HEX, client_seed_text="auditor-test")
+    request.nonce, request.jokers = 1, 2
+    two = stub.DeriveDeck(request)
+    assert two.algorithm == "ofc-shuffle-v2" and len(two.deck) == 54
+    assert " ".join(two.deck[:6]) == "8s 9s 2d 7s 5h 6h"  # docs/shuffle-v2.md, N = 54
+    assert list(two.deck).index("X1") == 42 and list(two.deck).index("X2") == 29
+    request.jokers = 1
+    one = stub.DeriveDeck(request)
+    assert one.algorithm == "ofc-shuffle-v2" and one.deck[37] == "X1" and len(one.deck) == 53
+
+
+def test_derive_deck_with_three_jokers_is_refused(stub: RulesServiceStub) -> None:
+    request = pb.DeriveDeckRequest(server_seed_hex=SEED_HEX, jokers=3)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.DeriveDeck(request)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "0..2 jokers" in (info.value.details() or "")
 
 
 def test_verify_commitment(stub: RulesServiceStub) -> None:

@@ -72,7 +72,7 @@ def test_score_remote_bad_input_exits_2_with_reason_and_field(
 def test_deal_remote_equals_local(
     server: BackgroundServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for extra in ([], ["--json"]):
+    for extra in ([], ["--json"], ["--jokers", "1"], ["--jokers", "2", "--json"]):
         assert run(["deal", "--server", server.address, *DEAL, *extra], capsys) == run(
             ["deal", *DEAL, *extra], capsys
         )

@@ -187,7 +187,9 @@ def test_verify_js_accepts_the_golden_histories_of_earlier_releases(node: str) -
 
 def test_verify_js_accepts_the_golden_histories_of_format_3(node: str) -> None:
     paths = sorted(GOLDEN.glob("*/*.json")) + sorted(GOLDEN.glob("*/match/hand-????.json"))
-    new = [p for p in paths if json.loads(p.read_text())["format_version"] >= 3]
+    # Format 4 (decks with jokers) is not read by verify.js yet; clients/node/test/
+    # shuffle_v2.test.js re-derives those histories' deals with lib/shuffle_v2.js.
+    new = [p for p in paths if json.loads(p.read_text())["format_version"] == 3]
     assert new, "no golden history of format 3 yet"
     result = _verify(node, *new)
     assert result.returncode == 0, result.stdout + result.stderr

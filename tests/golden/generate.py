@@ -10,7 +10,8 @@ its own when its dependencies are the same)::
 
 It writes, into the directory given (tests/golden/README.md lists what each file is):
 
-- ``play-<ruleset>-<players>.json``: what ``ofc play`` prints (every move a timeout);
+- ``play-<ruleset>-<players>.json``: what ``ofc play`` prints (every move a timeout), for
+  the joker presets too in releases that have them (hand-history format 4);
 - ``fantasyland-*.json``: hands with Fantasyland seats, every move a timeout, built with the
   core API of that release (``hand_history`` of a table whose seats are owed a Fantasyland);
 - ``match/`` (releases with players' client seeds, 9d0467e on): a live table on a real gRPC
@@ -60,6 +61,8 @@ SEEDS = {
     "turbo": "44" * 32,
     "progressive-pineapple-keep": "55" * 32,
     "pineapple-top-high-card": "66" * 32,
+    "classic-joker": "55" * 32,
+    "pineapple-jokers": "66" * 32,
 }
 API_KEY = "golden-operator-key"
 TURN_MS = 1_000
@@ -83,6 +86,12 @@ def play(ruleset: str, players: int, client_seed: str, *extra: str) -> str:
     with contextlib.redirect_stdout(out):
         assert ofc_main([*args, "--client-seed", client_seed, *extra]) == 0
     return out.getvalue()
+
+
+def has_preset(ruleset: str) -> bool:
+    from ofc import rulesets
+
+    return ruleset in rulesets.PRESETS
 
 
 def play_supports(option: str) -> bool:
@@ -413,7 +422,12 @@ def main(argv: list[str]) -> int:
         ("pineapple", 3, "golden-pineapple"),
         ("progressive-pineapple", 3, "golden-progressive"),
         ("turbo", 2, "golden-turbo"),
+        ("classic-joker", 2, "golden-joker"),
+        ("classic-joker", 4, "golden-joker-4"),
+        ("pineapple-jokers", 3, "golden-jokers"),
     ]:
+        if not has_preset(ruleset):  # the joker presets came with format 4
+            continue
         (out / f"play-{ruleset}-{players}.json").write_text(play(ruleset, players, client))
     from ofc.rulesets import PRESETS
 
@@ -429,8 +443,9 @@ def main(argv: list[str]) -> int:
         ("fantasyland-classic-4", "classic", 4, {2: 13, 3: 13}, 1),
         ("fantasyland-progressive-3", "progressive-pineapple", 3, {1: 15}, 0),
         ("fantasyland-pineapple-one-left", "pineapple", 3, {0: 14, 2: 14}, 2),
+        ("fantasyland-pineapple-jokers-3", "pineapple-jokers", 3, {1: 14, 2: 14}, 0),
     ]:
-        if players > engine.new_match(ruleset).ruleset.max_players:
+        if not has_preset(ruleset) or players > engine.new_match(ruleset).ruleset.max_players:
             continue
         history = fantasyland_hand(
             ruleset, players, owed, button=button, seed=bytes([7]) * 32, client=name.encode()

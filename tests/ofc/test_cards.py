@@ -1,4 +1,4 @@
-"""Cards: the 52 ids, parse/format pairs, and bad tokens quoted in the error."""
+"""Cards: the 52 ids and the two jokers', parse/format pairs, and bad tokens quoted in the error."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ofc.cards import (
     ALL_CARDS,
+    ANY_CARD,
     CARD_CODES,
+    JOKERS,
     Card,
     Rank,
     Suit,
     card_codes,
+    deck_cards,
     format_cards,
     parse_cards,
 )
@@ -182,7 +185,49 @@ def test_rank_parse() -> None:
             Rank.parse(bad)
 
 
-@pytest.mark.parametrize("bad_id", [-1, 52, 100])
+# --- jokers: ids 52 and 53, after the 52 cards (the ofc-shuffle-v2 canonical order) ----------
+@pytest.mark.parametrize(
+    ("token", "card_id"), [("X1", 52), ("x1", 52), (" X1 ", 52), ("X2", 53), ("x2", 53)]
+)
+def test_joker_codes(token: str, card_id: int) -> None:
+    joker = Card.parse(token)
+    assert int(joker) == card_id and joker is Card(card_id) and joker.is_joker
+    assert str(joker) == joker.code == ("X1", "X2")[card_id - 52]
+    assert repr(joker) == f"Card.parse({joker.code!r})"
+    assert pickle.loads(pickle.dumps(joker)) is joker
+
+
+def test_a_joker_has_no_rank_or_suit() -> None:
+    joker = Card.parse("X2")
+    with pytest.raises(InvalidCardError, match="X2 is a joker"):
+        joker.rank  # noqa: B018
+    with pytest.raises(InvalidCardError, match="X2 is a joker"):
+        joker.suit  # noqa: B018
+    assert not any(c.is_joker for c in ALL_CARDS)
+
+
+@pytest.mark.parametrize(("jokers", "size", "last"), [(0, 52, "As"), (1, 53, "X1"), (2, 54, "X2")])
+def test_decks_with_jokers(jokers: int, size: int, last: str) -> None:
+    deck = deck_cards(jokers)
+    assert len(deck) == size and str(deck[-1]) == last
+    assert deck[:52] == ALL_CARDS and deck[52:] == JOKERS[:jokers]
+    assert frozenset(deck_cards(2)) == ANY_CARD
+    assert parse_cards(format_cards(deck)) == deck
+
+
+@pytest.mark.parametrize("jokers", [-1, 3, True, "1"])
+def test_bad_joker_count(jokers: object) -> None:
+    with pytest.raises(InvalidCardError, match=r"0\.\.2 jokers"):
+        deck_cards(jokers)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("token", ["X", "X0", "X3", "XX", "J1", "Xs"])
+def test_bad_joker_tokens(token: str) -> None:
+    with pytest.raises(InvalidCardError, match=repr(token)):
+        Card.parse(token)
+
+
+@pytest.mark.parametrize("bad_id", [-1, 54, 100])
 def test_bad_card_id(bad_id: int) -> None:
     with pytest.raises(InvalidCardError, match=str(bad_id)):
         Card(bad_id)
@@ -207,7 +252,7 @@ _SUIT_SPELLINGS = {
 }
 
 
-@given(st.lists(card_ids, max_size=20))
+@given(st.lists(st.integers(min_value=0, max_value=53), max_size=20))
 def test_format_then_parse_round_trips(ids: list[int]) -> None:
     cards = tuple(Card(i) for i in ids)
     assert parse_cards(format_cards(cards)) == cards

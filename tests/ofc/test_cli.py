@@ -270,6 +270,19 @@ def test_deal_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert out == f"commitment {SPEC_COMMITMENT}\n{SPEC_DECK}\n"
 
 
+def test_deal_with_jokers_is_ofc_shuffle_v2(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run([*DEAL, "--jokers", "2", "--json"], capsys)
+    deck = json.loads(out)["deck"]
+    assert status == 0 and len(deck) == 54  # docs/shuffle-v2.md's N = 54 vector
+    assert (
+        deck[:6] == ["8s", "9s", "2d", "7s", "5h", "6h"] and deck[29] == "X2" and deck[42] == "X1"
+    )
+    assert run([*DEAL, "--jokers", "0"], capsys) == run(DEAL, capsys)
+    with pytest.raises(SystemExit) as exit_:  # argparse: a usage error
+        main([*DEAL, "--jokers", "3"])
+    assert exit_.value.code == 2 and "invalid choice: 3" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "field"),
     [

@@ -517,8 +517,10 @@ REJECTIONS: list[tuple[str, object, Action, type[OfcError], str]] = [
      "discard"),
     ("bad row", classic_start, Place(1, ((c("Kh"), "side"), *FIVE[1:])),  # type: ignore[arg-type]
      InvalidRowError, "placements[0].row"),
-    ("bad card", classic_start, Place(1, ((52, T), *FIVE[1:])),  # type: ignore[arg-type]
+    ("bad card", classic_start, Place(1, ((54, T), *FIVE[1:])),  # type: ignore[arg-type]
      InvalidCardError, "placements[0].card"),
+    ("a joker in a 52-card deck", classic_start, Place(1, ((c("X1"), T), *FIVE[1:])),
+     CardNotDealtError, "placements[0].card"),
     ("set without Fantasyland", classic_start, SetFantasyland(1, (), (), ()), NotInFantasylandError,
      "seat"),
     ("timeout out of turn", classic_start, Timeout(0, Place(0, FIVE)), NotYourTurnError, "seat"),

@@ -17,7 +17,7 @@ from typing import Protocol, TypeVar
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ofc.cards import ALL_CARDS, Card
+from ofc.cards import ALL_CARDS, Card, deck_cards
 from ofc.codec import (
     action_from_dict,
     action_to_dict,
@@ -175,7 +175,7 @@ def check_invariants(state: MatchState, events: tuple[Event, ...]) -> None:
     # Every card in exactly one place: a board, a batch, a discard pile or the undealt deck.
     held = [c for s in hand.seats for c in (*s.board.cards, *s.pending, *s.discards)]
     assert len(held) == len(set(held))
-    assert sorted(held + list(hand.deck[hand.dealt :])) == list(ALL_CARDS)
+    assert sorted(held + list(hand.deck[hand.dealt :])) == list(deck_cards(state.ruleset.jokers))
     assert set(held) == set(hand.deck[: hand.dealt])
     # The state survives JSON exactly.
     assert state_from_dict(json.loads(json.dumps(state_to_dict(state)))) == state

@@ -36,7 +36,7 @@ def load(path: Path) -> tuple[History, Callable[[History], Any]]:
 
 def test_the_golden_files_are_there() -> None:
     releases = {p.relative_to(GOLDEN).parts[0] for p in FILES}
-    assert {"10c2cc1", "f66bf42", "b8846da", "971f768", "18a23e9"} <= releases
+    assert {"10c2cc1", "f66bf42", "b8846da", "971f768", "18a23e9", "c044494"} <= releases
     assert len(FILES) >= 37 and MATCHES
 
 
@@ -100,19 +100,113 @@ TAMPERS: dict[str, tuple[Callable[[History], str], Code]] = {
 }
 
 
-@pytest.mark.parametrize("tamper", list(TAMPERS))
-@pytest.mark.parametrize("path", FILES, ids=IDS)
-def test_a_tampered_golden_history_is_rejected(path: Path, tamper: str) -> None:
-    history, rewrap = load(path)
-    mutate, code = TAMPERS[tamper]
+def _tampered(
+    history: History, rewrap: Callable[[History], Any], mutate: Callable[[History], str], code: Code
+) -> Any:
+    """A copy changed by ``mutate`` is rejected with ``code`` where ``mutate`` says."""
     tampered = copy.deepcopy(history)
     location = mutate(tampered)
     found = check_history_json(json.dumps(rewrap(tampered))).discrepancy
     assert found is not None, "tampering went unnoticed"
     assert (found.code, found.location) == (code, location), str(found)
+    return found
+
+
+@pytest.mark.parametrize("tamper", list(TAMPERS))
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_a_tampered_golden_history_is_rejected(path: Path, tamper: str) -> None:
+    history, rewrap = load(path)
+    found = _tampered(history, rewrap, *TAMPERS[tamper])
     if tamper == "placement":
         assert found.message.startswith("CARD_NOT_DEALT: ")
     assert check_history(history).ok  # the original still verifies
+
+
+# --- jokers: format 4, ofc-shuffle-v2 -------------------------------------------------------------
+JOKER_FILES = [p for p in FILES if "joker" in p.name]
+
+
+def test_the_joker_histories_are_format_4_with_jokers_on_boards() -> None:
+    assert {p.name for p in JOKER_FILES} >= {
+        "play-classic-joker-2.json",
+        "play-classic-joker-4.json",
+        "play-pineapple-jokers-3.json",
+        "fantasyland-pineapple-jokers-3.json",
+    }
+    placed = set()
+    for path in JOKER_FILES:
+        history, _ = load(path)
+        jokers = history["initial_state"]["ruleset"]["jokers"]
+        assert (history["format_version"], history["algorithm"]) == (4, "ofc-shuffle-v2")
+        assert history["deck_size"] == 52 + jokers
+        placed |= {c for b in history["boards"] for r in ("top", "middle", "bottom") for c in b[r]}
+    assert {"X1", "X2"} <= placed  # both jokers were played in a row somewhere
+
+
+def _first_joker(h: History) -> tuple[int, str, int]:
+    return next(
+        (i, row, k)
+        for i, b in enumerate(h["boards"])
+        for row in ("top", "middle", "bottom")
+        for k, c in enumerate(b[row])
+        if c.startswith("X")
+    )
+
+
+def _named_v1(h: History) -> str:
+    h["algorithm"] = "ofc-shuffle-v1"
+    return "algorithm"
+
+
+def _deck_of_52(h: History) -> str:
+    h["deck_size"] = 52
+    return "deck_size"
+
+
+def _no_deck_size(h: History) -> str:
+    del h["deck_size"]
+    return "deck_size"
+
+
+def _as_format_3(h: History) -> str:
+    h["format_version"] = 3
+    return "format_version"  # "the ruleset uses options of version 4 (..., jokers)"
+
+
+def _one_joker_fewer(h: History) -> str:
+    h["initial_state"]["ruleset"]["jokers"] -= 1
+    # One joker left: the deck size no longer agrees; none: a 52-card ruleset writes no key.
+    return (
+        "deck_size" if h["initial_state"]["ruleset"]["jokers"] else "initial_state.ruleset.jokers"
+    )
+
+
+JOKER_TAMPERS: dict[str, tuple[Callable[[History], str], Code]] = {
+    "v1 named": (_named_v1, Code.MALFORMED_HISTORY),
+    "deck size": (_deck_of_52, Code.MALFORMED_HISTORY),
+    "no deck size": (_no_deck_size, Code.MALFORMED_HISTORY),
+    "format 3": (_as_format_3, Code.MALFORMED_HISTORY),
+    "one joker fewer": (_one_joker_fewer, Code.MALFORMED_HISTORY),
+}
+
+
+@pytest.mark.parametrize("tamper", list(JOKER_TAMPERS))
+@pytest.mark.parametrize("path", JOKER_FILES, ids=[p.name for p in JOKER_FILES])
+def test_a_tampered_joker_history_is_rejected(path: Path, tamper: str) -> None:
+    history, rewrap = load(path)
+    _tampered(history, rewrap, *JOKER_TAMPERS[tamper])
+
+
+def test_a_joker_on_a_board_turned_into_the_card_it_stood_for_is_caught() -> None:
+    path = next(p for p in JOKER_FILES if p.name == "play-pineapple-jokers-3.json")
+    history, _ = load(path)
+    seat, row, k = _first_joker(history)
+    tampered = copy.deepcopy(history)
+    tampered["boards"][seat][row][k] = "2c" if "2c" not in str(history["boards"]) else "2d"
+    found = check_history_json(json.dumps(tampered)).discrepancy
+    assert found is not None, "tampering went unnoticed"
+    location = f"boards[{seat}].{row}[{k}]"
+    assert (found.code, found.location) == (Code.BOARD_MISMATCH, location), str(found)
 
 
 # --- matches ------------------------------------------------------------------------------------

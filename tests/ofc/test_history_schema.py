@@ -19,6 +19,7 @@ import pytest
 from ofc.codec import state_to_dict
 from ofc.engine import new_match
 from ofc.rulesets import DEFAULT_RULESET, PRESETS
+from ofc.shuffle import algorithm_for
 from ofc.verify import SECTION_CODES, example_history
 from ofc_cli.main import main
 
@@ -119,10 +120,11 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     ruleset = defs["ruleset"]
     assert set(ruleset["required"]) == set(DEFAULT_RULESET.to_dict())
     tiered = PRESETS["progressive-pineapple-keep"].to_dict()
+    jokers = PRESETS["pineapple-jokers"].to_dict()
     assert (
         set(ruleset["properties"])
-        == set(tiered)
-        == {*DEFAULT_RULESET.to_dict(), "fantasyland_tiers"}
+        == set(tiered) | set(jokers)
+        == {*DEFAULT_RULESET.to_dict(), "fantasyland_tiers", "jokers"}
     )
     royalties = ruleset["properties"]["royalties"]
     assert set(royalties["properties"]) == set(
@@ -156,7 +158,9 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     for preset in PRESETS.values():  # every preset's parameters fit the ruleset definition
         state = state_to_dict(new_match(preset))
         version = 4 if preset.uses_later_options else 3
-        assert errors({**history, "format_version": version, "initial_state": state}) == []
+        deck: dict[str, Any] = {"algorithm": algorithm_for(preset.jokers)}
+        deck |= {"deck_size": preset.deck_size} if preset.jokers else {}  # ofc-shuffle-v2
+        assert errors({**history, **deck, "format_version": version, "initial_state": state}) == []
         if preset.uses_later_options:  # and version 4's options need version 4
             assert errors({**history, "initial_state": state}) != []
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 import pytest
@@ -131,6 +132,17 @@ PRESET_PARAMETERS: dict[str, dict[str, Any]] = {
         "button_moves_in_fantasyland": True,
     },
 }
+# The joker presets: classic and pineapple with one and two jokers (docs/jokers.md).
+PRESET_PARAMETERS["classic-joker"] = {
+    **PRESET_PARAMETERS["classic"],
+    "name": "classic-joker",
+    "jokers": 1,
+}
+PRESET_PARAMETERS["pineapple-jokers"] = {
+    **PRESET_PARAMETERS["pineapple"],
+    "name": "pineapple-jokers",
+    "jokers": 2,
+}
 
 # name, cards a normal seat is dealt, discards, most Fantasyland cards
 PRESET_SHAPES = [
@@ -138,6 +150,8 @@ PRESET_SHAPES = [
     ("pineapple", 17, 4, 14),
     ("progressive-pineapple", 17, 4, 17),
     ("turbo", 13, 0, 13),
+    ("classic-joker", 13, 0, 13),
+    ("pineapple-jokers", 17, 4, 14),
 ]
 
 
@@ -149,6 +163,8 @@ def test_the_presets_are_exactly_these() -> None:
         "turbo",
         "progressive-pineapple-keep",
         "pineapple-top-high-card",
+        "classic-joker",
+        "pineapple-jokers",
     ]
     assert DEFAULT_RULESET is PRESETS["classic"]
     assert Ruleset() == PRESETS["classic"]
@@ -167,7 +183,48 @@ def test_preset_shapes(name: str, dealt: int, discards: int, most_fl_cards: int)
     assert sum(s.discard for s in ruleset.streets) == discards
     assert sum(s.place for s in ruleset.streets) == BOARD_SIZE == 13
     assert ruleset.max_fantasyland_cards == most_fl_cards
-    assert max(dealt, most_fl_cards) * ruleset.max_players <= 52
+    assert max(dealt, most_fl_cards) * ruleset.max_players <= ruleset.deck_size
+
+
+# --- jokers: 0, 1 or 2, as data; the deck they make -------------------------------------------
+@pytest.mark.parametrize(
+    ("spec", "jokers", "deck_size"),
+    [
+        ("classic", 0, 52),
+        ("classic-joker", 1, 53),
+        ("pineapple-jokers", 2, 54),
+        ({"preset": "pineapple", "jokers": 1}, 1, 53),
+        ({"preset": "classic-joker", "jokers": 0}, 0, 52),
+    ],
+)
+def test_jokers_option(spec: Any, jokers: int, deck_size: int) -> None:
+    ruleset = resolve_ruleset(spec)
+    assert (ruleset.jokers, ruleset.deck_size) == (jokers, deck_size)
+    assert ("jokers" in ruleset.to_dict()) is (jokers > 0)  # 52-card rulesets read as before
+    assert ruleset_from_dict(ruleset.to_dict()) == ruleset
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"jokers": 3}, "0..2 jokers, not 3"),
+        ({"jokers": -1}, "0..2 jokers, not -1"),
+        ({"jokers": True}, "expected an integer"),
+        ({"jokers": "1"}, "expected an integer"),
+    ],
+)
+def test_bad_jokers(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidRulesetError, match=re.escape(message)) as info:
+        resolve_ruleset(overrides)
+    assert info.value.field in ("jokers", "ruleset.jokers")
+
+
+def test_a_joker_makes_room_for_one_more_card() -> None:
+    # Four seats of 13 fill 52 cards; 14-card Fantasylands for four need 56: too many even
+    # with two jokers, while three seats of 17 (51) fit any deck.
+    with pytest.raises(InvalidRulesetError, match="exceed the 54-card deck"):
+        resolve_ruleset({"stay_cards": 14, "jokers": 2})
+    assert resolve_ruleset({"preset": "pineapple", "max_players": 3, "jokers": 2}).deck_size == 54
 
 
 def test_rows() -> None:

@@ -140,8 +140,12 @@ def random_hands(
 RICH_DECK = range(4 * 7, 52)
 
 
-def check_against_brute_force(hand: Sequence[Card], config: int) -> None:
-    ruleset, kwargs = CONFIGS[config]
+def check_against_brute_force(
+    hand: Sequence[Card], config: int, configs: Sequence[tuple[Ruleset, dict[str, Any]]] = ()
+) -> None:
+    """The solver's answer for ``configs[config]`` (default :data:`CONFIGS`) is the brute
+    force's."""
+    ruleset, kwargs = (configs or CONFIGS)[config]
     solution = solve_fantasyland(hand, ruleset, **kwargs)
     objective, (top, middle, bottom) = brute_force(hand, ruleset, **kwargs)
     assert (solution.objective, solution.top, solution.middle, solution.bottom) == (
@@ -149,7 +153,7 @@ def check_against_brute_force(hand: Sequence[Card], config: int) -> None:
         top,
         middle,
         bottom,
-    ), f"hand {format_cards(hand)} config {CONFIG_IDS[config]}"
+    ), f"hand {format_cards(hand)} config {config} {ruleset.name}"
     check_consistent(hand, solution, ruleset, **kwargs)
 
 
@@ -199,6 +203,65 @@ def test_matches_brute_force_14_cards_many(config: int) -> None:
         check_against_brute_force(hand, config)
     for hand in random_hands(seed=14_100 + config, size=14, count=2, deck=RICH_DECK):
         check_against_brute_force(hand, config)
+
+
+# --- exact with jokers: hands holding one or both jokers (ids 52, 53) ------------------------
+JOKER_DECK = [*range(4 * 7, 52), 52, 53]  # nines to aces and both jokers: rich hands
+
+
+def joker_hands(seed: int, size: int, count: int) -> list[tuple[Card, ...]]:
+    """Hands with at least one joker, half of them with both."""
+    rng = random.Random(seed)
+    hands = []
+    for k in range(count):
+        jokers = [52, 53] if k % 2 else [rng.choice([52, 53])]
+        deck = JOKER_DECK if k % 3 == 0 else range(52)
+        rest = rng.sample([c for c in deck if c < 52], size - len(jokers))
+        hands.append(tuple(Card(c) for c in [*rest, *jokers]))
+    return hands
+
+
+JOKERS_2 = get_ruleset("pineapple-jokers")
+JOKER_CONFIGS: list[tuple[Ruleset, dict[str, Any]]] = [
+    (JOKERS_2, {}),
+    (JOKERS_2, {"in_fantasyland": False}),
+    (JOKERS_2.replace(royalties=UKRAINIAN_ROYALTIES), {"fantasyland_value": 0}),
+    (WEIRD.replace(jokers=2), {"fantasyland_value": 6}),
+]
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_matches_brute_force_with_jokers_13_cards(index: int) -> None:
+    hand = joker_hands(seed=1800 + index, size=13, count=1)[0]
+    check_against_brute_force(hand, index % len(JOKER_CONFIGS), JOKER_CONFIGS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", range(len(JOKER_CONFIGS)))
+def test_matches_brute_force_with_jokers_many(config: int) -> None:
+    for size, count in ((13, 8), (14, 1)):
+        for hand in joker_hands(seed=18_000 + 10 * config + size, size=size, count=count):
+            check_against_brute_force(hand, config, JOKER_CONFIGS)
+
+
+def test_a_joker_set_as_the_hand_it_makes() -> None:
+    # One joker completes the royal flush bottom (25), the other turns 99 88 into a full
+    # house middle (12, and it stays in Fantasyland); QQ on top pays 7: 44 + 10.
+    hand = parse_cards("X1 X2 Ah Kh Qh Jh Qs Qd 9c 9d 8s 8d 7c")
+    solution = solve_fantasyland(hand, JOKERS_2)
+    check_consistent(hand, solution, JOKERS_2)
+    assert format_cards(solution.top) == "Qs Qd 7c"
+    assert format_cards(solution.middle) == "X1 9d 9c 8s 8d"
+    assert format_cards(solution.bottom) == "X2 Ah Kh Qh Jh"
+    assert (solution.royalties, solution.fantasyland_next, solution.objective) == (44, True, 54)
+    assert solution.objective == brute_force(hand, JOKERS_2)[0]
+
+
+def test_a_joker_the_ruleset_does_not_deal_is_refused() -> None:
+    hand = parse_cards("X1 Ah Kh Qh Jh Qs Qd 9c 9d 8s 8d 7c 2c")
+    with pytest.raises(InvalidInputError, match="not in the ruleset's 52-card deck"):
+        solve_fantasyland(hand)
+    assert solve_fantasyland(hand, get_ruleset("classic-joker")).royalties > 0
 
 
 def solution_key(solution: FantasylandSolution) -> tuple[Any, ...]:

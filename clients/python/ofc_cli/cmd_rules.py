@@ -12,7 +12,7 @@ from ofc.codec import error_to_dict, score_request_from_dict, settlement_json
 from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import evaluate
 from ofc.rulesets import PRESETS, Ruleset
-from ofc.shuffle import commitment, parse_seed_hex, shuffle_deck
+from ofc.shuffle import commitment, deal_deck, parse_seed_hex
 
 from ofc_cli import remote
 from ofc_cli.args import distinct_cards, open_lines, read_text, utf8
@@ -27,10 +27,20 @@ def register(subparsers: Any) -> None:
     score.set_defaults(handler=run_score)
     remote.add_server_option(score, remote.run_score)
 
-    deal = subparsers.add_parser("deal", help="derive a deck with ofc-shuffle-v1")
+    deal = subparsers.add_parser(
+        "deal", help="derive a deck with ofc-shuffle-v1 (or v2, for a deck with jokers)"
+    )
     deal.add_argument("--server-seed", required=True, help="32 bytes as 64 hex digits")
     deal.add_argument("--client-seed", default="", help="text, UTF-8 encoded (may be empty)")
     deal.add_argument("--nonce", type=int, required=True, help="unsigned 64-bit integer")
+    deal.add_argument(
+        "--jokers",
+        type=int,
+        choices=(0, 1, 2),
+        default=0,
+        help="jokers in the deck: 0 (52 cards, ofc-shuffle-v1, the default), 1 or 2 (53 or 54 "
+        "cards, ofc-shuffle-v2)",
+    )
     deal.add_argument("--json", action="store_true")
     deal.set_defaults(handler=run_deal)
     remote.add_server_option(deal, remote.run_deal)
@@ -81,7 +91,8 @@ def run_score(args: argparse.Namespace) -> int:
 
 def run_deal(args: argparse.Namespace) -> int:
     seed = parse_seed_hex(args.server_seed)
-    deck = card_codes(shuffle_deck(seed, utf8(args.client_seed, "client_seed"), args.nonce))
+    client_seed = utf8(args.client_seed, "client_seed")
+    deck = card_codes(deal_deck(seed, client_seed, args.nonce, jokers=args.jokers))
     if args.json:
         print(json.dumps({"commitment": commitment(seed), "deck": deck}))
     else:

@@ -353,7 +353,7 @@ def run_deal(args: argparse.Namespace) -> int:
     try:
         with rules_client(args) as client:
             deck = client.derive_deck(
-                args.server_seed, client_seed=args.client_seed, nonce=args.nonce
+                args.server_seed, client_seed=args.client_seed, nonce=args.nonce, jokers=args.jokers
             )
     except OfcClientError as error:
         return _fail(error, args)

@@ -227,14 +227,18 @@ class OfcClient:
         client_seed: bytes | str = b"",
         nonce: int,
         include_first_block: bool = False,
+        jokers: int = 0,
     ) -> Deck:
-        """ofc-shuffle-v1: the commitment and 52-card deck. ``server_seed``: 32 bytes or 64 hex
-        digits; ``client_seed``: bytes, or text (UTF-8)."""
+        """The commitment and deck: ofc-shuffle-v1's 52 cards, or with ``jokers`` (1, 2)
+        ofc-shuffle-v2's 53 or 54. ``server_seed``: 32 bytes or 64 hex digits;
+        ``client_seed``: bytes, or text (UTF-8)."""
         if isinstance(nonce, bool) or not isinstance(nonce, int) or not 0 <= nonce < 2**64:
             raise invalid(
                 f"nonce must be an integer in 0..2^64-1, got {nonce!r}", "nonce", "INVALID_SEED"
             )
-        request = pb.DeriveDeckRequest(nonce=nonce, include_first_block=include_first_block)
+        request = pb.DeriveDeckRequest(
+            nonce=nonce, include_first_block=include_first_block, jokers=jokers
+        )
         if isinstance(server_seed, str):
             request.server_seed_hex = server_seed
         else:

@@ -158,7 +158,7 @@ def _stay_conditions(raw: Any) -> list[ruleset_pb2.StayCondition]:
 def _set_option(o: ruleset_pb2.RulesetOverrides, key: str, raw: Any) -> None:
     if key == "name":
         o.name = raw
-    elif key in ("min_players", "max_players", "unit_value", "stay_cards"):
+    elif key in ("min_players", "max_players", "unit_value", "stay_cards", "jokers"):
         setattr(o, key, _integer(raw))
     elif key in ("loss_cap", "stay_min_row_royalty", "max_consecutive_fantasylands"):
         setattr(o, key, _optional_int(raw))

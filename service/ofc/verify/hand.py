@@ -28,7 +28,7 @@ from ofc.engine import (
 from ofc.errors import OfcError
 from ofc.policy import identity, policy_named
 from ofc.rulesets import Ruleset
-from ofc.shuffle import commitment, shuffle_deck
+from ofc.shuffle import commitment, deal_deck
 from ofc.verify.codes import Code
 from ofc.verify.shape import CONTEXT_KEYS, History, at, read
 from ofc.verify.values import compare, found
@@ -93,7 +93,8 @@ def check_hand(
             "expected",
         )
     started, start_events = _apply_events(history.initial, history.actions[0], 0)
-    deck = card_codes(shuffle_deck(server_seed, client_seed, raw["hand_number"]))
+    jokers = history.initial.ruleset.jokers
+    deck = card_codes(deal_deck(server_seed, client_seed, raw["hand_number"], jokers=jokers))
     _check_deals(started, raw["deals"], deck)
     replay = _Replay(history, check_policy)
     final = replay.run(started, start_events)

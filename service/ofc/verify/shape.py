@@ -27,7 +27,7 @@ from ofc.codec import (
 )
 from ofc.engine import Action, MatchState, Place, SetFantasyland, StartHand, Timeout
 from ofc.errors import InvalidRulesetError, OfcError, UnknownRulesetError
-from ofc.shuffle import ALGORITHM
+from ofc.shuffle import ALGORITHMS, DECK_SIZES, algorithm_for
 from ofc.verify.codes import Code
 from ofc.verify.values import MISSING, difference, found, join, malformed, show
 
@@ -47,7 +47,7 @@ _Check = Callable[[Any, str], None]
 _SEED = re.compile(r"[0-9a-f]{64}")
 _SEED_OR_NONE = re.compile(r"(?:[0-9a-f]{64})?")
 _HEX = re.compile(r"(?:[0-9a-f]{2})*")
-_CARD = re.compile(r"[2-9TJQKA][cdhs]")
+_CARD = re.compile(r"[2-9TJQKA][cdhs]|X[12]")
 
 
 def _integer(minimum: int | None = 0) -> _Check:
@@ -129,7 +129,7 @@ def _record(fields: Mapping[str, _Check], *, open_: bool = False) -> _Check:
 _UINT = _integer()
 _INT = _integer(None)
 _STR = _text()
-_CARDS = _list_of(_text(_CARD, "a card code such as 'As' or 'Td'"))
+_CARDS = _list_of(_text(_CARD, "a card code such as 'As', 'Td' or the joker 'X1'"))
 
 
 def _any_object(value: Any, path: str) -> None:
@@ -181,7 +181,10 @@ _SETTLEMENT = _record(
 
 _HISTORY_FIELDS: Mapping[str, _Check] = {
     "format_version": _integer(1),
-    "algorithm": _constant(ALGORITHM, f"this verifier knows the shuffle {ALGORITHM!r} only"),
+    "algorithm": _text(
+        re.compile("|".join(map(re.escape, ALGORITHMS))),
+        f"a deal algorithm this verifier knows ({', '.join(map(repr, ALGORITHMS))})",
+    ),
     "ruleset": _STR,
     "hand_number": _integer(1),
     "server_seed": _text(_SEED, "32 bytes as 64 lower-case hex digits"),
@@ -247,9 +250,10 @@ def read(data: Any) -> History:
         raise malformed(
             "format_version",
             f"is {version}: the ruleset uses options of version 4 (Fantasyland tiers, a stay "
-            "condition's rank, a top high-card royalty)",
+            "condition's rank, a top high-card royalty, jokers)",
         )
     context = _read_context(obj, initial) if version >= 3 else None
+    _read_deck(obj, version, initial)
     actions: list[Action] = []
     for index, raw in enumerate(obj["actions"]):
         path = f"actions[{index}]"
@@ -268,6 +272,35 @@ def read(data: Any) -> History:
             raise malformed(f"{path}.deadline_ms", "a deadline, but the history has no clock")
         actions.append(action)
     return History(obj, version, initial, tuple(actions), context)
+
+
+def _read_deck(obj: Mapping[str, Any], version: int, initial: MatchState) -> None:
+    """The deal algorithm and the deck size agree with the ruleset's jokers: ofc-shuffle-v1
+    for 52 cards; for a deck with jokers (version 4 only) ofc-shuffle-v2 and ``deck_size``,
+    which a 52-card history does not have."""
+    jokers = initial.ruleset.jokers  # before version 4 there are none: read() said so
+    expected = algorithm_for(jokers)
+    if obj["algorithm"] != expected:
+        raise malformed(
+            "algorithm",
+            f"is {show(obj['algorithm'])}: a {initial.ruleset.deck_size}-card deck is dealt "
+            f"with {expected!r}",
+        )
+    if not jokers:
+        if version >= 4 and "deck_size" in obj:
+            raise malformed("deck_size", "is not part of the canonical form (a 52-card deck)")
+        return
+    if "deck_size" not in obj:
+        raise malformed("deck_size", "is missing")
+    size = obj["deck_size"]
+    if isinstance(size, bool) or not isinstance(size, int) or size not in DECK_SIZES:
+        raise malformed("deck_size", f"must be one of {list(DECK_SIZES)}, got {show(size)}")
+    if size != initial.ruleset.deck_size:
+        raise malformed(
+            "deck_size",
+            f"is {size}, but the ruleset's deck has {initial.ruleset.deck_size} cards "
+            f"({jokers} joker{'' if jokers == 1 else 's'})",
+        )
 
 
 def _read_version(obj: Mapping[str, Any]) -> int:

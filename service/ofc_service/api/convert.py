@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ofc import errors as core
-from ofc.cards import CARD_CODES, RANK_CHARS, Card
+from ofc.cards import CODES, RANK_CHARS, Card
 from ofc.evaluator import Category, HandValue
 from ofc.rulesets import PRESETS, ROWS, Row, Ruleset, StayCondition, get_ruleset, ruleset_from_dict
 from ofc.scoring import Board, BoardResult, Settlement, settle, validate_boards
@@ -43,7 +43,7 @@ def with_field(error: core.OfcError, field: str) -> core.OfcError:
 
 
 # --- cards, rows, boards ---------------------------------------------------------------------
-_CANONICAL_BYTES: dict[bytes, Card] = {code.encode(): Card.parse(code) for code in CARD_CODES}
+_CANONICAL_BYTES: dict[bytes, Card] = {code.encode(): Card.parse(code) for code in CODES}
 # A complete board of canonical codes on the wire: 13 fields of 4 bytes each, a tag
 # (top 1, middle 2, bottom 3: 0x0a, 0x12, 0x1a), the length 2 and the code.
 _BOARD_WIRE_BYTES = 52
@@ -254,7 +254,7 @@ def _override_dict(
     if o.HasField("streets"):
         streets = _limited(o.streets.streets, f"{path}.streets.streets")
         put("streets", [(s.deal, s.place) for s in streets])
-    for key in ("min_players", "max_players", "stay_cards"):
+    for key in ("min_players", "max_players", "stay_cards", "jokers"):
         if o.HasField(key):
             put(key, getattr(o, key))
     if o.HasField("unit_value"):
@@ -461,6 +461,8 @@ def ruleset_to_proto(r: Ruleset) -> ruleset_pb2.RulesetParameters:
             )
             for t in r.fantasyland_tiers
         ],
+        jokers=r.jokers,
+        deck_size=r.deck_size,
     )
 
 

@@ -99,9 +99,7 @@ def adapt(method: MethodDescriptor, handler: Handler) -> Callable[..., Any]:
 def grpc_servicer(handlers: object, service: ServiceDescriptor) -> Any:
     """An object the generated ``add_<Service>Servicer_to_server`` accepts: each method of
     ``service`` is ``handlers``' method of the same name, adapted."""
-    return SimpleNamespace(
-        **{m.name: adapt(m, getattr(handlers, m.name)) for m in service.methods}
-    )
+    return SimpleNamespace(**{m.name: adapt(m, getattr(handlers, m.name)) for m in service.methods})
 
 
 __all__ = ["abort", "credentials", "fail", "grpc_servicer", "status_code"]

@@ -15,11 +15,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ofc import errors as core
-from ofc.cards import card_codes
+from ofc.cards import MAX_JOKERS, card_codes
 from ofc.evaluator import rank_row
 from ofc.rulesets import PRESETS, Ruleset
 from ofc.scoring import assess, row_royalty
-from ofc.shuffle import ALGORITHM, commitment, shuffle_deck, verify_commitment, word_stream
+from ofc.shuffle import algorithm_for, commitment, deal_deck, verify_commitment, word_stream
 from ofc.solver import DEFAULT_FANTASYLAND_VALUE, solve_fantasyland
 from ofc.verify import check_history_json, verify_match
 from ofcpoker.v1 import rules_service_pb2 as pb
@@ -40,7 +40,6 @@ MAX_MATCH_SETTLEMENTS = 10_000
 FANTASYLAND_CARDS = range(13, 18)  # a Fantasyland hand: 13..17 cards
 SERVICE = pb.DESCRIPTOR.services_by_name["RulesService"]
 SERVICE_NAME = SERVICE.full_name
-
 
 
 @functools.cache  # labels are preset names or "custom": a handful
@@ -329,13 +328,17 @@ class RulesHandlers:
             if request.WhichOneof("client_seed") == "client_seed_text"
             else request.client_seed_bytes
         )
-        deck = shuffle_deck(seed, client_seed, request.nonce)
+        if request.jokers > MAX_JOKERS:
+            raise core.InvalidSeedError(
+                f"a deck has 0..{MAX_JOKERS} jokers, not {request.jokers}", field="jokers"
+            )
+        deck = deal_deck(seed, client_seed, request.nonce, jokers=request.jokers)
         first_block = ""
         if request.include_first_block:
             words = word_stream(seed, client_seed, request.nonce)
             first_block = struct.pack(">8I", *(next(words) for _ in range(8))).hex()
         return pb.DeriveDeckResponse(
-            algorithm=ALGORITHM,
+            algorithm=algorithm_for(request.jokers),
             commitment=commitment(seed),
             deck=card_codes(deck),
             first_block_hex=first_block,

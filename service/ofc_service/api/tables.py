@@ -485,9 +485,7 @@ class TableHandlers:
         )
         return pb.SetFantasylandResponse.FromString(await self._run(request, creds, command))
 
-    async def _run(
-        self, request: Any, creds: auth.Credentials, command: commands.Command
-    ) -> bytes:
+    async def _run(self, request: Any, creds: auth.Credentials, command: commands.Command) -> bytes:
         """One mutating request: the caller authenticated first, then the command, applied
         once per (caller, request_id); a retry answered only to its caller, and only when
         it is the same request."""

@@ -41,7 +41,8 @@ class RowPosition(_RowPosition, metaclass=_RowPositionEnumTypeWrapper):
 
     - A code is readable in every language, in logs, in grpcurl output and in JSON without a
       lookup table: `As` is the ace of spades, `Td` the ten of diamonds, `2c` the two of clubs.
-      Rank characters are `23456789TJQKA`, suit characters `cdhs`.
+      Rank characters are `23456789TJQKA`, suit characters `cdhs`. A deck with jokers (a
+      ruleset's `jokers`) adds `X1` and `X2`: in a row a joker is the best card it can be there.
     - A bad card is named by its token in the error (`INVALID_CARD` at
       `hand.players[1].board.middle[2]`, message `invalid card: 'Xx'`), not by a number.
     - An enum would need the same 52-value table in every client and would still admit

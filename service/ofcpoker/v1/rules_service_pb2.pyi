@@ -590,6 +590,7 @@ class DeriveDeckRequest(_message.Message):
     CLIENT_SEED_BYTES_FIELD_NUMBER: _builtins.int
     NONCE_FIELD_NUMBER: _builtins.int
     INCLUDE_FIRST_BLOCK_FIELD_NUMBER: _builtins.int
+    JOKERS_FIELD_NUMBER: _builtins.int
     server_seed_hex: _builtins.str
     """32 bytes as 64 hex digits (either case)."""
     server_seed_bytes: _builtins.bytes
@@ -604,6 +605,10 @@ class DeriveDeckRequest(_message.Message):
     """The nonce, e.g. the hand number at the table: any unsigned 64-bit integer."""
     include_first_block: _builtins.bool
     """True: also return the first HMAC block, for auditors checking an implementation."""
+    jokers: _builtins.int
+    """Jokers in the deck, 0..2 (INVALID_SEED at `jokers` otherwise): 0 derives the 52-card
+    ofc-shuffle-v1 deck, 1 or 2 the ofc-shuffle-v2 deck of 53 or 54 cards (jokers X1, X2).
+    """
     def __init__(
         self,
         *,
@@ -613,10 +618,11 @@ class DeriveDeckRequest(_message.Message):
         client_seed_bytes: _builtins.bytes = ...,
         nonce: _builtins.int = ...,
         include_first_block: _builtins.bool = ...,
+        jokers: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "client_seed_bytes", b"client_seed_bytes", "client_seed_text", b"client_seed_text", "server_seed", b"server_seed", "server_seed_bytes", b"server_seed_bytes", "server_seed_hex", b"server_seed_hex"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "client_seed_bytes", b"client_seed_bytes", "client_seed_text", b"client_seed_text", "include_first_block", b"include_first_block", "nonce", b"nonce", "server_seed", b"server_seed", "server_seed_bytes", b"server_seed_bytes", "server_seed_hex", b"server_seed_hex"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "client_seed_bytes", b"client_seed_bytes", "client_seed_text", b"client_seed_text", "include_first_block", b"include_first_block", "jokers", b"jokers", "nonce", b"nonce", "server_seed", b"server_seed", "server_seed_bytes", b"server_seed_bytes", "server_seed_hex", b"server_seed_hex"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_client_seed: _TypeAlias = _typing.Literal["client_seed_text", "client_seed_bytes"]  # noqa: Y015
     _WhichOneofArgType_client_seed: _TypeAlias = _typing.Literal["client_seed", b"client_seed"]  # noqa: Y015
@@ -640,14 +646,14 @@ class DeriveDeckResponse(_message.Message):
     DECK_FIELD_NUMBER: _builtins.int
     FIRST_BLOCK_HEX_FIELD_NUMBER: _builtins.int
     algorithm: _builtins.str
-    """The algorithm used: "ofc-shuffle-v1"."""
+    """The algorithm used: "ofc-shuffle-v1" (52 cards) or "ofc-shuffle-v2" (with jokers)."""
     commitment: _builtins.str
     """SHA-256 of the server seed, 64 lower-case hex digits (what was published before the deal)."""
     first_block_hex: _builtins.str
     """Block 0 of the word stream, 64 lower-case hex digits; empty unless include_first_block."""
     @_builtins.property
     def deck(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The 52 card codes, position 0 (dealt first) first."""
+        """The 52, 53 or 54 card codes, position 0 (dealt first) first."""
 
     def __init__(
         self,

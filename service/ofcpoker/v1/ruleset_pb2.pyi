@@ -34,8 +34,8 @@ class RulesetSpec(_message.Message):
     OVERRIDES_FIELD_NUMBER: _builtins.int
     preset: _builtins.str
     """A preset name from ListPresets: "classic" (the default when empty), "pineapple",
-    "progressive-pineapple", "turbo", "progressive-pineapple-keep" or
-    "pineapple-top-high-card". Case-sensitive.
+    "progressive-pineapple", "turbo", "progressive-pineapple-keep",
+    "pineapple-top-high-card", "classic-joker" or "pineapple-jokers". Case-sensitive.
     """
     @_builtins.property
     def overrides(self) -> Global___RulesetOverrides:
@@ -81,6 +81,7 @@ class RulesetOverrides(_message.Message):
     MAX_CONSECUTIVE_FANTASYLANDS_FIELD_NUMBER: _builtins.int
     BUTTON_MOVES_IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
     FANTASYLAND_TIERS_FIELD_NUMBER: _builtins.int
+    JOKERS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A label for the resulting ruleset, echoed in Settlement.ruleset. Default
     "<preset>+custom" when any option is changed. 1..64 characters when set.
@@ -109,6 +110,10 @@ class RulesetOverrides(_message.Message):
     """Most Fantasyland hands in a row (the last one cannot re-qualify); 0: no limit."""
     button_moves_in_fantasyland: _builtins.bool
     """Whether the button moves after a hand in which someone played Fantasyland."""
+    jokers: _builtins.int
+    """Jokers in the deck, 0..2 (wild cards, card codes "X1" and "X2"; the deal is
+    ofc-shuffle-v2 when there are any).
+    """
     @_builtins.property
     def streets(self) -> Global___StreetList:
         """Dealing rounds; replaces the preset's list. The places must add up to 13."""
@@ -156,13 +161,16 @@ class RulesetOverrides(_message.Message):
         max_consecutive_fantasylands: _builtins.int | None = ...,
         button_moves_in_fantasyland: _builtins.bool | None = ...,
         fantasyland_tiers: Global___FantasylandTierList | None = ...,
+        jokers: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_jokers", b"_jokers", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "jokers", b"jokers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_jokers", b"_jokers", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "jokers", b"jokers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__button_moves_in_fantasyland: _TypeAlias = _typing.Literal["button_moves_in_fantasyland"]  # noqa: Y015
     _WhichOneofArgType__button_moves_in_fantasyland: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland"]  # noqa: Y015
+    _WhichOneofReturnType__jokers: _TypeAlias = _typing.Literal["jokers"]  # noqa: Y015
+    _WhichOneofArgType__jokers: _TypeAlias = _typing.Literal["_jokers", b"_jokers"]  # noqa: Y015
     _WhichOneofReturnType__loss_cap: _TypeAlias = _typing.Literal["loss_cap"]  # noqa: Y015
     _WhichOneofArgType__loss_cap: _TypeAlias = _typing.Literal["_loss_cap", b"_loss_cap"]  # noqa: Y015
     _WhichOneofReturnType__max_consecutive_fantasylands: _TypeAlias = _typing.Literal["max_consecutive_fantasylands"]  # noqa: Y015
@@ -187,6 +195,8 @@ class RulesetOverrides(_message.Message):
     _WhichOneofArgType_scoring_override: _TypeAlias = _typing.Literal["scoring_override", b"scoring_override"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__button_moves_in_fantasyland) -> _WhichOneofReturnType__button_moves_in_fantasyland | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__jokers) -> _WhichOneofReturnType__jokers | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__loss_cap) -> _WhichOneofReturnType__loss_cap | None: ...
     @_typing.overload
@@ -235,6 +245,8 @@ class RulesetParameters(_message.Message):
     BUTTON_MOVES_IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
     CARDS_PER_HAND_FIELD_NUMBER: _builtins.int
     FANTASYLAND_TIERS_FIELD_NUMBER: _builtins.int
+    JOKERS_FIELD_NUMBER: _builtins.int
+    DECK_SIZE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The ruleset's name: a preset name, or the overrides' name ("classic+custom" by default)."""
     min_players: _builtins.int
@@ -257,6 +269,10 @@ class RulesetParameters(_message.Message):
     """Whether the button moves after a hand in which someone played Fantasyland."""
     cards_per_hand: _builtins.int
     """Cards a player not in Fantasyland is dealt in one hand (sum of the streets' deals)."""
+    jokers: _builtins.int
+    """Jokers in the deck, 0..2: a joker in a row stands for the best card it can be there."""
+    deck_size: _builtins.int
+    """Cards in the deck: 52 plus the jokers."""
     @_builtins.property
     def streets(self) -> _containers.RepeatedCompositeFieldContainer[Global___Street]:
         """Dealing rounds for a player not in Fantasyland, first to last."""
@@ -303,10 +319,12 @@ class RulesetParameters(_message.Message):
         button_moves_in_fantasyland: _builtins.bool = ...,
         cards_per_hand: _builtins.int = ...,
         fantasyland_tiers: _abc.Iterable[Global___FantasylandTier] | None = ...,
+        jokers: _builtins.int = ...,
+        deck_size: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["royalties", b"royalties", "scoring", b"scoring"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moves_in_fantasyland", b"button_moves_in_fantasyland", "cards_per_hand", b"cards_per_hand", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "scoring", b"scoring", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moves_in_fantasyland", b"button_moves_in_fantasyland", "cards_per_hand", b"cards_per_hand", "deck_size", b"deck_size", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "jokers", b"jokers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "scoring", b"scoring", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
