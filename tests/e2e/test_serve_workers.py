@@ -19,6 +19,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
 
@@ -37,7 +38,8 @@ class Workers:
         env = {**os.environ, "OFC_API_KEYS": "", "OFC_REDIS_URL": redis_url}
         self.process = subprocess.Popen(
             [str(OFC), "serve", "--workers", "2", "--listen", "127.0.0.1:0",
-             "--metrics-listen", "127.0.0.1:0", "--log-level", "debug",
+             "--metrics-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+             "--log-level", "debug",
              "--grace-seconds", str(GRACE_SECONDS)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -47,6 +49,7 @@ class Workers:
         serving = self.wait_for(lambda line: line["msg"] == "serving" and "pids" in line)
         self.address: str = serving["listen"]
         self.metrics_url = f"http://127.0.0.1:{serving['metrics_port']}/metrics"
+        self.http_url = f"http://{serving['http_listen']}"
         self.pids: list[int] = serving["pids"]
         self.metrics_dir: str = serving["metrics_dir"]
 
@@ -85,6 +88,28 @@ class Workers:
                 return served
         raise AssertionError(f"not every worker answered in {MAX_CONNECTIONS}: {served}")
 
+    def settle_over_connect(self, tag: str) -> dict[int, int]:
+        """Connect JSON SettleHand on a new HTTP connection each time until every worker
+        answered one: how many each worker (pid) answered, from the access log."""
+        body = json_format.MessageToJson(SETTLE_REQUEST).encode()
+        served: dict[int, int] = {}
+        for k in range(MAX_CONNECTIONS):
+            request_id = f"{tag}-{k}"
+            call = urllib.request.Request(
+                f"{self.http_url}/ofcpoker.v1.RulesService/SettleHand",
+                data=body,
+                headers={"content-type": "application/json", "x-request-id": request_id,
+                         "connection": "close"},
+            )  # fmt: skip
+            with urllib.request.urlopen(call, timeout=20) as response:
+                points = [p["points"] for p in json.load(response)["settlement"]["players"]]
+            assert points == [8, -8]
+            line = self.wait_for(_request_line(request_id))
+            served[line["pid"]] = served.get(line["pid"], 0) + 1
+            if set(self.pids) <= set(served):
+                return served
+        raise AssertionError(f"not every worker answered in {MAX_CONNECTIONS}: {served}")
+
     def metric(self, name: str, labels: str) -> float:
         with urllib.request.urlopen(self.metrics_url, timeout=5) as scrape:
             text = scrape.read().decode()
@@ -95,7 +120,7 @@ class Workers:
         return self.metric(
             "grpc_server_handled_total",
             'grpc_code="OK",grpc_method="SettleHand",'
-            'grpc_service="ofcpoker.v1.RulesService",grpc_type="unary"',
+            'grpc_service="ofcpoker.v1.RulesService",grpc_type="unary",protocol="grpc"',
         )
 
     def stop(self) -> int:
@@ -161,6 +186,15 @@ def test_both_workers_serve_one_port_and_one_endpoint_sums_their_metrics(
         (pid, "exit 0") for pid in workers.pids
     )
     assert workers.lines[-1]["msg"] == "stopped" and workers.lines[-1]["logger"] == "ofc.workers"
+
+
+def test_both_workers_serve_the_http_port_too(workers: Workers) -> None:
+    """The Connect port is shared like the gRPC one (SO_REUSEPORT): port 0 is resolved once
+    by the supervisor, and new connections reach every worker."""
+    assert workers.http_url.rsplit(":", 1)[1] != "0"
+    served = workers.settle_over_connect("http")
+    assert set(served) == set(workers.pids)
+    assert workers.stop() == 0
 
 
 def test_a_worker_that_dies_is_logged_and_replaced_and_its_counts_stay(

@@ -154,14 +154,16 @@ class _Probe(RpcMetrics):
     def end(self, start: float, code: str, request_id: str, error: Exception | None) -> None:
         elapsed = time.perf_counter() - start
         self.handled(code, elapsed)
-        if error is None:
-            return
-        level = logging.WARNING
+        if error is None and not access_log.isEnabledFor(logging.DEBUG):
+            return  # as on the gRPC port: an OK call is one line at debug level only
+        level = logging.DEBUG if error is None else logging.WARNING
         if isinstance(error, ConnectError) and error.code in _SERVER_ERRORS:
             level = logging.ERROR
         fields = {"request_id": request_id, "method": self.method, "protocol": self.labels[3],
                   "grpc_type": self.labels[0], "code": code,
-                  "duration_ms": round(elapsed * 1000, 3), "details": str(error)}  # fmt: skip
+                  "duration_ms": round(elapsed * 1000, 3)}  # fmt: skip
+        if error is not None:
+            fields["details"] = str(error)
         access_log.log(level, "rpc", extra={"fields": fields})
 
 

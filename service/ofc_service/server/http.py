@@ -226,9 +226,12 @@ class HttpServer:
     serving in the current loop after :meth:`start`, gracefully stopped by :meth:`stop`
     (in-flight calls get the grace; long-lived streams have already ended by then)."""
 
-    def __init__(self, app: HttpApp, config: ServerConfig) -> None:
+    def __init__(self, app: HttpApp, config: ServerConfig, *, reuse_port: bool = False) -> None:
         self.app = app
         self.hypercorn = HypercornConfig()
+        # Hypercorn sets SO_REUSEPORT on the sockets it creates when it has several workers:
+        # ours are ``ofc serve --workers`` processes, each calling this once.
+        self.hypercorn.workers = 2 if reuse_port else 1
         self.hypercorn.bind = [config.http_listen]
         self.hypercorn.graceful_timeout = config.grace_seconds
         self.hypercorn.accesslog = None
@@ -266,9 +269,12 @@ def create_http_server(
     config: ServerConfig,
     handlers: Mapping[str, object],
     health_servicer: health.aio.HealthServicer,
+    *,
+    reuse_port: bool = False,
 ) -> HttpServer | None:
     """The HTTP port of ``config`` (None when ``http_listen`` is empty) serving ``handlers``
-    (by service name: the same handlers objects the gRPC port serves)."""
+    (by service name: the same handlers objects the gRPC port serves); ``reuse_port``: shared
+    with the other worker processes (SO_REUSEPORT), as the gRPC port is."""
     if not config.http_listen:
         return None
     app = HttpApp(
@@ -277,7 +283,7 @@ def create_http_server(
         cors_origins=config.cors_origin_list,
         read_max_bytes=config.max_message_bytes,
     )
-    return HttpServer(app, config)
+    return HttpServer(app, config, reuse_port=reuse_port)
 
 
 __all__ = ["HttpApp", "HttpServer", "create_http_server"]

@@ -187,7 +187,9 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         raise OSError(f"cannot bind {config.listen}")
     sweeper = DeadlineSweeper(manager)
     ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
-    ofc_server.http = create_http_server(config, handlers, health_servicer)
+    ofc_server.http = create_http_server(
+        config, handlers, health_servicer, reuse_port=reuse_port
+    )
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
         health_servicer,

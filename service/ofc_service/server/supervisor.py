@@ -179,6 +179,7 @@ class Supervisor:
         if all_ready.done() and not self.stopping.is_set():
             log.info("serving", extra={"fields": {
                 "listen": self.config.listen, "metrics_port": self.metrics_port,
+                "http_listen": self.config.http_listen,
                 "workers": self.config.workers,
                 "pids": sorted(p.pid for p in self.processes.values()),
                 "store": "redis", "tls": bool(self.config.tls_cert),
@@ -216,16 +217,20 @@ def supervise(config: ServerConfig) -> int:
     configure_logging(config.log_level)
     metrics_dir = tempfile.mkdtemp(prefix="ofc-metrics-")
     holder: socket.socket | None = None
+    http_holder: socket.socket | None = None
     httpd = None
     try:
         listen, holder = reserve_port(config.listen)
+        http_listen = config.http_listen
+        if http_listen:
+            http_listen, http_holder = reserve_port(http_listen)
         if config.metrics_listen:
             registry = CollectorRegistry()
             MultiProcessCollector(registry, path=metrics_dir)  # type: ignore[no-untyped-call]
             host, port = split_address(config.metrics_listen, what="metrics_listen")
             httpd, _ = start_http_server(port, host, registry=registry)
         supervisor = Supervisor(
-            config.replace(listen=listen),
+            config.replace(listen=listen, http_listen=http_listen),
             metrics_dir,
             metrics_port=None if httpd is None else httpd.server_port,
         )
@@ -237,8 +242,9 @@ def supervise(config: ServerConfig) -> int:
         if httpd is not None:
             httpd.shutdown()
             httpd.server_close()
-        if holder is not None:
-            holder.close()
+        for held in (holder, http_holder):
+            if held is not None:
+                held.close()
         shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
