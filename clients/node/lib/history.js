@@ -5,9 +5,8 @@
 // with the same code and JSON-path location as `ofc verify`.
 'use strict';
 
-const { commitment } = require('./shuffle');
+const { ALGORITHM: V1, commitment } = require('./shuffle');
 const { ALGORITHM: V2, DECK_SIZES, algorithmFor, dealDeck } = require('./shuffle_v2');
-const { ALGORITHM: V1 } = require('./shuffle');
 const { cardCode, parseCard } = require('./cards');
 const { OfcError } = require('./errors');
 const { ROWS, rulesetFromDict, rulesetToDict, usesLaterOptions } = require('./rules');
