@@ -241,29 +241,46 @@ BASES: dict[str, Base] = {
         table_id=w.table_a, as_seat=0
     ),
     "ofcpoker.v1.TableService/JoinSeat": lambda w: tables_pb.JoinSeatRequest(
-        table_id=w.table_b, seat=1, player_id="b1",
-        expected_version=w.versions[w.table_b], request_id="fuzz-join",
+        table_id=w.table_b,
+        seat=1,
+        player_id="b1",
+        expected_version=w.versions[w.table_b],
+        request_id="fuzz-join",
     ),
     "ofcpoker.v1.TableService/LeaveSeat": lambda w: tables_pb.LeaveSeatRequest(
-        table_id=w.table_b, seat=0, expected_version=w.versions[w.table_b],
+        table_id=w.table_b,
+        seat=0,
+        expected_version=w.versions[w.table_b],
         request_id="fuzz-leave",
     ),
     "ofcpoker.v1.TableService/StartHand": lambda w: tables_pb.StartHandRequest(
         table_id=w.table_b, expected_version=w.versions[w.table_b], request_id="fuzz-start"
     ),
     "ofcpoker.v1.TableService/PlaceCards": lambda w: tables_pb.PlaceCardsRequest(
-        table_id=w.table_a, seat=0,
-        placements=[tables_pb.Placement(card=c, row=cards_pb2.ROW_POSITION_BOTTOM)
-                    for c in ("As", "Kd", "Qh", "Jc", "Ts")],
-        discard="", expected_version=w.versions[w.table_a], request_id="fuzz-place",
+        table_id=w.table_a,
+        seat=0,
+        placements=[
+            tables_pb.Placement(card=c, row=cards_pb2.ROW_POSITION_BOTTOM)
+            for c in ("As", "Kd", "Qh", "Jc", "Ts")
+        ],
+        discard="",
+        expected_version=w.versions[w.table_a],
+        request_id="fuzz-place",
     ),
     "ofcpoker.v1.TableService/SetFantasyland": lambda w: tables_pb.SetFantasylandRequest(
-        table_id=w.table_a, seat=0, board=board(EXAMPLE_A), discards=["Kh"],
-        expected_version=w.versions[w.table_a], request_id="fuzz-fantasyland",
+        table_id=w.table_a,
+        seat=0,
+        board=board(EXAMPLE_A),
+        discards=["Kh"],
+        expected_version=w.versions[w.table_a],
+        request_id="fuzz-fantasyland",
     ),
     "ofcpoker.v1.TableService/SetClientSeed": lambda w: tables_pb.SetClientSeedRequest(
-        table_id=w.table_b, seat=0, client_seed="mine",
-        expected_version=w.versions[w.table_b], request_id="fuzz-seed",
+        table_id=w.table_b,
+        seat=0,
+        client_seed="mine",
+        expected_version=w.versions[w.table_b],
+        request_id="fuzz-seed",
     ),
     "ofcpoker.v1.TableService/GetHandHistory": lambda w: tables_pb.GetHandHistoryRequest(
         table_id=w.table_a, hand_number=1
@@ -375,8 +392,12 @@ def mutations(
                 yield f"{name}*{OVERSIZED}", many
         elif f.type == f.TYPE_MESSAGE:
             yield f"{name}=unset", lambda m, f=f, owner=owner: owner(m).ClearField(f.name)
-            yield f"{name}=empty", lambda m, f=f, owner=owner: (
-                owner(m).ClearField(f.name), getattr(owner(m), f.name).SetInParent()
+            yield (
+                f"{name}=empty",
+                lambda m, f=f, owner=owner: (
+                    owner(m).ClearField(f.name),
+                    getattr(owner(m), f.name).SetInParent(),
+                ),
             )
             if depth < 4:
                 yield from mutations(getattr(template, f.name), world, (*path, f.name), depth + 1)

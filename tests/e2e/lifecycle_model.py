@@ -268,9 +268,7 @@ class TableModel:
     def secret_seeds(self, version: int) -> list[bytes]:
         """Every server seed drawn for this table and not yet public at ``version``."""
         return [
-            s
-            for s in self.cluster.seeds.drawn
-            if self.revealed_at.get(s, version + 1) > version
+            s for s in self.cluster.seeds.drawn if self.revealed_at.get(s, version + 1) > version
         ]
 
     def check(self, audience: Audience, version: int, message: Message, what: str) -> None:

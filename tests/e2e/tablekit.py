@@ -504,9 +504,7 @@ def audit_table(record: TableRecord, version: int, stream: Sequence[StoredEvent]
     return versions
 
 
-def action_of(
-    group: Sequence[pb.TableEvent], state: MatchState, seeds: dict[int, bytes]
-) -> Action:
+def action_of(group: Sequence[pb.TableEvent], state: MatchState, seeds: dict[int, bytes]) -> Action:
     """The engine action that made one version's events (``group``, as their owners see
     them), applied to ``state``; ``seeds``: each hand's server seed by hand number."""
     kinds = [e.WhichOneof("kind") for e in group]

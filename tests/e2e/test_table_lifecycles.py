@@ -367,9 +367,7 @@ def test_the_same_request_id_with_another_request_is_refused_for_every_mutating_
         t.model.sync()
         assert t.model.version == before
 
-    t = Driver(
-        cluster, "reuse", RULESETS["easy-fantasyland"], policy=pb.CLIENT_SEED_POLICY_PLAYERS
-    )
+    t = Driver(cluster, "reuse", RULESETS["easy-fantasyland"], policy=pb.CLIENT_SEED_POLICY_PLAYERS)
     stub = t.stub(1)
     # CreateTable: the example, a classic table and then Pineapple for 3 under one id
     create = pb.CreateTableRequest(request_id=t.request_id("create"))

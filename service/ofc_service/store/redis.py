@@ -83,7 +83,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from .base import (
@@ -113,7 +112,7 @@ from .base import (
     format_event_id,
     parse_event_id,
 )
-from .redis_io import lua, retry, text, unavailable
+from .redis_io import INDEX_SHARDS, RedisClient, connect, index_shard, lua, text, unavailable
 
 LAYOUT: Final = b"1"
 _BLOCK_GRACE_S: Final = 5.0
@@ -162,9 +161,9 @@ class RedisTableStore:
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         *,
-        blocking: Redis | None = None,
+        blocking: RedisClient | None = None,
         key_prefix: str = "ofc",
         max_events: int = DEFAULT_MAX_EVENTS,
         owns_clients: bool = False,
@@ -177,8 +176,13 @@ class RedisTableStore:
         self._prefix = key_prefix
         self._max_events = max_events
         self._owns_clients = owns_clients
-        self._deadlines_key = f"{key_prefix}:deadlines"
-        self._outbox_index_key = f"{key_prefix}:outbox"
+        # The global hint indexes, each in INDEX_SHARDS shards of their own hash tag (and
+        # slot), so no one Redis Cluster node takes every commit's ZADD; the unsharded key
+        # of releases before the shards is still read (and drained) beside them.
+        self._deadline_shards = [f"{key_prefix}:{{deadlines-{i:02d}}}" for i in range(INDEX_SHARDS)]
+        self._outbox_shards = [f"{key_prefix}:{{outbox-{i:02d}}}" for i in range(INDEX_SHARDS)]
+        self._legacy_deadlines = f"{key_prefix}:deadlines"
+        self._legacy_outboxes = f"{key_prefix}:outbox"
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
         self._fix: AsyncScript = client.register_script(lua("fix_deadlines.lua"))
@@ -188,12 +192,14 @@ class RedisTableStore:
     def from_url(
         cls, url: str, *, key_prefix: str = "ofc", max_events: int = DEFAULT_MAX_EVENTS
     ) -> RedisTableStore:
-        """A store with its own two connection pools (commands, and blocking reads); calls
-        cut by a dropped connection are retried :data:`~.redis_io.RETRIES` times, then reported."""
+        """A store with its own two connection pools (commands, and blocking reads) on one
+        server or, for a ``redis+cluster://`` URL, a Redis Cluster (:func:`~.redis_io.connect`);
+        calls cut by a dropped connection are retried :data:`~.redis_io.RETRIES` times, then
+        reported."""
 
         return cls(
-            Redis.from_url(url, retry=retry()),
-            blocking=Redis.from_url(url, retry=retry(), socket_timeout=None),
+            connect(url),
+            blocking=connect(url, blocking=True),
             key_prefix=key_prefix,
             max_events=max_events,
             owns_clients=True,
@@ -207,6 +213,12 @@ class RedisTableStore:
         """state, events, extra, extra_index: the keys that share the table's TTL."""
         check_id(table_id, what="table id")
         return [self._table_key(table_id, p) for p in ("state", "events", "extra", "extra_index")]
+
+    def _deadline_index(self, table_id: str) -> str:
+        return self._deadline_shards[index_shard(table_id)]
+
+    def _outbox_index(self, table_id: str) -> str:
+        return self._outbox_shards[index_shard(table_id)]
 
     def _request_key(self, table_id: str, request_id: str) -> str:
         return self._table_key(table_id, f"req:{check_id(request_id, what='request id')}")
@@ -325,9 +337,9 @@ class RedisTableStore:
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:
-            hints[self._deadlines_key] = deadline_ms
+            hints[self._deadline_index(table_id)] = deadline_ms
         if records:
-            hints[self._outbox_index_key] = time.time_ns() // 1_000_000
+            hints[self._outbox_index(table_id)] = time.time_ns() // 1_000_000
         with unavailable():
             reply = await self._run_commit(table_id, keys, args, hints)
             status = reply[0]
@@ -336,7 +348,9 @@ class RedisTableStore:
             current = int(reply[2]) if len(reply) > 2 and reply[2] else None
             if deadline_ms is not None and current is not None and current < deadline_ms:
                 # Our hint lost to a table whose deadline is earlier: lower it back.
-                await self._fix(keys=[self._deadlines_key], args=[table_id, deadline_ms, current])
+                await self._fix(
+                    keys=[self._deadline_index(table_id)], args=[table_id, deadline_ms, current]
+                )
         if status in (b"replay", b"replayed"):
             first = reply[3] if status == b"replay" else zlib.decompress(reply[3])
             return CommitResult(int(reply[1]), first, True, tuple(map(text, reply[4:])))
@@ -366,10 +380,12 @@ class RedisTableStore:
         async with self._client.pipeline(transaction=False) as pipe:
             for index_key, score in hints.items():
                 pipe.zadd(index_key, {table_id: score})
-            pipe.evalsha(self._commit.sha, len(keys), *keys, *args)
+            # execute_command: a cluster pipeline refuses pipe.evalsha by name, but routes
+            # EVALSHA by its keys (the table's slot) like any keyed command
+            pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
             *added, reply = await pipe.execute(raise_on_error=False)
         for index_key, result in zip(hints, added, strict=True):
-            if isinstance(result, Exception) and index_key == self._outbox_index_key:
+            if isinstance(result, Exception) and index_key == self._outbox_index(table_id):
                 # The outbox record is written all the same; the rescan backstop finds it.
                 log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
         if isinstance(reply, redis_errors.NoScriptError):
@@ -483,75 +499,118 @@ class RedisTableStore:
     # --- deadlines ----------------------------------------------------------------------------
     async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
         check_at_least(limit, 1, what="limit")
+        indexes = [*self._deadline_shards, self._legacy_deadlines]
         with unavailable():
-            hints: list[Any] = await self._client.zrangebyscore(
-                self._deadlines_key, "-inf", now_ms, start=0, num=limit, withscores=True
-            )
+            # Every shard in one pipeline (one round trip per cluster node): each sweep
+            # covers each shard once, whichever replica runs it.
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in indexes:
+                    pipe.zrangebyscore(key, "-inf", now_ms, start=0, num=limit, withscores=True)
+                pages: list[list[Any]] = await pipe.execute()
+            hints = [
+                (key, text(member), int(score))
+                for key, page in zip(indexes, pages, strict=True)
+                for member, score in page
+            ]
             if not hints:
                 return []
-            table_ids = [text(member) for member, _ in hints]
+            table_ids = list(dict.fromkeys(table_id for _, table_id, _ in hints))
             async with self._client.pipeline(transaction=False) as pipe:
                 for table_id in table_ids:
                     pipe.hget(self._table_key(table_id, "state"), "deadline")
-                deadlines: list[bytes | None] = await pipe.execute()
-            due: list[tuple[str, int]] = []
-            fixes: list[str | int] = []
-            for table_id, (_, hint), stored in zip(table_ids, hints, deadlines, strict=True):
-                deadline = None if stored is None else int(stored)
+                stored: list[bytes | None] = await pipe.execute()
+            deadlines = {
+                t: None if d is None else int(d) for t, d in zip(table_ids, stored, strict=True)
+            }
+            due: dict[str, int] = {}
+            fixes: dict[str, list[str | int]] = {}
+            moved: dict[str, dict[str, int]] = {}
+            for key, table_id, hint in hints:
+                deadline = deadlines[table_id]
                 if deadline is not None and deadline <= now_ms:
-                    due.append((table_id, deadline))
+                    due[table_id] = deadline
+                elif key == self._legacy_deadlines:  # an older release's hint: into its shard
+                    if deadline is not None:
+                        moved.setdefault(self._deadline_index(table_id), {})[table_id] = deadline
+                    fixes.setdefault(key, []).extend([table_id, hint, ""])
                 elif deadline != hint:  # early (move it) or stale (drop it)
-                    fixes += [table_id, int(hint), "" if deadline is None else deadline]
-            if fixes:
-                await self._fix(keys=[self._deadlines_key], args=fixes)
-        return sorted(due, key=lambda item: (item[1], item[0]))
+                    fixes.setdefault(key, []).extend(
+                        [table_id, hint, "" if deadline is None else deadline]
+                    )
+            if moved:  # LT: a hint a commit wrote meanwhile is never made later
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for key, entries in moved.items():
+                        pipe.zadd(key, entries, lt=True)
+                    await pipe.execute()
+            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in fixes.items()))
+        return sorted(due.items(), key=lambda item: (item[1], item[0]))[:limit]
 
     async def deadline_count(self) -> int:
         with unavailable():
-            return int(await self._client.zcard(self._deadlines_key))
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in [*self._deadline_shards, self._legacy_deadlines]:
+                    pipe.zcard(key)
+                counts: list[int] = await pipe.execute()
+        return sum(counts)
 
     # --- outboxes -----------------------------------------------------------------------------
     async def pending_outboxes(
         self, now_ms: int, *, limit: int = 100, rescan: bool = False
     ) -> list[str]:
         check_at_least(limit, 1, what="limit")
-        pending: list[str] = []
-        drops: list[str | int] = []
+        pending: dict[str, float] = {}
+        drops: dict[str, list[str | int]] = {}
         with unavailable():
             if rescan:
                 await self._rescan_outboxes()
             # Hints of outboxes already relayed wait out the grace period at the front of
-            # the index: look past them (at most _HINT_PAGES pages) for outboxes with records.
-            for page in range(_HINT_PAGES):
-                hints: list[Any] = await self._client.zrange(
-                    self._outbox_index_key, page * limit, (page + 1) * limit - 1, withscores=True
-                )
-                table_ids = [text(member) for member, _ in hints]
+            # each shard: look past them (at most _HINT_PAGES pages) for outboxes with records.
+            starts = dict.fromkeys([*self._outbox_shards, self._legacy_outboxes], 0)
+            for _ in range(_HINT_PAGES):
                 async with self._client.pipeline(transaction=False) as pipe:
-                    for table_id in table_ids:
-                        pipe.hlen(self._table_key(table_id, "outbox"))
-                    sizes: list[int] = await pipe.execute()
-                for table_id, (_, score), size in zip(table_ids, hints, sizes, strict=True):
+                    for key, start in starts.items():
+                        pipe.zrange(key, start, start + limit - 1, withscores=True)
+                    pages: list[list[Any]] = await pipe.execute()
+                hints = [
+                    (key, text(member), score)
+                    for key, page in zip(starts, pages, strict=True)
+                    for member, score in page
+                ]
+                sizes: list[int] = []
+                if hints:
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        for _, table_id, _ in hints:
+                            pipe.hlen(self._table_key(table_id, "outbox"))
+                        sizes = await pipe.execute()
+                for (key, table_id, score), size in zip(hints, sizes, strict=True):
                     if size:
-                        pending.append(table_id)
+                        pending[table_id] = min(score, pending.get(table_id, score))
                     elif score <= now_ms - OUTBOX_HINT_GRACE_MS:
-                        drops += [table_id, int(score), ""]
-                if len(hints) < limit or len(pending) >= limit:
+                        drops.setdefault(key, []).extend([table_id, int(score), ""])
+                starts = {
+                    key: start + limit
+                    for (key, start), page in zip(starts.items(), pages, strict=True)
+                    if len(page) == limit
+                }
+                if not starts or len(pending) >= limit:
                     break
-            if drops:
-                await self._fix(keys=[self._outbox_index_key], args=drops)
-        return pending[:limit]
+            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in drops.items()))
+        oldest_first = sorted(pending.items(), key=lambda item: (item[1], item[0]))
+        return [table_id for table_id, _ in oldest_first[:limit]]
 
     async def _rescan_outboxes(self) -> None:
         """Give every non-empty outbox a hint (``ZADD NX`` at score 0: first in line)."""
-        found: dict[str, int] = {}
+        found: dict[str, dict[str, int]] = {}
         pattern = f"{self._prefix}:{{*}}:outbox"
         async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT, _type="hash"):
             name = text(key)
             table_id = name[len(self._prefix) + 2 : -len("}:outbox")]
-            found[table_id] = 0
+            found.setdefault(self._outbox_index(table_id), {})[table_id] = 0
         if found:
-            await self._client.zadd(self._outbox_index_key, found, nx=True)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for index_key, entries in found.items():
+                    pipe.zadd(index_key, entries, nx=True)
+                await pipe.execute()
 
     async def read_outbox(self, table_id: str) -> dict[str, bytes]:
         key = self._table_key(check_id(table_id, what="table id"), "outbox")
