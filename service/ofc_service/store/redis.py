@@ -83,6 +83,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
+from redis.asyncio import RedisCluster
 from redis.commands.core import AsyncScript
 
 from .base import (
@@ -99,6 +100,7 @@ from .base import (
     StoredEvent,
     StoredTable,
     StoreError,
+    StoreUnavailableError,
     TableExistsError,
     TableNotFoundError,
     check_at_least,
@@ -119,6 +121,8 @@ _BLOCK_GRACE_S: Final = 5.0
 _CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
 _SCAN_COUNT: Final = 1000
 _HINT_PAGES: Final = 10
+
+_REPLAYS: Final = (b"replay", b"replayed")
 
 log = logging.getLogger("ofc.store.redis")
 
@@ -167,10 +171,19 @@ class RedisTableStore:
         key_prefix: str = "ofc",
         max_events: int = DEFAULT_MAX_EVENTS,
         owns_clients: bool = False,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 500,
     ) -> None:
         """``client`` must not decode responses; ``blocking`` (default: ``client``) serves
-        ``XREAD BLOCK`` and should have no socket timeout."""
+        ``XREAD BLOCK`` and should have no socket timeout. ``wait_replicas`` > 0: each commit
+        is followed by ``WAIT wait_replicas wait_timeout_ms`` on its connection, and a write
+        fewer replicas confirmed raises :class:`StoreUnavailableError` (see the module
+        docstring)."""
         check_at_least(max_events, 1, what="max_events")
+        self._wait = (
+            check_at_least(wait_replicas, 0, what="wait_replicas"),
+            check_at_least(wait_timeout_ms, 1, what="wait_timeout_ms"),
+        )
         self._client = client
         self._blocking = blocking if blocking is not None else client
         self._prefix = key_prefix
@@ -190,7 +203,13 @@ class RedisTableStore:
 
     @classmethod
     def from_url(
-        cls, url: str, *, key_prefix: str = "ofc", max_events: int = DEFAULT_MAX_EVENTS
+        cls,
+        url: str,
+        *,
+        key_prefix: str = "ofc",
+        max_events: int = DEFAULT_MAX_EVENTS,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 500,
     ) -> RedisTableStore:
         """A store with its own two connection pools (commands, and blocking reads) on one
         server or, for a ``redis+cluster://`` URL, a Redis Cluster (:func:`~.redis_io.connect`);
@@ -203,6 +222,8 @@ class RedisTableStore:
             key_prefix=key_prefix,
             max_events=max_events,
             owns_clients=True,
+            wait_replicas=wait_replicas,
+            wait_timeout_ms=wait_timeout_ms,
         )
 
     # --- keys ---------------------------------------------------------------------------------
@@ -373,26 +394,64 @@ class RedisTableStore:
         args: list[bytes | str | int],
         hints: Mapping[str, int],
     ) -> list[Any]:
-        """The commit script, after a ``ZADD`` of the table to each hint index (score)."""
-        if not hints:
+        """The commit script, after a ``ZADD`` of the table to each hint index (score), and
+        with ``wait_replicas``, a ``WAIT`` behind it on the same connection."""
+        if not hints and not self._wait[0]:
             reply: list[Any] = await self._commit(keys=keys, args=args)
             return reply
+        reply, confirmed = await self._pipelined_commit(table_id, keys, args, hints)
+        if isinstance(reply, redis_errors.NoScriptError):
+            await self._client.script_load(self._commit.script)  # every master of a cluster
+            reply, confirmed = await self._pipelined_commit(table_id, keys, args, {})
+        if isinstance(reply, Exception):
+            raise reply
+        wanted = self._wait[0]
+        if wanted and reply[0] != b"ok" and reply[0] not in _REPLAYS:
+            return reply  # nothing was written: nothing to confirm
+        if wanted and (isinstance(confirmed, Exception) or int(confirmed) < wanted):
+            log.warning(
+                "commit not confirmed by replicas",
+                extra={"fields": {"table_id": table_id, "confirmed": str(confirmed)}},
+            )
+            raise StoreUnavailableError(
+                f"the commit to table {table_id!r} was not confirmed by {wanted} Redis "
+                f"replica(s) within {self._wait[1]} ms ({confirmed!r}); it may be applied, "
+                "and a retry with the same request id is safe"
+            )
+        return reply
+
+    async def _pipelined_commit(
+        self,
+        table_id: str,
+        keys: list[str],
+        args: list[bytes | str | int],
+        hints: Mapping[str, int],
+    ) -> tuple[Any, Any]:
+        """One pipeline: the hints' ``ZADD``, ``EVALSHA`` and (``wait_replicas``) ``WAIT``;
+        the script's reply (or error) and the ``WAIT`` count (``None`` without one)."""
         async with self._client.pipeline(transaction=False) as pipe:
             for index_key, score in hints.items():
                 pipe.zadd(index_key, {table_id: score})
             # execute_command: a cluster pipeline refuses pipe.evalsha by name, but routes
             # EVALSHA by its keys (the table's slot) like any keyed command
             pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
-            *added, reply = await pipe.execute(raise_on_error=False)
+            if self._wait[0]:
+                # WAIT counts the replicas that have every write of *this connection*: on a
+                # cluster it must go to the node serving the table's slot, where the
+                # pipeline sends the EVALSHA on the same connection just before it.
+                target = (
+                    {"target_nodes": self._client.get_node_from_key(keys[0])}
+                    if isinstance(self._client, RedisCluster)
+                    else {}
+                )
+                pipe.execute_command("WAIT", *self._wait, **target)
+            results = await pipe.execute(raise_on_error=False)
+        added, results = results[: len(hints)], results[len(hints) :]
         for index_key, result in zip(hints, added, strict=True):
             if isinstance(result, Exception) and index_key == self._outbox_index(table_id):
                 # The outbox record is written all the same; the rescan backstop finds it.
                 log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
-        if isinstance(reply, redis_errors.NoScriptError):
-            reply = await self._commit(keys=keys, args=args)  # loads the script, runs it once
-        elif isinstance(reply, Exception):
-            raise reply
-        return reply
+        return results[0], results[1] if self._wait[0] else None
 
     # --- reads --------------------------------------------------------------------------------
     async def load(self, table_id: str) -> StoredTable:
