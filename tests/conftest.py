@@ -151,6 +151,7 @@ class LocalRedisCluster:
                 check=True, capture_output=True, timeout=60,
             )  # fmt: skip
             self.wait_ok()
+            self.wait_replicas_online()
         except BaseException:
             self.stop()
             raise
@@ -171,7 +172,8 @@ class LocalRedisCluster:
             [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--protected-mode", "no",
              "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
-             "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS)],
+             "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+             "--repl-diskless-sync-delay", "0"],  # a replica syncs at once, not after 5 s
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -204,7 +206,7 @@ class LocalRedisCluster:
                 "role": "master" if "master" in node["flags"] else "replica",
                 "id": node["node_id"],
                 "master": node["master_id"],
-                "slots": [(int(low), int(high)) for low, high in node["slots"]],
+                "slots": [(int(part[0]), int(part[-1])) for part in node["slots"]],
             }
             for address, node in parsed.items()
         ]
@@ -231,6 +233,34 @@ class LocalRedisCluster:
         master_id = by_port[master_port]["id"]
         return next(int(p) for p, n in by_port.items() if n["master"] == master_id)
 
+    def wait_promoted(self, replica_port: int, timeout_s: float = 30.0) -> None:
+        """Until ``replica_port`` serves slots as a master and the cluster is ok again."""
+        deadline = time.monotonic() + timeout_s
+        while replica_port not in self.masters():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the replica on {replica_port} was not promoted")
+            time.sleep(0.1)
+        self.wait_ok(timeout_s)
+
+    def migrate_slot(self, key: str, to_port: int, *, batch: int = 2, pause_s: float = 0.01) -> int:
+        """Move ``key``'s slot to the master on ``to_port`` as ``redis-cli --cluster reshard``
+        does (IMPORTING/MIGRATING, MIGRATE the keys in small batches, SETSLOT NODE on every
+        master), slowly enough for clients to meet ASK and TRYAGAIN; the keys moved."""
+        slot = int(self.client(self.live_ports()[0]).cluster("KEYSLOT", key))
+        from_port = self.master_of(key)
+        ids = {n["port"]: n["id"] for n in self.nodes()}
+        source, target = self.client(from_port), self.client(to_port)
+        target.cluster("SETSLOT", slot, "IMPORTING", ids[from_port])
+        source.cluster("SETSLOT", slot, "MIGRATING", ids[to_port])
+        moved = 0
+        while keys := source.cluster("GETKEYSINSLOT", slot, batch):
+            source.migrate("127.0.0.1", to_port, keys, 0, 5000)
+            moved += len(keys)
+            time.sleep(pause_s)
+        for port in self.masters():
+            self.client(port).cluster("SETSLOT", slot, "NODE", ids[to_port])
+        return moved
+
     def wait_ok(self, timeout_s: float = 30.0) -> None:
         """Until every live node says ``cluster_state:ok`` and agrees all slots are served."""
         deadline = time.monotonic() + timeout_s
@@ -245,15 +275,24 @@ class LocalRedisCluster:
             time.sleep(0.1)
         raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
 
+    def wait_replicas_online(self, timeout_s: float = 30.0) -> None:
+        """Until every master has its replica online (synced): WAIT 1 can then succeed."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(redis.RedisError):
+                infos = [self.client(p).info("replication") for p in self.masters()]
+                if all(dict(i.get("slave0") or {}).get("state") == "online" for i in infos):
+                    return
+            time.sleep(0.1)
+        raise RuntimeError("the Redis Cluster's replicas did not come online")
+
     def flush(self) -> None:
         for port in self.masters():
             self.client(port).flushall()
 
     def stop(self) -> None:
         for port in list(self.processes):
-            process = self.processes.pop(port)
-            process.terminate()
-            process.wait(timeout=10)
+            self.kill(port)  # nothing to keep, and a master would wait for its replica
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -364,6 +403,16 @@ def redis_source(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def local_cluster() -> Iterator[LocalRedisCluster]:
     """The session's Redis Cluster of local processes (three masters, three replicas)."""
+    cluster = LocalRedisCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def fresh_cluster() -> Iterator[LocalRedisCluster]:
+    """A Redis Cluster of local processes for this test alone (it may kill or reshard it)."""
     cluster = LocalRedisCluster()
     try:
         yield cluster
