@@ -1,4 +1,5 @@
-"""The production store: Redis, one Lua script per commit, any number of stateless replicas.
+"""The production store: Redis (one server or a Redis Cluster), one Lua script per commit, any
+number of stateless replicas.
 
 Key layout (``ofc`` is ``key_prefix``; every key of a table shares the hash tag ``{<table>}``,
 so a table lives in one Redis Cluster slot and its script may touch all of them):
@@ -25,9 +26,13 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  expires after ``request_ttl_seconds``
 ``ofc:{<table>}:outbox``                hash     settlement id -> record, until relayed to the
                                                  feed (no TTL: it outlives the table)
-``ofc:deadlines``                       zset     member table id, score deadline ms: a hint
-``ofc:outbox``                          zset     member table id, score ms of the commit that
-                                                 wrote its outbox: a hint, like ``deadlines``
+``ofc:{deadlines-<nn>}``                zset     member table id, score deadline ms: a hint;
+                                                 16 shards (``nn`` = CRC-32 of the table id
+                                                 mod 16, ``00`` .. ``15``), each its own slot
+``ofc:{outbox-<nn>}``                   zset     member table id, score ms of the commit that
+                                                 wrote its outbox: a hint, sharded the same
+``ofc:deadlines``, ``ofc:outbox``       zset     the unsharded hints of earlier releases:
+                                                 still read, drained into the shards
 ``ofc:{create:<claim id>}:table``       string   the table id a create request claimed;
                                                  expires after the retry window; its own
                                                  slot, not the table's
@@ -35,11 +40,25 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  written before digests have none)
 ======================================  =======  ================================================
 
+Redis Cluster: every script touches one slot (a table's keys, a create claim's two keys, one
+index shard). Nothing global is one key: the deadline and outbox hints are split into
+:data:`~.redis_io.INDEX_SHARDS` shards, each with its own hash tag, so the ``ZADD`` every
+commit with a deadline sends spreads over the cluster, and :meth:`RedisTableStore.due_deadlines`,
+:meth:`~RedisTableStore.deadline_count` and :meth:`~RedisTableStore.pending_outboxes` read every
+shard in one pipeline per call: each sweep of each replica covers each shard once (the
+sweeper's and relay's compare-and-set make a shard swept by two replicas at once harmless, as
+before). Upgrading from the unsharded ``ofc:deadlines`` / ``ofc:outbox`` needs no migration
+step: they are read beside the shards; a due hint there is served, an early one moved into its
+shard (``ZADD LT``: never later than a commit's own), a stale one dropped, so they empty within
+one deadline of each table. The settlement feed stays one stream (``{settlements}``, see
+:mod:`.feed_redis`): it takes one write per finished hand, not per move, and its consumers
+rely on one order of stream ids.
+
 The four table keys get the table's TTL again on every commit; a request record keeps its own
 TTL (the retry window), so a retry is answered even if the table expired meanwhile.
 
 The deadline index cannot share a table's slot, so a commit with a deadline sends
-``ZADD ofc:deadlines`` *before* its script in the same pipeline (one round trip). The entry is
+``ZADD`` to the table's shard of the deadline index *before* its script in the same pipeline (one round trip). The entry is
 therefore only a hint, and it errs early, never late, with one exception below:
 
 - a commit that then loses (stale, replayed, missing table) may have overwritten the hint;
@@ -54,7 +73,7 @@ therefore only a hint, and it errs early, never late, with one exception below:
   whole pipeline a few times first) and never retried leaves a later hint than the table's
   unchanged deadline; that deadline then fires at the hint's time instead.
 
-The outbox index is a hint the same way: the commit sends ``ZADD ofc:outbox`` before its script
+The outbox index is a hint the same way: the commit sends a ``ZADD`` to the table's outbox-index shard before its script
 in the same pipeline. :meth:`RedisTableStore.pending_outboxes` drops a hint only when the
 outbox is empty and the hint is older than :data:`~.base.OUTBOX_HINT_GRACE_MS`, by
 compare-and-set on its score; a commit cut off between the two leaves a hint with an empty
@@ -66,6 +85,16 @@ makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does
 direct calls; the pipelined commit does it here). Connection errors are retried by redis-py
 and then raised as :class:`StoreUnavailableError`; retrying a commit is safe because of the
 request record.
+
+Replication: Redis replicates asynchronously, so a commit acknowledged just before its
+master dies may be missing on the promoted replica (the client's retry with the same request
+id then applies it afresh, or, carrying an old version, is refused as stale). With
+``wait_replicas`` (``OFC_REDIS_WAIT_REPLICAS``) the commit pipeline ends with ``WAIT n
+timeout`` on the same connection (on a cluster, the node serving the table's slot): a commit
+fewer replicas confirmed raises :class:`StoreUnavailableError` (applied or not, a retry is
+safe), so an acknowledged move is on a replica. A master left with no replica (its replica
+just promoted) then acknowledges nothing until one follows it again: run two replicas per
+master to keep writing through a failover.
 
 ``wait_events`` blocks in ``XREAD BLOCK`` on a second connection pool (one connection per
 waiting watcher), so commits through any replica wake it; the events come back in that same
