@@ -6,6 +6,9 @@
 # no daemon), and the Prometheus Operator schemas from npm (deploy/tools/package-lock.json).
 # The semantic checks (replica counts, shutdown arithmetic, metric names...) are pytest tests
 # in tests/deploy/; this script covers what needs the tools.
+#
+#   scripts/check_deploy.sh                 install the tools when missing, run every check
+#   scripts/check_deploy.sh --install-only  install the tools when missing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,6 +66,8 @@ install_node_tools() {
 install_python_tools
 install_promtool
 install_node_tools
+# --install-only: the tools and nothing else (tests/deploy/test_envoy_affinity.py runs Envoy).
+[ "${1:-}" = "--install-only" ] && exit 0
 BIN="$TOOLS/venv/bin"
 PROMTOOL="$(cd "$TOOLS/promtool" && pwd)/promtool"
 

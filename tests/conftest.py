@@ -10,9 +10,9 @@ this order (see tests/README.md):
 3. else private ``redis-server`` processes on free ports, started from the local binary
    (no persistence), as on machines without Docker.
 
-The fixture that made a source says which it used (``-rA`` or ``-s`` shows the line).
-Tests that stop, restart or kill Redis take ``redis_server`` / ``local_cluster`` instead:
-those are always local processes.
+The session says which source it used at the end of the run (``redis: ...``). Tests that
+stop, restart or kill Redis take ``redis_server`` / ``fresh_cluster`` instead: those are
+always local processes.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,6 +51,19 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for ``localhost`` and 127.0.0.1 (its own CA) and its key: PEM files."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
+         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
 
 
 class RedisServer:

@@ -9,7 +9,8 @@
 // own token: highest cards first into the bottom row, then the middle, then the top), and
 // prints one JSON document on standard output: the settlement, the seats' points, and the
 // number of Watch events received. --history FILE also writes the hand's history_json
-// (GetHandHistory) to FILE, for `node verify.js FILE`. Progress goes to standard error.
+// (GetHandHistory) to FILE, for `node verify.js FILE`. Every call about the table carries
+// its id as x-ofc-table-id metadata (routing for a proxy). Progress goes to standard error.
 // Exit status: 0 on success, 1 on any error (a gRPC error is printed with its code).
 'use strict';
 
@@ -42,9 +43,19 @@ function log(message) {
   process.stderr.write(`play.js: ${message}\n`);
 }
 
+// The routing key a proxy hashes on so that one table's calls reach one replica
+// (deploy/compose/envoy/envoy.yaml); the server never reads it.
+const TABLE_ID_HEADER = 'x-ofc-table-id';
+
 function metadata(header, value) {
   const md = new grpc.Metadata();
   if (value) md.set(header, value);
+  return md;
+}
+
+/** `md` with the table id of `request`, if it is about a table, as x-ofc-table-id. */
+function routed(md, request) {
+  if (request.table_id) md.set(TABLE_ID_HEADER, request.table_id);
   return md;
 }
 
@@ -55,7 +66,7 @@ function requestId() {
 /** A unary call as a promise, with a deadline; errors name the method. */
 function call(client, method, request, md = new grpc.Metadata()) {
   return new Promise((resolve, reject) => {
-    client[method](request, md, { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, response) => {
+    client[method](request, routed(md, request), { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, response) => {
       if (err) {
         err.message = `${method}: ${err.message}`;
         reject(err);
@@ -80,7 +91,8 @@ function waitForReady(client) {
  */
 function watch(client, tableId, seatToken) {
   const messages = [];
-  const stream = client.Watch({ table_id: tableId }, metadata('x-ofc-seat-token', seatToken));
+  const request = { table_id: tableId };
+  const stream = client.Watch(request, routed(metadata('x-ofc-seat-token', seatToken), request));
   let target = null;
   let settle = null;
   let failure = null;

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import doctest
 import importlib
-import subprocess
 from pathlib import Path
 
 import grpc
@@ -23,6 +22,8 @@ from ofc_service.server.config import (
 )
 from ofc_service.server.main import _server_options
 from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS
+
+from tests.conftest import self_signed_certificate
 
 DOCTESTED = [
     "ofc_service.api.errors",
@@ -139,14 +140,7 @@ def test_grpc_options_follow_the_config() -> None:
 
 
 def test_tls(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed_certificate(tmp_path)
     config = ServerConfig(
         listen="127.0.0.1:0", metrics_listen="", tls_cert=str(cert), tls_key=str(key)
     )

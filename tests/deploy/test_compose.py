@@ -17,6 +17,7 @@ from unittest.mock import ANY
 
 import pytest
 import redis
+from ofc_client.tables import TABLE_ID_HEADER
 
 from tests.deploy.deployfiles import COMPOSE, DEPLOY, load_yaml
 
@@ -87,7 +88,6 @@ def test_docker_waits_longer_than_the_grace_period_before_sigkill() -> None:
 
 def test_envoy_balances_requests_over_healthy_replicas_by_dns() -> None:
     cluster = envoy_cluster("ofc")
-    assert cluster["lb_policy"] == "ROUND_ROBIN"
     dns = cluster["cluster_type"]["typed_config"]
     assert cluster["cluster_type"]["name"] == "envoy.cluster.dns"
     assert dns["all_addresses_in_single_endpoint"] is False, "each replica is its own host"
@@ -121,6 +121,7 @@ def test_envoy_serves_grpc_web_with_cors_before_routing() -> None:
         "grpc-timeout",
         "x-ofc-api-key",
         "x-ofc-seat-token",
+        TABLE_ID_HEADER,
     } <= allowed
     for route in vhost["routes"]:
         assert route["route"]["cluster"] == "ofc"
@@ -129,6 +130,24 @@ def test_envoy_serves_grpc_web_with_cors_before_routing() -> None:
         assert retry_on <= {"connect-failure", "refused-stream", "reset-before-request"}, (
             "only retry what never reached a replica: a move must not be applied twice"
         )
+
+
+def test_envoy_routes_a_tables_calls_to_one_replica_by_a_consistent_hash_of_its_id() -> None:
+    """Table affinity: the route hashes the header every client sends (ofc_client's constant;
+    tests/e2e/test_table_affinity.py checks the clients send it), the cluster places replicas
+    by Maglev consistent hashing (a replica joining or leaving moves only its share of tables:
+    test_envoy_affinity.py runs this config to show it), and a retry goes to another replica
+    rather than the one that failed."""
+    cluster = envoy_cluster("ofc")
+    assert cluster["lb_policy"] == "MAGLEV"
+    assert cluster["maglev_lb_config"]["table_size"] >= 65537, "a small table spreads unevenly"
+    (vhost,) = connection_manager()["route_config"]["virtual_hosts"]
+    for route in vhost["routes"]:
+        assert route["route"]["hash_policy"] == [{"header": {"header_name": TABLE_ID_HEADER}}]
+        retry = route["route"]["retry_policy"]
+        (predicate,) = retry["retry_host_predicate"]
+        assert predicate["name"] == "envoy.retry_host_predicates.previous_hosts"
+        assert retry["host_selection_retry_max_attempts"] >= retry["num_retries"]
 
 
 def test_envoy_image_is_the_version_ci_validates_with() -> None:

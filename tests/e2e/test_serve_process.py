@@ -20,7 +20,7 @@ from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
 
 from tests.api.wire import EXAMPLE_1_B, EXAMPLE_A, hand
-from tests.conftest import free_port
+from tests.conftest import free_port, self_signed_certificate
 
 GRACE_SECONDS = 5
 OFC = Path(sys.executable).with_name("ofc")
@@ -187,14 +187,7 @@ def test_sigterm_ends_watch_streams_at_once_then_drains() -> None:
 def test_stderr_is_json_lines_only_with_tls_and_failed_handshakes(tmp_path: Path) -> None:
     """gRPC core logs failed TLS handshakes itself (``I1201 ... ssl_transport_security.cc``
     lines on fd 2): they, and everything else, come out as JSON lines."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-         "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed_certificate(tmp_path)
     tls = ("--tls-cert", str(cert), "--tls-key", str(key))
     process, address = _serve(*tls, "--log-level", "debug")
     port = address.rsplit(":", 1)[1]

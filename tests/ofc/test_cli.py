@@ -228,6 +228,26 @@ def test_score_jsonl_all_good_exits_zero(
     assert points == [row[2][0] for row in SCORE_TABLE]
 
 
+def test_the_readmes_jsonl_example_scores_every_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/hands.jsonl, which the README's ``--jsonl`` line reads: a classic hand, a
+    three-way Pineapple hand with a foul and Fantasyland entries, 2-4 scoring."""
+    status, out, err = run(["score", "--jsonl", str(ROOT / "examples" / "hands.jsonl")], capsys)
+    assert (status, err) == (0, "")
+    got = [
+        (r["ruleset"], [(p["id"], p["points"], p["fouled"], p["fantasyland_next"]["qualifies"])
+                        for p in r["players"]])
+        for r in map(json.loads, out.splitlines())
+    ]  # fmt: skip
+    assert got == [
+        ("classic", [("a", 8, False, False), ("b", -8, False, False)]),
+        (
+            "pineapple",
+            [("ann", 12, False, True), ("bob", 26, False, True), ("cy", -38, True, False)],
+        ),
+        ("classic+custom", [("a", 18, False, False), ("b", -18, False, False)]),
+    ]
+
+
 # --- deal ---------------------------------------------------------------------------------------
 SPEC_SEED_HEX = bytes(range(32)).hex()
 SPEC_COMMITMENT = "630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd"

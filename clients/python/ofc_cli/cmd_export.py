@@ -4,19 +4,20 @@ Lists the table's hands (``ListHands``, oldest first) and writes each one's hist
 (``GetHandHistory``'s ``history_json``) to ``DIR/hand-NNNNN.json``, ready for ``ofc verify
 --match DIR``. Anyone may read a finished hand: no key is needed. Exit status: 0 written,
 2 bad input or no such table (the server's reason on stderr), 1 when the server cannot be
-reached or fails.
+reached or fails. ``--tls``, ``--ca-file`` and ``--api-key`` as for every remote command.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ofc.errors import InvalidInputError
+
+from ofc_cli import remote
 
 PAGE_SIZE = 100  # ListHands' largest page
 
@@ -26,20 +27,15 @@ def register(subparsers: Any) -> None:
         "export-match",
         help="write a live table's finished hands, a history per file, for ofc verify --match",
     )
-    export.add_argument(
-        "--server",
-        metavar="ADDR",
-        default=os.environ.get("OFC_SERVER") or None,
-        required=not os.environ.get("OFC_SERVER"),
-        help="the ofc gRPC server at HOST:PORT [env OFC_SERVER]",
-    )
+    remote.add_connection_arguments(export, required=True)
     export.add_argument("table_id", metavar="TABLE", help="the table's id")
     export.add_argument("directory", metavar="DIR", help="where to write hand-NNNNN.json")
     export.set_defaults(handler=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from ofc_client import InvalidRequestError, TableClient
+    remote.quiet_grpc()
+    from ofc_client import InvalidRequestError
     from ofc_client.errors import NotFoundError, OfcClientError
     from ofc_service.api.parse import table_id
 
@@ -52,7 +48,7 @@ def run_export(args: argparse.Namespace) -> int:
             f"cannot write to {args.directory}: {exc.strerror}", field="directory"
         ) from None
     written = 0
-    client = TableClient(args.server)
+    client = remote.table_client(args)
     try:
         token = ""
         while True:
@@ -66,7 +62,7 @@ def run_export(args: argparse.Namespace) -> int:
             if not token:
                 break
     except OfcClientError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(remote.describe(error, args), file=sys.stderr)
         return 2 if isinstance(error, InvalidRequestError | NotFoundError) else 1
     finally:
         client.close()

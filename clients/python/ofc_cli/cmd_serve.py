@@ -1,4 +1,5 @@
-"""``ofc serve``: run the gRPC server (rules service, health, reflection, /metrics).
+"""``ofc serve``: run the gRPC server (rules, tables, settlement feed, health, reflection,
+/metrics).
 
 Every flag can also come from its environment variable (``OFC_LISTEN``, ...); a flag wins.
 gRPC is imported only when the server starts, so other commands stay fast.
@@ -18,8 +19,14 @@ def register(subparsers: Any) -> None:
     serve = subparsers.add_parser(
         "serve",
         help="run the gRPC server",
-        description="Serve ofcpoker.v1.RulesService, gRPC health and reflection, and "
-        "Prometheus metrics over HTTP. SIGTERM stops it gracefully.",
+        description="Serve, on one gRPC port: ofcpoker.v1.RulesService (evaluation, "
+        "settlement, presets, the Fantasyland solver, deck derivation, hand-history and match "
+        "verification; needs no store), ofcpoker.v1.TableService (live tables: seats, hands, "
+        "moves, turn deadlines, Watch streams, hand histories) and "
+        "ofcpoker.v1.SettlementFeedService (every settled hand, for back offices: Subscribe "
+        "and Acknowledge), with grpc.health.v1.Health and server reflection; and Prometheus "
+        "metrics over HTTP. Tables and the feed live in Redis (--redis-url) or, without it, "
+        "in this process's memory. SIGTERM stops it gracefully.",
     )
     add_arguments(serve)
     serve.set_defaults(handler=run_serve)

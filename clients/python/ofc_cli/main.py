@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import NoReturn
 
 from ofc.errors import OfcError
@@ -26,8 +27,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: USAGE: {self.prog}: {message} (see {self.prog} -h)\n")
 
 
+def version() -> str:
+    """The installed distribution's version (``ofc --version``)."""
+    try:
+        return metadata.version("ofc")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="ofc", description="Open-Face Chinese Poker rules and service")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMAND_MODULES:
         module.register(subparsers)

@@ -1,8 +1,12 @@
-"""``--server ADDR`` for ``score`` and ``deal``: the same input and output, computed remotely.
+"""``--server ADDR`` for ``score`` and ``deal``: the same input and output, computed remotely;
+and how every remote command reaches its server.
 
 :func:`add_server_option` wraps a subcommand's local handler: without ``--server`` the local
 path runs unchanged; with it, the request goes to the gRPC server through
 :class:`ofc_client.OfcClient` and the output has exactly the local JSON shape.
+:func:`add_connection_arguments` (also used by ``export-match``) adds ``--server``,
+``--tls``, ``--ca-file`` and ``--api-key``; :func:`describe` words a failed connection so
+that a plaintext client at a TLS server (and the reverse) is told what to change.
 Exit status: 0 ok, 2 bad input (the server's reason and field path on stderr), 1 when the
 server cannot be reached or fails.
 """
@@ -18,7 +22,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the client (and gRPC) load only when --server is used
-    from ofc_client import HandInput, OfcClient, Settlement
+    import grpc
+    from ofc_client import HandInput, OfcClient, Settlement, TableClient
     from ofc_client.errors import OfcClientError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -26,32 +31,153 @@ ROWS = ("top", "middle", "bottom")
 BATCH = 1000  # the server's SettleHands limit
 
 
-def add_server_option(parser: argparse.ArgumentParser, remote: Handler) -> None:
-    """Add ``--server`` (default ``$OFC_SERVER``) and send the command there when set."""
+def add_connection_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    required: bool = False,
+    server_help: str = "the ofc gRPC server at HOST:PORT",
+) -> None:
+    """``--server`` (default ``$OFC_SERVER``) and how to reach it: ``--tls``, ``--ca-file``,
+    ``--api-key`` (default ``$OFC_API_KEY``)."""
+    from_env = os.environ.get("OFC_SERVER") or None
     parser.add_argument(
         "--server",
         metavar="ADDR",
-        default=os.environ.get("OFC_SERVER") or None,
-        help="run on an ofc gRPC server at HOST:PORT instead of locally [env OFC_SERVER]",
+        default=from_env,
+        required=required and from_env is None,
+        help=f"{server_help} [env OFC_SERVER]",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="connect with TLS, trusting the system's certificate authorities (or --ca-file)",
+    )
+    parser.add_argument(
+        "--ca-file",
+        metavar="PEM",
+        help="trust the server's certificate if this CA (PEM file) signed it; implies --tls",
+    )
+    parser.add_argument(
+        "--api-key",
+        metavar="KEY",
+        default=os.environ.get("OFC_API_KEY") or None,
+        help="operator API key, sent as x-ofc-api-key (prefer the environment: "
+        "command lines are visible to other users) [env OFC_API_KEY]",
+    )
+
+
+def add_server_option(parser: argparse.ArgumentParser, remote: Handler) -> None:
+    """Add the connection arguments and send the command to ``--server`` when it is set."""
+    add_connection_arguments(
+        parser, server_help="run on an ofc gRPC server at HOST:PORT instead of locally"
     )
     local: Handler = parser.get_default("handler")
 
     def dispatch(args: argparse.Namespace) -> int:
-        return remote(args) if args.server else local(args)
+        if not args.server:
+            return local(args)
+        quiet_grpc()
+        return remote(args)
 
     parser.set_defaults(handler=dispatch)
 
 
-def _client(args: argparse.Namespace) -> OfcClient:
+def quiet_grpc() -> None:
+    """Only gRPC core's errors on stderr (it reads this once, when it loads: call first); its
+    INFO lines, a failed TLS handshake's for one, would follow the command's own error line."""
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+
+def uses_tls(args: argparse.Namespace) -> bool:
+    return bool(args.tls or args.ca_file)
+
+
+def channel_credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None:
+    """TLS credentials for ``--tls``/``--ca-file``, None for plaintext (read before any
+    connection: an unreadable CA file is bad input, exit 2)."""
+    if not uses_tls(args):
+        return None
+    import grpc
+
+    root = None
+    if args.ca_file:
+        from ofc.errors import InvalidInputError
+
+        try:
+            with open(args.ca_file, "rb") as pem:
+                root = pem.read()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot read {args.ca_file}: {exc.strerror}", field="ca_file"
+            ) from None
+    return grpc.ssl_channel_credentials(root_certificates=root)
+
+
+def rules_client(args: argparse.Namespace) -> OfcClient:
     from ofc_client import OfcClient
 
-    return OfcClient(args.server)
+    credentials = channel_credentials(args)
+    return OfcClient(args.server, credentials=credentials, api_key=args.api_key)
 
 
-def _fail(error: OfcClientError) -> int:
+def table_client(args: argparse.Namespace) -> TableClient:
+    from ofc_client import TableClient
+
+    credentials = channel_credentials(args)
+    return TableClient(args.server, credentials=credentials, api_key=args.api_key)
+
+
+def describe(error: OfcClientError, args: argparse.Namespace) -> str:
+    """``error: REASON: message``, and when a connection failed for want of the right
+    transport, what to change (a plaintext client at a TLS server is told so)."""
+    import grpc
+
+    text = f"error: {error}"
+    if error.code != grpc.StatusCode.UNAVAILABLE:
+        return text
+    if not uses_tls(args):
+        if speaks_tls(args.server):
+            return (
+                f"error: {error.reason}: the server at {args.server} speaks TLS and this client "
+                "connected in plaintext: add --tls (and --ca-file PEM when a private CA "
+                "signed its certificate)"
+            )
+        return text
+    if "WRONG_VERSION_NUMBER" in error.message:
+        return f"{text} (the TLS handshake failed: the server may be plaintext; drop --tls)"
+    if "CERTIFICATE_VERIFY_FAILED" in error.message:
+        return f"{text} (the server's TLS certificate is not trusted: pass its CA with --ca-file)"
+    return text
+
+
+def speaks_tls(target: str, timeout: float = 2.0) -> bool:
+    """Whether ``HOST:PORT`` completes a TLS handshake (certificate not checked: this only
+    tells a TLS server from a plaintext one). Other gRPC target forms are not probed."""
+    import socket
+    import ssl
+
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or "/" in host or "," in host:
+        return False
+    host = host.strip("[]")
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    try:
+        with (
+            socket.create_connection((host, int(port)), timeout=timeout) as raw,
+            context.wrap_socket(raw, server_hostname=host or None),
+        ):
+            return True
+    except (OSError, ssl.SSLError):
+        return False
+
+
+def _fail(error: OfcClientError, args: argparse.Namespace) -> int:
     from ofc_client import InvalidRequestError
 
-    print(f"error: {error}", file=sys.stderr)
+    print(describe(error, args), file=sys.stderr)
     return 2 if isinstance(error, InvalidRequestError) else 1
 
 
@@ -156,7 +282,7 @@ def run_score(args: argparse.Namespace) -> int:
     # Read (or opened) before connecting: bad input is exit 2 whatever the server does.
     stream = open_lines(args.file) if args.jsonl else io.StringIO(read_text(args.file))
     try:
-        with stream, _client(args) as client:
+        with stream, rules_client(args) as client:
             if not args.jsonl:
                 hand = hand_input(_load(stream.read()))
                 print(
@@ -167,7 +293,7 @@ def run_score(args: argparse.Namespace) -> int:
                 return 0
             return _score_lines(client, stream)
     except OfcClientError as error:
-        return _fail(error)
+        return _fail(error, args)
 
 
 def _score_lines(client: OfcClient, lines: Iterator[str]) -> int:
@@ -223,12 +349,12 @@ def run_deal(args: argparse.Namespace) -> int:
         raise type(error)(error.message, field="server_seed_hex") from None
     utf8(args.client_seed, "client_seed")
     try:
-        with _client(args) as client:
+        with rules_client(args) as client:
             deck = client.derive_deck(
                 args.server_seed, client_seed=args.client_seed, nonce=args.nonce
             )
     except OfcClientError as error:
-        return _fail(error)
+        return _fail(error, args)
     if args.json:
         print(json.dumps({"commitment": deck.commitment, "deck": list(deck.cards)}))
     else:

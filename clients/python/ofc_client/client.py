@@ -46,6 +46,7 @@ from ofc_client.requests import (
     row_position,
     ruleset_spec,
 )
+from ofc_client.tables import API_KEY_HEADER
 
 DEFAULT_TIMEOUT = 10.0
 T = TypeVar("T")
@@ -59,12 +60,14 @@ def _ruleset_dict(m: ruleset_pb2.RulesetParameters) -> dict[str, Any]:
 
 class OfcClient:
     """A connection to an ofc server. ``target`` is ``HOST:PORT``; plaintext unless
-    ``credentials`` (e.g. ``grpc.ssl_channel_credentials()``) are given."""
+    ``credentials`` (e.g. ``grpc.ssl_channel_credentials()``) are given. ``api_key``, if
+    any, goes with every call (``x-ofc-api-key``: the rules need none, a gateway may)."""
 
     def __init__(
         self,
         target: str,
         *,
+        api_key: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] = (),
@@ -78,17 +81,20 @@ class OfcClient:
             )
         self.channel = channel
         self.timeout = timeout
+        self._credentials = ((API_KEY_HEADER, api_key),) if api_key else ()
         self._stub = pb_grpc.RulesServiceStub(channel)
         self._health = health_pb2_grpc.HealthStub(channel)
         self.last_request_id = ""
 
     # --- plumbing ---------------------------------------------------------------------------
-    def _call(self, method: Callable[..., T], request: Any, request_id: str | None = None) -> T:
-        self.last_request_id = request_id or uuid.uuid4().hex
+    def _metadata(self) -> tuple[tuple[str, str], ...]:
+        """A call's metadata: a fresh log id (kept as ``last_request_id``), the API key."""
+        self.last_request_id = uuid.uuid4().hex
+        return ((REQUEST_ID_KEY, self.last_request_id), *self._credentials)
+
+    def _call(self, method: Callable[..., T], request: Any) -> T:
         try:
-            result: T = method(
-                request, timeout=self.timeout, metadata=((REQUEST_ID_KEY, self.last_request_id),)
-            )
+            result: T = method(request, timeout=self.timeout, metadata=self._metadata())
         except grpc.RpcError as error:
             raise from_rpc_error(error) from None
         return result
@@ -161,10 +167,7 @@ class OfcClient:
     ) -> Iterator[tuple[str, HandResult]]:
         """Stream ``(hand_id, hand)`` pairs; yield ``(hand_id, result)`` in request order."""
         requests = (pb.SettleHandsStreamRequest(hand_id=i, hand=hand_message(h)) for i, h in hands)
-        self.last_request_id = uuid.uuid4().hex
-        responses = self._stub.SettleHandsStream(
-            requests, timeout=None, metadata=((REQUEST_ID_KEY, self.last_request_id),)
-        )
+        responses = self._stub.SettleHandsStream(requests, timeout=None, metadata=self._metadata())
         try:
             for response in responses:
                 yield response.hand_id, outcome_from_proto(response.outcome)

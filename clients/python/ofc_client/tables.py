@@ -21,6 +21,9 @@ What the client does for you:
   :meth:`TableClient.retry` sends the last mutating request again, unchanged (its
   credentials too), whenever you decide to (the server answers a request id it has seen
   with its first result, to the credentials that sent it).
+- **Routing.** Every call about a table carries its id as ``x-ofc-table-id`` metadata, so a
+  proxy that hashes on it (deploy/'s Envoy) sends one table's calls to one replica.
+  CreateTable, whose id the server picks, has none.
 - **Credentials.** :meth:`TableClient.join` keeps the returned seat token and sends it
   (``x-ofc-seat-token``) on every later call about that table; :meth:`use_seat` restores a
   saved one. Otherwise the ``api_key`` (``x-ofc-api-key``), if any, is sent.
@@ -62,6 +65,9 @@ from ofc_client.table_models import (
 DEFAULT_TIMEOUT = 10.0
 SEAT_TOKEN_HEADER = "x-ofc-seat-token"
 API_KEY_HEADER = "x-ofc-api-key"
+TABLE_ID_HEADER = "x-ofc-table-id"
+"""Routing only: a proxy hashes on it so that one table's calls reach one replica (its
+decoded table stays cached there). The server never reads it; the table is the message's."""
 ROWS = ("top", "middle", "bottom")
 
 Placements = Mapping[str, str] | Sequence[tuple[str, str]]
@@ -153,10 +159,12 @@ class TableClient:
     def _metadata(
         self, table_id: str | None, credentials: tuple[tuple[str, str], ...] | None = None
     ) -> tuple[tuple[str, str], ...]:
-        """A call's metadata: a fresh log id and ``credentials`` (default: the ones held)."""
+        """A call's metadata: a fresh log id, the table id to route by (every call about a
+        table) and ``credentials`` (default: the ones held)."""
         if credentials is None:
             credentials = self._credentials(table_id)
-        return ((REQUEST_ID_KEY, uuid.uuid4().hex), *credentials)
+        routing = () if table_id is None else ((TABLE_ID_HEADER, table_id),)
+        return ((REQUEST_ID_KEY, uuid.uuid4().hex), *routing, *credentials)
 
     def _credentials(self, table_id: str | None) -> tuple[tuple[str, str], ...]:
         held = None if table_id is None else self._seats.get(table_id)

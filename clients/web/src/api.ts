@@ -1,14 +1,20 @@
 // The page's one connection to the service: Connect (JSON) over fetch, at the page's own
-// origin, with the seat token of this tab as the `x-ofc-seat-token` header.
+// origin, with the seat token of this tab as the `x-ofc-seat-token` header and, on every
+// call about a table, its id as `x-ofc-table-id` (routing for a proxy).
 
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { RulesService } from "./gen/ofcpoker/v1/rules_service_pb";
 import { TableService } from "./gen/ofcpoker/v1/table_service_pb";
 
 export const SEAT_TOKEN_HEADER = "x-ofc-seat-token";
 export const API_KEY_HEADER = "x-ofc-api-key";
+/** The routing key a proxy hashes on so that one table's calls reach one replica, whose
+ *  cache of the table then serves them (deploy/compose/envoy/envoy.yaml). The service never
+ *  reads it: the table of a call is its message's `tableId`. */
+export const TABLE_ID_HEADER = "x-ofc-table-id";
 
 export interface Credentials {
   seatToken?: string;
@@ -28,9 +34,31 @@ export function connect(baseUrl: string, credentials: () => Credentials): Api {
     if (apiKey) req.header.set(API_KEY_HEADER, apiKey);
     return await next(req);
   };
-  const transport = createConnectTransport({ baseUrl, interceptors: [auth] });
+  const transport = createConnectTransport({ baseUrl, interceptors: [auth, routeByTable] });
   return { tables: createClient(TableService, transport), rules: createClient(RulesService, transport) };
 }
+
+function tableIdOf(message: unknown): string {
+  const id = (message as { tableId?: unknown } | undefined)?.tableId;
+  return typeof id === "string" ? id : "";
+}
+
+/** Sets `x-ofc-table-id` to the request's `tableId` on every call about a table (all of
+ *  TableService's but CreateTable, whose id the service picks). */
+export const routeByTable: Interceptor = (next) => async (req) => {
+  if (!req.stream) {
+    const id = tableIdOf(req.message);
+    if (id) req.header.set(TABLE_ID_HEADER, id);
+    return await next(req);
+  }
+  if (req.method.methodKind !== "server_streaming") return await next(req);
+  // A server stream (Watch) sends one message: read it to route by, then send it on.
+  const sent = [];
+  for await (const message of req.message) sent.push(message);
+  const id = tableIdOf(sent[0]);
+  if (id) req.header.set(TABLE_ID_HEADER, id);
+  return await next({ ...req, message: createAsyncIterable(sent) });
+};
 
 /** The service's base URL: the directory the page was served from. */
 export function baseUrlOf(location: Location): string {

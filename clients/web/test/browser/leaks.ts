@@ -17,6 +17,8 @@ export interface Chunk {
 
 export interface Recorded {
   path: string;
+  /** The request's x-ofc-table-id header (table affinity), if it had one. */
+  tableIdHeader?: string;
   contentType: string;
   /** content-encoding (unary) or connect-content-encoding (stream messages): "gzip" or "". */
   encoding: string;

@@ -213,6 +213,15 @@ export async function checkOwnOriginAndStorage(viewer: Player, tableId: string, 
   assert.ok(!everything.includes(otherToken), `${viewer.name} never received the other seat's token`);
 }
 
+/** Table affinity: each of the page's TableService calls but CreateTable carried the table's
+ *  id as x-ofc-table-id (the header deploy/'s Envoy routes by). */
+export function checkRouting(viewer: Player, tableId: string): void {
+  const calls = viewer.log.filter((r) => r.path.startsWith("/ofcpoker.v1.TableService/") && !r.path.endsWith("/CreateTable"));
+  assert.ok(calls.some((r) => r.path.endsWith("/Watch")) && calls.some((r) => r.path.endsWith("/PlaceCards")), `${viewer.name} watched and moved`);
+  const unrouted = calls.filter((r) => r.tableIdHeader !== tableId).map((r) => `${r.path} (${JSON.stringify(r.tableIdHeader)})`);
+  assert.deepEqual(unrouted, [], `${viewer.name}'s calls about the table named it in x-ofc-table-id`);
+}
+
 export async function seatToken(p: Player, tableId: string): Promise<string> {
   const raw = await p.page.evaluate((k) => sessionStorage.getItem(k), `ofc.seat.${tableId}`);
   return (JSON.parse(raw!) as { token: string }).token;

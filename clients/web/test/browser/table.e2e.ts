@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { ARTIFACTS, launch, player, shot, snapshot } from "./harness";
 import {
-  checkNoLeaks, checkOwnOriginAndStorage, checkSettlement, createTable, history, myTurn, playBatch,
+  checkNoLeaks, checkOwnOriginAndStorage, checkRouting, checkSettlement, createTable, history, myTurn, playBatch,
   seatToken, sitDown, type Style, tables, waitVerified,
 } from "./play";
 
@@ -89,6 +89,8 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     await checkSettlement([alice, bob], h);
     checkNoLeaks(alice, 1, h);
     checkNoLeaks(bob, 0, h);
+    checkRouting(alice, tableId);
+    checkRouting(bob, tableId);
     await checkOwnOriginAndStorage(alice, tableId, await seatToken(bob, tableId));
     await checkOwnOriginAndStorage(bob, tableId, await seatToken(alice, tableId));
 
