@@ -77,8 +77,9 @@ echo "== hadolint $("$BIN/hadolint" --version | grep -o '[0-9][0-9.]*' | head -1
 echo "== yamllint: deploy/"
 "$BIN/yamllint" --strict -c deploy/tools/yamllint.yml deploy/
 
-echo "== compose-spec schema: deploy/compose/docker-compose.yml"
-"$BIN/check-jsonschema" --builtin-schema vendor.compose-spec deploy/compose/docker-compose.yml
+echo "== compose-spec schema: deploy/compose/docker-compose.yml, docker-compose.cluster.yml"
+"$BIN/check-jsonschema" --builtin-schema vendor.compose-spec deploy/compose/docker-compose.yml \
+    deploy/compose/docker-compose.cluster.yml
 
 ENVOY_VERSION="$("$BIN/envoy" --version | grep -o '/[0-9][0-9.]*/' | tr -d /)"
 validate_envoy() { # FILE LABEL
@@ -96,6 +97,7 @@ validate_envoy "$WORK/k8s-envoy.yaml" "deploy/k8s/envoy.yaml (ConfigMap envoy-co
 
 echo "== promtool $("$PROMTOOL" --version 2>&1 | head -1 | grep -o '[0-9][0-9.]*' | head -1): config, rules, rule tests, dashboard PromQL"
 "$PROMTOOL" check config deploy/compose/prometheus/prometheus.yml
+"$PROMTOOL" check config deploy/compose/prometheus/prometheus.cluster.yml
 "$PROMTOOL" check rules deploy/compose/prometheus/alerts.yml
 (cd deploy/compose/prometheus && "$PROMTOOL" test rules alerts_test.yml)
 "$PY" -m tests.deploy.deployfiles dashboard-rules >"$WORK/dashboard-rules.json"
