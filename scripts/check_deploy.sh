@@ -109,6 +109,22 @@ for version in $K8S_VERSIONS; do
     "$BIN/kubernetes-validate" --strict --quiet -k "$version" "${k8s_files[@]}"
 done
 
+echo "== kubernetes-validate --strict: deploy/k8s-cluster/redis-cluster.yaml"
+for version in $K8S_VERSIONS; do
+    "$BIN/kubernetes-validate" --strict --quiet -k "$version" deploy/k8s-cluster/redis-cluster.yaml
+done
+if command -v kubectl >/dev/null; then
+    echo "== kubectl kustomize deploy/k8s-cluster, then kubernetes-validate --strict of the result"
+    kubectl kustomize deploy/k8s-cluster >"$WORK/k8s-cluster.yaml"
+    "$PY" -m tests.deploy.deployfiles builtin-documents <"$WORK/k8s-cluster.yaml" \
+        >"$WORK/k8s-cluster-builtin.yaml"
+    for version in $K8S_VERSIONS; do
+        "$BIN/kubernetes-validate" --strict --quiet -k "$version" "$WORK/k8s-cluster-builtin.yaml"
+    done
+else
+    echo "== deploy/k8s-cluster rendered: skipped, no kubectl on PATH (tests/deploy check its parts)"
+fi
+
 echo "== Prometheus Operator schemas (@kubernetes-models/prometheus-operator): deploy/k8s"
 "$PY" -m tests.deploy.deployfiles k8s-crd-json | node "$TOOLS/node/validate_crds.mjs"
 
