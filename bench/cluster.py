@@ -68,9 +68,7 @@ def backends() -> Iterator[list[Backend]]:
         assert single.process is not None and replica.process is not None
         yield [
             Backend("one Redis", single.url, (single.process.pid, replica.process.pid)),
-            Backend(
-                "cluster 3x2", cluster.url, tuple(p.pid for p in cluster.processes.values())
-            ),
+            Backend("cluster 3x2", cluster.url, tuple(p.pid for p in cluster.processes.values())),
         ]
     finally:
         cluster.stop()
@@ -81,9 +79,7 @@ def backends() -> Iterator[list[Backend]]:
 async def store_commits(url: str, seconds: float, wait: int) -> store_bench.Row:
     store = RedisTableStore.from_url(url, key_prefix=store_bench.PREFIX, wait_replicas=wait)
     try:
-        return await store_bench.run(
-            "redis", store, in_flight=64, deadline=True, seconds=seconds
-        )
+        return await store_bench.run("redis", store, in_flight=64, deadline=True, seconds=seconds)
     finally:
         await store.close()
 
