@@ -68,10 +68,14 @@ async def test_key_layout_and_ttls(redis_backend: Backend) -> None:
                 "ofc:{t}:extra",
                 "ofc:{t}:extra_index",
                 "ofc:{t}:req:r1",
+                "ofc:{t}:requests",
                 "ofc:{t}:state",
                 create_record,
             ]
         )
+        # the request log: each record's key after the table's last event at its commit
+        log = [entry.decode().split(" ") for entry in await admin.lrange("ofc:{t}:requests", 0, -1)]
+        assert [key for _, key in log] == [create_record, "ofc:{t}:req:r1"]
         table_keys = [k for k in keys if k != deadline_index("t")]
         assert len({key_slot(k.encode()) for k in table_keys}) == 1
         assert key_slot(deadline_index("t").encode()) != key_slot(table_keys[0].encode())

@@ -24,6 +24,11 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  one (older records: a hash of
                                                  ``version``, ``events``, ``response``);
                                                  expires after ``request_ttl_seconds``
+``ofc:{<table>}:requests``              list     ``<event id> <request record key>`` per
+                                                 commit (the table's last event then): a new
+                                                 hand (``keep_segments``) deletes the records
+                                                 made before the oldest hand kept; at most
+                                                 1000 entries; the table's TTL
 ``ofc:{<table>}:outbox``                hash     settlement id -> record, until relayed to the
                                                  feed (no TTL: it outlives the table)
 ``ofc:{deadlines-<nn>}``                zset     member table id, score deadline ms: a hint;
