@@ -25,7 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -399,54 +399,67 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(line)
 
 
-@pytest.fixture(scope="session")
-def redis_source(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The URL of the session's one-server Redis (the order in the module docstring)."""
-    if os.environ.get("REDIS_URL"):
-        say(request, "redis: REDIS_URL from the environment")
-        yield os.environ["REDIS_URL"]
+def redis_from(
+    request: pytest.FixtureRequest,
+    *,
+    what: str,
+    env: str,
+    container: Callable[[], contextlib.AbstractContextManager[str]],
+    local: str,
+) -> Iterator[str]:
+    """The URL of a Redis source in the order of the module docstring: ``env``, else a
+    ``container`` when Docker answers, else the ``local`` processes' fixture; said aloud."""
+    if os.environ.get(env):
+        say(request, f"{what}: {env} from the environment")
+        yield os.environ[env]
     elif docker_answers():
-        say(request, f"redis: a testcontainers {REDIS_IMAGE} container")
-        with container_redis() as url:
+        say(request, f"{what}: testcontainers ({REDIS_IMAGE})")
+        with container() as url:
             yield url
     else:
-        say(request, "redis: a local redis-server process (no REDIS_URL, no Docker engine)")
-        yield request.getfixturevalue("redis_server").url
+        say(request, f"{what}: local redis-server processes (no {env}, no Docker engine)")
+        source: RedisServer | LocalRedisCluster = request.getfixturevalue(local)
+        yield source.url
+
+
+@pytest.fixture(scope="session")
+def redis_source(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of the session's one-server Redis."""
+    yield from redis_from(
+        request, what="redis", env="REDIS_URL", container=container_redis, local="redis_server"
+    )
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_source(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of the session's Redis Cluster."""
+    yield from redis_from(
+        request,
+        what="redis cluster",
+        env="REDIS_CLUSTER_URL",
+        container=container_cluster,
+        local="local_cluster",
+    )
+
+
+def new_local_cluster() -> Iterator[LocalRedisCluster]:
+    cluster = LocalRedisCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")
 def local_cluster() -> Iterator[LocalRedisCluster]:
     """The session's Redis Cluster of local processes (three masters, three replicas)."""
-    cluster = LocalRedisCluster()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from new_local_cluster()
 
 
 @pytest.fixture
 def fresh_cluster() -> Iterator[LocalRedisCluster]:
     """A Redis Cluster of local processes for this test alone (it may kill or reshard it)."""
-    cluster = LocalRedisCluster()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="session")
-def redis_cluster_source(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The URL of the session's Redis Cluster (the order in the module docstring)."""
-    if os.environ.get("REDIS_CLUSTER_URL"):
-        say(request, "redis cluster: REDIS_CLUSTER_URL from the environment")
-        yield os.environ["REDIS_CLUSTER_URL"]
-    elif docker_answers():
-        say(request, f"redis cluster: six {REDIS_IMAGE} servers in a testcontainers container")
-        with container_cluster() as url:
-            yield url
-    else:
-        say(request, "redis cluster: six local redis-server processes (no Docker engine)")
-        yield request.getfixturevalue("local_cluster").url
+    yield from new_local_cluster()
 
 
 @pytest.fixture
