@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ofc_service.store import MemoryTableStore, RedisTableStore, TableStore
+from ofc_service.store import Commit, MemoryTableStore, RedisTableStore, TableStore
 from redis.asyncio import Redis
 
 STATE = os.urandom(1024)
@@ -72,13 +72,15 @@ async def run(
             move += 1
             started = time.perf_counter()
             await store.commit(
-                table_id,
-                expected_version=table.version,
-                state=STATE,
-                events=[EVENT],
-                response=RESPONSE,
-                request_id=f"m{move}",
-                deadline_ms=int(time.time() * 1000) + 30_000 if deadline else None,
+                Commit(
+                    table_id,
+                    expected_version=table.version,
+                    state=STATE,
+                    events=[EVENT],
+                    response=RESPONSE,
+                    request_id=f"m{move}",
+                    deadline_ms=int(time.time() * 1000) + 30_000 if deadline else None,
+                )
             )
             latencies.append((time.perf_counter() - started) * 1000)
 

@@ -59,10 +59,12 @@ from typing import Any
 import grpc
 from ofc.cards import Card
 from ofc.solver import solve_fantasyland
-from ofc_service.api.tables import TableServicer, encode_event
+from ofc_service.api import tables as table_api
+from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.tables import ProtobufPresenter, TableHandlers
+from ofc_service.application.manager import TableManager
 from ofc_service.auth import Authenticator
 from ofc_service.store import RedisTableStore
-from ofc_service.tables import TableManager
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import rules_service_pb2 as rules_pb
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -112,9 +114,10 @@ class InProcess:
     async def __aenter__(self) -> InProcess:
         client = Redis.from_url(self.url, connection_class=CountingConnection)
         self.store = RedisTableStore(client, key_prefix=self.prefix, owns_clients=True)
-        manager = TableManager(self.store, Authenticator([API_KEY]), encode_event)
+        manager = TableManager(self.store, Authenticator([API_KEY]), ProtobufPresenter())
         self.server = grpc.aio.server()
-        pb_grpc.add_TableServiceServicer_to_server(TableServicer(manager), self.server)
+        servicer = grpc_servicer(TableHandlers(manager), table_api.SERVICE)
+        pb_grpc.add_TableServiceServicer_to_server(servicer, self.server)
         port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")

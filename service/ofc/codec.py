@@ -108,14 +108,17 @@ __all__ = [
     "state_to_dict",
 ]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """The newest hand-history format. Version 2 is version 1 plus ``pair_unit_values`` in the
 initial state; version 3 adds a timeout's deadline and policy and the table's context
-(``next_commitment``, ``clock``, ``seat_units``, ``seat_changes``). A history is written in
-the lowest version that has what it uses (:func:`history_format_version`), so readers of
-an older version still read the histories that need nothing newer."""
+(``next_commitment``, ``clock``, ``seat_units``, ``seat_changes``); version 4 is version 3
+plus the ruleset options of tiered Fantasyland and top high-card royalties
+(``fantasyland_tiers``, a stay condition's ``min_rank``, ``royalties.top_high_card``:
+:attr:`~ofc.rulesets.Ruleset.uses_later_options`). A history is written in the lowest
+version that has what it uses (:func:`history_format_version`), so readers of an older
+version still read the histories that need nothing newer."""
 
-FORMAT_VERSIONS = (1, 2, 3)
+FORMAT_VERSIONS = (1, 2, 3, 4)
 """The hand-history formats this module reads."""
 
 STATE_FORMAT_VERSIONS = (1, 2)
@@ -128,14 +131,14 @@ class ScoreRequest:
     ruleset: Ruleset
     ids: tuple[str, ...]
     boards: tuple[Board, ...]
-    in_fantasyland: tuple[bool, ...]
+    fantasyland_cards: tuple[int, ...]  # the tier each board was set in (0: none)
     fantasyland_streaks: tuple[int, ...]
 
     def settle(self) -> Settlement:
         return settle(
             self.boards,
             self.ruleset,
-            in_fantasyland=self.in_fantasyland,
+            fantasyland_cards=self.fantasyland_cards,
             fantasyland_streaks=self.fantasyland_streaks,
         )
 
@@ -155,6 +158,17 @@ def cards_from_json(raw: Any, *, field: str) -> tuple[Card, ...]:
 
 
 def score_request_from_dict(data: Any) -> ScoreRequest:
+    """The ``ofc score`` input. A player set in Fantasyland says its tier,
+    ``"fantasyland_cards": 16`` (the cards of the Fantasyland hand it played), or, in the
+    older form, ``"in_fantasyland": true`` (the ruleset's smallest tier).
+
+    >>> req = score_request_from_dict({"ruleset": "progressive-pineapple-keep", "players": [
+    ...     {"top": "Ac Ad 2c", "middle": "3h 3d 5s 5c 7d", "bottom": "Ts Js Qs Ks 2s",
+    ...      "fantasyland_cards": 16},
+    ...     {"top": "Kd 3c 2d", "middle": "5h 5d 9d 8h 4d", "bottom": "7c 7h Qd Jh 4s"}]})
+    >>> [p.fantasyland for p in req.settle().players]
+    [FantasylandResult(qualifies=True, cards=16), FantasylandResult(qualifies=False, cards=0)]
+    """
     if not isinstance(data, Mapping):
         raise InvalidInputError("a hand to score is a JSON object", field="")
     ruleset = resolve_ruleset(data.get("ruleset"))
@@ -163,7 +177,7 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
         raise InvalidInputError("players must be a non-empty list", field="players")
     ids: list[str] = []
     boards: list[Board] = []
-    flags: list[bool] = []
+    tiers: list[int] = []
     streaks: list[int] = []
     for i, player in enumerate(players):
         place = f"players[{i}]"
@@ -179,12 +193,8 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
                     f"{place}.{row.value} is missing", field=f"{place}.{row.value}"
                 )
             rows.append(cards_from_json(player[row.value], field=f"{place}.{row.value}"))
-        in_fl = player.get("in_fantasyland", False)
-        streak = player.get("fantasyland_streak", 1 if in_fl else 0)
-        if not isinstance(in_fl, bool):
-            raise InvalidInputError(
-                f"{place}.in_fantasyland must be true or false", field=f"{place}.in_fantasyland"
-            )
+        tier = _score_tier(player, ruleset, place)
+        streak = player.get("fantasyland_streak", 1 if tier else 0)
         if isinstance(streak, bool) or not isinstance(streak, int) or streak < 0:
             raise InvalidInputError(
                 f"{place}.fantasyland_streak must be a non-negative integer",
@@ -192,9 +202,34 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
             )
         ids.append(player_id)
         boards.append(Board(rows[0], rows[1], rows[2]))
-        flags.append(in_fl)
+        tiers.append(tier)
         streaks.append(streak)
-    return ScoreRequest(ruleset, tuple(ids), tuple(boards), tuple(flags), tuple(streaks))
+    return ScoreRequest(ruleset, tuple(ids), tuple(boards), tuple(tiers), tuple(streaks))
+
+
+def _score_tier(player: Mapping[str, Any], ruleset: Ruleset, place: str) -> int:
+    """The tier a player's board was set in: ``fantasyland_cards`` (0 or 13..17), or the
+    ruleset's base tier for ``in_fantasyland: true``; a contradiction is refused."""
+    in_fl = player.get("in_fantasyland")
+    if in_fl is not None and not isinstance(in_fl, bool):
+        raise InvalidInputError(
+            f"{place}.in_fantasyland must be true or false", field=f"{place}.in_fantasyland"
+        )
+    cards = player.get("fantasyland_cards", 0)
+    field = f"{place}.fantasyland_cards"
+    if (
+        isinstance(cards, bool)
+        or not isinstance(cards, int)
+        or not (cards == 0 or 13 <= cards <= 17)
+    ):
+        raise InvalidInputError(
+            f"{field} must be 0 (not in Fantasyland) or 13..17, got {cards!r}", field=field
+        )
+    if in_fl is False and cards:
+        raise InvalidInputError(
+            f"{place} says in_fantasyland false and fantasyland_cards {cards}", field=field
+        )
+    return ruleset.fantasyland_tier(in_fantasyland=bool(in_fl), cards=cards)
 
 
 def hand_to_dict(value: int) -> dict[str, Any]:
@@ -806,14 +841,19 @@ class HandContext:
 def history_format_version(
     initial: MatchState, actions: Iterable[Action], context: HandContext | None = None
 ) -> int:
-    """The lowest hand-history format that holds this hand: 3 with a table's context or a
-    timeout (its policy and deadline are version 3's), else the initial state's (1 or 2).
+    """The lowest hand-history format that holds this hand: 4 when its ruleset uses an
+    option of version 4, 3 with a table's context or a timeout (its policy and deadline are
+    version 3's), else the initial state's (1 or 2).
 
     >>> from ofc.engine import new_match
     >>> history_format_version(new_match(seats=2), []), history_format_version(
     ...     new_match(seats=2), [], HandContext())
     (1, 3)
+    >>> history_format_version(new_match("progressive-pineapple-keep", seats=2), [])
+    4
     """
+    if initial.ruleset.uses_later_options:
+        return 4
     if context is not None or any(isinstance(a, Timeout) for a in actions):
         return 3
     return format_version(initial)

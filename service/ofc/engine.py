@@ -1209,7 +1209,7 @@ def hand_settlement(
     return settle(
         [s.board for s in hand.seats],
         ruleset,
-        in_fantasyland=[s.in_fantasyland for s in hand.seats],
+        fantasyland_cards=[s.fantasyland for s in hand.seats],
         fantasyland_streaks=[s.fantasyland_streak for s in hand.seats],
         pair_units=stakes or None,
     )

@@ -42,7 +42,9 @@ class RoyaltyTable:
     """Royalty points per row.
 
     ``middle``/``bottom`` are indexed by :class:`~ofc.evaluator.Category` (10 entries);
-    ``top_pair``/``top_trips`` by :class:`~ofc.cards.Rank` (13 entries).
+    ``top_pair``/``top_trips`` by :class:`~ofc.cards.Rank` (13 entries), and so is
+    ``top_high_card``, by the highest card of an unpaired top (``As Kd Qc``: ace), so every
+    category a top can make has its points (all 0 for high card in the standard tables).
     """
 
     name: str
@@ -50,9 +52,11 @@ class RoyaltyTable:
     middle: tuple[int, ...]
     top_pair: tuple[int, ...]
     top_trips: tuple[int, ...]
+    top_high_card: tuple[int, ...] = (0,) * 13
 
     def __post_init__(self) -> None:
-        for attr, size in (("bottom", 10), ("middle", 10), ("top_pair", 13), ("top_trips", 13)):
+        sizes = (("bottom", 10), ("middle", 10), ("top_pair", 13), ("top_trips", 13))
+        for attr, size in (*sizes, ("top_high_card", 13)):
             values = getattr(self, attr)
             if len(values) != size or any(not isinstance(v, int) or v < 0 for v in values):
                 raise InvalidRulesetError(
@@ -91,7 +95,14 @@ UKRAINIAN_ROYALTIES = RoyaltyTable(
     top_pair=_STANDARD_TOP_PAIR,
     top_trips=_STANDARD_TOP_TRIPS,
 )
-ROYALTY_TABLES = {t.name: t for t in (STANDARD_ROYALTIES, UKRAINIAN_ROYALTIES)}
+# The standard table plus 1 point for any unpaired top (``As Kd Qc``, ``5c 3d 2h``) on a
+# legal board, as one Pineapple engine pays it.
+TOP_HIGH_CARD_ROYALTIES = dataclasses.replace(
+    STANDARD_ROYALTIES, name="standard+top-high-card", top_high_card=(1,) * 13
+)
+ROYALTY_TABLES = {
+    t.name: t for t in (STANDARD_ROYALTIES, UKRAINIAN_ROYALTIES, TOP_HIGH_CARD_ROYALTIES)
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +138,12 @@ SCORING_SCHEMES = {
 }
 
 
+def _at_least(category: Category, min_rank: Rank) -> int:
+    """The weakest row value of ``category`` whose defining rank is ``min_rank`` or more."""
+    # Category and its defining rank are the value's most significant bits.
+    return (category << 20) | ((min_rank + 1) << 16)
+
+
 @dataclass(frozen=True, slots=True)
 class TopRequirement:
     """A top row at least this strong: ``category`` and at least ``min_rank`` in it."""
@@ -135,8 +152,7 @@ class TopRequirement:
     min_rank: Rank
 
     def met_by(self, top_value: int) -> bool:
-        # Category and its defining rank are the value's most significant bits.
-        return top_value >= (self.category << 20) | ((self.min_rank + 1) << 16)
+        return top_value >= _at_least(self.category, self.min_rank)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +165,39 @@ class FantasylandEntry:
 
 @dataclass(frozen=True, slots=True)
 class StayCondition:
-    """A row at least ``category`` (on a legal board) keeps a Fantasyland player in."""
+    """A row at least ``category`` (on a legal board) keeps a Fantasyland player in;
+    ``min_rank``, when above two, also asks that rank or more of the category's defining
+    cards (``StayCondition(Row.TOP, Category.PAIR, Rank.QUEEN)``: QQ, KK, AA or trips).
+
+    >>> from ofc.evaluator import rank_row
+    >>> from ofc.cards import parse_cards
+    >>> qq = StayCondition(Row.TOP, Category.PAIR, Rank.QUEEN)
+    >>> qq.met_by(rank_row(parse_cards("Qs Qd 2c"))), qq.met_by(rank_row(parse_cards("Js Jd Ac")))
+    (True, False)
+    """
 
     row: Row
     category: Category
+    min_rank: Rank = Rank.TWO
+
+    def met_by(self, value: int) -> bool:
+        return value >= _at_least(self.category, self.min_rank)
+
+
+@dataclass(frozen=True, slots=True)
+class FantasylandTier:
+    """The stay rule of a Fantasyland hand of ``cards`` cards (a tier): a legal board set in
+    it that meets any of ``stay_conditions`` earns ``stay_cards`` cards next hand.
+
+    A tier listed in ``Ruleset.fantasyland_tiers`` replaces, for hands of its size, the
+    ruleset-wide ``stay_conditions`` and ``stay_cards``; ``stay_min_row_royalty`` and
+    ``max_consecutive_fantasylands`` apply in every tier. A stay that keeps its tier has
+    ``stay_cards == cards``.
+    """
+
+    cards: int
+    stay_conditions: tuple[StayCondition, ...]
+    stay_cards: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +217,12 @@ def _entries(*pairs: tuple[Category, Rank, int]) -> tuple[FantasylandEntry, ...]
 
 
 _QQ_PLUS = (Category.PAIR, Rank.QUEEN)
+_PROGRESSIVE_ENTRY = _entries(
+    (Category.PAIR, Rank.QUEEN, 14),
+    (Category.PAIR, Rank.KING, 15),
+    (Category.PAIR, Rank.ACE, 16),
+    (Category.TRIPS, Rank.TWO, 17),
+)
 CLASSIC_STREETS = (Street(5, 5),) + (Street(1, 1),) * 8
 PINEAPPLE_STREETS = (Street(5, 5),) + (Street(3, 2),) * 4
 TURBO_STREETS = (Street(5, 5), Street(4, 4), Street(4, 4))
@@ -180,6 +231,14 @@ DEFAULT_STAY = (
     StayCondition(Row.MIDDLE, Category.FULL_HOUSE),
     StayCondition(Row.BOTTOM, Category.QUADS),
 )
+_QUADS_BOTTOM = StayCondition(Row.BOTTOM, Category.QUADS)
+_PINEAPPLE_STAY = (StayCondition(Row.TOP, Category.TRIPS), _QUADS_BOTTOM)
+
+
+def _keeps_tier(cards: int, top: tuple[Category, Rank]) -> FantasylandTier:
+    """A tier kept at its own size by its own entry top again, or by quads or better on the
+    bottom (every entry top is at most trips, so trips on top keep every tier)."""
+    return FantasylandTier(cards, (StayCondition(Row.TOP, *top), _QUADS_BOTTOM), cards)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +248,9 @@ class Ruleset:
     Fantasyland: a legal board earns the largest ``fantasyland_entry`` whose requirement its
     top meets; a Fantasyland player who meets any ``stay_conditions`` (or, when set, has a
     row earning ``stay_min_row_royalty`` or more) plays another with ``stay_cards`` cards,
-    unless ``max_consecutive_fantasylands`` of them have been played in a row.
+    unless ``max_consecutive_fantasylands`` of them have been played in a row. The stay
+    rule depends on the tier (the number of cards of the Fantasyland hand being played)
+    when ``fantasyland_tiers`` lists it: :meth:`stay_rule`.
     """
 
     name: str = "classic"
@@ -207,6 +268,7 @@ class Ruleset:
     stay_cards: int = 13
     max_consecutive_fantasylands: int | None = None
     button_moves_in_fantasyland: bool = True
+    fantasyland_tiers: tuple[FantasylandTier, ...] = ()
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -218,7 +280,44 @@ class Ruleset:
 
     @property
     def max_fantasyland_cards(self) -> int:
-        return max([e.cards for e in self.fantasyland_entry] + [self.stay_cards])
+        return max(
+            [e.cards for e in self.fantasyland_entry]
+            + [self.stay_cards]
+            + [t.stay_cards for t in self.fantasyland_tiers]
+        )
+
+    @property
+    def base_fantasyland_cards(self) -> int:
+        """The tier meant when a caller says only "in Fantasyland" (a yes/no from an older
+        client): the smallest entry's cards, or ``stay_cards`` when nothing enters."""
+        return min((e.cards for e in self.fantasyland_entry), default=self.stay_cards)
+
+    def stay_rule(self, cards: int) -> tuple[tuple[StayCondition, ...], int]:
+        """What keeps a player in a Fantasyland hand of ``cards`` cards, and with how many
+        cards: the tier's rule when ``fantasyland_tiers`` lists it, else the ruleset's.
+
+        >>> r = get_ruleset("progressive-pineapple-keep")
+        >>> conditions, cards = r.stay_rule(16)
+        >>> [(c.row.value, c.category.name, c.min_rank.char) for c in conditions], cards
+        ([('top', 'PAIR', 'A'), ('bottom', 'QUADS', '2')], 16)
+        >>> get_ruleset("progressive-pineapple").stay_rule(17)[1]
+        14
+        """
+        for tier in self.fantasyland_tiers:
+            if tier.cards == cards:
+                return tier.stay_conditions, tier.stay_cards
+        return self.stay_conditions, self.stay_cards
+
+    def fantasyland_tier(self, *, in_fantasyland: bool = False, cards: int = 0) -> int:
+        """The tier a board is set in: ``cards`` when given (0: not in Fantasyland), else
+        :attr:`base_fantasyland_cards` for ``in_fantasyland`` (the older yes/no form).
+
+        >>> PRESETS["pineapple"].fantasyland_tier(in_fantasyland=True)
+        14
+        """
+        if cards:
+            return cards
+        return self.base_fantasyland_cards if in_fantasyland else 0
 
     def replace(self, **changes: Any) -> Ruleset:
         """A copy with some fields changed (validated like any ruleset)."""
@@ -237,7 +336,12 @@ class Ruleset:
                 "middle": _category_map(self.royalties.middle),
                 "top_pair": _rank_map(self.royalties.top_pair),
                 "top_trips": _rank_map(self.royalties.top_trips),
-            },
+            }
+            | (
+                {"top_high_card": _rank_map(self.royalties.top_high_card)}
+                if any(self.royalties.top_high_card)
+                else {}
+            ),
             "scoring": {
                 "name": self.scoring.name,
                 "row_value": self.scoring.row_value,
@@ -255,15 +359,50 @@ class Ruleset:
                 }
                 for e in self.fantasyland_entry
             ],
-            "stay_conditions": [
-                {"row": c.row.value, "category": c.category.name.lower()}
-                for c in self.stay_conditions
-            ],
+            "stay_conditions": _stay_list(self.stay_conditions),
             "stay_min_row_royalty": self.stay_min_row_royalty,
             "stay_cards": self.stay_cards,
             "max_consecutive_fantasylands": self.max_consecutive_fantasylands,
             "button_moves_in_fantasyland": self.button_moves_in_fantasyland,
-        }
+        } | self._later_options()
+
+    def _later_options(self) -> dict[str, Any]:
+        # Options added after hand-history format 3 appear only when used, so a ruleset
+        # that uses none of them writes what earlier releases wrote (and they read).
+        return (
+            {
+                "fantasyland_tiers": [
+                    {
+                        "cards": t.cards,
+                        "stay_conditions": _stay_list(t.stay_conditions),
+                        "stay_cards": t.stay_cards,
+                    }
+                    for t in self.fantasyland_tiers
+                ]
+            }
+            if self.fantasyland_tiers
+            else {}
+        )
+
+    @property
+    def uses_later_options(self) -> bool:
+        """True when the ruleset uses an option that hand-history format 4 added
+        (Fantasyland tiers, a stay condition's rank, a top high-card royalty)."""
+        return bool(
+            self.fantasyland_tiers
+            or any(self.royalties.top_high_card)
+            or any(c.min_rank for c in self.stay_conditions)
+        )
+
+
+def _stay_list(conditions: tuple[StayCondition, ...]) -> list[dict[str, str]]:
+    out = []
+    for c in conditions:
+        entry = {"row": c.row.value, "category": c.category.name.lower()}
+        if c.min_rank:  # a rank above two: added with format 4, written only when set
+            entry["min_rank"] = c.min_rank.char
+        out.append(entry)
+    return out
 
 
 def _category_map(values: tuple[int, ...]) -> dict[str, int]:
@@ -293,6 +432,13 @@ def _validate(r: Ruleset) -> None:
             raise bad("Fantasyland hands have 13..17 cards", "fantasyland_entry")
     if not BOARD_SIZE <= r.stay_cards <= 17:
         raise bad("Fantasyland hands have 13..17 cards", "stay_cards")
+    seen: set[int] = set()
+    for k, t in enumerate(r.fantasyland_tiers):
+        if not (BOARD_SIZE <= t.cards <= 17 and BOARD_SIZE <= t.stay_cards <= 17):
+            raise bad("Fantasyland hands have 13..17 cards", f"fantasyland_tiers[{k}]")
+        if t.cards in seen:
+            raise bad(f"the {t.cards}-card tier is listed twice", f"fantasyland_tiers[{k}]")
+        seen.add(t.cards)
     if r.max_consecutive_fantasylands is not None and r.max_consecutive_fantasylands < 1:
         raise bad(
             "max_consecutive_fantasylands must be at least 1 when set",
@@ -318,15 +464,32 @@ PRESETS: dict[str, Ruleset] = {
             name="progressive-pineapple",
             streets=PINEAPPLE_STREETS,
             max_players=3,
-            fantasyland_entry=_entries(
-                (Category.PAIR, Rank.QUEEN, 14),
-                (Category.PAIR, Rank.KING, 15),
-                (Category.PAIR, Rank.ACE, 16),
-                (Category.TRIPS, Rank.TWO, 17),
-            ),
+            fantasyland_entry=_PROGRESSIVE_ENTRY,
             stay_cards=14,
         ),
         Ruleset(name="turbo", streets=TURBO_STREETS),
+        Ruleset(
+            name="progressive-pineapple-keep",
+            streets=PINEAPPLE_STREETS,
+            max_players=3,
+            fantasyland_entry=_PROGRESSIVE_ENTRY,
+            stay_conditions=_PINEAPPLE_STAY,
+            stay_cards=14,
+            fantasyland_tiers=(
+                _keeps_tier(14, (Category.PAIR, Rank.QUEEN)),
+                _keeps_tier(15, (Category.PAIR, Rank.KING)),
+                _keeps_tier(16, (Category.PAIR, Rank.ACE)),
+                _keeps_tier(17, (Category.TRIPS, Rank.TWO)),
+            ),
+        ),
+        Ruleset(
+            name="pineapple-top-high-card",
+            streets=PINEAPPLE_STREETS,
+            max_players=3,
+            royalties=TOP_HIGH_CARD_ROYALTIES,
+            fantasyland_entry=_entries((*_QQ_PLUS, 14)),
+            stay_cards=14,
+        ),
     )
 }
 DEFAULT_RULESET = PRESETS["classic"]
@@ -431,6 +594,16 @@ def _royalties(raw: Any) -> RoyaltyTable:
         middle=_points_by(Category, raw.get("middle", {}), lambda k: _category(k)),
         top_pair=_points_by(Rank, raw.get("top_pair", {}), lambda k: Rank.parse(k)),
         top_trips=_points_by(Rank, raw.get("top_trips", {}), lambda k: Rank.parse(k)),
+        top_high_card=_points_by(Rank, raw.get("top_high_card", {}), lambda k: Rank.parse(k)),
+    )
+
+
+def _stay_conditions(raw: Any) -> tuple[StayCondition, ...]:
+    return tuple(
+        StayCondition(
+            Row(c["row"]), _category(c["category"]), Rank.parse(_str(c.get("min_rank", "2")))
+        )
+        for c in raw
     )
 
 
@@ -464,8 +637,12 @@ _READERS: dict[str, Any] = {
         )
         for e in raw
     ),
-    "stay_conditions": lambda raw: tuple(
-        StayCondition(Row(c["row"]), _category(c["category"])) for c in raw
+    "stay_conditions": _stay_conditions,
+    "fantasyland_tiers": lambda raw: tuple(
+        FantasylandTier(
+            _int(t["cards"]), _stay_conditions(t["stay_conditions"]), _int(t["stay_cards"])
+        )
+        for t in raw
     ),
     "stay_min_row_royalty": _optional_int,
     "stay_cards": _int,
@@ -480,6 +657,7 @@ __all__ = [
     "PRESETS",
     "ROWS",
     "FantasylandEntry",
+    "FantasylandTier",
     "Row",
     "RoyaltyTable",
     "Ruleset",

@@ -222,10 +222,16 @@ _PAIR, _TRIPS = int(Category.PAIR), int(Category.TRIPS)  # plain ints: enum look
 
 
 def _top_royalty(value: int, table: RoyaltyTable) -> int:
+    # The first rank slot is the pair's, the trips' or (unpaired) the highest card's.
     category = value >> 20
-    if category == _PAIR:
-        return table.top_pair[((value >> 16) & 15) - 1]
-    return table.top_trips[((value >> 16) & 15) - 1] if category == _TRIPS else 0
+    by_rank = (
+        table.top_pair
+        if category == _PAIR
+        else table.top_trips
+        if category == _TRIPS
+        else (table.top_high_card)
+    )
+    return by_rank[((value >> 16) & 15) - 1]
 
 
 def assess(
@@ -233,18 +239,29 @@ def assess(
     ruleset: Ruleset = DEFAULT_RULESET,
     *,
     in_fantasyland: bool = False,
+    fantasyland_cards: int = 0,
     fantasyland_streak: int = 0,
 ) -> BoardResult:
     """Foul, royalties and Fantasyland for one complete board (sizes assumed checked).
 
-    ``fantasyland_streak``: how many Fantasyland hands in a row the player has played,
-    counting this one (used only with ``in_fantasyland`` and a consecutive cap).
+    ``fantasyland_cards``: the tier the board was set in, the cards of the Fantasyland hand
+    being played (0: a normal hand, the entry rule decides); the tier's stay rule
+    (:meth:`~ofc.rulesets.Ruleset.stay_rule`) decides otherwise. ``in_fantasyland`` is the
+    older yes/no form: the ruleset's base tier. ``fantasyland_streak``: how many
+    Fantasyland hands in a row the player has played, counting this one (used only in
+    Fantasyland and with a consecutive cap).
 
     >>> r = assess(Board.parse("Qc Qd 2c / Th Jh Qh Kh Ah / Ts Js Qs Ks As"))
     >>> r.fouled, r.royalties, r.fantasyland
     (False, (7, 50, 25), FantasylandResult(qualifies=True, cards=13))
+    >>> from ofc.rulesets import get_ruleset
+    >>> keep = get_ruleset("progressive-pineapple-keep")
+    >>> aa = Board.parse("Ac Ad 2c / 3h 3d 5s 5c 7d / Ts Js Qs Ks 2s")
+    >>> [assess(aa, keep, fantasyland_cards=n).fantasyland.cards for n in (0, 14, 16, 17)]
+    [16, 14, 16, 0]
     """
-    return _assess(board, ruleset, in_fantasyland, fantasyland_streak)
+    tier = ruleset.fantasyland_tier(in_fantasyland=in_fantasyland, cards=fantasyland_cards)
+    return _assess(board, ruleset, tier, fantasyland_streak)
 
 
 # Hot path (settle runs ~10^5 times a second): result tuples are built with tuple.__new__,
@@ -252,7 +269,7 @@ def assess(
 _new = tuple.__new__
 
 
-def _assess(board: Board, ruleset: Ruleset, in_fantasyland: bool, streak: int) -> BoardResult:
+def _assess(board: Board, ruleset: Ruleset, tier: int, streak: int) -> BoardResult:
     top = rank3(*board.top)
     middle = rank5(*board.middle)
     bottom = rank5(*board.bottom)
@@ -261,7 +278,7 @@ def _assess(board: Board, ruleset: Ruleset, in_fantasyland: bool, streak: int) -
         return _new(BoardResult, (values, True, _NO_ROYALTIES, NO_FANTASYLAND))
     table = ruleset.royalties
     royalties = (_top_royalty(top, table), table.middle[middle >> 20], table.bottom[bottom >> 20])
-    fantasyland = _fantasyland(values, royalties, ruleset, in_fantasyland, streak)
+    fantasyland = _fantasyland(values, royalties, ruleset, tier, streak)
     return _new(BoardResult, (values, False, royalties, fantasyland))
 
 
@@ -269,17 +286,18 @@ def _fantasyland(
     values: tuple[int, int, int],
     royalties: tuple[int, int, int],
     ruleset: Ruleset,
-    in_fantasyland: bool,
+    tier: int,
     streak: int,
 ) -> FantasylandResult:
-    if in_fantasyland:
+    if tier:
         cap = ruleset.max_consecutive_fantasylands
         if cap is not None and streak >= cap:
             return NO_FANTASYLAND
-        stays = any(values[_ROW_INDEX[c.row]] >> 20 >= c.category for c in ruleset.stay_conditions)
+        conditions, stay_cards = ruleset.stay_rule(tier)
+        stays = any(c.met_by(values[_ROW_INDEX[c.row]]) for c in conditions)
         threshold = ruleset.stay_min_row_royalty
         if stays or (threshold is not None and max(royalties) >= threshold):
-            return FantasylandResult(True, ruleset.stay_cards)
+            return FantasylandResult(True, stay_cards)
         return NO_FANTASYLAND
     top = values[0]
     cards = 0
@@ -295,11 +313,15 @@ def settle(
     ruleset: Ruleset = DEFAULT_RULESET,
     *,
     in_fantasyland: Sequence[bool] | None = None,
+    fantasyland_cards: Sequence[int] | None = None,
     fantasyland_streaks: Sequence[int] | None = None,
     pair_units: Mapping[tuple[int, int], int] | None = None,
 ) -> Settlement:
     """Settle one hand for 2-4 complete boards; every pair separately, zero-sum.
 
+    Per board, as in :func:`assess`: ``fantasyland_cards`` the tier it was set in (0: not
+    in Fantasyland), ``in_fantasyland`` the older yes/no form (the ruleset's base tier
+    where ``fantasyland_cards`` gives 0), ``fantasyland_streaks`` the streaks.
     ``pair_units[(i, j)]`` (i < j) overrides the ruleset's unit value for that pair.
 
     >>> fouled = Board.parse("Ac Ad 2c / Kc Kd 9h 8s 4c / 9c 8c 7d 6h 5s")
@@ -315,16 +337,20 @@ def settle(
             field="players",
         )
     validate_boards(boards)
-    if in_fantasyland is None and fantasyland_streaks is None:
-        results = [_assess(board, ruleset, False, 0) for board in boards]
+    if in_fantasyland is None and fantasyland_cards is None and fantasyland_streaks is None:
+        results = [_assess(board, ruleset, 0, 0) for board in boards]
     else:
-        flags = in_fantasyland or (False,) * n
-        streaks = fantasyland_streaks or (0,) * n
-        if len(flags) != n or len(streaks) != n:
+        flags = (False,) * n if in_fantasyland is None else in_fantasyland
+        cards = (0,) * n if fantasyland_cards is None else fantasyland_cards
+        streaks = (0,) * n if fantasyland_streaks is None else fantasyland_streaks
+        if len(flags) != n or len(cards) != n or len(streaks) != n:
             raise InvalidInputError(
-                "in_fantasyland and fantasyland_streaks need one entry per board"
+                "in_fantasyland, fantasyland_cards and fantasyland_streaks need one entry per board"
             )
-        results = [_assess(boards[i], ruleset, flags[i], streaks[i]) for i in range(n)]
+        tiers = [
+            ruleset.fantasyland_tier(in_fantasyland=flags[i], cards=cards[i]) for i in range(n)
+        ]
+        results = [_assess(boards[i], ruleset, tiers[i], streaks[i]) for i in range(n)]
     unit = ruleset.unit_value
     stakes = pair_units or {}
     pairs = [

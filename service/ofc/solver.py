@@ -26,6 +26,11 @@ How the search works (why it is fast enough in pure Python):
   or 14 cards the 1 or 4 possible tops are looked up directly). The ranking depends only on
   whether the bottom or middle already secured Fantasyland, so two rankings serve all.
 
+* The Fantasyland bonus a top earns is its own (the entry rule maps each top to a hand
+  size, and ``fantasyland_value`` may price the sizes differently); a bottom or middle can
+  only earn the stay, whose size the tier fixes (:meth:`~ofc.rulesets.Ruleset.stay_rule`),
+  so one bonus serves them all.
+
 Exactness does not rely on royalty tables being monotone: every bound is a maximum over a
 superset of the real choices. ``tests/ofc/test_solver.py`` compares it with a plain
 enumeration.
@@ -34,7 +39,7 @@ enumeration.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, combinations, combinations_with_replacement, starmap
@@ -45,13 +50,23 @@ from ofc.evaluator import rank3, rank5
 from ofc.rulesets import DEFAULT_RULESET, Row, Ruleset
 from ofc.scoring import Board, assess, row_royalty
 
-__all__ = ["DEFAULT_FANTASYLAND_VALUE", "FantasylandSolution", "solve_fantasyland"]
+__all__ = [
+    "DEFAULT_FANTASYLAND_VALUE",
+    "FantasylandSolution",
+    "FantasylandValue",
+    "solve_fantasyland",
+]
 
 DEFAULT_FANTASYLAND_VALUE = 10
 """Points the objective adds for qualifying for Fantasyland next hand. A round default of
 ours, not a measured figure: more than any top pair pays (9 at most in the standard table),
 less than a middle full house plus staying. Pass what a Fantasyland hand is worth at your
 table; 0 optimises royalties alone."""
+
+FantasylandValue = int | Mapping[int, int]
+"""What qualifying for a Fantasyland hand next is worth to the objective: one integer for
+any size, or a mapping from the next hand's cards (13..17) to points (sizes not listed are
+worth :data:`DEFAULT_FANTASYLAND_VALUE`)."""
 
 FOULED_OBJECTIVE = -1
 """The ``objective`` of a fouled answer (never returned for 13+ cards; see the docstring)."""
@@ -65,7 +80,8 @@ class FantasylandSolution:
     """The chosen rows (cards by id, highest first), the discards and their worth.
 
     ``royalties`` is the board's total as :func:`ofc.scoring.assess` computes it;
-    ``objective`` is ``royalties`` plus the Fantasyland value when ``fantasyland_next``.
+    ``fantasyland_next_cards`` the cards of the Fantasyland hand it earns next (0: none);
+    ``objective`` is ``royalties`` plus the value of that hand when ``fantasyland_next``.
     """
 
     top: tuple[Card, ...]
@@ -75,6 +91,7 @@ class FantasylandSolution:
     royalties: int
     fantasyland_next: bool
     objective: int
+    fantasyland_next_cards: int = 0
 
     @property
     def board(self) -> Board:
@@ -86,20 +103,22 @@ def solve_fantasyland(
     ruleset: Ruleset = DEFAULT_RULESET,
     *,
     in_fantasyland: bool = True,
-    fantasyland_value: int = DEFAULT_FANTASYLAND_VALUE,
+    fantasyland_value: FantasylandValue = DEFAULT_FANTASYLAND_VALUE,
     fantasyland_streak: int = 0,
 ) -> FantasylandSolution:
     """Set 13..17 cards: the best legal board and ``len(cards) - 13`` discards.
 
     **Objective** (maximised, over boards with ``bottom >= middle >= top``, i.e. not fouled):
-    ``royalties + (fantasyland_value if the board qualifies for Fantasyland next hand)``,
-    where both are exactly what ``scoring.assess(board, ruleset, in_fantasyland=...,
+    ``royalties + (the value of the Fantasyland hand the board earns next, if any)``,
+    where both are exactly what ``scoring.assess(board, ruleset, fantasyland_cards=...,
     fantasyland_streak=...)`` reports: with ``in_fantasyland`` (the usual case: the player
-    is in Fantasyland now) the ruleset's stay rule decides, otherwise its entry rule.
-    ``fantasyland_value`` is a non-negative integer, default
-    :data:`DEFAULT_FANTASYLAND_VALUE` (10); 0 means royalties only. ``fantasyland_streak``
-    is passed to ``assess`` as is (with a ``max_consecutive_fantasylands`` cap, a streak at
-    the cap means no Fantasyland next hand, so the value is never earned).
+    is in Fantasyland now, in the tier of ``len(cards)`` cards) that tier's stay rule
+    decides, otherwise the entry rule. ``fantasyland_value`` prices the next hand: a
+    non-negative integer for any size, default :data:`DEFAULT_FANTASYLAND_VALUE` (10), 0
+    meaning royalties only, or a mapping from its cards to points
+    (:data:`FantasylandValue`). ``fantasyland_streak`` is passed to ``assess`` as is (with
+    a ``max_consecutive_fantasylands`` cap, a streak at the cap means no Fantasyland next
+    hand, so the value is never earned).
 
     **Ties**, in order: the stronger bottom (evaluator value), then the stronger middle,
     then the stronger top; then, to make the answer unique, the bottom whose cards sorted
@@ -124,30 +143,21 @@ def solve_fantasyland(
     37
     """
     hand = _check_cards(cards)
-    if isinstance(fantasyland_value, bool) or not isinstance(fantasyland_value, int):
-        raise InvalidInputError(
-            f"fantasyland_value must be an integer, got {fantasyland_value!r}",
-            field="fantasyland_value",
-        )
-    if fantasyland_value < 0:
-        raise InvalidInputError(
-            f"fantasyland_value must be >= 0, got {fantasyland_value}", field="fantasyland_value"
-        )
+    values = _values_by_cards(fantasyland_value)
+    tier = len(hand) if in_fantasyland else 0
     cap = ruleset.max_consecutive_fantasylands
-    fl_possible = not (in_fantasyland and cap is not None and fantasyland_streak >= cap)
-    spec = _row_spec(ruleset, in_fantasyland=in_fantasyland, fl_possible=fl_possible)
+    fl_possible = not (tier and cap is not None and fantasyland_streak >= cap)
+    spec = _row_spec(ruleset, tier=tier, values=values if fl_possible else (0,) * 5)
     ids = tuple(sorted(hand))  # local bit i <-> ids[i]; ascending, so masks compare like ids
-    found = _search(ids, spec, fantasyland_value if fl_possible else 0)
+    found = _search(ids, spec)
     if found is None:
         bottom, middle, top = _strongest_rows(ids)
     else:
         bottom, middle, top = (_cards_of(ids, m) for m in found)
     board = Board(top, middle, bottom)
-    result = assess(
-        board, ruleset, in_fantasyland=in_fantasyland, fantasyland_streak=fantasyland_streak
-    )
+    result = assess(board, ruleset, fantasyland_cards=tier, fantasyland_streak=fantasyland_streak)
     used = set(board.cards)
-    qualifies = result.fantasyland.qualifies
+    qualifies, next_cards = result.fantasyland
     return FantasylandSolution(
         top=top,
         middle=middle,
@@ -157,8 +167,33 @@ def solve_fantasyland(
         fantasyland_next=qualifies,
         objective=FOULED_OBJECTIVE
         if result.fouled
-        else result.total_royalties + (fantasyland_value if qualifies else 0),
+        else result.total_royalties + (values[next_cards - 13] if qualifies else 0),
+        fantasyland_next_cards=next_cards,
     )
+
+
+def _values_by_cards(raw: FantasylandValue) -> tuple[int, int, int, int, int]:
+    """The value of a next Fantasyland hand of 13..17 cards, checked."""
+
+    def checked(value: object, field: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInputError(f"{field} must be an integer, got {value!r}", field=field)
+        if value < 0:
+            raise InvalidInputError(f"{field} must be >= 0, got {value}", field=field)
+        return value
+
+    if not isinstance(raw, Mapping):
+        flat = checked(raw, "fantasyland_value")
+        return (flat, flat, flat, flat, flat)
+    out = [DEFAULT_FANTASYLAND_VALUE] * 5
+    for cards, value in raw.items():
+        if isinstance(cards, bool) or not isinstance(cards, int) or not 13 <= cards <= 17:
+            raise InvalidInputError(
+                f"fantasyland_value prices hands of 13..17 cards, not {cards!r}",
+                field="fantasyland_value",
+            )
+        out[cards - 13] = checked(value, f"fantasyland_value[{cards}]")
+    return (out[0], out[1], out[2], out[3], out[4])
 
 
 # --- input ----------------------------------------------------------------------------------
@@ -200,15 +235,19 @@ def _strongest_rows(
 class _RowSpec:
     """Per ruleset and Fantasyland situation: royalty and "qualifies" per row value.
 
-    Five-card rows: indexed by category (royalties and stay conditions depend on nothing
-    else). Top: a dict over every possible 3-card value.
+    Five-card rows: indexed by value class (:func:`_five_classes`: the category, split where
+    a stay condition asks for a rank). Top: a dict over every possible 3-card value, with
+    the bonus that top earns on its own. ``stay_bonus``: what a bottom or middle that
+    qualifies earns (the stay's one size).
     """
 
+    five_bounds: tuple[int, ...]  # class k: values from five_bounds[k] up to the next bound
     bottom_royalty: tuple[int, ...]
     middle_royalty: tuple[int, ...]
     bottom_qualifies: tuple[bool, ...]
     middle_qualifies: tuple[bool, ...]
-    top: dict[int, tuple[int, bool]]  # top value -> (royalty, qualifies)
+    top: dict[int, tuple[int, int]]  # top value -> (royalty, Fantasyland bonus)
+    stay_bonus: int
 
 
 _ALL_TOP_VALUES = tuple(
@@ -222,44 +261,69 @@ _ALL_TOP_VALUES = tuple(
 
 
 @lru_cache(maxsize=64)  # bounded: rulesets may come from requests
-def _row_spec(ruleset: Ruleset, *, in_fantasyland: bool, fl_possible: bool) -> _RowSpec:
-    return _build_spec(ruleset, in_fantasyland, fl_possible)
+def _row_spec(ruleset: Ruleset, *, tier: int, values: tuple[int, ...]) -> _RowSpec:
+    return _build_spec(ruleset, tier, values)
 
 
-def _build_spec(ruleset: Ruleset, in_fantasyland: bool, fl_possible: bool) -> _RowSpec:
+def _five_classes(ruleset: Ruleset) -> tuple[int, ...]:
+    """Lower bounds of the 5-card value classes within which royalty and stay are constant:
+    one per category, split at each rank a 5-card stay condition asks for."""
+    bounds = {(c << 20) | (1 << 16) for c in range(10)}  # the weakest value of each category
+    for tier in (None, *ruleset.fantasyland_tiers):
+        conditions = ruleset.stay_conditions if tier is None else tier.stay_conditions
+        bounds.update(
+            (c.category << 20) | ((c.min_rank + 1) << 16)
+            for c in conditions
+            if c.row is not Row.TOP and c.min_rank
+        )
+    return tuple(sorted(bounds))
+
+
+def _build_spec(ruleset: Ruleset, tier: int, values: tuple[int, ...]) -> _RowSpec:
     table = ruleset.royalties
     threshold = ruleset.stay_min_row_royalty
+    conditions, stay_cards = ruleset.stay_rule(tier)
+    stay_bonus = values[stay_cards - 13] if tier else 0
 
     def stays(row: Row, value: int, royalty: int) -> bool:
         # The stay rule of scoring._fantasyland, for one row on its own.
-        if not (fl_possible and in_fantasyland):
-            return False
-        if any(c.row is row and value >> 20 >= c.category for c in ruleset.stay_conditions):
+        if not (tier and stay_bonus):
+            return False  # not in Fantasyland, or staying is worth nothing here
+        if any(c.row is row and c.met_by(value) for c in conditions):
             return True
         return threshold is not None and royalty >= threshold
 
-    def five(row: Row) -> tuple[tuple[int, ...], tuple[bool, ...]]:
-        royalties = tuple(table.bottom if row is Row.BOTTOM else table.middle)
-        return royalties, tuple(stays(row, c << 20, r) for c, r in enumerate(royalties))
+    bounds = _five_classes(ruleset)
 
-    top: dict[int, tuple[int, bool]] = {}
+    def five(row: Row) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+        by_category = table.bottom if row is Row.BOTTOM else table.middle
+        royalties = tuple(by_category[b >> 20] for b in bounds)
+        return royalties, tuple(stays(row, b, r) for b, r in zip(bounds, royalties, strict=True))
+
+    top: dict[int, tuple[int, int]] = {}
     for value in _ALL_TOP_VALUES:
         royalty = row_royalty(Row.TOP, value, table)
-        if in_fantasyland:
-            qualifies = stays(Row.TOP, value, royalty)
+        bonus = 0
+        if tier:
+            bonus = stay_bonus if stays(Row.TOP, value, royalty) else 0
         else:
-            qualifies = fl_possible and any(
-                e.requirement.met_by(value) for e in ruleset.fantasyland_entry
+            cards = max(
+                (e.cards for e in ruleset.fantasyland_entry if e.requirement.met_by(value)),
+                default=0,
             )
-        top[value] = (royalty, qualifies)
+            bonus = values[cards - 13] if cards else 0
+        top[value] = (royalty, bonus)
     bottom_royalty, bottom_qualifies = five(Row.BOTTOM)
     middle_royalty, middle_qualifies = five(Row.MIDDLE)
-    return _RowSpec(bottom_royalty, middle_royalty, bottom_qualifies, middle_qualifies, top)
+    return _RowSpec(
+        bounds, bottom_royalty, middle_royalty, bottom_qualifies, middle_qualifies, top, stay_bonus
+    )
 
 
 # --- the search ------------------------------------------------------------------------------
-def _search(ids: tuple[int, ...], spec: _RowSpec, flv: int) -> tuple[int, int, int] | None:
+def _search(ids: tuple[int, ...], spec: _RowSpec) -> tuple[int, int, int] | None:
     """Masks (over ``ids``) of the best (bottom, middle, top), or None if all foul."""
+    flv = spec.stay_bonus
     n = len(ids)
     bits = [1 << i for i in range(n)]
 
@@ -271,19 +335,23 @@ def _search(ids: tuple[int, ...], spec: _RowSpec, flv: int) -> tuple[int, int, i
     count = len(fives)
     values = [f[0] for f in fives]
     masks = [f[1] for f in fives]
-    cats = [v >> 20 for v in values]
+    bounds = spec.five_bounds
+    if len(bounds) == 10:  # one class per category
+        cats = [v >> 20 for v in values]
+    else:
+        cats = [bisect_right(bounds, v) - 1 for v in values]
     rb = [spec.bottom_royalty[c] for c in cats]
     rm = [spec.middle_royalty[c] for c in cats]
     fb = [spec.bottom_qualifies[c] for c in cats]
     fm = [spec.middle_qualifies[c] for c in cats]
 
-    # Every 3-card subset as a top: value, royalty, and "royalty + flv if it qualifies".
+    # Every 3-card subset as a top: value, royalty, and royalty plus its own bonus.
     top_of: dict[int, tuple[int, int, int]] = {}
     for value, mask in zip(
         starmap(rank3, combinations(ids, 3)), map(sum, combinations(bits, 3)), strict=True
     ):
-        royalty, qualifies = spec.top[value]
-        top_of[mask] = (value, royalty, royalty + flv if qualifies else royalty)
+        royalty, bonus = spec.top[value]
+        top_of[mask] = (value, royalty, royalty + bonus)
 
     # best_secured[t] / best_open[t]: the best top score among the t weakest tops of the
     # hand ("secured": the bottom or middle already qualifies, so no bonus to earn there).

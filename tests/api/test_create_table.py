@@ -16,10 +16,11 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from ofc.shuffle import commitment
 from ofc_service.api.errors import STATUS_DETAILS_KEY
-from ofc_service.api.tables import TableServicer, encode_event
+from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
+from ofc_service.application.manager import TableManager
 from ofc_service.auth import Authenticator
 from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS, MemoryTableStore, StoreUnavailableError
-from ofc_service.tables import TableManager
 from ofcpoker.v1 import settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
@@ -79,11 +80,12 @@ class Service:
         manager = TableManager(
             self.store,
             Authenticator(KEYS),
-            encode_event,
+            ProtobufPresenter(),
             clock_ms=lambda: int(self.clock.now * 1000),
             request_ttl_seconds=window_s,
         )
-        self.servicer = TableServicer(manager)
+        self.handlers = TableHandlers(manager)
+        self.servicer = grpc_servicer(self.handlers, SERVICE)
 
     def create(
         self, request: pb.CreateTableRequest, *, key: str = KEYS[0]
@@ -91,7 +93,8 @@ class Service:
         context: Any = Context(key)
 
         async def call() -> pb.CreateTableResponse:
-            return await self.servicer.CreateTable(request, context)
+            response: pb.CreateTableResponse = await self.servicer.CreateTable(request, context)
+            return response
 
         return asyncio.run(call())
 
@@ -99,7 +102,8 @@ class Service:
         context: Any = Context(KEYS[0])
 
         async def call() -> pb.JoinSeatResponse:
-            return await self.servicer.JoinSeat(request, context)
+            response: pb.JoinSeatResponse = await self.servicer.JoinSeat(request, context)
+            return response
 
         return asyncio.run(call())
 
@@ -150,7 +154,7 @@ def test_a_table_stored_before_seeds_were_drawn_ahead_starts_its_next_hand() -> 
     hand: StartHand draws one as it used to, and from then on draws the next one ahead."""
     service = Service()
     seeds = iter([bytes([1]) * 32, bytes([2]) * 32, bytes([3]) * 32])
-    manager = service.servicer.manager
+    manager = service.handlers.manager
     manager.server_seed = lambda: next(seeds)
     table_id = service.create(pb.CreateTableRequest(seats=2, request_id="old")).table_id
     for seat, name in enumerate(("ann", "bob")):
@@ -174,7 +178,8 @@ def test_a_table_stored_before_seeds_were_drawn_ahead_starts_its_next_hand() -> 
 
     async def start() -> pb.StartHandResponse:
         request = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
-        return await service.servicer.StartHand(request, context)
+        response: pb.StartHandResponse = await service.servicer.StartHand(request, context)
+        return response
 
     started = asyncio.run(start()).table
     assert started.hand.commitment == commitment(bytes([2]) * 32)  # drawn at the start
@@ -190,7 +195,7 @@ def test_a_table_written_by_a_newer_server_is_unavailable_here_not_internal() ->
     newer = json.loads(stored.state)
     newer["format"] += 1
     stored.state = json.dumps(newer).encode()
-    service.servicer.manager._kept.clear()
+    service.handlers.manager._kept.clear()
     with pytest.raises(Aborted) as skew:
         service.join(
             pb.JoinSeatRequest(

@@ -14,7 +14,7 @@ import pytest
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from ofc import errors as core
-from ofc_service.api.errors import DOMAIN, MAX_MESSAGE_CHARS, STATUS_CODES, rich_status
+from ofc_service.api.errors import DOMAIN, ERRORS, MAX_MESSAGE_CHARS, api_error, rich_status
 from ofc_service.api.rules import MAX_BATCH_HANDS
 from ofcpoker.v1 import cards_pb2, ruleset_pb2, settlement_pb2
 from ofcpoker.v1 import rules_service_pb2 as pb
@@ -333,13 +333,13 @@ def _core_error_classes() -> list[type[core.OfcError]]:
 
 
 def test_every_core_error_class_has_a_status_code() -> None:
-    missing = [cls.__name__ for cls in _core_error_classes() if cls not in STATUS_CODES]
+    missing = [cls.__name__ for cls in _core_error_classes() if cls not in ERRORS]
     assert missing == []
 
 
 @pytest.mark.parametrize("cls", _core_error_classes(), ids=lambda c: c.__name__)
 def test_every_error_becomes_one_error_info_and_a_field_violation(cls: type[core.OfcError]) -> None:
-    status = rich_status(cls("message", field="players[0].top"))
+    status = rich_status(api_error(cls("message", field="players[0].top")))
     expected = (
         grpc.StatusCode.FAILED_PRECONDITION
         if issubclass(cls, core.IllegalActionError)
@@ -357,3 +357,9 @@ def test_every_error_becomes_one_error_info_and_a_field_violation(cls: type[core
     assert status.details[1].Unpack(bad)
     assert [v.field for v in bad.field_violations] == ["players[0].top"]
     assert cls.reason.isupper() and " " not in cls.reason
+
+
+def test_errors_the_table_does_not_list_are_internal_and_say_nothing_of_themselves() -> None:
+    error = api_error(KeyError("secret internals"))
+    assert (error.code.name, error.reason, error.field) == ("INTERNAL", "INTERNAL", "")
+    assert "secret" not in error.message

@@ -44,7 +44,7 @@ from ofc.codec import hand_history
 from ofc.engine import SitDown, StartHand, apply, new_match, seats_to_act
 from ofc.policy import timeout
 from ofc.shuffle import commitment
-from ofc_service.api.errors import STATUS_CODES
+from ofc_service.api.errors import REASONS
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
 from ofcpoker.v1 import cards_pb2, ruleset_pb2, settlement_pb2
@@ -74,7 +74,7 @@ COSTLY = {
     "ofcpoker.v1.SettlementFeedService/Subscribe": 150,
     "ofcpoker.v1.TableService/Watch": 300,
 }
-KNOWN_REASONS = DOCUMENTED_REASONS | {cls.reason for cls in STATUS_CODES}
+KNOWN_REASONS = DOCUMENTED_REASONS | REASONS
 QUIET_CODES = {grpc.StatusCode.RESOURCE_EXHAUSTED}  # gRPC's own: no ErrorInfo
 FORBIDDEN = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.UNAVAILABLE}
 

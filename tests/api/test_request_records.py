@@ -17,10 +17,12 @@ from typing import Any
 
 import grpc
 import pytest
-from ofc_service.api.tables import TableServicer, encode_event
+from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
+from ofc_service.application.manager import TableManager
+from ofc_service.application.requests import request_key
 from ofc_service.auth import Authenticator, Credentials, caller_identity
 from ofc_service.store import MemoryTableStore
-from ofc_service.tables import TableManager, request_key
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
@@ -33,7 +35,8 @@ OPERATOR = (("x-ofc-api-key", KEY),)
 class Service:
     def __init__(self) -> None:
         self.store = MemoryTableStore()
-        self.servicer = TableServicer(TableManager(self.store, Authenticator([KEY]), encode_event))
+        manager = TableManager(self.store, Authenticator([KEY]), ProtobufPresenter())
+        self.servicer = grpc_servicer(TableHandlers(manager), SERVICE)
 
     def call(self, method: str, request: Any, metadata: Sequence[tuple[str, str]] = ()) -> Any:
         async def run() -> Any:

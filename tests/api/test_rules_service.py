@@ -272,6 +272,7 @@ def _overrides_from(params: ruleset_pb2.RulesetParameters) -> ruleset_pb2.Rulese
         stay_cards=params.stay_cards,
         max_consecutive_fantasylands=params.max_consecutive_fantasylands,
         button_moves_in_fantasyland=params.button_moves_in_fantasyland,
+        fantasyland_tiers=ruleset_pb2.FantasylandTierList(tiers=params.fantasyland_tiers),
     )
 
 

@@ -235,6 +235,7 @@ def test_the_client_returns_the_solution(server: BackgroundServer) -> None:
             royalties=37,
             fantasyland_next=True,
             objective=47,
+            fantasyland_next_cards=14,
         )
         with pytest.raises(InvalidRequestError) as caught:
             client.solve_fantasyland(THIRTEEN[:12])

@@ -18,9 +18,13 @@ from typing import Any
 from ofc import engine
 from ofc.rulesets import Row
 from ofc.verify import Code, check_history
+from ofc_service.application import commands
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import TableRecord, unpack_history
 from ofc_service.auth import Authenticator, Credentials
 from ofc_service.store import MemoryTableStore
-from ofc_service.tables import TableManager, TableRecord, unpack_history
+
+from tests.silent import SilentPresenter
 
 TURN, FANTASYLAND = 1_000, 4_000
 START = 1_000_000
@@ -35,7 +39,7 @@ class Table:
         self.now = START - 100
         self.store = MemoryTableStore(clock=lambda: self.now / 1000)
         self.manager = TableManager(
-            self.store, Authenticator((KEY,)), lambda e, v, r: b"", clock_ms=lambda: self.now
+            self.store, Authenticator((KEY,)), SilentPresenter(), clock_ms=lambda: self.now
         )
         match, _ = engine.replay(
             engine.new_match(ruleset, seats=seats),
@@ -53,20 +57,15 @@ class Table:
         return asyncio.run(job())
 
     async def _create(self) -> None:
-        await self.manager.create(self.record, respond=lambda c: b"")
+        await self.manager.create(self.record)
 
     async def _refresh(self) -> None:
         self.record, self.version, _ = await self.manager.load("clock")
 
-    async def _change(self, make: Callable[[TableRecord, int], Any]) -> None:
+    async def _change(self, command: commands.Command) -> None:
         self.requests += 1
-        await self.manager.mutate(
-            "clock",
-            expected_version=self.version,
-            request_id=f"r{self.requests}",
-            change=make,
-            respond=lambda c: b"",
-        )
+        request = Request("clock", self.version, f"r{self.requests}")
+        await self.manager.run(request, command, OPERATOR)
         await self._refresh()
 
     def start(self) -> None:
@@ -74,7 +73,7 @@ class Table:
             await self._create()
             await self._refresh()
             self.now = START
-            await self._change(lambda r, now: self.manager.start_hand(r, OPERATOR, now))
+            await self._change(commands.StartHand())
 
         self.run(job)
 
@@ -93,8 +92,8 @@ class Table:
             row = next(r for r, free in room.items() if free)
             room[row] -= 1
             placements.append((card, row))
-        move = engine.Place(seat, tuple(placements), discard, at)
-        self.run(lambda: self._change(lambda r, now: self.manager.act(r, move, OPERATOR, now)))
+        move = commands.PlaceCards(seat, tuple(placements), discard)
+        self.run(lambda: self._change(move))
 
     def sweep(self, at: int) -> int:
         """The deadline sweep at ``at``: how many timeouts it played (one per call)."""
@@ -182,8 +181,8 @@ def test_a_fantasyland_set_does_not_restart_the_street_seat_s_clock() -> None:
     before = table.deadlines[turn.turn]
     table.now = START + 300
     top, middle, bottom, discards = _solved(table)
-    move = engine.SetFantasyland(0, top, middle, bottom, discards, START + 300)
-    table.run(lambda: table._change(lambda r, now: table.manager.act(r, move, OPERATOR, now)))
+    move = commands.SetFantasyland(0, top, middle, bottom, tuple(discards))
+    table.run(lambda: table._change(move))
     assert table.deadlines == {turn.turn: before}
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 import pytest
+from ofc.codec import FORMAT_VERSION
 from ofc.verify import Code, verify_history
 from ofc_service.api.rules import MAX_HISTORY_BYTES
 from ofc_service.server.background import BackgroundServer
@@ -253,7 +254,7 @@ def test_check_policy_and_newer_versions(stub: RulesServiceStub) -> None:
     assert response.ok and any("not checkable with this release" in n for n in response.notes)
     checked = verify(stub, BASES["timeouts"], check_policy=True)  # ofc-timeout-4, re-run
     assert checked.ok and not checked.notes
-    newer = verify(stub, {**BASES["timeouts"], "format_version": 4})
+    newer = verify(stub, {**BASES["timeouts"], "format_version": FORMAT_VERSION + 1})
     assert (newer.ok, newer.discrepancy.code, newer.discrepancy.location) == (
         False,
         "NEWER_FORMAT_VERSION",
@@ -275,7 +276,10 @@ def test_get_hand_history_replays_the_recorded_moves_of_an_old_history() -> None
 
     async def get() -> tables_pb.GetHandHistoryResponse:
         request = tables_pb.GetHandHistoryRequest(table_id=table_id, hand_number=1)
-        return await service.servicer.GetHandHistory(request, context)
+        response: tables_pb.GetHandHistoryResponse = await service.servicer.GetHandHistory(
+            request, context
+        )
+        return response
 
     got = asyncio.run(get())
     assert json.loads(got.history_json) == history

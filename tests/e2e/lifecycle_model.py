@@ -38,9 +38,9 @@ from ofc import engine
 from ofc.cards import Card
 from ofc.engine import MatchState
 from ofc.rulesets import Ruleset
+from ofc_service.application.records import TableRecord
 from ofc_service.server.background import BackgroundServer
 from ofc_service.store import StoredEvent, TableStore
-from ofc_service.tables import TableRecord
 from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 

@@ -40,8 +40,8 @@ from ofc.solver import solve_fantasyland
 from ofc_client import TableClient, TableEvent, TableView, TableWatch
 from ofc_client.table_models import WatchItem
 from ofc_service.api.tables import decode_event, event_to_proto
+from ofc_service.application.records import TableRecord
 from ofc_service.store import RedisTableStore, StoredEvent
-from ofc_service.tables import TableRecord
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc

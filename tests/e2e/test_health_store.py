@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from ofc_service.periodic import MAX_BACKOFF_S, Periodic
+from ofc_service.application.periodic import MAX_BACKOFF_S, Periodic
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
 from ofc_service.store import StoreUnavailableError

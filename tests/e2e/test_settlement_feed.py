@@ -21,11 +21,12 @@ from ofc import engine
 from ofc.engine import SitDown, StartHand
 from ofc.rulesets import Row
 from ofc_cli.main import main as cli_main
-from ofc_service.api.settlement_feed import SettlementFeedServicer
+from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.settlement_feed import SERVICE, SettlementFeedHandlers
+from ofc_service.application.settlements import PairSettlement, SeatSettlement, SettlementRecord
 from ofc_service.auth import Authenticator
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
-from ofc_service.settlements import PairSettlement, SeatSettlement, SettlementRecord
 from ofc_service.store import MemorySettlementFeed
 from ofcpoker.v1 import cards_pb2, rules_service_pb2, ruleset_pb2, settlement_pb2
 from ofcpoker.v1 import rules_service_pb2_grpc as rules_grpc
@@ -473,7 +474,8 @@ def test_an_idle_subscription_picks_up_records_a_cut_off_call_left_pending() -> 
 
     async def scenario() -> list[tuple[str, bool]]:
         feed = MemorySettlementFeed()
-        servicer = SettlementFeedServicer(feed, Authenticator(), poll_s=0.05)
+        handlers = SettlementFeedHandlers(feed, Authenticator(), poll_s=0.05)
+        servicer = grpc_servicer(handlers, SERVICE)
         context: Any = QuietContext()
         for n in (1, 2):
             await feed.publish(f"t:{n}", record_bytes(f"t:{n}"))
@@ -485,7 +487,7 @@ def test_an_idle_subscription_picks_up_records_a_cut_off_call_left_pending() -> 
         await feed.acknowledge("g", [m.record.stream_id for m in got[:2]])
         await feed.publish("t:4", record_bytes("t:4"))
         got.append(await asyncio.wait_for(anext(stream), 5))
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
         return [(m.record.settlement_id, m.redelivered) for m in got]
 
     delivered = asyncio.run(scenario())

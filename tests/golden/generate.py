@@ -21,6 +21,11 @@ It writes, into the directory given (tests/golden/README.md lists what each file
   ``history_json`` as served (``hand-NNNN.json``), hand 1's whole response as protobuf JSON
   (``hand-0001.response.json``) and the settlement feed's records for the table as JSON
   Lines (``feed.jsonl``, read with ``SettlementFeedService.Subscribe``);
+- releases with Fantasyland tiers (format 4, the ``progressive-pineapple-keep`` preset on):
+  ``play-progressive-pineapple-keep-3.json`` and ``play-pineapple-top-high-card-3.json``,
+  and ``tiers/hand-0004.json`` … ``hand-0006.json``: three hands in a row of one
+  ``progressive-pineapple-keep`` table (core API, every move a timeout) whose seat 0 is owed
+  a 16-card and seat 2 a 17-card Fantasyland before hand 4, and who stay at their tiers;
 - ``SOURCE``: the commit, and the command that wrote the files.
 
 Nothing here is used by the test suite at run time; the files it wrote are committed.
@@ -53,6 +58,8 @@ SEEDS = {
     "pineapple": "22" * 32,
     "progressive-pineapple": "33" * 32,
     "turbo": "44" * 32,
+    "progressive-pineapple-keep": "55" * 32,
+    "pineapple-top-high-card": "66" * 32,
 }
 API_KEY = "golden-operator-key"
 TURN_MS = 1_000
@@ -112,6 +119,36 @@ def fantasyland_hand(
         state, _ = engine.apply(state, move)
         actions.append(move)
     return hand_history(table, actions)
+
+
+def tier_chain(out: Path) -> None:
+    """``tiers/``: hands 4-6 of a progressive-pineapple-keep table, seat 0 owed 16 cards and
+    seat 2 owed 17 before hand 4; each hand's seed is SHA-256 of ``tiers-0-<k>``."""
+    import hashlib
+
+    table, _ = engine.replay(
+        engine.new_match("progressive-pineapple-keep", seats=3, button=0),
+        [engine.SitDown(s, f"player-{s}") for s in range(3)],
+    )
+    seats = list(table.seats)
+    for seat, cards in ((0, 16), (2, 17)):
+        seats[seat] = dataclasses.replace(seats[seat], fantasyland=cards)
+    table = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
+    folder = out / "tiers"
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(3):
+        seed = hashlib.sha256(b"tiers-0-%d" % k).digest()
+        actions: list[engine.Action] = [engine.StartHand(seed, b"golden-tiers", 1_000 * (k + 1))]
+        state, _ = engine.apply(table, actions[0])
+        while waiting := engine.seats_to_act(state):
+            move = timeout_for(state, waiting[0], 1_000 * (k + 1) + len(actions))
+            state, _ = engine.apply(state, move)
+            actions.append(move)
+        history = hand_history(table, actions)
+        (folder / f"hand-{history['hand_number']:04d}.json").write_text(
+            json.dumps(history, indent=2) + "\n"
+        )
+        table = state
 
 
 # --- a live table on a real server ------------------------------------------------------------
@@ -378,6 +415,13 @@ def main(argv: list[str]) -> int:
         ("turbo", 2, "golden-turbo"),
     ]:
         (out / f"play-{ruleset}-{players}.json").write_text(play(ruleset, players, client))
+    from ofc.rulesets import PRESETS
+
+    tiers = "progressive-pineapple-keep" in PRESETS  # format 4 on
+    for ruleset in ("progressive-pineapple-keep", "pineapple-top-high-card") if tiers else ():
+        (out / f"play-{ruleset}-3.json").write_text(play(ruleset, 3, f"golden-{ruleset}"))
+    if tiers:
+        tier_chain(out)
     if play_supports("turn-time-ms"):
         text = play("pineapple", 2, "golden-clock", "--turn-time-ms", str(TURN_MS))
         (out / "play-pineapple-2-clock.json").write_text(text)

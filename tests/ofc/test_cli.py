@@ -333,7 +333,18 @@ def test_eval_errors(cards: list[str], reason: str, capsys: pytest.CaptureFixtur
 def test_presets(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(["presets"], capsys)
     assert status == 0
-    assert json.loads(out) == {name: r.to_dict() for name, r in PRESETS.items()}
+    printed = json.loads(out)
+    assert list(printed) == list(PRESETS)
+    for name, r in PRESETS.items():  # every option, the later ones too when unused
+        assert printed[name] == {
+            "fantasyland_tiers": [],
+            **r.to_dict(),
+            "royalties": {"top_high_card": {}, **r.to_dict()["royalties"]},
+        }
+    assert printed["classic"]["fantasyland_tiers"] == []
+    keep = printed["progressive-pineapple-keep"]["fantasyland_tiers"]
+    assert [(t["cards"], t["stay_cards"]) for t in keep] == [(14, 14), (15, 15), (16, 16), (17, 17)]
+    assert printed["pineapple-top-high-card"]["royalties"]["top_high_card"]["A"] == 1
 
 
 # --- the installed console script -----------------------------------------------------------------

@@ -21,6 +21,7 @@ GOLDEN = Path(__file__).parents[1] / "golden"
 FILES = sorted(p for p in GOLDEN.rglob("*.json"))
 IDS = [str(p.relative_to(GOLDEN)) for p in FILES]
 MATCHES = sorted(p for p in GOLDEN.glob("*/match") if p.is_dir())
+TIER_CHAINS = sorted(p for p in GOLDEN.glob("*/tiers") if p.is_dir())
 History = dict[str, Any]
 
 
@@ -167,3 +168,36 @@ def test_a_golden_match_verifies_as_one_chain_and_breaking_it_is_caught(director
         assert hands[2][1]["seat_changes"] and hands[2][1]["seat_units"] is not None
     # the hands in any order, the feed's redeliveries: the same answer
     assert verify_match(hands[::-1], feed + feed[:2]).ok
+
+
+@pytest.mark.parametrize(
+    "directory", TIER_CHAINS, ids=[str(m.relative_to(GOLDEN)) for m in TIER_CHAINS]
+)
+def test_a_golden_chain_across_fantasyland_tiers_verifies_and_a_changed_tier_is_caught(
+    directory: Path,
+) -> None:
+    hands = [(p.name, json.loads(p.read_text())) for p in sorted(directory.glob("hand-????.json"))]
+    assert verify_match(hands).ok and len(hands) >= 3
+    first = hands[0][1]
+    # seat 0 plays 16 cards and seat 2 17 (progressive-pineapple-keep), and both stay at
+    # their tiers: who owes a Fantasyland, and with how many cards, carries across hands
+    assert first["format_version"] == 4
+    assert {p["seat"]: p["fantasyland"] for p in first["players"]} == {0: 16, 1: 0, 2: 17}
+    assert first["fantasyland_next"] == [{"seat": 2, "cards": 17}, {"seat": 0, "cards": 16}]
+    assert {p["seat"]: p["fantasyland"] for p in hands[1][1]["players"]} == {0: 16, 1: 0, 2: 17}
+
+    def codes(histories: list[tuple[str, Any]]) -> list[Any]:
+        return [(d.code, d.location) for d in verify_match(histories).discrepancies]
+
+    # the next hand owing 14 cards, not the 16 this one earned
+    lowered = copy.deepcopy(hands)
+    lowered[0][1]["fantasyland_next"][1]["cards"] = 14
+    assert codes(lowered)[0] == (Code.SETTLEMENT_MISMATCH, "fantasyland_next[1].cards")
+    # a hand that says seat 0 was owed 14 cards, where it was dealt the 16 it earned
+    owed = copy.deepcopy(hands)
+    owed[1][1]["initial_state"]["seats"][0]["fantasyland"] = 14
+    assert codes(owed) == [(Code.DEAL_MISMATCH, "deals[1].count")]
+    # the same history claiming format 3
+    older = copy.deepcopy(first)
+    older["format_version"] = 3
+    assert codes([(hands[0][0], older)]) == [(Code.MALFORMED_HISTORY, "format_version")]

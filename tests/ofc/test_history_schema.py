@@ -115,8 +115,23 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     assert list(history) == list(SECTION_CODES)
     defs = SCHEMA["$defs"]
     settlement = defs["settlement"]["properties"]
+    # a ruleset's version-4 options are written only when used
+    ruleset = defs["ruleset"]
+    assert set(ruleset["required"]) == set(DEFAULT_RULESET.to_dict())
+    tiered = PRESETS["progressive-pineapple-keep"].to_dict()
+    assert (
+        set(ruleset["properties"])
+        == set(tiered)
+        == {*DEFAULT_RULESET.to_dict(), "fantasyland_tiers"}
+    )
+    royalties = ruleset["properties"]["royalties"]
+    assert set(royalties["properties"]) == set(
+        PRESETS["pineapple-top-high-card"].to_dict()["royalties"]
+    )
+    condition = defs["stayConditions"]["items"]
+    assert set(condition["properties"]) == set(tiered["fantasyland_tiers"][0]["stay_conditions"][0])
+    assert set(condition["required"]) == set(tiered["stay_conditions"][0])
     required_and_written = [
-        (defs["ruleset"], DEFAULT_RULESET.to_dict()),
         (defs["deal"], history["deals"][0]),
         (defs["finalBoard"], history["boards"][0]),
         (defs["settlement"], history["settlement"]),
@@ -140,7 +155,10 @@ def test_the_schema_requires_exactly_what_the_producers_write() -> None:
     assert set(stakes["required"]) == set(STAKES["initial_state"]["pair_unit_values"][0])
     for preset in PRESETS.values():  # every preset's parameters fit the ruleset definition
         state = state_to_dict(new_match(preset))
-        assert errors({**history, "initial_state": state}) == []
+        version = 4 if preset.uses_later_options else 3
+        assert errors({**history, "format_version": version, "initial_state": state}) == []
+        if preset.uses_later_options:  # and version 4's options need version 4
+            assert errors({**history, "initial_state": state}) != []
 
 
 # What JSON Schema cannot say: 1.0 is an integer to it, and "the streets place 13 cards"

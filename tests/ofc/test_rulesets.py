@@ -142,7 +142,14 @@ PRESET_SHAPES = [
 
 
 def test_the_presets_are_exactly_these() -> None:
-    assert list(PRESETS) == ["classic", "pineapple", "progressive-pineapple", "turbo"]
+    assert list(PRESETS) == [
+        "classic",
+        "pineapple",
+        "progressive-pineapple",
+        "turbo",
+        "progressive-pineapple-keep",
+        "pineapple-top-high-card",
+    ]
     assert DEFAULT_RULESET is PRESETS["classic"]
     assert Ruleset() == PRESETS["classic"]
 

@@ -9,7 +9,7 @@ cards compared as ids sorted highest first. It shares nothing with the solver's 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -30,6 +30,7 @@ from ofc.scoring import Board, assess
 from ofc.solver import (
     DEFAULT_FANTASYLAND_VALUE,
     FantasylandSolution,
+    FantasylandValue,
     _strongest_rows,
     solve_fantasyland,
 )
@@ -80,11 +81,14 @@ def brute_force(
     ruleset: Ruleset = DEFAULT_RULESET,
     *,
     in_fantasyland: bool = True,
-    fantasyland_value: int = DEFAULT_FANTASYLAND_VALUE,
+    fantasyland_value: FantasylandValue = DEFAULT_FANTASYLAND_VALUE,
     fantasyland_streak: int = 0,
 ) -> tuple[int, Rows]:
-    """(objective, (top, middle, bottom)) of the best legal board, by trying them all."""
+    """(objective, (top, middle, bottom)) of the best legal board, by trying them all. In
+    Fantasyland the tier is the hand's size; a next Fantasyland hand of n cards is worth
+    ``fantasyland_value`` (or its entry for n)."""
     hand = sorted(cards, reverse=True)
+    tier = len(hand) if in_fantasyland else 0
     worth: dict[tuple[int, int, int], int] = {}  # assess depends on the three values only
     best: tuple[Any, ...] | None = None
     for bottom in combinations(hand, 5):
@@ -104,11 +108,18 @@ def brute_force(
                     result = assess(
                         Board(top, middle, bottom),
                         ruleset,
-                        in_fantasyland=in_fantasyland,
+                        fantasyland_cards=tier,
                         fantasyland_streak=fantasyland_streak,
                     )
                     assert not result.fouled
-                    bonus = fantasyland_value if result.fantasyland.qualifies else 0
+                    qualifies, next_cards = result.fantasyland
+                    bonus = 0
+                    if qualifies:
+                        bonus = (
+                            fantasyland_value[next_cards]
+                            if isinstance(fantasyland_value, Mapping)
+                            else fantasyland_value
+                        )
                     objective = worth[(vt, vm, vb)] = result.total_royalties + bonus
                 key = (objective, vb, vm, vt, bottom, middle, top)
                 if best is None or key > best:

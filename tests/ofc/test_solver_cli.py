@@ -29,6 +29,7 @@ def test_json(capsys: pytest.CaptureFixture[str]) -> None:
         "discards": [],
         "royalties": 28,
         "fantasyland_next": True,
+        "fantasyland_next_cards": 13,
         "objective": 38,
     }
 
@@ -42,7 +43,7 @@ def test_text(capsys: pytest.CaptureFixture[str]) -> None:
         "bottom     Ac Kc Tc 4c 2c",
         "discards   -",
         "royalties  28",
-        "fantasyland_next  yes (stay rule)",
+        "fantasyland_next  yes, 13 cards (stay rule)",
         "objective  38",
     ]
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ofc.cards import card_codes
-from ofc.codec import hand_history
+from ofc.codec import FORMAT_VERSION, hand_history
 from ofc.engine import (
     Action,
     SitDown,
@@ -713,7 +713,7 @@ def test_deadlines_are_checked_by_the_clock_rule() -> None:
 
 
 def test_a_newer_version_is_named_as_such() -> None:
-    found = verify_history({**TIMEOUTS, "format_version": 4})
+    found = verify_history({**TIMEOUTS, "format_version": FORMAT_VERSION + 1})
     assert found is not None and (found.code, found.location) == (
         Code.NEWER_FORMAT_VERSION,
         "format_version",

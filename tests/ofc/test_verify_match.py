@@ -24,7 +24,7 @@ from ofc.rulesets import resolve_ruleset
 from ofc.shuffle import commitment
 from ofc.verify import Code, verify_match
 from ofc_cli.main import main
-from ofc_service.settlements import SettlementRecord, money_totals
+from ofc_service.application.settlements import SettlementRecord, money_totals
 
 CLOCK = TurnClock(1_000, 4_000)
 RULES = resolve_ruleset({"preset": "pineapple", "loss_cap": 10})
@@ -214,7 +214,7 @@ def test_cli_match_reads_the_feed_as_protobuf_json_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from google.protobuf import json_format
-    from ofc_service.settlements import SettlementRecord as Record
+    from ofc_service.application.settlements import SettlementRecord as Record
     from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
 
     lines = []
@@ -244,3 +244,61 @@ def test_cli_match_reads_the_feed_as_protobuf_json_too(
 def test_cli_feed_needs_match(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "x.json", "--feed", "f.jsonl"]) == 2
     assert capsys.readouterr().err == "error: INVALID_INPUT at feed: --feed needs --match\n"
+
+
+def build_tier_match() -> tuple[Inputs, Inputs]:
+    """Hands 4-6 of a progressive-pineapple-keep table whose seat 0 owes 16 cards and seat 2
+    owes 17 before hand 4 (the seeds of tests/golden's tiers/), with the feed's records."""
+    table, _ = engine.replay(
+        engine.new_match("progressive-pineapple-keep", seats=3),
+        [SitDown(s, f"player-{s}") for s in range(3)],
+    )
+    seats = list(table.seats)
+    seats[0] = dataclasses.replace(seats[0], fantasyland=16)
+    seats[2] = dataclasses.replace(seats[2], fantasyland=17)
+    state = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
+    histories: Inputs = []
+    feed: Inputs = []
+    units: tuple[int, ...] = (0, 0, 0)
+    for k in range(3):
+        start = StartHand(hashlib.sha256(b"tiers-0-%d" % k).digest(), b"golden-tiers", 1_000)
+        actions = play_by_timeouts(state, start, clock=CLOCK)
+        context = HandContext("", CLOCK, units, ())
+        history = hand_history(state, actions, context)
+        final, events = engine.replay(state, actions)
+        history.update(table_id="t-tiers", settled_at_ms=actions[-1].at_ms)
+        units = money_totals(units, 3, events)
+        settled = next(e for e in events if isinstance(e, engine.HandSettled))
+        record = SettlementRecord.from_event(
+            "t-tiers", settled, final, units, settled_at_ms=actions[-1].at_ms
+        )
+        histories.append((f"hand-{history['hand_number']}.json", history))
+        feed.append((f"feed.jsonl:{k + 1}", record.to_dict()))
+        state = dataclasses.replace(final, hand=None)
+    return histories, feed
+
+
+def test_a_match_across_fantasyland_tiers_and_its_feed() -> None:
+    hands, feed = build_tier_match()
+    assert verify_match(hands, feed).ok
+    first = hands[0][1]
+    assert first["format_version"] == 4
+    assert {p["seat"]: p["fantasyland"] for p in first["players"]} == {0: 16, 1: 0, 2: 17}
+    seats = feed[0][1]["seats"]
+    assert [(s["fantasyland_cards"], s["fantasyland_next_cards"]) for s in seats] == [
+        (16, 16),
+        (0, 0),
+        (17, 17),
+    ]
+    # the feed saying seat 0 is owed 14 cards, where the hand earned 16
+    doctored = copy.deepcopy(feed)
+    doctored[0][1]["seats"][0]["fantasyland_next_cards"] = 14
+    assert found(hands, doctored) == [
+        (Code.FEED_RECORD_MISMATCH, "feed.jsonl:1", "seats[0].fantasyland_next_cards")
+    ]
+    # or that seat 2 played 14 cards, not 17
+    doctored = copy.deepcopy(feed)
+    doctored[1][1]["seats"][2]["fantasyland_cards"] = 14
+    assert found(hands, doctored) == [
+        (Code.FEED_RECORD_MISMATCH, "feed.jsonl:2", "seats[2].fantasyland_cards")
+    ]

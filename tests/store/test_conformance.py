@@ -10,6 +10,7 @@ import time
 
 import pytest
 from ofc_service.store import (
+    Commit,
     CommitResult,
     EventsTrimmedError,
     ExtraPage,
@@ -41,16 +42,18 @@ async def play(
     """Commit version -> version + 1 with state ``v<n>`` and events ``e<n>.<i>``."""
     new = version + 1
     return await store.commit(
-        table_id,
-        expected_version=version,
-        state=b"v%d" % new,
-        events=[b"e%d.%d" % (new, i) for i in range(events)],
-        response=b"r%d" % new,
-        request_id=request_id or f"req-{new}",
-        deadline_ms=deadline_ms,
-        extra=extra or {},
-        ttl_seconds=ttl_seconds,
-        request_ttl_seconds=request_ttl_seconds,
+        Commit(
+            table_id,
+            expected_version=version,
+            state=b"v%d" % new,
+            events=[b"e%d.%d" % (new, i) for i in range(events)],
+            response=b"r%d" % new,
+            request_id=request_id or f"req-{new}",
+            deadline_ms=deadline_ms,
+            extra=extra or {},
+            ttl_seconds=ttl_seconds,
+            request_ttl_seconds=request_ttl_seconds,
+        )
     )
 
 
@@ -160,14 +163,16 @@ async def test_request_id_replays_the_first_result(backend: Backend) -> None:
         before = await h.store.load("t")
         # The retry still carries the old version: it gets the first answer, not ABORTED.
         again = await h.other.commit(
-            "t",
-            expected_version=1,
-            state=b"something else",
-            events=[b"other"],
-            response=b"other response",
-            request_id="move-1",
-            deadline_ms=9_000,
-            extra={"hand:1": b"h"},
+            Commit(
+                "t",
+                expected_version=1,
+                state=b"something else",
+                events=[b"other"],
+                response=b"other response",
+                request_id="move-1",
+                deadline_ms=9_000,
+                extra={"hand:1": b"h"},
+            )
         )
         assert again == CommitResult(first.version, first.response, True, first.event_ids)
         assert await h.store.load("t") == before
@@ -183,26 +188,26 @@ async def test_a_request_id_replays_only_the_request_it_recorded(backend: Backen
     instance; reading the record checks it the same way."""
     async with backend.open() as h:
         await h.store.create_table("t", b"v1")
-        first = await h.store.commit(
+        first = await h.store.commit(Commit(
             "t", expected_version=1, state=b"v2", events=[b"e2"], response=b"r2",
             request_id="move-1", deadline_ms=5_000, request_digest="d1",
-        )  # fmt: skip
+        ))  # fmt: skip
         before = await h.store.load("t")
         for digest, version in (("d2", 1), ("", 1), ("d2", 2)):  # another request, any version
             with pytest.raises(RequestIdReusedError) as caught:
-                await h.other.commit(
+                await h.other.commit(Commit(
                     "t", expected_version=version, state=b"x", events=[b"x"], response=b"x",
                     request_id="move-1", deadline_ms=9_000, extra={"hand:1": b"h"},
                     request_digest=digest,
-                )  # fmt: skip
+                ))  # fmt: skip
             assert caught.value.reason == "REQUEST_ID_REUSED"
         assert await h.store.load("t") == before
         assert payloads(await h.store.read_events("t")) == [b"e2"]
         assert await h.store.get_extra("t", "hand:1") is None
-        again = await h.other.commit(
+        again = await h.other.commit(Commit(
             "t", expected_version=1, state=b"x", events=[b"x"], response=b"x",
             request_id="move-1", deadline_ms=None, request_digest="d1",
-        )  # fmt: skip
+        ))  # fmt: skip
         assert again == CommitResult(2, b"r2", True, first.event_ids)
         assert await h.store.get_response("t", "move-1", request_digest="d1") == b"r2"
         assert await h.other.get_response("t", "move-1") == b"r2"  # no digest: not checked
@@ -215,10 +220,10 @@ async def test_a_request_id_replays_only_the_request_it_recorded(backend: Backen
         with pytest.raises(RequestIdReusedError):
             await h.other.get_response("t", "plain", request_digest="d1")
         with pytest.raises(InvalidIdError):
-            await h.store.commit(
+            await h.store.commit(Commit(
                 "t", expected_version=3, state=b"x", events=[], response=b"x",
                 request_id="bad-digest", deadline_ms=None, request_digest="two words",
-            )  # fmt: skip
+            ))  # fmt: skip
 
 
 async def test_exactly_one_of_many_racing_commits_wins(backend: Backend) -> None:
@@ -335,10 +340,10 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
         segments: list[tuple[str, ...]] = []
         version = 1
         for _hand in range(3):  # three hands: a segment of 2 events, then a 3-event move
-            started = await h.store.commit(
+            started = await h.store.commit(Commit(
                 "t", expected_version=version, state=b"s", events=[b"h%d.a" % version, b"x"],
                 response=b"", request_id=f"start-{version}", deadline_ms=None, keep_segments=2,
-            )  # fmt: skip
+            ))  # fmt: skip
             moved = await play(h.store, "t", version + 1, events=3)
             segments.append(started.event_ids + moved.event_ids)
             version += 2
@@ -358,18 +363,18 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
         await play(h.store, "t", version, events=1)
         assert len(await h.other.read_events("t", after=segments[1][0])) == 10
         # Keeping one segment: everything before this commit goes.
-        one = await h.store.commit(
+        one = await h.store.commit(Commit(
             "t", expected_version=version + 1, state=b"s", events=[b"only", b"these"],
             response=b"", request_id="start-last", deadline_ms=None, keep_segments=1,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert payloads(await h.other.read_events("t", after=one.event_ids[0])) == [b"these"]
         with pytest.raises(EventsTrimmedError):
             await h.other.read_events("t", after=segments[2][-1])
         with pytest.raises(ValueError):
-            await h.store.commit(
+            await h.store.commit(Commit(
                 "t", expected_version=version + 2, state=b"s", events=[b"x"], response=b"",
                 request_id="bad", deadline_ms=None, keep_segments=-1,
-            )  # fmt: skip
+            ))  # fmt: skip
 
 
 async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backend) -> None:
@@ -382,9 +387,11 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backe
         version, hands = 2, []
         for hand in range(1, 5):
             started = await h.store.commit(
-                "t", expected_version=version, state=b"v%d" % (version + 1), events=[b"start"],
-                response=b"started %d" % hand, request_id=f"start-{hand}", deadline_ms=None,
-                keep_segments=2,
+                Commit(
+                    "t", expected_version=version, state=b"v%d" % (version + 1),
+                    events=[b"start"], response=b"started %d" % hand,
+                    request_id=f"start-{hand}", deadline_ms=None, keep_segments=2,
+                )
             )  # fmt: skip
             moved = await play(h.store, "t", version + 1, request_id=f"move-{hand}")
             hands.append((version, started, moved))
@@ -394,9 +401,11 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backe
         for hand in (3, 4):  # the previous and the current hand: replayed from the record
             before, started, moved = hands[hand - 1]
             again = await h.other.commit(
-                "t", expected_version=before, state=b"x", events=[b"start"],
-                response=b"other", request_id=f"start-{hand}", deadline_ms=None,
-                keep_segments=2,
+                Commit(
+                    "t", expected_version=before, state=b"x", events=[b"start"],
+                    response=b"other", request_id=f"start-{hand}", deadline_ms=None,
+                    keep_segments=2,
+                )
             )  # fmt: skip
             assert (again.replayed, again.response, again.version) == (
                 True, b"started %d" % hand, started.version
@@ -413,15 +422,15 @@ async def test_a_commit_can_require_the_state_it_was_computed_from(backend: Back
         await h.store.create_table("t", b"v1")
         await play(h.store, "t", 1)  # state b"v2"
         with pytest.raises(StaleVersionError) as caught:  # the right version, another state
-            await h.other.commit(
+            await h.other.commit(Commit(
                 "t", expected_version=2, state=b"x", events=[], response=b"", request_id="r",
                 deadline_ms=None, expected_state_sha1=hashlib.sha1(b"v1").hexdigest(),
-            )  # fmt: skip
+            ))  # fmt: skip
         assert caught.value.current_version == 2
-        done = await h.other.commit(
+        done = await h.other.commit(Commit(
             "t", expected_version=2, state=b"v3", events=[], response=b"", request_id="r",
             deadline_ms=None, expected_state_sha1=hashlib.sha1(b"v2").hexdigest(),
-        )  # fmt: skip
+        ))  # fmt: skip
         assert (done.version, (await h.store.load("t")).state) == (3, b"v3")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc_service.store import (
+    Commit,
     MemoryTableStore,
     RedisTableStore,
     StaleVersionError,
@@ -63,14 +64,16 @@ async def step(store: TableStore, i: int, op: Op) -> object:
         if kind == "commit":
             table_id, expected, request_id, n, deadline, history = args
             result = await store.commit(
-                table_id,
-                expected_version=expected,
-                state=b"s%d" % i,
-                events=[b"e%d.%d" % (i, j) for j in range(n)],
-                response=b"r%d" % i,
-                request_id=request_id,
-                deadline_ms=deadline,
-                extra={f"hand:{i}": b"h%d" % i} if history else {},
+                Commit(
+                    table_id,
+                    expected_version=expected,
+                    state=b"s%d" % i,
+                    events=[b"e%d.%d" % (i, j) for j in range(n)],
+                    response=b"r%d" % i,
+                    request_id=request_id,
+                    deadline_ms=deadline,
+                    extra={f"hand:{i}": b"h%d" % i} if history else {},
+                )
             )
             events = await payload_of(store, table_id)
             payloads = [events.get(e) for e in result.event_ids]

@@ -5,20 +5,23 @@ it runs, and consumer groups deliver at least once with pending records first.""
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
 from ofc import engine
-from ofc.engine import SitDown, StartHand
-from ofc.policy import timeout
+from ofc.engine import SitDown
 from ofc.rulesets import resolve_ruleset
+from ofc_service.application import commands
+from ofc_service.application.deadlines import DeadlineSweeper
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import TableRecord
+from ofc_service.application.settlements import SettlementRecord, SettlementRelay
 from ofc_service.auth import Authenticator
-from ofc_service.settlements import SettlementRecord, SettlementRelay
 from ofc_service.store import (
+    Commit,
     FeedEntry,
     InvalidIdError,
     MemorySettlementFeed,
@@ -28,9 +31,10 @@ from ofc_service.store import (
     StoreUnavailableError,
 )
 from ofc_service.store.redis_io import index_shard
-from ofc_service.tables import Change, DeadlineSweeper, TableManager, TableRecord
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
+
+from tests.silent import SilentPresenter
 
 from .conftest import Backend, Harness
 from .test_conformance import play
@@ -72,14 +76,16 @@ async def settle(f: Feeds, table_id: str, version: int, hands: list[int]) -> Non
     """Commit ``version -> version + 1`` with one outbox record per hand number."""
     outbox = {f"{table_id}:{n}": b"record %d" % n for n in hands}
     await f.h.store.commit(
-        table_id,
-        expected_version=version,
-        state=b"v%d" % (version + 1),
-        events=[],
-        response=b"",
-        request_id=f"settle-{version}",
-        deadline_ms=None,
-        outbox=outbox,
+        Commit(
+            table_id,
+            expected_version=version,
+            state=b"v%d" % (version + 1),
+            events=[],
+            response=b"",
+            request_id=f"settle-{version}",
+            deadline_ms=None,
+            outbox=outbox,
+        )
     )
 
 
@@ -97,29 +103,29 @@ async def test_an_outbox_record_is_written_with_its_commit_only(backend: Backend
         # a stale commit and a replayed one write nothing to the outbox
         with pytest.raises(StaleVersionError):
             await play(f.h.store, "t", 1, request_id="late")
-        again = await f.h.store.commit(
+        again = await f.h.store.commit(Commit(
             "t", expected_version=1, state=b"x", events=[], response=b"", request_id="settle-1",
             deadline_ms=None, outbox={"t:9": b"never"},
-        )  # fmt: skip
+        ))  # fmt: skip
         assert again.replayed
         assert await f.h.store.read_outbox("t") == {"t:1": b"record 1"}
         await f.h.store.remove_from_outbox("t", ["t:1", "t:404"])
         assert await f.h.store.read_outbox("t") == {}
         assert await f.h.store.pending_outboxes(int(time.time() * 1000)) == []
         with pytest.raises(InvalidIdError):
-            await f.h.store.commit(
+            await f.h.store.commit(Commit(
                 "t", expected_version=2, state=b"", events=[], response=b"", request_id="r",
                 deadline_ms=None, outbox={"has space": b""},
-            )  # fmt: skip
+            ))  # fmt: skip
 
 
 async def test_the_outbox_outlives_its_table(backend: Backend) -> None:
     async with open_feeds(backend) as f:
         await f.h.store.create_table("t", b"v1", ttl_seconds=1)
-        await f.h.store.commit(
+        await f.h.store.commit(Commit(
             "t", expected_version=1, state=b"v2", events=[], response=b"", request_id="r",
             deadline_ms=None, ttl_seconds=1, outbox={"t:1": b"late but kept"},
-        )  # fmt: skip
+        ))  # fmt: skip
         await f.h.advance(1.2)
         assert await f.h.store.get_extra("t", "anything") is None  # the table is gone
         assert await f.h.store.read_outbox("t") == {"t:1": b"late but kept"}
@@ -330,25 +336,15 @@ async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> No
     and the sweep delivers it later."""
     async with open_feeds(backend) as f:
         down = SettlementRelay(f.h.store, BrokenFeed())
-        manager = TableManager(f.h.store, Authenticator(), lambda e, v, r: b"", relay=down)
+        manager = TableManager(
+            f.h.store, Authenticator(), SilentPresenter(), relay=down, server_seed=lambda: bytes(32)
+        )
         rules = resolve_ruleset({"preset": "classic", "unit_value": 5})
         match, _ = engine.replay(
             engine.new_match(rules, seats=2), [SitDown(0, "ann"), SitDown(1, "bob")]
         )
         record = TableRecord("t", match, 30_000, 120_000, b"seed", 0)
-        await manager.create(record, respond=lambda c: b"")
-
-        def start(now: int) -> engine.Action:
-            return StartHand(bytes(32), b"c", now)
-
-        def timed_out(state: engine.MatchState, seat: int, now: int) -> engine.Action:
-            return timeout(state, seat, at_ms=now)
-
-        def move(action: Callable[[int], engine.Action]) -> Callable[[TableRecord, int], Change]:
-            def change(current: TableRecord, now: int) -> Change:
-                return Change(*manager.apply_action(current, action(now), now))
-
-            return change
+        await manager.create(record)
 
         version = 1
         for n in range(30):
@@ -356,12 +352,9 @@ async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> No
             if current.match.hand is not None and current.match.hand.over:
                 break
             to_act = engine.seats_to_act(current.match)
-            await manager.mutate(
-                "t", expected_version=version, request_id=f"m{n}", respond=lambda c: b"",
-                change=move(
-                    functools.partial(timed_out, current.match, to_act[0]) if to_act else start
-                ),
-            )  # fmt: skip
+            # the server's own requests: a timeout for the seat to act, or the next hand
+            command = commands.TimeOut(to_act[0]) if to_act else commands.StartHand()
+            await manager.run(Request("t", version, f"m{n}"), command)
         final, _, _ = await manager.load("t")
         assert final.match.hand is not None and final.match.hand.over
         outbox = await f.h.store.read_outbox("t")
@@ -384,7 +377,7 @@ async def test_deadline_count_is_global_and_the_sweeper_reports_it(backend: Back
         await play(h.other, "b", 1, deadline_ms=far + 1)
         await play(h.store, "c", 1)
         assert await h.store.deadline_count() == 2 == await h.other.deadline_count()
-        manager = TableManager(h.other, Authenticator(), lambda e, v, r: b"")
+        manager = TableManager(h.other, Authenticator(), SilentPresenter())
         assert await DeadlineSweeper(manager).sweep_once() == 0
         assert REGISTRY.get_sample_value("ofc_active_tables") == 2
         await play(h.store, "a", 2)  # a's deadline cleared

@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 from ofc import engine
-from ofc_service.api.tables import encode_event
-from ofc_service.auth import Authenticator
-from ofc_service.store import MemoryTableStore, StaleVersionError, StoredTable
-from ofc_service.tables import Change, Committed, TableManager, TableRecord
+from ofc_service.api.tables import ProtobufPresenter
+from ofc_service.application import commands
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import TableRecord
+from ofc_service.auth import Authenticator, Credentials
+from ofc_service.store import Commit, MemoryTableStore, StaleVersionError, StoredTable
 
 from .conftest import Backend
 
@@ -30,45 +32,36 @@ class CountingLoads:
         self.loads += 1
         return await self.store.load(table_id)  # type: ignore[no-any-return]
 
-    async def commit(self, table_id: str, **kwargs: Any) -> Any:
+    async def commit(self, commit: Commit) -> Any:
         self.commits += 1
-        return await self.store.commit(table_id, **kwargs)
+        return await self.store.commit(commit)
 
 
-def respond(committed: Committed) -> bytes:
-    return b"v%d" % committed.version
+class VersionPresenter(ProtobufPresenter):
+    """The real events; a response that is just the version the move made."""
+
+    def response(self, outcome: commands.Outcome) -> bytes:
+        return b"v%d" % outcome.version
 
 
 async def join(manager: TableManager, version: int, seat: int, player: str) -> bytes:
-    def change(record: TableRecord, now: int) -> Change:
-        return manager.join(record, seat, player, now)
-
-    return await manager.mutate(
-        "t", expected_version=version, request_id=f"join-{version}", change=change, respond=respond
-    )
+    request = Request("t", version, f"join-{version}")
+    return await manager.run(request, commands.JoinSeat(seat, player), Credentials())
 
 
 async def leave(manager: TableManager, version: int, seat: int, who: str = "a") -> bytes:
-    def change(record: TableRecord, now: int) -> Change:
-        new, events = manager.apply_action(record, engine.StandUp(seat, now), now)
-        return Change(new, events)
-
-    return await manager.mutate(
-        "t",
-        expected_version=version,
-        request_id=f"leave-{version}-{who}",
-        change=change,
-        respond=respond,
-    )
+    # The server's own request (no credentials): the seat's token is not what is tested.
+    request = Request("t", version, f"leave-{version}-{who}")
+    return await manager.run(request, commands.LeaveSeat(seat))
 
 
 async def open_table(backend: Backend, test: Any) -> None:
     async with backend.open() as h:
         counted = CountingLoads(h.store)
-        manager = TableManager(counted, Authenticator(), encode_event)
-        other = TableManager(h.other, Authenticator(), encode_event)
+        manager = TableManager(counted, Authenticator(), VersionPresenter())
+        other = TableManager(h.other, Authenticator(), VersionPresenter())
         record = TableRecord("t", engine.new_match("classic", seats=3), 30_000, 120_000, b"", 0)
-        await manager.create(record, respond=respond)
+        await manager.create(record)
         await test(h, counted, manager, other)
 
 

@@ -18,9 +18,13 @@ from typing import Any
 import pytest
 from ofc import engine
 from ofc.verify import check_history
+from ofc_service.application import commands
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import TableRecord, unpack_history
 from ofc_service.auth import Authenticator
 from ofc_service.store import MemoryTableStore
-from ofc_service.tables import TableManager, TableRecord, unpack_history
+
+from tests.silent import SilentPresenter
 
 RECORDS = Path(__file__).parent / "legacy_records"
 FILES = sorted(RECORDS.glob("*.json"))
@@ -77,19 +81,14 @@ async def finish(raw: bytes) -> list[dict[str, Any]]:
     was over, the next hand too); the histories the table wrote."""
     clock = Clock(100_000)
     store = MemoryTableStore(clock=lambda: clock.ms / 1000)
-    manager = TableManager(store, Authenticator(), lambda e, v, r: b"", clock_ms=clock)
+    manager = TableManager(store, Authenticator(), SilentPresenter(), clock_ms=clock)
     await store.create_table("legacy", raw)
     record, version, _ = await manager.load("legacy")
     hand = record.match.hand
     assert hand is not None
     if hand.over:
-        await manager.mutate(
-            "legacy",
-            expected_version=version,
-            request_id="start-2",
-            change=lambda r, now: manager.start_hand(r, _operator(manager), now),
-            respond=lambda c: b"",
-        )
+        request = Request("legacy", version, "start-2")
+        await manager.run(request, commands.StartHand(), _operator(manager))
     for _ in range(100):
         record, _, _ = await manager.load("legacy")
         if record.match.hand is not None and record.match.hand.over:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from ofc_service.store import (
+    Commit,
     RedisTableStore,
     RequestIdReusedError,
     StaleVersionError,
@@ -16,7 +17,7 @@ from ofc_service.store import (
     TableStore,
     open_store,
 )
-from ofc_service.store.redis_io import INDEX_SHARDS, index_shard
+from ofc_service.store.redis_io import INDEX_SHARDS, index_shard, text
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
@@ -74,8 +75,8 @@ async def test_key_layout_and_ttls(redis_backend: Backend) -> None:
             ]
         )
         # the request log: each record's key after the table's last event at its commit
-        log = [entry.decode().split(" ") for entry in await admin.lrange("ofc:{t}:requests", 0, -1)]
-        assert [key for _, key in log] == [create_record, "ofc:{t}:req:r1"]
+        log = [text(entry) for entry in await admin.lrange("ofc:{t}:requests", 0, -1)]
+        assert [entry.split(" ")[1] for entry in log] == [create_record, "ofc:{t}:req:r1"]
         table_keys = [k for k in keys if k != deadline_index("t")]
         assert len({key_slot(k.encode()) for k in table_keys}) == 1
         assert key_slot(deadline_index("t").encode()) != key_slot(table_keys[0].encode())
@@ -274,8 +275,10 @@ async def test_hints_of_the_unsharded_indexes_are_still_served_and_drained(
         await play(h.store, "later", 1, deadline_ms=9_000)
         await play(h.store, "settled", 1)
         await h.store.commit(
-            "settled", expected_version=2, state=b"v3", events=[], response=b"",
-            request_id="s", deadline_ms=None, outbox={"settled:1": b"record"},
+            Commit(
+                "settled", expected_version=2, state=b"v3", request_id="s", deadline_ms=None,
+                outbox={"settled:1": b"record"},
+            )
         )  # fmt: skip
         for index in ("deadlines", "outbox"):  # as the older release left them
             for shard in range(INDEX_SHARDS):
@@ -312,10 +315,10 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
         admin = admin_of(h)
         await h.store.create_table("t", b"v1")
         response = b"a view " * 40
-        first = await h.store.commit(
+        first = await h.store.commit(Commit(
             "t", expected_version=1, state=b"v2", events=[b"e"], response=response,
             request_id="new", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert await admin.type("ofc:{t}:req:new") == b"string"
         assert await admin.ttl("ofc:{t}:req:new") > 0
         stored = await admin.get("ofc:{t}:req:new")
@@ -323,10 +326,10 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
         assert stored.startswith(b"2 " + first.event_ids[0].encode() + b"\n")
         assert len(stored) < len(response) // 2  # the response is compressed
         assert await h.other.get_response("t", "new") == response
-        again = await h.other.commit(
+        again = await h.other.commit(Commit(
             "t", expected_version=1, state=b"x", events=[b"x"], response=b"x",
             request_id="new", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert (again.version, again.response, again.replayed) == (2, response, True)
         assert again.event_ids == first.event_ids
         # A record written before the string layout (a hash) answers its retries as it did.
@@ -334,30 +337,30 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
             "ofc:{t}:req:old", mapping={"version": 2, "events": "1-0 1-1", "response": b"first"}
         )
         assert await h.other.get_response("t", "old") == b"first"
-        old = await h.other.commit(
+        old = await h.other.commit(Commit(
             "t", expected_version=2, state=b"x", events=[], response=b"x",
             request_id="old", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert (old.version, old.response, old.replayed, old.event_ids) == (
             2, b"first", True, ("1-0", "1-1"),
         )  # fmt: skip
         # A request without events (a timeout's empty answer) round-trips too.
-        bare = await h.store.commit(
+        bare = await h.store.commit(Commit(
             "t", expected_version=2, state=b"v3", events=[], response=b"",
             request_id="bare", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert await h.other.get_response("t", "bare") == b""
-        replay = await h.other.commit(
+        replay = await h.other.commit(Commit(
             "t", expected_version=2, state=b"x", events=[], response=b"x",
             request_id="bare", deadline_ms=None,
-        )  # fmt: skip
+        ))  # fmt: skip
         assert (replay.version, replay.response, replay.event_ids) == (bare.version, b"", ())
         # A record with its request's digest: "#<digest>" closes the first line; the old
         # hash layout has none, so a request with a digest never matches it.
-        await h.store.commit(
+        await h.store.commit(Commit(
             "t", expected_version=3, state=b"v4", events=[b"e"], response=b"r",
             request_id="digested", deadline_ms=None, request_digest="abc123",
-        )  # fmt: skip
+        ))  # fmt: skip
         stored = await admin.get("ofc:{t}:req:digested")
         assert isinstance(stored, bytes) and stored.split(b"\n", 1)[0].endswith(b" #abc123")
         assert await h.other.get_response("t", "digested", request_digest="abc123") == b"r"

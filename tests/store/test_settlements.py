@@ -14,7 +14,8 @@ from ofc.engine import HandSettled, Seat, SeatTaken, SeatVacated, SitDown, Start
 from ofc.policy import timeout
 from ofc.rulesets import resolve_ruleset
 from ofc.scoring import Board, settle
-from ofc_service.settlements import (
+from ofc_service.application.records import NewerRecordError, TableRecord
+from ofc_service.application.settlements import (
     PairSettlement,
     SeatSettlement,
     SettlementRecord,
@@ -22,7 +23,6 @@ from ofc_service.settlements import (
     parse_settlement_id,
     settlement_id,
 )
-from ofc_service.tables import NewerRecordError, TableRecord
 
 CAPPED = resolve_ruleset({"preset": "classic", "loss_cap": 5, "unit_value": 25})
 FOULED = Board.parse("Ac Ad 2c / Kc Kd 9h 8s 4c / 9c 8c 7d 6h 5s")  # middle beats bottom
@@ -60,7 +60,8 @@ def test_a_three_player_capped_hand_is_cut_by_largest_remainder_and_stays_zero_s
     )
     assert sum(s.points for s in record.seats) == 0 and sum(s.units for s in record.seats) == 0
     assert SettlementRecord.from_bytes(record.to_bytes()) == record
-    assert json.loads(record.to_bytes())["format"] == 1
+    assert json.loads(record.to_bytes())["format"] == 2
+    assert json.loads(record.to_bytes())["seats"][0]["fantasyland_next_cards"] == 0
 
     # The tie goes by the hand's order, not the seat number: with bob (seat 1) before ann
     # (seat 0) in the hand, bob gets the 3 points from cy.
@@ -177,3 +178,48 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_3()
     old["format"] = 0
     with pytest.raises(ValueError, match="unknown table record format 0"):
         TableRecord.from_bytes(json.dumps(old).encode())
+
+
+def test_a_record_carries_each_seats_fantasyland_tier_and_reads_format_1() -> None:
+    """Record format 2: per seat the tier it played and the cards it is owed next. A
+    progressive-pineapple-keep table: seat 0 plays a 16-card Fantasyland and stays at 16."""
+    keep = resolve_ruleset("progressive-pineapple-keep")
+    aces = Board.parse("Ac Ad 2c / 3h 3d 5s 5c 7d / Ts Js Qs Ks 2s")
+    other = Board.parse("Kd 3c 2d / 5h 5d 9d 8h 4d / 7c 7h Qd Jh 4s")
+    result = settle([aces, other], keep, fantasyland_cards=[16, 0], fantasyland_streaks=[1, 0])
+    hand = engine.HandState(
+        number=2,
+        button=1,
+        server_seed=bytes(32),
+        client_seed=b"",
+        deck=(),
+        dealt=0,
+        seats=(engine.HandSeat(0, 16, 1, aces), engine.HandSeat(1, 0, 0, other)),
+        street=5,
+        turn=None,
+    )
+    match = dataclasses.replace(
+        engine.new_match(keep, seats=2), seats=(Seat("ann", 0, 16, 1), Seat("bob")), hand=hand
+    )
+    event = HandSettled(2, (0, 1), (aces, other), result, ((0, 16),), (0, 0), 5)
+    record = SettlementRecord.from_event("t", event, match, (0, 0), settled_at_ms=5)
+    assert [(s.fantasyland_cards, s.fantasyland_next_cards) for s in record.seats] == [
+        (16, 16),
+        (0, 0),
+    ]
+    data = json.loads(record.to_bytes())
+    assert data["format"] == 2
+    assert [(s["fantasyland_cards"], s["fantasyland_next_cards"]) for s in data["seats"]] == [
+        (16, 16),
+        (0, 0),
+    ]
+    assert SettlementRecord.from_bytes(record.to_bytes()) == record
+    # a format-1 record (an older server's) reads, and is written back as it was
+    old = {**data, "format": 1, "seats": [
+        {k: v for k, v in s.items() if not k.startswith("fantasyland")} for s in data["seats"]
+    ]}  # fmt: skip
+    read = SettlementRecord.from_dict(old)
+    assert read.format == 1 and read.seats[0].fantasyland_cards == 0
+    assert read.to_dict() == old
+    with pytest.raises(ValueError, match="unknown settlement record format 3"):
+        SettlementRecord.from_dict({**data, "format": 3})

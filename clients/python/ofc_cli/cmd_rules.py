@@ -10,7 +10,7 @@ from ofc.cards import card_codes
 from ofc.codec import error_to_dict, score_request_from_dict, settlement_to_dict
 from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import evaluate
-from ofc.rulesets import PRESETS
+from ofc.rulesets import PRESETS, Ruleset
 from ofc.shuffle import commitment, parse_seed_hex, shuffle_deck
 
 from ofc_cli import remote
@@ -100,5 +100,14 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_presets(args: argparse.Namespace) -> int:
-    print(json.dumps({name: r.to_dict() for name, r in PRESETS.items()}, indent=2))
+    print(json.dumps({name: every_option(r) for name, r in PRESETS.items()}, indent=2))
     return 0
+
+
+def every_option(ruleset: Ruleset) -> dict[str, Any]:
+    """:meth:`Ruleset.to_dict` with the options it leaves out when unused (so that older
+    histories stay as they were) written out too: every option, as ListPresets has them."""
+    data = ruleset.to_dict()
+    data.setdefault("fantasyland_tiers", [])
+    data["royalties"].setdefault("top_high_card", {})
+    return data

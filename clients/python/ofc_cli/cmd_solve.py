@@ -6,7 +6,7 @@ middle     9s 8h 7d 6c 5s
 bottom     Ac Kc Tc 4c 2c
 discards   -
 royalties  28
-fantasyland_next  yes (stay rule)
+fantasyland_next  yes, 13 cards (stay rule)
 objective  38
 """
 
@@ -53,8 +53,24 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="points for qualifying for Fantasyland next hand (default %(default)s)",
     )
+    solve.add_argument(
+        "--value-of",
+        action="append",
+        type=_size_value,
+        default=[],
+        metavar="CARDS=N",
+        help="points for a next Fantasyland hand of CARDS cards (13..17), when sizes differ "
+        "in value; repeatable; other sizes are worth --fantasyland-value",
+    )
     solve.add_argument("--json", action="store_true", help="one JSON object")
     solve.set_defaults(handler=run_solve)
+
+
+def _size_value(text: str) -> tuple[int, int]:
+    size, sep, points = text.partition("=")
+    if not sep or not size.isdecimal() or not points.isdecimal() or not 13 <= int(size) <= 17:
+        raise argparse.ArgumentTypeError(f"expected CARDS=N with CARDS 13..17, got {text!r}")
+    return int(size), int(points)
 
 
 def solution_to_dict(solution: FantasylandSolution) -> dict[str, Any]:
@@ -65,6 +81,7 @@ def solution_to_dict(solution: FantasylandSolution) -> dict[str, Any]:
         "discards": card_codes(solution.discards),
         "royalties": solution.royalties,
         "fantasyland_next": solution.fantasyland_next,
+        "fantasyland_next_cards": solution.fantasyland_next_cards,
         "objective": solution.objective,
     }
 
@@ -76,7 +93,12 @@ def run_solve(args: argparse.Namespace) -> int:
         cards,
         ruleset,
         in_fantasyland=args.in_fantasyland,
-        fantasyland_value=args.fantasyland_value,
+        fantasyland_value={
+            **dict.fromkeys(range(13, 18), args.fantasyland_value),
+            **dict(args.value_of),
+        }
+        if args.value_of
+        else args.fantasyland_value,
     )
     if args.json:
         print(json.dumps(solution_to_dict(solution)))
@@ -87,6 +109,9 @@ def run_solve(args: argparse.Namespace) -> int:
     print(f"bottom     {format_cards(solution.bottom)}")
     print(f"discards   {format_cards(solution.discards) or '-'}")
     print(f"royalties  {solution.royalties}")
-    print(f"fantasyland_next  {'yes' if solution.fantasyland_next else 'no'} ({rule})")
+    next_hand = (
+        f"yes, {solution.fantasyland_next_cards} cards" if solution.fantasyland_next else "no"
+    )
+    print(f"fantasyland_next  {next_hand} ({rule})")
     print(f"objective  {solution.objective}")
     return 0

@@ -202,16 +202,18 @@ def hand_input(data: Any) -> HandInput:
         if not isinstance(player, Mapping):
             raise _invalid(f"players[{i}] must be an object", f"players[{i}]")
         in_fl = player.get("in_fantasyland", False)
-        streak = player.get("fantasyland_streak", 1 if in_fl else 0)
+        cards = player.get("fantasyland_cards", 0)
+        streak = player.get("fantasyland_streak", 1 if in_fl or cards else 0)
         player_id = player.get("id", str(i))
         if not isinstance(player_id, str) or not isinstance(in_fl, bool):
             raise _invalid(
                 f"players[{i}]: id is a string, in_fantasyland a boolean", f"players[{i}]"
             )
-        if isinstance(streak, bool) or not isinstance(streak, int) or streak < 0:
-            raise _invalid("fantasyland_streak is a non-negative integer", f"players[{i}]")
+        for name, value in (("fantasyland_streak", streak), ("fantasyland_cards", cards)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise _invalid(f"{name} is a non-negative integer", f"players[{i}]")
         board = {row: player.get(row, []) for row in ROWS}
-        inputs.append(PlayerInput(board, player_id, in_fl, streak))
+        inputs.append(PlayerInput(board, player_id, in_fl, streak, cards))
     return HandInput(inputs, data.get("ruleset"))
 
 

@@ -12,7 +12,7 @@ carrying the server's ErrorInfo reason and the offending field path.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -195,11 +195,16 @@ class OfcClient:
         in_fantasyland: bool = False,
         fantasyland_value: int | None = None,
         fantasyland_streak: int | None = None,
+        fantasyland_values: Mapping[int, int] | None = None,
     ) -> FantasylandSet:
         """The best set of 13..17 cards (the server's exact solver). ``in_fantasyland``: the
-        stay rule decides Fantasyland next hand, else the entry rule; ``fantasyland_value``:
-        points for qualifying (the server's default, 10, when ``None``)."""
+        stay rule of the tier of ``len(cards)`` cards decides Fantasyland next hand, else the
+        entry rule; ``fantasyland_value``: points for qualifying (the server's default, 10,
+        when ``None``); ``fantasyland_values``: points by the next hand's size, for sizes
+        worth something else."""
         request = pb.SolveFantasylandRequest(cards=card_list(cards), in_fantasyland=in_fantasyland)
+        for size, points in (fantasyland_values or {}).items():
+            request.fantasyland_values.add(cards=size, value=points)
         for name, number in (
             ("fantasyland_value", fantasyland_value),
             ("fantasyland_streak", fantasyland_streak),

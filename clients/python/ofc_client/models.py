@@ -26,12 +26,15 @@ for the base, e.g. ``{"preset": "classic", "scoring": "2-4", "loss_cap": 30}``),
 
 @dataclass(frozen=True, slots=True)
 class PlayerInput:
-    """One player's board for a hand to settle, with optional label and Fantasyland state."""
+    """One player's board for a hand to settle, with optional label and Fantasyland state:
+    ``fantasyland_cards`` the tier it was set in (the Fantasyland hand's cards; 0: none),
+    or ``in_fantasyland`` alone for the ruleset's smallest tier."""
 
     board: BoardLike
     player_id: str = ""
     in_fantasyland: bool = False
     fantasyland_streak: int = 0
+    fantasyland_cards: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +208,7 @@ class FantasylandSet:
     royalties: int
     fantasyland_next: bool
     objective: int  # royalties, plus the Fantasyland value when fantasyland_next
+    fantasyland_next_cards: int = 0  # cards of that next Fantasyland hand; 0 for none
 
     @classmethod
     def from_proto(cls, m: rules_service_pb2.SolveFantasylandResponse) -> FantasylandSet:
@@ -217,6 +221,7 @@ class FantasylandSet:
             m.royalties,
             m.fantasyland_next,
             m.objective,
+            m.fantasyland_next_cards,
         )
 
 

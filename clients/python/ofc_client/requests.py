@@ -69,6 +69,7 @@ def hand_message(hand: HandInput) -> settlement_pb2.Hand:
                     board=board_message(p.board, f"players[{i}].board"),
                     in_fantasyland=p.in_fantasyland,
                     fantasyland_streak=p.fantasyland_streak,
+                    fantasyland_cards=p.fantasyland_cards,
                 )
             )
         except (TypeError, ValueError) as exc:
@@ -139,7 +140,19 @@ def _royalty_table(raw: Mapping[str, Any]) -> ruleset_pb2.RoyaltyTable:
         middle=_points(raw.get("middle", {}), category_value, cat),
         top_pair=_points(raw.get("top_pair", {}), str, rank),
         top_trips=_points(raw.get("top_trips", {}), str, rank),
+        top_high_card=_points(raw.get("top_high_card", {}), str, rank),
     )
+
+
+def _stay_conditions(raw: Any) -> list[ruleset_pb2.StayCondition]:
+    return [
+        ruleset_pb2.StayCondition(
+            row=cards_pb2.RowPosition.Value("ROW_POSITION_" + c["row"].upper()),
+            category=category_value(c["category"]),
+            min_rank=c.get("min_rank", ""),
+        )
+        for c in raw
+    ]
 
 
 def _set_option(o: ruleset_pb2.RulesetOverrides, key: str, raw: Any) -> None:
@@ -185,14 +198,18 @@ def _set_option(o: ruleset_pb2.RulesetOverrides, key: str, raw: Any) -> None:
         ]
         o.fantasyland_entry.CopyFrom(ruleset_pb2.FantasylandEntryList(entries=entries))
     elif key == "stay_conditions":
-        conditions = [
-            ruleset_pb2.StayCondition(
-                row=cards_pb2.RowPosition.Value("ROW_POSITION_" + c["row"].upper()),
-                category=category_value(c["category"]),
-            )
-            for c in raw
-        ]
+        conditions = _stay_conditions(raw)
         o.stay_conditions.CopyFrom(ruleset_pb2.StayConditionList(conditions=conditions))
+    elif key == "fantasyland_tiers":
+        tiers = [
+            ruleset_pb2.FantasylandTier(
+                cards=_integer(t["cards"]),
+                stay_conditions=_stay_conditions(t["stay_conditions"]),
+                stay_cards=_integer(t["stay_cards"]),
+            )
+            for t in raw
+        ]
+        o.fantasyland_tiers.CopyFrom(ruleset_pb2.FantasylandTierList(tiers=tiers))
     else:
         raise KeyError(key)
 

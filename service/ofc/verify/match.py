@@ -394,6 +394,9 @@ def _expected_record(
         if isinstance(s, dict)
     }
     before = list(before)
+    record_format = 2 if record.get("format") == 2 else 1  # 2: with the seats' Fantasyland
+    played = {p["seat"]: p["fantasyland"] for p in raw["players"]}
+    owed = {f["seat"]: f["cards"] for f in raw["fantasyland_next"]}
     seats = []
     for player in sorted(settlement["players"], key=lambda p: p["seat"]):
         seat = player["seat"]
@@ -412,9 +415,17 @@ def _expected_record(
                 "total_units": (before[seat] or 0) + player["units"],
                 "fouled": player["fouled"],
             }
+            | (
+                {
+                    "fantasyland_cards": played.get(seat, 0),
+                    "fantasyland_next_cards": owed.get(seat, 0),
+                }
+                if record_format == 2
+                else {}
+            )
         )
     expected = {
-        "format": 1,
+        "format": record_format,
         "settlement_id": f"{table_id}:{number}",
         "table_id": table_id,
         "hand_number": number,

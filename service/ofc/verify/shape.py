@@ -243,6 +243,12 @@ def read(data: Any) -> History:
             "format_version",
             f"is {version}, the initial state's is {format_version(initial)}",
         )
+    if version < 4 and initial.ruleset.uses_later_options:
+        raise malformed(
+            "format_version",
+            f"is {version}: the ruleset uses options of version 4 (Fantasyland tiers, a stay "
+            "condition's rank, a top high-card royalty)",
+        )
     context = _read_context(obj, initial) if version >= 3 else None
     actions: list[Action] = []
     for index, raw in enumerate(obj["actions"]):

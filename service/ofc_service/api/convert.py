@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from ofc import errors as core
 from ofc.cards import CARD_CODES, RANK_CHARS, Card
 from ofc.evaluator import Category, HandValue
-from ofc.rulesets import PRESETS, ROWS, Row, Ruleset, get_ruleset, ruleset_from_dict
+from ofc.rulesets import PRESETS, ROWS, Row, Ruleset, StayCondition, get_ruleset, ruleset_from_dict
 from ofc.scoring import Board, BoardResult, Settlement, settle, validate_boards
 from ofc.shuffle import SERVER_SEED_BYTES, parse_seed_hex
 from ofcpoker.v1 import cards_pb2, ruleset_pb2, settlement_pb2
@@ -260,6 +260,10 @@ def _override_dict(
             "stay_conditions",
             [_stay(c, f"{conditions_path}[{k}]") for k, c in enumerate(conditions)],
         )
+    if o.HasField("fantasyland_tiers"):
+        tiers_path = f"{path}.fantasyland_tiers.tiers"
+        tiers = _limited(o.fantasyland_tiers.tiers, tiers_path)
+        put("fantasyland_tiers", [_tier(t, f"{tiers_path}[{k}]") for k, t in enumerate(tiers)])
     return changes, names
 
 
@@ -300,7 +304,21 @@ def _stay(c: ruleset_pb2.StayCondition, field: str) -> dict[str, str]:
     row = row_position(c.row, f"{field}.row")
     if row is None:
         raise _invalid("a stay condition needs a row", f"{field}.row")
-    return {"row": row.value, "category": _category_name(c.category, f"{field}.category")}
+    condition = {"row": row.value, "category": _category_name(c.category, f"{field}.category")}
+    if c.min_rank:
+        condition["min_rank"] = _rank_char(c.min_rank, f"{field}.min_rank")
+    return condition
+
+
+def _tier(t: ruleset_pb2.FantasylandTier, field: str) -> dict[str, Any]:
+    conditions = _limited(t.stay_conditions, f"{field}.stay_conditions")
+    return {
+        "cards": t.cards,
+        "stay_conditions": [
+            _stay(c, f"{field}.stay_conditions[{k}]") for k, c in enumerate(conditions)
+        ],
+        "stay_cards": t.stay_cards,
+    }
 
 
 def _royalty_table(t: ruleset_pb2.RoyaltyTable, field: str) -> dict[str, Any]:
@@ -313,7 +331,7 @@ def _royalty_table(t: ruleset_pb2.RoyaltyTable, field: str) -> dict[str, Any]:
                 raise _invalid(f"{name} is listed twice", f"{field}.{attr}[{k}].category")
             points[name] = _points(entry.points, f"{field}.{attr}[{k}].points")
         table[attr] = points
-    for attr in ("top_pair", "top_trips"):
+    for attr in ("top_pair", "top_trips", "top_high_card"):
         by_rank: dict[str, int] = {}
         for k, entry in enumerate(_limited(getattr(t, attr), f"{field}.{attr}")):
             rank = _rank_char(entry.rank, f"{field}.{attr}[{k}].rank")
@@ -339,6 +357,18 @@ def ruleset_to_proto(r: Ruleset) -> ruleset_pb2.RulesetParameters:
             ruleset_pb2.RankPoints(rank=RANK_CHARS[i], points=v) for i, v in enumerate(values) if v
         ]
 
+    def stay_conditions(
+        conditions: Sequence[StayCondition],
+    ) -> list[ruleset_pb2.StayCondition]:
+        return [
+            ruleset_pb2.StayCondition(
+                row=cards_pb2.RowPosition.ValueType(ROWS.index(c.row) + 1),
+                category=category_to_proto(c.category),
+                min_rank=c.min_rank.char if c.min_rank else "",
+            )
+            for c in conditions
+        ]
+
     t = r.royalties
     return ruleset_pb2.RulesetParameters(
         name=r.name,
@@ -351,6 +381,7 @@ def ruleset_to_proto(r: Ruleset) -> ruleset_pb2.RulesetParameters:
             middle=by_category(t.middle),
             top_pair=by_rank(t.top_pair),
             top_trips=by_rank(t.top_trips),
+            top_high_card=by_rank(t.top_high_card),
         ),
         scoring=ruleset_pb2.ScoringScheme(
             name=r.scoring.name,
@@ -369,18 +400,20 @@ def ruleset_to_proto(r: Ruleset) -> ruleset_pb2.RulesetParameters:
             )
             for e in r.fantasyland_entry
         ],
-        stay_conditions=[
-            ruleset_pb2.StayCondition(
-                row=cards_pb2.RowPosition.ValueType(ROWS.index(c.row) + 1),
-                category=category_to_proto(c.category),
-            )
-            for c in r.stay_conditions
-        ],
+        stay_conditions=stay_conditions(r.stay_conditions),
         stay_min_row_royalty=r.stay_min_row_royalty or 0,
         stay_cards=r.stay_cards,
         max_consecutive_fantasylands=r.max_consecutive_fantasylands or 0,
         button_moves_in_fantasyland=r.button_moves_in_fantasyland,
         cards_per_hand=r.cards_per_hand,
+        fantasyland_tiers=[
+            ruleset_pb2.FantasylandTier(
+                cards=t.cards,
+                stay_conditions=stay_conditions(t.stay_conditions),
+                stay_cards=t.stay_cards,
+            )
+            for t in r.fantasyland_tiers
+        ],
     )
 
 
@@ -411,7 +444,7 @@ def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
         )
     ids: list[str] = []
     boards: list[Board] = []
-    flags: list[bool] = []
+    tiers: list[int] = []
     streaks: list[int] = []
     for i, player in enumerate(hand.players):
         boards.append(read_board(player.board, f"{path}players[{i}].board"))
@@ -428,15 +461,20 @@ def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
                 field=f"{path}players[{i}].fantasyland_streak",
             )
         ids.append(pid)
-        in_fantasyland = player.in_fantasyland
-        flags.append(in_fantasyland)
-        streaks.append((streak or 1) if in_fantasyland else 0)
+        tier = fantasyland_tier(
+            ruleset,
+            player.in_fantasyland,
+            player.fantasyland_cards,
+            f"{path}players[{i}].fantasyland_cards",
+        )
+        tiers.append(tier)
+        streaks.append((streak or 1) if tier else 0)
     pair_units = pair_units_from_proto(hand.pair_unit_values, n, f"{path}pair_unit_values")
     try:
         settlement = settle(
             boards,
             ruleset,
-            in_fantasyland=flags,
+            fantasyland_cards=tiers,
             fantasyland_streaks=streaks,
             pair_units=pair_units,
         )
@@ -445,6 +483,17 @@ def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
         raise with_field(exc, f"{path}{field}" if field else f"{path}players") from None
     fouls = sum(1 for p in settlement.players if p.board.fouled)
     return SettledHand(settlement, tuple(ids), resolved.label, fouls)
+
+
+def fantasyland_tier(ruleset: Ruleset, in_fantasyland: bool, cards: int, field: str) -> int:
+    """The tier a board was set in, from a request's ``in_fantasyland`` and
+    ``fantasyland_cards`` (0 or 13..17). Nonzero cards mean Fantasyland whatever the flag
+    says: proto3 cannot tell a false flag from one left out."""
+    if cards and not 13 <= cards <= 17:
+        raise core.InvalidInputError(
+            f"fantasyland_cards must be 0 or 13..17, got {cards}", field=field
+        )
+    return ruleset.fantasyland_tier(in_fantasyland=in_fantasyland, cards=cards)
 
 
 def pair_units_from_proto(

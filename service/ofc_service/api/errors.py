@@ -1,33 +1,88 @@
-"""The one table from error classes to gRPC status codes, and the statuses they travel in.
+"""The one error table: every error a request can meet, as one typed :class:`ApiError`.
 
-A failed call carries a ``google.rpc.Status`` (trailer ``grpc-status-details-bin``) with one
-``ErrorInfo`` (domain ``ofc.poker``, the error's stable ``reason``, ``metadata["field"]``)
-and, when the error names a field, a ``BadRequest`` with one ``FieldViolation``. The
-protos document the same table for clients (protos/ofcpoker/v1/errors.proto).
+A handler raises whatever it meets (a core rule error, a credential or store error, a
+table record from a newer server); :func:`api_error` turns it into an :class:`ApiError`
+through :data:`ERRORS`, the one table of status codes and ErrorInfo reasons. A transport
+sends an ApiError as a ``google.rpc.Status`` (:func:`rich_status`) with one ``ErrorInfo``
+(domain ``ofc.poker``, the stable ``reason``, ``metadata["field"]``) and, when the error
+names a field, a ``BadRequest`` with one ``FieldViolation``; the gRPC adapter
+(:mod:`ofc_service.api.rpc`) puts it in the ``grpc-status-details-bin`` trailer. Nothing here
+imports grpc. The protos document the same table for clients
+(protos/ofcpoker/v1/errors.proto).
 
 >>> from ofc.errors import DuplicateCardError
->>> status_code(DuplicateCardError("duplicate card 7s", field="board.top")).name
+>>> api_error(DuplicateCardError("duplicate card 7s", field="board.top")).code.name
 'INVALID_ARGUMENT'
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
-from typing import Any, NoReturn
+import enum
+from dataclasses import dataclass
+from typing import Any
 
-import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from ofc import errors as core
 from ofcpoker.v1 import errors_pb2
 
-from ofc_service.tables import ClientSeedPolicyError
+from ofc_service import auth, store
+from ofc_service.application.manager import HandNotFoundError
+from ofc_service.application.records import ClientSeedPolicyError, NewerRecordError
 
 DOMAIN = "ofc.poker"
 REQUEST_ID_KEY = "x-request-id"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 MAX_MESSAGE_CHARS = 512  # messages quote input: keep trailers far below metadata limits
+INTERNAL_MESSAGE = "internal error; report the request id"
+
+
+class Code(enum.IntEnum):
+    """The canonical status codes (google.rpc.Code; gRPC's and Connect's, by number)."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
+class ApiError(Exception):
+    """A request's failure as a client sees it: a status ``code``, the ErrorInfo ``reason``,
+    a message, and the request ``field`` it names ("" for none: no BadRequest)."""
+
+    def __init__(self, code: Code, reason: str, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.field = field
+
+    @property
+    def field_violations(self) -> tuple[tuple[str, str], ...]:
+        """The BadRequest field violations, (field, description): one when a field is named."""
+        return ((self.field, _short(self.message)),) if self.field else ()
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.code.name}, {self.reason!r}, {self.message!r}, {self.field!r})"
+
+
+def internal_error() -> ApiError:
+    """A server bug surfaced as a status; never raised for a user mistake."""
+    return ApiError(Code.INTERNAL, "INTERNAL", INTERNAL_MESSAGE)
 
 
 class MalformedRequestError(core.InvalidInputError):
@@ -42,46 +97,6 @@ class BatchTooLargeError(core.InvalidInputError):
     reason = "BATCH_TOO_LARGE"
 
 
-class RequestIdReusedError(core.InvalidInputError):
-    """A request_id the caller already used for a different request (within the retry
-    window): the first request's answer is not this one's. A new request needs a new id."""
-
-    reason = "REQUEST_ID_REUSED"
-
-
-class StaleVersionError(core.OfcError):
-    """The request's expected_version is not the table's: re-read, then decide again."""
-
-    reason = "STALE_VERSION"
-
-
-class TableNotFoundError(core.OfcError):
-    reason = "TABLE_NOT_FOUND"
-
-
-class HandNotFoundError(core.OfcError):
-    reason = "HAND_NOT_FOUND"
-
-
-class EventsTrimmedError(core.OfcError):
-    """A Watch asked to resume after an event the log no longer holds: start afresh."""
-
-    reason = "EVENTS_TRIMMED"
-
-
-class StoreUnavailableError(core.OfcError):
-    """The table store did not answer; safe to retry with the same request_id."""
-
-    reason = "STORE_UNAVAILABLE"
-
-
-class NewerServerError(core.OfcError):
-    """The table was last written by a newer server version than this replica (during a
-    rolling upgrade): retry with the same request_id, another replica will answer."""
-
-    reason = "NEWER_SERVER"
-
-
 class ServerShuttingDownError(core.OfcError):
     """This replica is stopping and ended a long-lived stream (Watch, Subscribe): reconnect,
     another replica will answer, and resume where the stream ended."""
@@ -89,28 +104,21 @@ class ServerShuttingDownError(core.OfcError):
     reason = "SERVER_SHUTTING_DOWN"
 
 
-class UnauthenticatedError(core.OfcError):
-    reason = "UNAUTHENTICATED"
+@dataclass(frozen=True, slots=True)
+class ErrorRule:
+    """How one class of error reaches a client."""
+
+    code: Code
+    reason: str = ""  # the ErrorInfo reason ("": the error's own ``reason``)
+    field: str = ""  # the request field it names, when the error itself names none
+    message: str = ""  # replaces the error's own message ("": the error's)
 
 
-class PermissionDeniedError(core.OfcError):
-    reason = "PERMISSION_DENIED"
-
-
-class InternalError(core.OfcError):
-    """A server bug surfaced as a status; never raised for a user mistake."""
-
-    reason = "INTERNAL"
-
-
-_INVALID = grpc.StatusCode.INVALID_ARGUMENT
-_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
-
-# Every error class the API can raise, with its status code. Tests check that every class in
-# ofc.errors is listed, so a new core error cannot reach a client without a decision here.
-STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
-    core.OfcError: _INVALID,
+_INVALID = Code.INVALID_ARGUMENT
+_PRECONDITION = Code.FAILED_PRECONDITION
+_CORE: dict[type[core.OfcError], Code] = {
     # malformed or impossible input: fix the request, never retry it unchanged
+    core.OfcError: _INVALID,
     core.InvalidInputError: _INVALID,
     core.InvalidCardError: _INVALID,
     core.DuplicateCardError: _INVALID,
@@ -122,7 +130,6 @@ STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
     core.InvalidRowError: _INVALID,
     MalformedRequestError: _INVALID,
     BatchTooLargeError: _INVALID,
-    RequestIdReusedError: _INVALID,
     # well formed but not allowed in the current state: re-read the state, then decide
     core.IllegalActionError: _PRECONDITION,
     core.NotYourTurnError: _PRECONDITION,
@@ -141,28 +148,68 @@ STATUS_CODES: dict[type[core.OfcError], grpc.StatusCode] = {
     core.NotInFantasylandError: _PRECONDITION,
     core.InFantasylandError: _PRECONDITION,
     ClientSeedPolicyError: _PRECONDITION,
-    # tables: store and credentials
-    StaleVersionError: grpc.StatusCode.ABORTED,
-    TableNotFoundError: grpc.StatusCode.NOT_FOUND,
-    HandNotFoundError: grpc.StatusCode.NOT_FOUND,
-    EventsTrimmedError: grpc.StatusCode.OUT_OF_RANGE,
-    StoreUnavailableError: grpc.StatusCode.UNAVAILABLE,
-    NewerServerError: grpc.StatusCode.UNAVAILABLE,
-    ServerShuttingDownError: grpc.StatusCode.UNAVAILABLE,
-    UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
-    PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
-    # a bug on our side
-    InternalError: grpc.StatusCode.INTERNAL,
+    HandNotFoundError: Code.NOT_FOUND,
+    ServerShuttingDownError: Code.UNAVAILABLE,
 }
 
+# Every error class a request can meet, with how it reaches the client. Tests check that
+# every class in ofc.errors is listed, so a new core error cannot reach a client without a
+# decision here; an error not listed is a bug (INTERNAL, logged).
+ERRORS: dict[type[Exception], ErrorRule] = {
+    **{cls: ErrorRule(code) for cls, code in _CORE.items()},  # each with its own reason
+    # tables: the store, the records, the credentials
+    store.StaleVersionError: ErrorRule(Code.ABORTED, "STALE_VERSION", "expected_version"),
+    store.RequestIdReusedError: ErrorRule(_INVALID, "REQUEST_ID_REUSED", "request_id"),
+    store.TableNotFoundError: ErrorRule(Code.NOT_FOUND, "TABLE_NOT_FOUND", "table_id"),
+    store.EventsTrimmedError: ErrorRule(Code.OUT_OF_RANGE, "EVENTS_TRIMMED", "after_event_id"),
+    store.StoreUnavailableError: ErrorRule(
+        Code.UNAVAILABLE, "STORE_UNAVAILABLE", message="the table store is unavailable; retry"
+    ),
+    store.InvalidIdError: ErrorRule(_INVALID, core.InvalidInputError.reason, "table_id"),
+    NewerRecordError: ErrorRule(Code.UNAVAILABLE, NewerRecordError.reason),
+    auth.UnauthenticatedError: ErrorRule(Code.UNAUTHENTICATED, "UNAUTHENTICATED"),
+    auth.PermissionDeniedError: ErrorRule(Code.PERMISSION_DENIED, "PERMISSION_DENIED"),
+}
+REASON_CODES: dict[str, Code] = {
+    **{
+        rule.reason or getattr(cls, "reason"): rule.code  # noqa: B009 - every listed class has one
+        for cls, rule in ERRORS.items()
+        if cls is not core.OfcError  # only the base of the others: never raised itself
+    },
+    "INTERNAL": Code.INTERNAL,
+}
+"""Every ErrorInfo reason the listed errors are sent with, and its status code."""
+REASONS = frozenset(REASON_CODES)
 
-def status_code(error: core.OfcError) -> grpc.StatusCode:
-    """The status code for an error: its class's entry, else its nearest listed ancestor."""
+
+def error_rule(error: Exception) -> ErrorRule | None:
+    """The table's entry for an error: its class's, else its nearest listed ancestor's."""
     for cls in type(error).__mro__:
-        code = STATUS_CODES.get(cls)
-        if code is not None:
-            return code
-    return _INVALID  # pragma: no cover - OfcError itself is listed
+        rule = ERRORS.get(cls)
+        if rule is not None:
+            return rule
+    return None
+
+
+def api_error(error: Exception) -> ApiError:
+    """``error`` as the client sees it (an ApiError is itself; an error the table does not
+    list is INTERNAL: a bug, which the caller logs).
+
+    >>> from ofc.errors import InvalidCardError
+    >>> api_error(InvalidCardError("invalid card: 'Zz'", field="cards[1]"))
+    ApiError(INVALID_ARGUMENT, 'INVALID_CARD', "invalid card: 'Zz'", 'cards[1]')
+    """
+    if isinstance(error, ApiError):
+        return error
+    rule = error_rule(error)
+    if rule is None:
+        return internal_error()
+    # An error names its own reason (a subclass the table does not list keeps its own,
+    # with its nearest listed ancestor's code), unless the table gives it one.
+    reason = rule.reason or getattr(error, "reason", "") or "INTERNAL"
+    message = rule.message or getattr(error, "message", "") or str(error)
+    field = getattr(error, "field", "") or rule.field
+    return ApiError(rule.code, reason, message, field)
 
 
 def _short(message: str) -> str:
@@ -177,35 +224,36 @@ def _pack(message: Any) -> any_pb2.Any:
     return packed
 
 
-def rich_status(error: core.OfcError) -> status_pb2.Status:
+def rich_status(error: ApiError) -> status_pb2.Status:
     """The ``google.rpc.Status`` for an error: ErrorInfo, plus BadRequest when it names a field.
 
     >>> from ofc.errors import InvalidCardError
-    >>> s = rich_status(InvalidCardError("invalid card: 'Zz'", field="cards[1]"))
+    >>> s = rich_status(api_error(InvalidCardError("invalid card: 'Zz'", field="cards[1]")))
     >>> s.code, len(s.details)
     (3, 2)
     """
-    code = status_code(error)
     message = _short(error.message)
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
     if error.field:
         info.metadata["field"] = error.field
     details = [_pack(info)]
-    if error.field:
-        violation = error_details_pb2.BadRequest.FieldViolation(
-            field=error.field, description=message
-        )
-        details.append(_pack(error_details_pb2.BadRequest(field_violations=[violation])))
-    return status_pb2.Status(code=code.value[0], message=message, details=details)
+    violations = [
+        error_details_pb2.BadRequest.FieldViolation(field=field, description=description)
+        for field, description in error.field_violations
+    ]
+    if violations:
+        details.append(_pack(error_details_pb2.BadRequest(field_violations=violations)))
+    return status_pb2.Status(code=int(error.code), message=message, details=details)
 
 
-def error_detail(error: core.OfcError) -> errors_pb2.ErrorDetail:
+def error_detail(error: Exception) -> errors_pb2.ErrorDetail:
     """The same error as a value, for one failed item in a batch or stream."""
+    failure = api_error(error)
     return errors_pb2.ErrorDetail(
-        reason=error.reason,
-        field=error.field,
-        message=_short(error.message),
-        code=status_code(error).value[0],
+        reason=failure.reason,
+        field=failure.field,
+        message=_short(failure.message),
+        code=int(failure.code),
     )
 
 
@@ -213,29 +261,21 @@ def error_detail(error: core.OfcError) -> errors_pb2.ErrorDetail:
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("ofc_request_id", default="")
 
 
-async def abort(context: grpc.aio.ServicerContext, error: core.OfcError) -> NoReturn:
-    """End the call with the error's rich status (and the request id in the trailers)."""
-    request_id = request_id_var.get()
-    status = rich_status(error)
-    trailers: Sequence[tuple[str, str | bytes]] = (
-        (STATUS_DETAILS_KEY, status.SerializeToString()),
-        *(((REQUEST_ID_KEY, request_id),) if request_id else ()),
-    )
-    await context.abort(status_code(error), status.message, trailers)
-    raise AssertionError("context.abort returned")  # pragma: no cover
-
-
 __all__ = [
     "DOMAIN",
-    "STATUS_CODES",
+    "ERRORS",
+    "REASONS",
+    "REASON_CODES",
+    "ApiError",
     "BatchTooLargeError",
-    "InternalError",
+    "Code",
+    "ErrorRule",
     "MalformedRequestError",
-    "RequestIdReusedError",
     "ServerShuttingDownError",
-    "abort",
+    "api_error",
     "error_detail",
+    "error_rule",
+    "internal_error",
     "request_id_var",
     "rich_status",
-    "status_code",
 ]

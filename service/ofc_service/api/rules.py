@@ -1,20 +1,19 @@
 """The RulesService servicer: stateless rules over gRPC.
 
-Each method body is a plain function from request to response over the pure core; the
-``rpc`` wrapper turns a core error into its rich status (one table, :mod:`.errors`) and any
-other exception into INTERNAL, so no user mistake surfaces as UNKNOWN.
+Each handler is a transport-neutral async function from request (and the caller's
+credentials, unused: the rules are public) to response over the pure core; the one ``rpc``
+adapter (:mod:`.rpc`) turns a core error into its rich status (one table, :mod:`.errors`)
+and any other exception into INTERNAL, so no user mistake surfaces as UNKNOWN.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
-import grpc
 from ofc import errors as core
 from ofc.cards import card_codes
 from ofc.evaluator import rank_row
@@ -24,13 +23,13 @@ from ofc.shuffle import ALGORITHM, commitment, shuffle_deck, verify_commitment, 
 from ofc.solver import DEFAULT_FANTASYLAND_VALUE, solve_fantasyland
 from ofc.verify import check_history_json, verify_match
 from ofcpoker.v1 import rules_service_pb2 as pb
-from ofcpoker.v1 import rules_service_pb2_grpc as pb_grpc
 from ofcpoker.v1 import settlement_pb2
 from prometheus_client import Counter
 
 from ofc_service.api import convert
-from ofc_service.api.errors import BatchTooLargeError, InternalError, abort, error_detail
+from ofc_service.api.errors import BatchTooLargeError, error_detail
 from ofc_service.api.settlement_feed import record_to_dict
+from ofc_service.auth import Credentials
 from ofc_service.metrics import FOULS, HANDS_SETTLED, REQUEST_ERRORS
 
 MAX_BATCH_HANDS = 1000
@@ -39,35 +38,8 @@ MAX_HISTORY_BYTES = 1 << 20  # VerifyHandHistory: a real history is some 10..60 
 MAX_MATCH_HANDS = 1000  # VerifyMatch; the message limit usually binds first
 MAX_MATCH_SETTLEMENTS = 10_000
 FANTASYLAND_CARDS = range(13, 18)  # a Fantasyland hand: 13..17 cards
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RulesService"].full_name
-
-log = logging.getLogger("ofc.api")
-
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
-
-
-def rpc(
-    method: Callable[[RulesServicer, Req], Resp],
-) -> Callable[[RulesServicer, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
-    """A unary method body (request -> response) as an aio handler with the error table."""
-
-    @functools.wraps(method)
-    async def handler(self: RulesServicer, request: Req, context: grpc.aio.ServicerContext) -> Resp:
-        try:
-            return method(self, request)
-        except core.OfcError as exc:
-            await fail(context, exc)
-        except Exception:
-            log.exception("internal error in %s", method.__name__)
-            await fail(context, InternalError("internal error; report the request id"))
-
-    return handler
-
-
-async def fail(context: grpc.aio.ServicerContext, error: core.OfcError) -> NoReturn:
-    REQUEST_ERRORS.labels(error.reason).inc()
-    await abort(context, error)
+SERVICE = pb.DESCRIPTOR.services_by_name["RulesService"]
+SERVICE_NAME = SERVICE.full_name
 
 
 @functools.cache  # labels are preset names or "custom": a handful
@@ -93,6 +65,30 @@ def settle_outcome(hand: settlement_pb2.Hand) -> pb.HandOutcome:
     outcome = pb.HandOutcome()
     convert.write_settlement(settled, outcome.settlement)
     return outcome
+
+
+def _fantasyland_values(request: pb.SolveFantasylandRequest, value: int) -> int | dict[int, int]:
+    """The objective's price of a next Fantasyland hand: ``value`` for every size, or per
+    size where ``fantasyland_values`` lists it (each checked, errors naming the entry)."""
+    if not request.fantasyland_values:
+        return value
+    values = dict.fromkeys(FANTASYLAND_CARDS, value)
+    seen: set[int] = set()
+    for k, entry in enumerate(request.fantasyland_values):
+        field = f"fantasyland_values[{k}]"
+        if entry.cards not in FANTASYLAND_CARDS or entry.cards in seen:
+            raise core.InvalidInputError(
+                f"{field}.cards must be 13..17 and listed once, got {entry.cards}",
+                field=f"{field}.cards",
+            )
+        if entry.value > convert.MAX_POINTS:
+            raise core.InvalidInputError(
+                f"{field}.value must be 0..{convert.MAX_POINTS}, got {entry.value}",
+                field=f"{field}.value",
+            )
+        seen.add(entry.cards)
+        values[entry.cards] = entry.value
+    return values
 
 
 def _history_text(text: str, field: str) -> str:
@@ -132,16 +128,17 @@ def _match_inputs(
     return histories, feed, _expected_ruleset(request)
 
 
-class RulesServicer(pb_grpc.RulesServiceServicer):
-    """ofcpoker.v1.RulesService over the pure core."""
+class RulesHandlers:
+    """ofcpoker.v1.RulesService over the pure core, transport-neutral."""
 
     def __init__(self) -> None:
         self._presets = pb.ListPresetsResponse(
             presets=[convert.ruleset_to_proto(r) for r in PRESETS.values()]
         )
 
-    @rpc
-    def EvaluateRow(self, request: pb.EvaluateRowRequest) -> pb.EvaluateRowResponse:
+    async def EvaluateRow(
+        self, request: pb.EvaluateRowRequest, creds: Credentials
+    ) -> pb.EvaluateRowResponse:
         row = convert.row_position(request.row, "row")
         if not (len(request.cards) in (3, 5) if row is None else len(request.cards) == row.size):
             sizes = "3 or 5" if row is None else str(row.size)
@@ -160,8 +157,9 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
         convert.write_hand_value(value, response.hand)
         return response
 
-    @rpc
-    def ValidateBoard(self, request: pb.ValidateBoardRequest) -> pb.ValidateBoardResponse:
+    async def ValidateBoard(
+        self, request: pb.ValidateBoardRequest, creds: Credentials
+    ) -> pb.ValidateBoardResponse:
         spec = request.ruleset if request.HasField("ruleset") else None
         ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
         if request.fantasyland_streak > convert.MAX_FANTASYLAND_STREAK:
@@ -171,26 +169,31 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             )
         board = convert.board_from_proto(request.board, "board")
         convert.validate_board(board, "board")
+        tier = convert.fantasyland_tier(
+            ruleset, request.in_fantasyland, request.fantasyland_cards, "fantasyland_cards"
+        )
         result = assess(
             board,
             ruleset,
-            in_fantasyland=request.in_fantasyland,
-            fantasyland_streak=max(request.fantasyland_streak, 1) if request.in_fantasyland else 0,
+            fantasyland_cards=tier,
+            fantasyland_streak=max(request.fantasyland_streak, 1) if tier else 0,
         )
         response = pb.ValidateBoardResponse()
         convert.write_assessment(result, response.assessment)
         return response
 
-    @rpc
-    def SettleHand(self, request: pb.SettleHandRequest) -> pb.SettleHandResponse:
+    async def SettleHand(
+        self, request: pb.SettleHandRequest, creds: Credentials
+    ) -> pb.SettleHandResponse:
         settled = convert.settle_hand(request.hand, "hand.")
         _record(settled)
         response = pb.SettleHandResponse()
         convert.write_settlement(settled, response.settlement)
         return response
 
-    @rpc
-    def SettleHands(self, request: pb.SettleHandsRequest) -> pb.SettleHandsResponse:
+    async def SettleHands(
+        self, request: pb.SettleHandsRequest, creds: Credentials
+    ) -> pb.SettleHandsResponse:
         if len(request.hands) > MAX_BATCH_HANDS:
             raise BatchTooLargeError(
                 f"at most {MAX_BATCH_HANDS} hands per call, got {len(request.hands)}; "
@@ -202,41 +205,36 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
     async def SettleHandsStream(
         self,
         request_iterator: AsyncIterator[pb.SettleHandsStreamRequest],
-        context: grpc.aio.ServicerContext,
+        creds: Credentials,
     ) -> AsyncIterator[pb.SettleHandsStreamResponse]:
-        try:
-            async for request in request_iterator:
-                hand_id = request.hand_id
-                if len(hand_id) > MAX_HAND_ID_CHARS:
-                    error = core.InvalidInputError(
-                        f"hand_id has at most {MAX_HAND_ID_CHARS} characters", field="hand_id"
-                    )
-                    REQUEST_ERRORS.labels(error.reason).inc()
-                    outcome = pb.HandOutcome(error=error_detail(error))
-                    hand_id = hand_id[:MAX_HAND_ID_CHARS]
-                else:
-                    outcome = settle_outcome(request.hand)
-                yield pb.SettleHandsStreamResponse(hand_id=hand_id, outcome=outcome)
-        except core.OfcError as exc:  # e.g. a request that does not decode
-            await fail(context, exc)
-        except (grpc.aio.AbortError, grpc.aio.UsageError):
-            raise
-        except Exception:
-            log.exception("internal error in SettleHandsStream")
-            await fail(context, InternalError("internal error; report the request id"))
+        async for request in request_iterator:
+            hand_id = request.hand_id
+            if len(hand_id) > MAX_HAND_ID_CHARS:
+                error = core.InvalidInputError(
+                    f"hand_id has at most {MAX_HAND_ID_CHARS} characters", field="hand_id"
+                )
+                REQUEST_ERRORS.labels(error.reason).inc()
+                outcome = pb.HandOutcome(error=error_detail(error))
+                hand_id = hand_id[:MAX_HAND_ID_CHARS]
+            else:
+                outcome = settle_outcome(request.hand)
+            yield pb.SettleHandsStreamResponse(hand_id=hand_id, outcome=outcome)
 
-    @rpc
-    def ListPresets(self, request: pb.ListPresetsRequest) -> pb.ListPresetsResponse:
+    async def ListPresets(
+        self, request: pb.ListPresetsRequest, creds: Credentials
+    ) -> pb.ListPresetsResponse:
         return self._presets
 
-    @rpc
-    def ResolveRuleset(self, request: pb.ResolveRulesetRequest) -> pb.ResolveRulesetResponse:
+    async def ResolveRuleset(
+        self, request: pb.ResolveRulesetRequest, creds: Credentials
+    ) -> pb.ResolveRulesetResponse:
         spec = request.ruleset if request.HasField("ruleset") else None
         ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
         return pb.ResolveRulesetResponse(ruleset=convert.ruleset_to_proto(ruleset))
 
-    @rpc
-    def SolveFantasyland(self, request: pb.SolveFantasylandRequest) -> pb.SolveFantasylandResponse:
+    async def SolveFantasyland(
+        self, request: pb.SolveFantasylandRequest, creds: Credentials
+    ) -> pb.SolveFantasylandResponse:
         n = len(request.cards)
         if n not in FANTASYLAND_CARDS:  # before parsing: an oversized list costs nothing
             raise core.InvalidInputError(
@@ -252,6 +250,7 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
                     f"fantasyland_value must be 0..{convert.MAX_POINTS}, got {value}",
                     field="fantasyland_value",
                 )
+        values = _fantasyland_values(request, value)
         streak = request.fantasyland_streak
         if streak > convert.MAX_FANTASYLAND_STREAK:
             raise core.InvalidInputError(
@@ -265,7 +264,7 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             cards,
             ruleset,
             in_fantasyland=in_fantasyland,
-            fantasyland_value=value,
+            fantasyland_value=values,
             fantasyland_streak=max(streak, 1) if in_fantasyland else 0,
         )
         response = pb.SolveFantasylandResponse(
@@ -273,6 +272,7 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             royalties=solution.royalties,
             fantasyland_next=solution.fantasyland_next,
             objective=solution.objective,
+            fantasyland_next_cards=solution.fantasyland_next_cards,
         )
         board = response.board
         board.top.extend(card_codes(solution.top))
@@ -280,8 +280,9 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
         board.bottom.extend(card_codes(solution.bottom))
         return response
 
-    @rpc
-    def DeriveDeck(self, request: pb.DeriveDeckRequest) -> pb.DeriveDeckResponse:
+    async def DeriveDeck(
+        self, request: pb.DeriveDeckRequest, creds: Credentials
+    ) -> pb.DeriveDeckResponse:
         seed = convert.server_seed_from_proto(
             request.WhichOneof("server_seed"), request.server_seed_hex, request.server_seed_bytes
         )
@@ -302,8 +303,9 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             first_block_hex=first_block,
         )
 
-    @rpc
-    def VerifyCommitment(self, request: pb.VerifyCommitmentRequest) -> pb.VerifyCommitmentResponse:
+    async def VerifyCommitment(
+        self, request: pb.VerifyCommitmentRequest, creds: Credentials
+    ) -> pb.VerifyCommitmentResponse:
         seed = convert.server_seed_from_proto(
             request.WhichOneof("server_seed"), request.server_seed_hex, request.server_seed_bytes
         )
@@ -312,9 +314,8 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
             valid=verify_commitment(seed, expected), computed_commitment=commitment(seed)
         )
 
-    @rpc
-    def VerifyHandHistory(
-        self, request: pb.VerifyHandHistoryRequest
+    async def VerifyHandHistory(
+        self, request: pb.VerifyHandHistoryRequest, creds: Credentials
     ) -> pb.VerifyHandHistoryResponse:
         text = _history_text(request.history_json, "history_json")
         expected = _expected_ruleset(request)
@@ -330,24 +331,18 @@ class RulesServicer(pb_grpc.RulesServiceServicer):
         return pb.VerifyHandHistoryResponse(ok=False, discrepancy=discrepancy)
 
     async def VerifyMatch(
-        self, request: pb.VerifyMatchRequest, context: grpc.aio.ServicerContext
+        self, request: pb.VerifyMatchRequest, creds: Credentials
     ) -> pb.VerifyMatchResponse:
-        try:
-            # Checked here; verified on a worker thread, so that a long match does not hold
-            # the event loop (and the other calls on it) for its whole run.
-            histories, feed, expected = _match_inputs(request)
-            report = await asyncio.to_thread(
-                verify_match,
-                histories,
-                feed,
-                expected_ruleset=expected,
-                check_policy=request.check_policy,
-            )
-        except core.OfcError as exc:
-            await fail(context, exc)
-        except Exception:
-            log.exception("internal error in VerifyMatch")
-            await fail(context, InternalError("internal error; report the request id"))
+        # Checked here; verified on a worker thread, so that a long match does not hold
+        # the event loop (and the other calls on it) for its whole run.
+        histories, feed, expected = _match_inputs(request)
+        report = await asyncio.to_thread(
+            verify_match,
+            histories,
+            feed,
+            expected_ruleset=expected,
+            check_policy=request.check_policy,
+        )
         return pb.VerifyMatchResponse(
             ok=report.ok,
             hands_verified=report.verified,

@@ -12,23 +12,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-import grpc
 from google.protobuf import json_format
 from ofc import errors as core
 from ofcpoker.v1 import settlement_feed_pb2 as pb
-from ofcpoker.v1 import settlement_feed_pb2_grpc as pb_grpc
 
 from ofc_service import auth, store
-from ofc_service.api import errors as api_errors
 from ofc_service.api import parse
+from ofc_service.api.errors import BatchTooLargeError
 from ofc_service.api.shutdown import Shutdown
-from ofc_service.api.tables import fail
+from ofc_service.application.settlements import PairSettlement, SeatSettlement, SettlementRecord
 from ofc_service.metrics import SETTLEMENT_LAG
-from ofc_service.settlements import PairSettlement, SeatSettlement, SettlementRecord
 from ofc_service.store import FeedEntry, SettlementFeed
 from ofc_service.store.feed import MAX_READ_COUNT, check_name
 
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SettlementFeedService"].full_name
+SERVICE = pb.DESCRIPTOR.services_by_name["SettlementFeedService"]
+SERVICE_NAME = SERVICE.full_name
 DEFAULT_BATCH_SIZE = 100
 MAX_ACK_IDS = 1000
 POLL_S = 5.0
@@ -46,6 +44,7 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
         unit_value=record.unit_value,
         loss_cap=record.loss_cap or 0,
         settled_at_ms=record.settled_at_ms,
+        format=record.format,
     )
     for s in record.seats:
         out.seats.add(
@@ -56,6 +55,8 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
             total_points=s.total_points,
             total_units=s.total_units,
             fouled=s.fouled,
+            fantasyland_cards=s.fantasyland_cards,
+            fantasyland_next_cards=s.fantasyland_next_cards,
         )
     for p in record.pairs:
         out.pairs.add(
@@ -89,6 +90,8 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
                 total_points=s.total_points,
                 total_units=s.total_units,
                 fouled=s.fouled,
+                fantasyland_cards=s.fantasyland_cards,
+                fantasyland_next_cards=s.fantasyland_next_cards,
             )
             for s in record.seats
         ),
@@ -103,6 +106,7 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
             )
             for p in record.pairs
         ),
+        format=record.format or 1,  # a record from a server before formats were sent: 1
     ).to_dict()
 
 
@@ -135,8 +139,9 @@ def _ids(values: Sequence[str], check: Callable[[str, str], str], field: str) ->
     return [check(value, f"{field}[{k}]") for k, value in enumerate(values)]
 
 
-class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
-    """ofcpoker.v1.SettlementFeedService over a :class:`~ofc_service.store.SettlementFeed`."""
+class SettlementFeedHandlers:
+    """ofcpoker.v1.SettlementFeedService over a :class:`~ofc_service.store.SettlementFeed`,
+    transport-neutral (see :mod:`ofc_service.api.rpc`)."""
 
     def __init__(
         self,
@@ -153,29 +158,26 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
         self.poll_s = poll_s
         self.shutdown = shutdown or Shutdown()  # ends every Subscribe when the server stops
 
-    def _authorize(self, context: grpc.aio.ServicerContext) -> None:
+    def _authorize(self, creds: auth.Credentials) -> None:
         if self.auth.has_operator_keys:  # none configured: development mode, like CreateTable
-            self.auth.require_operator(
-                auth.Credentials.from_metadata(context.invocation_metadata())
-            )
+            self.auth.require_operator(creds)
 
     async def Subscribe(
-        self, request: pb.SubscribeRequest, context: grpc.aio.ServicerContext
+        self, request: pb.SubscribeRequest, creds: auth.Credentials
     ) -> AsyncIterator[pb.SubscribeResponse]:
-        try:
-            self._authorize(context)
-            group = _name(request.group, "group")
-            consumer = _name(request.consumer, "consumer")
-            batch = _batch_size(request.batch_size)
-            records = self._records(group, consumer, batch, context)
-            async for response in self.shutdown.until(records):
-                yield response
-        except Exception as exc:  # every error becomes a status, see fail()
-            await fail(context, exc)
+        self._authorize(creds)
+        group = _name(request.group, "group")
+        consumer = _name(request.consumer, "consumer")
+        batch = _batch_size(request.batch_size)
+        records = self._records(group, consumer, batch)
+        async for response in self.shutdown.until(records):
+            yield response
 
     async def _records(
-        self, group: str, consumer: str, batch: int, context: grpc.aio.ServicerContext
+        self, group: str, consumer: str, batch: int
     ) -> AsyncIterator[pb.SubscribeResponse]:
+        """Pending records first, then new ones, until the call ends (its cancellation
+        ends the wait for news)."""
         sent: set[str] = set()  # stream ids this call handed out (pending until acked)
         cursor = "0"
         while entries := await self.feed.read_pending(group, consumer, after=cursor, count=batch):
@@ -183,7 +185,7 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
                 sent.add(entry.stream_id)
                 yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
             cursor = entries[-1].stream_id
-        while not context.cancelled():
+        while True:
             entries = await self.feed.read_new(group, consumer, count=batch, block_s=self.poll_s)
             for entry in entries:
                 sent.add(entry.stream_id)
@@ -200,34 +202,32 @@ class SettlementFeedServicer(pb_grpc.SettlementFeedServiceServicer):
                         yield pb.SubscribeResponse(record=record_to_proto(entry), redelivered=True)
 
     async def Acknowledge(
-        self, request: pb.AcknowledgeRequest, context: grpc.aio.ServicerContext
+        self, request: pb.AcknowledgeRequest, creds: auth.Credentials
     ) -> pb.AcknowledgeResponse:
-        try:
-            self._authorize(context)
-            group = _name(request.group, "group")
-            if len(request.settlement_ids) + len(request.stream_ids) > MAX_ACK_IDS:
-                raise api_errors.BatchTooLargeError(
-                    f"at most {MAX_ACK_IDS} ids per Acknowledge", field="settlement_ids"
-                )
-            by_settlement = _ids(request.settlement_ids, parse.settlement_id, "settlement_ids")
-            by_stream = _ids(request.stream_ids, parse.stream_id, "stream_ids")
-            resolved = await self.feed.stream_ids(by_settlement)
-            unknown = [s for s in by_settlement if s not in resolved]
-            ids = list(dict.fromkeys([*by_stream, *resolved.values()]))
-            done = await self.feed.acknowledge(group, ids)
-            now = self.clock_ms()
-            for entry in done:
-                if entry.data:  # empty: the entry was gone from the log
-                    settled_at = SettlementRecord.from_bytes(entry.data).settled_at_ms
-                    SETTLEMENT_LAG.observe(max(0.0, (now - settled_at) / 1000))
-            return pb.AcknowledgeResponse(acknowledged=len(done), unknown_settlement_ids=unknown)
-        except Exception as exc:  # every error becomes a status, see fail()
-            await fail(context, exc)
+        self._authorize(creds)
+        group = _name(request.group, "group")
+        if len(request.settlement_ids) + len(request.stream_ids) > MAX_ACK_IDS:
+            raise BatchTooLargeError(
+                f"at most {MAX_ACK_IDS} ids per Acknowledge", field="settlement_ids"
+            )
+        by_settlement = _ids(request.settlement_ids, parse.settlement_id, "settlement_ids")
+        by_stream = _ids(request.stream_ids, parse.stream_id, "stream_ids")
+        resolved = await self.feed.stream_ids(by_settlement)
+        unknown = [s for s in by_settlement if s not in resolved]
+        ids = list(dict.fromkeys([*by_stream, *resolved.values()]))
+        done = await self.feed.acknowledge(group, ids)
+        now = self.clock_ms()
+        for entry in done:
+            if entry.data:  # empty: the entry was gone from the log
+                settled_at = SettlementRecord.from_bytes(entry.data).settled_at_ms
+                SETTLEMENT_LAG.observe(max(0.0, (now - settled_at) / 1000))
+        return pb.AcknowledgeResponse(acknowledged=len(done), unknown_settlement_ids=unknown)
 
 
 __all__ = [
+    "SERVICE",
     "SERVICE_NAME",
-    "SettlementFeedServicer",
+    "SettlementFeedHandlers",
     "record_from_proto_json",
     "record_to_dict",
     "record_to_proto",

@@ -1,57 +1,47 @@
 """The TableService servicer: live tables over gRPC, state in the table store.
 
-Requests are read and checked here (cards, rows, ids, limits), changes are made by
-:class:`~ofc_service.tables.TableManager` through the pure engine, and every view and event
-is built from the engine's own per-viewer redaction, so no response or event carries
-another seat's hidden cards, the undealt deck or an unrevealed seed.
+Requests are read and checked here (cards, rows, ids, limits) into commands, which
+:class:`~ofc_service.application.manager.TableManager` runs through the pure engine; every
+view and event is built here, from the engine's own per-viewer redaction, so no response
+or event carries another seat's hidden cards, the undealt deck or an unrevealed seed.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
-import logging
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
-import grpc
 from google.protobuf.message import Message
 from ofc import engine
 from ofc import errors as core
 from ofc.cards import Card, card_codes
-from ofc.codec import action_from_dict, state_from_dict
 from ofc.rulesets import Row, Ruleset
 from ofc.scoring import Board, Settlement
 from ofcpoker.v1 import cards_pb2, settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
-from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 
 from ofc_service import auth, store
 from ofc_service.api import convert, parse
-from ofc_service.api import errors as api_errors
-from ofc_service.api.errors import abort
 from ofc_service.api.shutdown import Shutdown
-from ofc_service.metrics import REQUEST_ERRORS
-from ofc_service.tables import (
-    HAND_PREFIX,
+from ofc_service.application import commands
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import (
     POLICY_PLAYERS,
     POLICY_TABLE,
-    Change,
     ClientSeedSet,
-    Committed,
-    NewerRecordError,
     TableEvent,
-    TableManager,
     TableRecord,
+    history_settlement,
+)
+from ofc_service.application.requests import (
+    create_claim,
     mask_secret,
     request_key,
-    seat_of_viewer,
     unmask_secret,
-    unpack_history,
 )
-from ofc_service.watch import WatchHub
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TableService"].full_name
 DEFAULT_TURN_MS = 30_000
@@ -73,57 +63,7 @@ MAX_DISCARDS = 17 - 13  # a Fantasyland hand has at most 17 cards for a 13-card 
 MAX_PAIRS = 6  # every pair of a 4-seat table
 _PUBLIC = 255
 
-log = logging.getLogger("ofc.api.tables")
-
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
-
-
-def translate(exc: Exception) -> core.OfcError | None:
-    """Store and credential errors as API errors (their codes live in the one table)."""
-    if isinstance(exc, core.OfcError):
-        return exc
-    if isinstance(exc, store.StaleVersionError):
-        return api_errors.StaleVersionError(str(exc), field="expected_version")
-    if isinstance(exc, store.RequestIdReusedError):
-        return api_errors.RequestIdReusedError(exc.message, field="request_id")
-    if isinstance(exc, store.TableNotFoundError):
-        return api_errors.TableNotFoundError(str(exc), field="table_id")
-    if isinstance(exc, store.EventsTrimmedError):
-        return api_errors.EventsTrimmedError(str(exc), field="after_event_id")
-    if isinstance(exc, store.StoreUnavailableError):
-        return api_errors.StoreUnavailableError("the table store is unavailable; retry")
-    if isinstance(exc, NewerRecordError):
-        return api_errors.NewerServerError(str(exc))
-    if isinstance(exc, store.InvalidIdError):
-        return core.InvalidInputError(str(exc), field="table_id")
-    if isinstance(exc, auth.UnauthenticatedError):
-        return api_errors.UnauthenticatedError(exc.message)
-    if isinstance(exc, auth.PermissionDeniedError):
-        return api_errors.PermissionDeniedError(exc.message)
-    return None
-
-
-async def fail(context: grpc.aio.ServicerContext, exc: Exception) -> NoReturn:
-    error = translate(exc)
-    if error is None:
-        log.exception("internal error", exc_info=exc)
-        error = api_errors.InternalError("internal error; report the request id")
-    REQUEST_ERRORS.labels(error.reason).inc()
-    await abort(context, error)
-
-
-def rpc(
-    method: Callable[[TableServicer, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
-) -> Callable[[TableServicer, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
-    @functools.wraps(method)
-    async def handler(self: TableServicer, request: Req, context: grpc.aio.ServicerContext) -> Resp:
-        try:
-            return await method(self, request, context)
-        except Exception as exc:
-            await fail(context, exc)
-
-    return handler
+SERVICE = pb.DESCRIPTOR.services_by_name["TableService"]
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -380,24 +320,6 @@ def _client_seed(text: str) -> bytes:
     return seed
 
 
-def _seat(value: int, record: TableRecord, field: str = "seat") -> int:
-    if value >= len(record.match.seats):
-        raise core.UnknownSeatError(f"no seat {value} at this table", field=field)
-    return value
-
-
-def _creds(context: grpc.aio.ServicerContext) -> auth.Credentials:
-    return auth.Credentials.from_metadata(context.invocation_metadata())
-
-
-def _create_claim(creds: auth.Credentials, request_id: str) -> str:
-    """The key of a CreateTable request (caller and request_id, hashed): a retry inside the
-    retry window finds the table id the first call claimed under it (a fresh random id, so
-    a table id is never reused, even by a request id reused after the window)."""
-    caller = auth.caller_identity(creds)
-    return hashlib.sha256(f"ofc-table\x00{caller}\x00{request_id}".encode()).hexdigest()
-
-
 def request_digest(request: Message) -> str:
     """What a mutating request asks for, as a digest kept with its request record: the
     request's fields in their deterministic wire form, without its ``request_id`` and
@@ -417,21 +339,50 @@ def request_digest(request: Message) -> str:
     return hashlib.sha256(named + fields.SerializeToString(deterministic=True)).hexdigest()[:32]
 
 
-class TableServicer(pb_grpc.TableServiceServicer):
-    """ofcpoker.v1.TableService over the engine and a table store."""
+class ProtobufPresenter:
+    """The :class:`~ofc_service.application.presenter.Presenter` of this API: events and
+    responses as ofcpoker.v1 protobuf messages, serialised."""
+
+    def event(self, event: TableEvent, version: int, record: TableRecord) -> bytes:
+        return encode_event(event, version, record)
+
+    def response(self, outcome: commands.Outcome) -> bytes:
+        change, command = outcome.change, outcome.command
+        view = table_view(change.record, outcome.version, change.actor_seat)
+        if isinstance(command, commands.JoinSeat):
+            assert change.seat_token is not None
+            token = mask_secret(change.seat_token, outcome.request_id)
+            return pb.JoinSeatResponse(seat_token=token, table=view).SerializeToString()
+        response_type = _RESPONSES.get(type(command))
+        if response_type is None:  # the server's own move (a timeout): nobody reads it
+            return b""
+        message: Any = response_type(table=view)
+        data: bytes = message.SerializeToString()
+        return data
+
+
+_RESPONSES: dict[type, Any] = {
+    commands.LeaveSeat: pb.LeaveSeatResponse,
+    commands.StartHand: pb.StartHandResponse,
+    commands.SetClientSeed: pb.SetClientSeedResponse,
+    commands.PlaceCards: pb.PlaceCardsResponse,
+    commands.SetFantasyland: pb.SetFantasylandResponse,
+}
+
+
+class TableHandlers:
+    """ofcpoker.v1.TableService, transport-neutral: one method per RPC taking the request
+    and the caller's credentials (see :mod:`ofc_service.api.rpc`)."""
 
     def __init__(self, manager: TableManager, shutdown: Shutdown | None = None) -> None:
         self.manager = manager
         self.auth = manager.auth
-        self.hub = WatchHub(manager.store)  # one log reader per watched table, shared
         self.shutdown = shutdown or Shutdown()  # ends every Watch when the server stops
 
     # --- tables and seats -----------------------------------------------------------------
-    @rpc
     async def CreateTable(
-        self, request: pb.CreateTableRequest, context: grpc.aio.ServicerContext
+        self, request: pb.CreateTableRequest, creds: auth.Credentials
     ) -> pb.CreateTableResponse:
-        creds = _creds(context)
         if self.auth.has_operator_keys:
             self.auth.require_operator(creds)
         request_key(request.request_id)  # the one request_id check (INVALID_INPUT)
@@ -462,141 +413,52 @@ class TableServicer(pb_grpc.TableServiceServicer):
             max_hands=request.max_hands or None,
             pair_units=pair_units,
         )
-        created_at_ms = self.manager.clock_ms()
-
-        def record(table_id: str) -> TableRecord:
-            return TableRecord(
-                table_id=table_id,
-                match=match,
-                turn_time_limit_ms=turn_ms,
-                fantasyland_time_limit_ms=fantasyland_ms,
-                client_seed=client_seed,
-                created_at_ms=created_at_ms,
-                client_seed_policy=policy,
-                # The first hand's server seed, committed before anyone can pick a seed.
-                next_server_seed=self.manager.server_seed(),
-            )
-
+        table = commands.NewTable(match, turn_ms, fantasyland_ms, client_seed, policy)
         # A retry of the same request finds its table: answer with the table as it is now.
         current, version, last = await self.manager.create_for_request(
-            _create_claim(creds, request.request_id), record, request_digest(request)
+            create_claim(creds, request.request_id), table, request_digest(request)
         )
         return pb.CreateTableResponse(
             table_id=current.table_id, table=table_view(current, version, None, last_event_id=last)
         )
 
-    @rpc
     async def GetTable(
-        self, request: pb.GetTableRequest, context: grpc.aio.ServicerContext
+        self, request: pb.GetTableRequest, creds: auth.Credentials
     ) -> pb.GetTableResponse:
         record, version, last = await self.manager.load(parse.table_id(request.table_id))
         as_seat = request.as_seat if request.HasField("as_seat") else None
-        viewer = seat_of_viewer(self.auth, _creds(context), record, as_seat)
+        viewer = self.manager.viewer(creds, record, as_seat)
         return pb.GetTableResponse(table=table_view(record, version, viewer, last_event_id=last))
 
-    @rpc
     async def JoinSeat(
-        self, request: pb.JoinSeatRequest, context: grpc.aio.ServicerContext
+        self, request: pb.JoinSeatRequest, creds: auth.Credentials
     ) -> pb.JoinSeatResponse:
-        player_id = parse.player_id(request.player_id)
-
-        def change(record: TableRecord, now: int) -> Change:
-            return self.manager.join(record, _seat(request.seat, record), player_id, now)
-
-        def respond(c: Committed) -> bytes:
-            assert c.change.seat_token is not None
-            response = pb.JoinSeatResponse(
-                seat_token=mask_secret(c.change.seat_token, request.request_id),
-                table=table_view(c.change.record, c.version, c.change.actor_seat),
-            )
-            return response.SerializeToString()
-
-        raw = await self._mutate(request, context, change, respond)
-        response = pb.JoinSeatResponse.FromString(raw)
+        command = commands.JoinSeat(request.seat, parse.player_id(request.player_id))
+        response = pb.JoinSeatResponse.FromString(await self._run(request, creds, command))
         response.seat_token = unmask_secret(response.seat_token, request.request_id)
         return response
 
-    async def _move(
-        self,
-        request: Any,
-        context: grpc.aio.ServicerContext,
-        make: Callable[[TableRecord, int, auth.Credentials], Change],
-        response_type: type[Resp],
-    ) -> Resp:
-        creds = _creds(context)
-
-        def respond(c: Committed) -> bytes:
-            view = table_view(c.change.record, c.version, c.change.actor_seat)
-            message: Any = response_type(table=view)  # type: ignore[call-arg]
-            data: bytes = message.SerializeToString()
-            return data
-
-        raw = await self._mutate(
-            request, context, lambda record, now: make(record, now, creds), respond
-        )
-        return response_type.FromString(raw)  # type: ignore[attr-defined,no-any-return]
-
-    async def _mutate(
-        self,
-        request: Any,
-        context: grpc.aio.ServicerContext,
-        change: Callable[[TableRecord, int], Change],
-        respond: Callable[[Committed], bytes],
-    ) -> bytes:
-        """One mutating request: the caller authenticated first, then the change, applied
-        once per (caller, request_id); a retry answered only to its caller, and only when
-        it is the same request."""
-        creds = _creds(context)
-        self.auth.authenticate(creds)
-        return await self.manager.mutate(
-            parse.table_id(request.table_id),
-            expected_version=request.expected_version,
-            request_id=request.request_id,
-            change=change,
-            respond=respond,
-            caller=auth.caller_identity(creds),
-            request_digest=request_digest(request),
-        )
-
-    @rpc
     async def LeaveSeat(
-        self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext
+        self, request: pb.LeaveSeatRequest, creds: auth.Credentials
     ) -> pb.LeaveSeatResponse:
-        return await self._move(
-            request,
-            context,
-            lambda r, now, creds: self.manager.leave(r, _seat(request.seat, r), creds, now),
-            pb.LeaveSeatResponse,
-        )
+        raw = await self._run(request, creds, commands.LeaveSeat(request.seat))
+        return pb.LeaveSeatResponse.FromString(raw)
 
-    @rpc
     async def StartHand(
-        self, request: pb.StartHandRequest, context: grpc.aio.ServicerContext
+        self, request: pb.StartHandRequest, creds: auth.Credentials
     ) -> pb.StartHandResponse:
-        return await self._move(
-            request,
-            context,
-            lambda r, now, creds: self.manager.start_hand(r, creds, now),
-            pb.StartHandResponse,
+        return pb.StartHandResponse.FromString(
+            await self._run(request, creds, commands.StartHand())
         )
 
-    @rpc
     async def SetClientSeed(
-        self, request: pb.SetClientSeedRequest, context: grpc.aio.ServicerContext
+        self, request: pb.SetClientSeedRequest, creds: auth.Credentials
     ) -> pb.SetClientSeedResponse:
-        seed = _client_seed(request.client_seed)
-        return await self._move(
-            request,
-            context,
-            lambda r, now, creds: self.manager.set_client_seed(
-                r, _seat(request.seat, r), seed, creds
-            ),
-            pb.SetClientSeedResponse,
-        )
+        command = commands.SetClientSeed(request.seat, _client_seed(request.client_seed))
+        return pb.SetClientSeedResponse.FromString(await self._run(request, creds, command))
 
-    @rpc
     async def PlaceCards(
-        self, request: pb.PlaceCardsRequest, context: grpc.aio.ServicerContext
+        self, request: pb.PlaceCardsRequest, creds: auth.Credentials
     ) -> pb.PlaceCardsResponse:
         placements = []
         for k, p in enumerate(parse.bounded(request.placements, MAX_PLACEMENTS, "placements")):
@@ -608,135 +470,109 @@ class TableServicer(pb_grpc.TableServiceServicer):
                 )
             placements.append((card, row))
         discard = _card(request.discard, "discard") if request.discard else None
-        return await self._hand_action(
-            request,
-            context,
-            lambda seat, now: engine.Place(seat, tuple(placements), discard, now),
-            pb.PlaceCardsResponse,
-        )
+        command = commands.PlaceCards(request.seat, tuple(placements), discard)
+        return pb.PlaceCardsResponse.FromString(await self._run(request, creds, command))
 
-    @rpc
     async def SetFantasyland(
-        self, request: pb.SetFantasylandRequest, context: grpc.aio.ServicerContext
+        self, request: pb.SetFantasylandRequest, creds: auth.Credentials
     ) -> pb.SetFantasylandResponse:
         board = convert.board_from_proto(request.board, "board")
         discards = convert.parse_cards(
             parse.bounded(request.discards, MAX_DISCARDS, "discards"), "discards"
         )
-        return await self._hand_action(
-            request,
-            context,
-            lambda seat, now: engine.SetFantasyland(
-                seat, board.top, board.middle, board.bottom, discards, now
-            ),
-            pb.SetFantasylandResponse,
+        command = commands.SetFantasyland(
+            request.seat, board.top, board.middle, board.bottom, tuple(discards)
         )
+        return pb.SetFantasylandResponse.FromString(await self._run(request, creds, command))
 
-    async def _hand_action(
-        self,
-        request: Any,
-        context: grpc.aio.ServicerContext,
-        action: Callable[[int, int], engine.Action],
-        response_type: type[Resp],
-    ) -> Resp:
-        """A move of ``request.seat``, made by the caller for that seat."""
-
-        def make(record: TableRecord, now: int, creds: auth.Credentials) -> Change:
-            return self.manager.act(record, action(_seat(request.seat, record), now), creds, now)
-
-        return await self._move(request, context, make, response_type)
+    async def _run(self, request: Any, creds: auth.Credentials, command: commands.Command) -> bytes:
+        """One mutating request: the caller authenticated first, then the command, applied
+        once per (caller, request_id); a retry answered only to its caller, and only when
+        it is the same request."""
+        self.auth.authenticate(creds)
+        where = Request(
+            parse.table_id(request.table_id),
+            expected_version=request.expected_version,
+            request_id=request.request_id,
+            digest=request_digest(request),
+        )
+        return await self.manager.run(where, command, creds)
 
     # --- histories ------------------------------------------------------------------------
-    @rpc
     async def GetHandHistory(
-        self, request: pb.GetHandHistoryRequest, context: grpc.aio.ServicerContext
+        self, request: pb.GetHandHistoryRequest, creds: auth.Credentials
     ) -> pb.GetHandHistoryResponse:
-        table_id = parse.table_id(request.table_id)
-        await self.manager.store.load(table_id)  # NOT_FOUND for an unknown table
-        raw = await self.manager.store.get_extra(table_id, f"{HAND_PREFIX}:{request.hand_number}")
-        if raw is None:
-            raise api_errors.HandNotFoundError(
-                f"hand {request.hand_number} of table {table_id} is not over (or never started)",
-                field="hand_number",
-            )
-        raw = unpack_history(raw)
-        history = json.loads(raw)
+        hand = await self.manager.hand(parse.table_id(request.table_id), request.hand_number)
+        history = hand.history
         response = pb.GetHandHistoryResponse(
             hand_number=request.hand_number,
             commitment=history["commitment"],
             server_seed=bytes.fromhex(history["server_seed"]),
             client_seed=bytes.fromhex(history["client_seed"]),
-            history_json=raw.decode(),
+            history_json=hand.json.decode(),
         )
-        _settlement_from_history(history, response.settlement)
+        write_settlement(*history_settlement(history), response.settlement)
         return response
 
-    @rpc
     async def ListHands(
-        self, request: pb.ListHandsRequest, context: grpc.aio.ServicerContext
+        self, request: pb.ListHandsRequest, creds: auth.Credentials
     ) -> pb.ListHandsResponse:
         table_id = parse.table_id(request.table_id)
         size = parse.at_most(request.page_size, MAX_PAGE_SIZE, "page_size", zero="20")
         size = size or DEFAULT_PAGE_SIZE
         start = parse.page_token(request.page_token)
-        await self.manager.store.load(table_id)
-        page = await self.manager.store.list_extra(table_id, HAND_PREFIX, start=start, count=size)
+        page = await self.manager.hands(table_id, start=start, count=size)
         response = pb.ListHandsResponse(
             next_page_token="" if page.next_start is None else str(page.next_start)
         )
-        for number, raw in page.items:
-            history = json.loads(unpack_history(raw))
-            players = history["settlement"]["players"]
+        for hand in page.hands:
+            players = hand.history["settlement"]["players"]
             response.hands.add(
-                hand_number=number,
-                commitment=history["commitment"],
+                hand_number=hand.number,
+                commitment=hand.history["commitment"],
                 seats=[p["seat"] for p in players],
                 points=[p["points"] for p in players],
-                settled_at_ms=history.get("settled_at_ms", 0),
+                settled_at_ms=hand.history.get("settled_at_ms", 0),
             )
         return response
 
     # --- watching -------------------------------------------------------------------------
     async def Watch(
-        self, request: pb.WatchRequest, context: grpc.aio.ServicerContext
+        self, request: pb.WatchRequest, creds: auth.Credentials
     ) -> AsyncIterator[pb.WatchResponse]:
-        try:
-            table_id = parse.table_id(request.table_id)
-            resume = request.after_event_id
-            if resume:
-                parse.event_id(resume, "after_event_id")
-            creds = _creds(context)
-            as_seat = request.as_seat if request.HasField("as_seat") else None
-            record, version, last = await self.manager.load(table_id)
-            audience = _Audience(self.manager, table_id, creds, as_seat, record)
-            if resume:
-                cursor = resume
-                await audience.resume(cursor, last)
-            else:
-                cursor = last or "0"
-                yield pb.WatchResponse(
-                    snapshot=table_view(record, version, audience.viewer, last_event_id=last)
-                )
-            follow = self.hub.follow(table_id, cursor, newest=last or "0")
-            async for stored in self.shutdown.until(follow):
-                ready: list[pb.TableEvent] = []
-                for event in stored:
-                    decoded = audience.decode(event)
-                    if decoded.WhichOneof("kind") in _SEAT_CHANGES:
-                        # Who holds which seat token changes only here: deliver what came
-                        # before, then ask the table whether the credentials still hold.
-                        if ready:
-                            yield pb.WatchResponse(events=pb.EventBatch(events=ready))
-                            ready = []
-                        await audience.recheck()
-                    if not request.batch_events:
-                        yield pb.WatchResponse(event=decoded)
-                    else:
-                        ready.append(decoded)
-                if ready:
-                    yield pb.WatchResponse(events=pb.EventBatch(events=ready))
-        except Exception as exc:
-            await fail(context, exc)
+        table_id = parse.table_id(request.table_id)
+        resume = request.after_event_id
+        if resume:
+            parse.event_id(resume, "after_event_id")
+        as_seat = request.as_seat if request.HasField("as_seat") else None
+        record, version, last = await self.manager.load(table_id)
+        audience = _Audience(self.manager, table_id, creds, as_seat, record)
+        if resume:
+            cursor = resume
+            await audience.resume(cursor, last)
+        else:
+            cursor = last or "0"
+            yield pb.WatchResponse(
+                snapshot=table_view(record, version, audience.viewer, last_event_id=last)
+            )
+        follow = self.manager.follow(table_id, cursor, newest=last or "0")
+        async for stored in self.shutdown.until(follow):
+            ready: list[pb.TableEvent] = []
+            for event in stored:
+                decoded = audience.decode(event)
+                if decoded.WhichOneof("kind") in _SEAT_CHANGES:
+                    # Who holds which seat token changes only here: deliver what came
+                    # before, then ask the table whether the credentials still hold.
+                    if ready:
+                        yield pb.WatchResponse(events=pb.EventBatch(events=ready))
+                        ready = []
+                    await audience.recheck()
+                if not request.batch_events:
+                    yield pb.WatchResponse(event=decoded)
+                else:
+                    ready.append(decoded)
+            if ready:
+                yield pb.WatchResponse(events=pb.EventBatch(events=ready))
 
 
 _SEAT_CHANGES = ("seat_taken", "seat_vacated")
@@ -766,7 +602,7 @@ class _Audience:
         self.table_id = table_id
         self.creds = creds
         self.as_seat = as_seat
-        self.viewer = seat_of_viewer(manager.auth, creds, record, as_seat)
+        self.viewer = manager.viewer(creds, record, as_seat)
         self.credentialed = creds.seat_token is not None or creds.api_key is not None
         self.seat_token_viewer = self.viewer is not None and not manager.auth.is_operator(creds)
         self.public_until = (0, 0)  # events up to this log position: a spectator's view
@@ -778,7 +614,7 @@ class _Audience:
             return
         end, after = store.parse_event_id(last), cursor
         while store.parse_event_id(after) < end:
-            events = await self.manager.store.read_events(self.table_id, after=after)
+            events = await self.manager.read_events(self.table_id, after=after)
             for event in events:
                 at = store.parse_event_id(event.event_id)
                 if at > end:
@@ -799,7 +635,7 @@ class _Audience:
         operator's ``as_seat`` is the request's)."""
         if self.credentialed:  # a spectator's view depends on nothing that can be revoked
             record, _, _ = await self.manager.load(self.table_id)
-            seat_of_viewer(self.manager.auth, self.creds, record, self.as_seat)
+            self.manager.viewer(self.creds, record, self.as_seat)
 
 
 def _taken_seat(blob: bytes) -> int | None:
@@ -811,22 +647,11 @@ def _taken_seat(blob: bytes) -> int | None:
     return event.seat_taken.seat if event.HasField("seat_taken") else None
 
 
-def _settlement_from_history(history: dict[str, Any], out: settlement_pb2.Settlement) -> None:
-    """The settlement of a stored history, recomputed by replaying its actions as recorded,
-    each timeout's move included (what an auditor holding the history does too); no policy
-    is run, so a later policy never changes a past hand's result."""
-    start = state_from_dict(history["initial_state"])
-    actions = [action_from_dict(a) for a in history["actions"]]
-    final, _ = engine.replay(start, actions)
-    assert final.hand is not None
-    settlement = engine.hand_settlement(final.hand, final.ruleset, pair_units=final.pair_units)
-    ids = tuple(start.seats[s.seat].player_id for s in final.hand.seats)
-    write_settlement(settlement, ids, out)
-
-
 __all__ = [
+    "SERVICE",
     "SERVICE_NAME",
-    "TableServicer",
+    "ProtobufPresenter",
+    "TableHandlers",
     "decode_event",
     "encode_event",
     "event_to_proto",

@@ -29,11 +29,12 @@ import grpc
 
 from ofc_service.api.errors import (
     REQUEST_ID_KEY,
-    InternalError,
     MalformedRequestError,
-    abort,
+    api_error,
+    internal_error,
     request_id_var,
 )
+from ofc_service.api.rpc import abort
 from ofc_service.metrics import (
     GRPC_HANDLED,
     GRPC_HANDLING_SECONDS,
@@ -178,12 +179,13 @@ async def _internal(context: grpc.aio.ServicerContext, probe: _Probe, exc: Excep
     if isinstance(exc, grpc.aio.AbortError | grpc.aio.UsageError) or context.code() is not None:
         raise exc
     log.error("unhandled error in %s", probe.method, exc_info=exc)
-    await abort(context, InternalError("internal error; report the request id"))
+    await abort(context, internal_error())
 
 
 async def _check(request: Any, context: grpc.aio.ServicerContext) -> None:
     if isinstance(request, Undecodable):
-        await abort(context, MalformedRequestError(f"the request does not decode: {request.error}"))
+        malformed = MalformedRequestError(f"the request does not decode: {request.error}")
+        await abort(context, api_error(malformed))
 
 
 async def _checked_stream(

@@ -23,20 +23,23 @@ from grpc_reflection.v1alpha import reflection
 from ofcpoker.v1 import rules_service_pb2_grpc, settlement_feed_pb2_grpc, table_service_pb2_grpc
 from prometheus_client import start_http_server
 
-from ofc_service.api.rules import SERVICE_NAME, RulesServicer
+from ofc_service.api import rules, settlement_feed, tables
+from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.rules import SERVICE_NAME, RulesHandlers
 from ofc_service.api.settlement_feed import SERVICE_NAME as FEED_SERVICE_NAME
-from ofc_service.api.settlement_feed import SettlementFeedServicer
+from ofc_service.api.settlement_feed import SettlementFeedHandlers
 from ofc_service.api.shutdown import Shutdown
 from ofc_service.api.tables import SERVICE_NAME as TABLE_SERVICE_NAME
-from ofc_service.api.tables import TableServicer, encode_event
+from ofc_service.api.tables import ProtobufPresenter, TableHandlers
+from ofc_service.application.deadlines import DeadlineSweeper
+from ofc_service.application.manager import TableManager
+from ofc_service.application.settlements import SettlementRelay
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.health import StoreHealth
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
-from ofc_service.settlements import SettlementRelay
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
-from ofc_service.tables import DeadlineSweeper, TableManager
 
 log = logging.getLogger("ofc.server")
 
@@ -125,7 +128,9 @@ async def create_server(config: ServerConfig) -> OfcServer:
     server = grpc.aio.server(
         interceptors=[ObservabilityInterceptor()], options=_server_options(config)
     )
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesServicer(), server)
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
+        grpc_servicer(RulesHandlers(), rules.SERVICE), server
+    )
     store = open_store(
         config.redis_url or None,
         wait_replicas=config.redis_wait_replicas,
@@ -137,17 +142,21 @@ async def create_server(config: ServerConfig) -> OfcServer:
     manager = TableManager(
         store,
         authenticator,
-        encode_event,
+        ProtobufPresenter(),
         relay=relay,
         event_log_hands=config.event_log_hands,
         request_ttl_seconds=config.request_window_seconds,
     )
     shutdown = Shutdown()
     table_service_pb2_grpc.add_TableServiceServicer_to_server(
-        TableServicer(manager, shutdown), server
+        grpc_servicer(TableHandlers(manager, shutdown), tables.SERVICE), server
     )
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
-        SettlementFeedServicer(feed, authenticator, shutdown=shutdown), server
+        grpc_servicer(
+            SettlementFeedHandlers(feed, authenticator, shutdown=shutdown),
+            settlement_feed.SERVICE,
+        ),
+        server,
     )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

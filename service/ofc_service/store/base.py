@@ -26,8 +26,8 @@ carrying an old version, is refused as stale). A table whose log keeps segments 
 ``keep_segments``) keeps request records only while their segment is kept: with two segments,
 the current and the previous hand, so its records take a bounded amount of memory however
 long it plays; a retry of an older move is judged afresh as well (STALE_VERSION: the table
-has moved on; its current state is what GetTable returns). A table lives ``ttl_seconds`` after its last
-write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
+has moved on; its current state is what GetTable returns). A table lives ``ttl_seconds``
+after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
 
 Event ids are Redis stream ids (``"<ms>-<seq>"``) in both stores; ``"0"`` means "before the
 first event". Each table keeps at least its last ``max_events`` events
@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -206,6 +206,27 @@ class CommitResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Commit:
+    """One change of one table, as :meth:`TableStore.commit` applies it: all or nothing,
+    at most once per ``request_id`` (see :meth:`TableStore.commit` for each field)."""
+
+    table_id: str
+    expected_version: int
+    state: bytes
+    request_id: str
+    deadline_ms: int | None
+    events: Sequence[bytes] = ()
+    response: bytes = b""
+    extra: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
+    outbox: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
+    keep_segments: int = 0
+    expected_state_sha1: str = ""
+    request_digest: str = ""
+    ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS
+    request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
 class ExtraPage:
     """One page of a table's numbered extra blobs (``"<prefix>:<number>"``), ascending."""
 
@@ -235,25 +256,12 @@ class TableStore(Protocol):
         """The table as last committed (:class:`TableNotFoundError`)."""
         ...
 
-    async def commit(
-        self,
-        table_id: str,
-        *,
-        expected_version: int,
-        state: bytes,
-        events: Sequence[bytes],
-        response: bytes,
-        request_id: str,
-        deadline_ms: int | None,
-        extra: Mapping[str, bytes] = NO_EXTRA,
-        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
-        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
-        outbox: Mapping[str, bytes] = NO_EXTRA,
-        keep_segments: int = 0,
-        expected_state_sha1: str = "",
-        request_digest: str = "",
-    ) -> CommitResult:
-        """Apply one change atomically and at most once per ``request_id``.
+    async def commit(self, commit: Commit) -> CommitResult:
+        """Apply ``commit`` atomically and at most once per ``commit.request_id``.
+
+        The commit's table must be at ``expected_version``; ``state``, ``events`` and
+        ``response`` (kept under ``request_id`` for the retry window, ``request_ttl_seconds``)
+        are written together, and every key of the table lives ``ttl_seconds`` from now.
 
         ``request_digest`` (1..64 characters without whitespace, or ``""``) is kept with the
         request record: a later commit with the same ``request_id`` is a replay only with

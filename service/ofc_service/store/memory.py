@@ -17,7 +17,7 @@ import asyncio
 import bisect
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -25,7 +25,7 @@ from .base import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
-    NO_EXTRA,
+    Commit,
     CommitResult,
     EventsTrimmedError,
     ExtraPage,
@@ -113,35 +113,24 @@ class MemoryTableStore:
         self._tables[table_id] = table
         return CommitResult(1, b"", False, self._append(table_id, table, events))
 
-    async def commit(
-        self,
-        table_id: str,
-        *,
-        expected_version: int,
-        state: bytes,
-        events: Sequence[bytes],
-        response: bytes,
-        request_id: str,
-        deadline_ms: int | None,
-        extra: Mapping[str, bytes] = NO_EXTRA,
-        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
-        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
-        outbox: Mapping[str, bytes] = NO_EXTRA,
-        keep_segments: int = 0,
-        expected_state_sha1: str = "",
-        request_digest: str = "",
-    ) -> CommitResult:
+    async def commit(self, commit: Commit) -> CommitResult:
+        table_id, request_id, request_digest = (
+            commit.table_id,
+            commit.request_id,
+            commit.request_digest,
+        )
+        expected_version, expected_state_sha1 = commit.expected_version, commit.expected_state_sha1
         check_id(table_id, what="table id")
         check_id(request_id, what="request id")
         check_digest(request_digest)
         check_at_least(expected_version, 1, what="expected_version")
         blobs = check_write(
-            ttl_seconds=ttl_seconds,
-            request_ttl_seconds=request_ttl_seconds,
-            deadline_ms=deadline_ms,
-            extra=extra,
+            ttl_seconds=commit.ttl_seconds,
+            request_ttl_seconds=commit.request_ttl_seconds,
+            deadline_ms=commit.deadline_ms,
+            extra=commit.extra,
         )
-        records = check_outbox(outbox)
+        records = check_outbox(commit.outbox)
         record = self._record(table_id, request_id)
         if record is not None:
             if record.digest != request_digest:
@@ -158,9 +147,9 @@ class MemoryTableStore:
             )
         now = self._clock()
         table.version += 1
-        table.state = state
-        table.deadline_ms = deadline_ms
-        table.expires_at = now + ttl_seconds
+        table.state = commit.state
+        table.deadline_ms = commit.deadline_ms
+        table.expires_at = now + commit.ttl_seconds
         for key, value, indexed in blobs:
             table.extra[key] = value
             if indexed is not None:
@@ -173,14 +162,14 @@ class MemoryTableStore:
         ids = self._append(
             table_id,
             table,
-            events,
-            keep_segments=check_at_least(keep_segments, 0, what="keep_segments"),
+            commit.events,
+            keep_segments=check_at_least(commit.keep_segments, 0, what="keep_segments"),
         )
-        result = CommitResult(table.version, response, False, ids)
+        result = CommitResult(table.version, commit.response, False, ids)
         self._forget_trimmed_requests(table_id, table, request_id)
         self._records[table_id, request_id] = _Record(
-            CommitResult(result.version, response, True, result.event_ids),
-            now + request_ttl_seconds,
+            CommitResult(result.version, commit.response, True, result.event_ids),
+            now + commit.request_ttl_seconds,
             request_digest,
         )
         return result

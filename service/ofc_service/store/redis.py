@@ -62,9 +62,10 @@ rely on one order of stream ids.
 The four table keys get the table's TTL again on every commit; a request record keeps its own
 TTL (the retry window), so a retry is answered even if the table expired meanwhile.
 
-The deadline index cannot share a table's slot, so a commit with a deadline sends
-``ZADD`` to the table's shard of the deadline index *before* its script in the same pipeline (one round trip). The entry is
-therefore only a hint, and it errs early, never late, with one exception below:
+The deadline index cannot share a table's slot, so a commit with a deadline sends a ``ZADD``
+to the table's shard of the deadline index *before* its script in the same pipeline (one
+round trip; on a cluster, one to each of the two nodes at once). The entry is therefore only
+a hint, and it errs early, never late, with one exception below:
 
 - a commit that then loses (stale, replayed, missing table) may have overwritten the hint;
   when the table's real deadline is earlier it lowers the hint back (compare-and-set);
@@ -78,12 +79,13 @@ therefore only a hint, and it errs early, never late, with one exception below:
   whole pipeline a few times first) and never retried leaves a later hint than the table's
   unchanged deadline; that deadline then fires at the hint's time instead.
 
-The outbox index is a hint the same way: the commit sends a ``ZADD`` to the table's outbox-index shard before its script
-in the same pipeline. :meth:`RedisTableStore.pending_outboxes` drops a hint only when the
-outbox is empty and the hint is older than :data:`~.base.OUTBOX_HINT_GRACE_MS`, by
-compare-and-set on its score; a commit cut off between the two leaves a hint with an empty
-outbox (dropped later), never an outbox without a hint, unless the ``ZADD`` alone failed: the
-``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``) restores such hints.
+The outbox index is a hint the same way: the commit sends a ``ZADD`` to the table's shard of the
+outbox index before its script in the same pipeline. :meth:`RedisTableStore.pending_outboxes`
+drops a hint only when the outbox is empty and the hint is older than
+:data:`~.base.OUTBOX_HINT_GRACE_MS`, by compare-and-set on its score; a commit cut off between
+the two leaves a hint with an empty outbox (dropped later), never an outbox without a hint,
+unless the ``ZADD`` alone failed: the ``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``)
+restores such hints.
 
 Scripts run by EVALSHA; after ``SCRIPT FLUSH`` or a server restart the ``NOSCRIPT`` reply
 makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does it for
@@ -124,8 +126,8 @@ from .base import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
-    NO_EXTRA,
     OUTBOX_HINT_GRACE_MS,
+    Commit,
     CommitResult,
     EventsTrimmedError,
     ExtraPage,
@@ -290,92 +292,45 @@ class RedisTableStore:
         # A private request id makes redis-py's own retry of this call harmless: a retry
         # that finds the table already created by this very call is not "exists".
         result = await self._apply(
-            table_id,
-            expected_version=0,
-            state=state,
-            events=events,
-            response=b"",
-            request_id=f"create:{secrets.token_hex(12)}",
-            deadline_ms=None,
-            extra=NO_EXTRA,
-            ttl_seconds=ttl_seconds,
-            request_ttl_seconds=_CREATE_RECORD_TTL_S,
+            Commit(
+                table_id,
+                expected_version=0,
+                state=state,
+                request_id=f"create:{secrets.token_hex(12)}",
+                deadline_ms=None,
+                events=events,
+                ttl_seconds=ttl_seconds,
+                request_ttl_seconds=_CREATE_RECORD_TTL_S,
+            )
         )
         return CommitResult(result.version, b"", False, result.event_ids)
 
-    async def commit(
-        self,
-        table_id: str,
-        *,
-        expected_version: int,
-        state: bytes,
-        events: Sequence[bytes],
-        response: bytes,
-        request_id: str,
-        deadline_ms: int | None,
-        extra: Mapping[str, bytes] = NO_EXTRA,
-        ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS,
-        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
-        outbox: Mapping[str, bytes] = NO_EXTRA,
-        keep_segments: int = 0,
-        expected_state_sha1: str = "",
-        request_digest: str = "",
-    ) -> CommitResult:
-        check_at_least(expected_version, 1, what="expected_version")
-        return await self._apply(
-            table_id,
-            expected_version=expected_version,
-            state=state,
-            events=events,
-            response=response,
-            request_id=request_id,
-            deadline_ms=deadline_ms,
-            extra=extra,
-            ttl_seconds=ttl_seconds,
-            request_ttl_seconds=request_ttl_seconds,
-            outbox=outbox,
-            keep_segments=keep_segments,
-            expected_state_sha1=expected_state_sha1,
-            request_digest=request_digest,
-        )
+    async def commit(self, commit: Commit) -> CommitResult:
+        check_at_least(commit.expected_version, 1, what="expected_version")
+        return await self._apply(commit)
 
-    async def _apply(
-        self,
-        table_id: str,
-        *,
-        expected_version: int,
-        state: bytes,
-        events: Sequence[bytes],
-        response: bytes,
-        request_id: str,
-        deadline_ms: int | None,
-        extra: Mapping[str, bytes],
-        ttl_seconds: int,
-        request_ttl_seconds: int,
-        outbox: Mapping[str, bytes] = NO_EXTRA,
-        keep_segments: int = 0,
-        expected_state_sha1: str = "",
-        request_digest: str = "",
-    ) -> CommitResult:
+    async def _apply(self, commit: Commit) -> CommitResult:
+        table_id, events = commit.table_id, commit.events
         keys = [
             *self._table_keys(table_id),
-            self._request_key(table_id, request_id),
+            self._request_key(table_id, commit.request_id),
             self._table_key(table_id, "outbox"),
         ]
+        deadline_ms = commit.deadline_ms
         blobs = check_write(
-            ttl_seconds=ttl_seconds,
-            request_ttl_seconds=request_ttl_seconds,
+            ttl_seconds=commit.ttl_seconds,
+            request_ttl_seconds=commit.request_ttl_seconds,
             deadline_ms=deadline_ms,
-            extra=extra,
+            extra=commit.extra,
         )
-        records = check_outbox(outbox)
+        records = check_outbox(commit.outbox)
         args: list[bytes | str | int] = [
-            expected_version,
-            state,
-            zlib.compress(response, 1),  # a request record's bulk (views compress well)
+            commit.expected_version,
+            commit.state,
+            zlib.compress(commit.response, 1),  # a request record's bulk (views compress well)
             "" if deadline_ms is None else deadline_ms,
-            ttl_seconds,
-            request_ttl_seconds,
+            commit.ttl_seconds,
+            commit.request_ttl_seconds,
             self._max_events,
             len(events),
             len(blobs),
@@ -386,9 +341,9 @@ class RedisTableStore:
         args.append(len(records))
         for record_id, record in records:
             args += [record_id, record]
-        args.append(check_at_least(keep_segments, 0, what="keep_segments"))
-        args.append(expected_state_sha1)
-        args.append(check_digest(request_digest))
+        args.append(check_at_least(commit.keep_segments, 0, what="keep_segments"))
+        args.append(commit.expected_state_sha1)
+        args.append(check_digest(commit.request_digest))
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:
@@ -399,7 +354,9 @@ class RedisTableStore:
             reply = await self._run_commit(table_id, keys, args, hints)
             status = reply[0]
             if status == b"ok":
-                return CommitResult(int(reply[1]), response, False, tuple(map(text, reply[4:])))
+                return CommitResult(
+                    int(reply[1]), commit.response, False, tuple(map(text, reply[4:]))
+                )
             current = int(reply[2]) if len(reply) > 2 and reply[2] else None
             if deadline_ms is not None and current is not None and current < deadline_ms:
                 # Our hint lost to a table whose deadline is earlier: lower it back.
@@ -411,7 +368,9 @@ class RedisTableStore:
             return CommitResult(int(reply[1]), first, True, tuple(map(text, reply[4:])))
         if status == b"stale":
             raise StaleVersionError(
-                table_id, expected_version=expected_version, current_version=int(reply[1])
+                table_id,
+                expected_version=commit.expected_version,
+                current_version=int(reply[1]),
             )
         if status == b"exists":
             raise TableExistsError(table_id)

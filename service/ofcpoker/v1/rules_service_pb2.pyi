@@ -99,10 +99,19 @@ class ValidateBoardRequest(_message.Message):
     RULESET_FIELD_NUMBER: _builtins.int
     IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
     FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_CARDS_FIELD_NUMBER: _builtins.int
     in_fantasyland: _builtins.bool
-    """True when the board was set in Fantasyland (stay conditions apply instead of entry)."""
+    """True when the board was set in Fantasyland (stay conditions apply instead of entry); the
+    older form of fantasyland_cards: alone, the ruleset's smallest Fantasyland hand.
+    """
     fantasyland_streak: _builtins.int
-    """Fantasyland hands in a row counting this one, 0..1000 (0 with in_fantasyland means 1)."""
+    """Fantasyland hands in a row counting this one, 0..1000 (0 in Fantasyland means 1)."""
+    fantasyland_cards: _builtins.int
+    """The tier the board was set in: the cards of the Fantasyland hand played, 13..17 (its
+    stay rule applies); 0: not in Fantasyland, or the base tier with in_fantasyland.
+    Nonzero means in Fantasyland, whatever in_fantasyland says; other than 0 and 13..17 is
+    INVALID_INPUT.
+    """
     @_builtins.property
     def board(self) -> _cards_pb2.Board:
         """The complete board (3/5/5 cards); required."""
@@ -118,10 +127,11 @@ class ValidateBoardRequest(_message.Message):
         ruleset: _ruleset_pb2.RulesetSpec | None = ...,
         in_fantasyland: _builtins.bool = ...,
         fantasyland_streak: _builtins.int = ...,
+        fantasyland_cards: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "ruleset", b"ruleset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "fantasyland_streak", b"fantasyland_streak", "in_fantasyland", b"in_fantasyland", "ruleset", b"ruleset"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "in_fantasyland", b"in_fantasyland", "ruleset", b"ruleset"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -435,9 +445,11 @@ class SolveFantasylandRequest(_message.Message):
     IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
     FANTASYLAND_VALUE_FIELD_NUMBER: _builtins.int
     FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_VALUES_FIELD_NUMBER: _builtins.int
     in_fantasyland: _builtins.bool
-    """True when the player is in Fantasyland now: the ruleset's stay rule decides whether the
-    board qualifies for Fantasyland next hand. False: its entry rule decides.
+    """True when the player is in Fantasyland now, in the tier of len(cards) cards: that tier's
+    stay rule decides whether the board qualifies for Fantasyland next hand. False: the
+    entry rule decides.
     """
     fantasyland_value: _builtins.int
     """Points the objective adds for qualifying for Fantasyland next hand, 0..10000; 0 means
@@ -456,6 +468,13 @@ class SolveFantasylandRequest(_message.Message):
     def ruleset(self) -> _ruleset_pb2.RulesetSpec:
         """The rules (royalty table, Fantasyland entry and stay rules); unset means "classic"."""
 
+    @_builtins.property
+    def fantasyland_values(self) -> _containers.RepeatedCompositeFieldContainer[Global___FantasylandValue]:
+        """What a next Fantasyland hand of a given size is worth, when sizes differ in value (e.g.
+        a progressive ruleset's 16 cards worth more than 14); sizes not listed are worth
+        fantasyland_value. At most one entry per size (13..17); values 0..10000.
+        """
+
     def __init__(
         self,
         *,
@@ -464,10 +483,11 @@ class SolveFantasylandRequest(_message.Message):
         in_fantasyland: _builtins.bool = ...,
         fantasyland_value: _builtins.int | None = ...,
         fantasyland_streak: _builtins.int | None = ...,
+        fantasyland_values: _abc.Iterable[Global___FantasylandValue] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_fantasyland_streak", b"_fantasyland_streak", "_fantasyland_value", b"_fantasyland_value", "fantasyland_streak", b"fantasyland_streak", "fantasyland_value", b"fantasyland_value", "ruleset", b"ruleset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fantasyland_streak", b"_fantasyland_streak", "_fantasyland_value", b"_fantasyland_value", "cards", b"cards", "fantasyland_streak", b"fantasyland_streak", "fantasyland_value", b"fantasyland_value", "in_fantasyland", b"in_fantasyland", "ruleset", b"ruleset"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fantasyland_streak", b"_fantasyland_streak", "_fantasyland_value", b"_fantasyland_value", "cards", b"cards", "fantasyland_streak", b"fantasyland_streak", "fantasyland_value", b"fantasyland_value", "fantasyland_values", b"fantasyland_values", "in_fantasyland", b"in_fantasyland", "ruleset", b"ruleset"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__fantasyland_streak: _TypeAlias = _typing.Literal["fantasyland_streak"]  # noqa: Y015
     _WhichOneofArgType__fantasyland_streak: _TypeAlias = _typing.Literal["_fantasyland_streak", b"_fantasyland_streak"]  # noqa: Y015
@@ -481,6 +501,32 @@ class SolveFantasylandRequest(_message.Message):
 Global___SolveFantasylandRequest: _TypeAlias = SolveFantasylandRequest  # noqa: Y015
 
 @_typing.final
+class FantasylandValue(_message.Message):
+    """The value the solver's objective gives a next Fantasyland hand of `cards` cards."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARDS_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    cards: _builtins.int
+    """The size of the next Fantasyland hand, 13..17 cards."""
+    value: _builtins.int
+    """Points, 0..10000."""
+    def __init__(
+        self,
+        *,
+        cards: _builtins.int = ...,
+        value: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FantasylandValue: _TypeAlias = FantasylandValue  # noqa: Y015
+
+@_typing.final
 class SolveFantasylandResponse(_message.Message):
     """SolveFantasyland result."""
 
@@ -491,12 +537,19 @@ class SolveFantasylandResponse(_message.Message):
     ROYALTIES_FIELD_NUMBER: _builtins.int
     FANTASYLAND_NEXT_FIELD_NUMBER: _builtins.int
     OBJECTIVE_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_NEXT_CARDS_FIELD_NUMBER: _builtins.int
     royalties: _builtins.int
     """The board's total royalties under the ruleset (top + middle + bottom)."""
     fantasyland_next: _builtins.bool
     """True when the board qualifies for Fantasyland next hand (stay or entry rule, streak cap)."""
     objective: _builtins.int
-    """The maximised value: royalties, plus fantasyland_value when fantasyland_next."""
+    """The maximised value: royalties, plus the value of the next Fantasyland hand (by its
+    size: fantasyland_values, else fantasyland_value) when fantasyland_next.
+    """
+    fantasyland_next_cards: _builtins.int
+    """Cards of the Fantasyland hand the board earns next (the stay's or the entry's), 13..17;
+    0 when fantasyland_next is false.
+    """
     @_builtins.property
     def board(self) -> _cards_pb2.Board:
         """The chosen board, each row's cards highest first (by rank, then s > h > d > c); never
@@ -515,10 +568,11 @@ class SolveFantasylandResponse(_message.Message):
         royalties: _builtins.int = ...,
         fantasyland_next: _builtins.bool = ...,
         objective: _builtins.int = ...,
+        fantasyland_next_cards: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["board", b"board"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "discards", b"discards", "fantasyland_next", b"fantasyland_next", "objective", b"objective", "royalties", b"royalties"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "discards", b"discards", "fantasyland_next", b"fantasyland_next", "fantasyland_next_cards", b"fantasyland_next_cards", "objective", b"objective", "royalties", b"royalties"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ofcpoker.v1 import cards_pb2 as ofcpoker_dot_v1_dot_cards__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19ofcpoker/v1/ruleset.proto\x12\x0bofcpoker.v1\x1a\x17ofcpoker/v1/cards.proto\"O\n\x0bRulesetSpec\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12\x30\n\toverrides\x18\x02 \x01(\x0b\x32\x1d.ofcpoker.v1.RulesetOverrides\"\xf1\x06\n\x10RulesetOverrides\x12\x11\n\x04name\x18\x01 \x01(\tH\x02\x88\x01\x01\x12(\n\x07streets\x18\x02 \x01(\x0b\x32\x17.ofcpoker.v1.StreetList\x12\x18\n\x0bmin_players\x18\x03 \x01(\rH\x03\x88\x01\x01\x12\x18\n\x0bmax_players\x18\x04 \x01(\rH\x04\x88\x01\x01\x12\x17\n\rroyalty_table\x18\x05 \x01(\tH\x00\x12.\n\troyalties\x18\x06 \x01(\x0b\x32\x19.ofcpoker.v1.RoyaltyTableH\x00\x12\x18\n\x0escoring_scheme\x18\x07 \x01(\tH\x01\x12-\n\x07scoring\x18\x08 \x01(\x0b\x32\x1a.ofcpoker.v1.ScoringSchemeH\x01\x12)\n\x1croyalties_to_row_winner_only\x18\t \x01(\x08H\x05\x88\x01\x01\x12\x17\n\nunit_value\x18\n \x01(\rH\x06\x88\x01\x01\x12\x15\n\x08loss_cap\x18\x0b \x01(\rH\x07\x88\x01\x01\x12<\n\x11\x66\x61ntasyland_entry\x18\x0c \x01(\x0b\x32!.ofcpoker.v1.FantasylandEntryList\x12\x37\n\x0fstay_conditions\x18\r \x01(\x0b\x32\x1e.ofcpoker.v1.StayConditionList\x12!\n\x14stay_min_row_royalty\x18\x0e \x01(\rH\x08\x88\x01\x01\x12\x17\n\nstay_cards\x18\x0f \x01(\rH\t\x88\x01\x01\x12)\n\x1cmax_consecutive_fantasylands\x18\x10 \x01(\rH\n\x88\x01\x01\x12(\n\x1b\x62utton_moves_in_fantasyland\x18\x11 \x01(\x08H\x0b\x88\x01\x01\x42\x14\n\x12royalties_overrideB\x12\n\x10scoring_overrideB\x07\n\x05_nameB\x0e\n\x0c_min_playersB\x0e\n\x0c_max_playersB\x1f\n\x1d_royalties_to_row_winner_onlyB\r\n\x0b_unit_valueB\x0b\n\t_loss_capB\x17\n\x15_stay_min_row_royaltyB\r\n\x0b_stay_cardsB\x1f\n\x1d_max_consecutive_fantasylandsB\x1e\n\x1c_button_moves_in_fantasyland\"\x9c\x04\n\x11RulesetParameters\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x07streets\x18\x02 \x03(\x0b\x32\x13.ofcpoker.v1.Street\x12\x13\n\x0bmin_players\x18\x03 \x01(\r\x12\x13\n\x0bmax_players\x18\x04 \x01(\r\x12,\n\troyalties\x18\x05 \x01(\x0b\x32\x19.ofcpoker.v1.RoyaltyTable\x12+\n\x07scoring\x18\x06 \x01(\x0b\x32\x1a.ofcpoker.v1.ScoringScheme\x12$\n\x1croyalties_to_row_winner_only\x18\x07 \x01(\x08\x12\x12\n\nunit_value\x18\x08 \x01(\r\x12\x10\n\x08loss_cap\x18\t \x01(\r\x12\x38\n\x11\x66\x61ntasyland_entry\x18\n \x03(\x0b\x32\x1d.ofcpoker.v1.FantasylandEntry\x12\x33\n\x0fstay_conditions\x18\x0b \x03(\x0b\x32\x1a.ofcpoker.v1.StayCondition\x12\x1c\n\x14stay_min_row_royalty\x18\x0c \x01(\r\x12\x12\n\nstay_cards\x18\r \x01(\r\x12$\n\x1cmax_consecutive_fantasylands\x18\x0e \x01(\r\x12#\n\x1b\x62utton_moves_in_fantasyland\x18\x0f \x01(\x08\x12\x16\n\x0e\x63\x61rds_per_hand\x18\x10 \x01(\r\"%\n\x06Street\x12\x0c\n\x04\x64\x65\x61l\x18\x01 \x01(\r\x12\r\n\x05place\x18\x02 \x01(\r\"2\n\nStreetList\x12$\n\x07streets\x18\x01 \x03(\x0b\x32\x13.ofcpoker.v1.Street\"\xcd\x01\n\x0cRoyaltyTable\x12\x0c\n\x04name\x18\x01 \x01(\t\x12+\n\x06\x62ottom\x18\x02 \x03(\x0b\x32\x1b.ofcpoker.v1.CategoryPoints\x12+\n\x06middle\x18\x03 \x03(\x0b\x32\x1b.ofcpoker.v1.CategoryPoints\x12)\n\x08top_pair\x18\x04 \x03(\x0b\x32\x17.ofcpoker.v1.RankPoints\x12*\n\ttop_trips\x18\x05 \x03(\x0b\x32\x17.ofcpoker.v1.RankPoints\"M\n\x0e\x43\x61tegoryPoints\x12+\n\x08\x63\x61tegory\x18\x01 \x01(\x0e\x32\x19.ofcpoker.v1.HandCategory\x12\x0e\n\x06points\x18\x02 \x01(\r\"*\n\nRankPoints\x12\x0c\n\x04rank\x18\x01 \x01(\t\x12\x0e\n\x06points\x18\x02 \x01(\r\"]\n\rScoringScheme\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\trow_value\x18\x02 \x01(\r\x12\x13\n\x0bscoop_bonus\x18\x03 \x01(\r\x12\x16\n\x0emajority_value\x18\x04 \x01(\r\"`\n\x10\x46\x61ntasylandEntry\x12+\n\x08\x63\x61tegory\x18\x01 \x01(\x0e\x32\x19.ofcpoker.v1.HandCategory\x12\x10\n\x08min_rank\x18\x02 \x01(\t\x12\r\n\x05\x63\x61rds\x18\x03 \x01(\r\"F\n\x14\x46\x61ntasylandEntryList\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.ofcpoker.v1.FantasylandEntry\"c\n\rStayCondition\x12%\n\x03row\x18\x01 \x01(\x0e\x32\x18.ofcpoker.v1.RowPosition\x12+\n\x08\x63\x61tegory\x18\x02 \x01(\x0e\x32\x19.ofcpoker.v1.HandCategory\"C\n\x11StayConditionList\x12.\n\nconditions\x18\x01 \x03(\x0b\x32\x1a.ofcpoker.v1.StayConditionb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19ofcpoker/v1/ruleset.proto\x12\x0bofcpoker.v1\x1a\x17ofcpoker/v1/cards.proto\"O\n\x0bRulesetSpec\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12\x30\n\toverrides\x18\x02 \x01(\x0b\x32\x1d.ofcpoker.v1.RulesetOverrides\"\xae\x07\n\x10RulesetOverrides\x12\x11\n\x04name\x18\x01 \x01(\tH\x02\x88\x01\x01\x12(\n\x07streets\x18\x02 \x01(\x0b\x32\x17.ofcpoker.v1.StreetList\x12\x18\n\x0bmin_players\x18\x03 \x01(\rH\x03\x88\x01\x01\x12\x18\n\x0bmax_players\x18\x04 \x01(\rH\x04\x88\x01\x01\x12\x17\n\rroyalty_table\x18\x05 \x01(\tH\x00\x12.\n\troyalties\x18\x06 \x01(\x0b\x32\x19.ofcpoker.v1.RoyaltyTableH\x00\x12\x18\n\x0escoring_scheme\x18\x07 \x01(\tH\x01\x12-\n\x07scoring\x18\x08 \x01(\x0b\x32\x1a.ofcpoker.v1.ScoringSchemeH\x01\x12)\n\x1croyalties_to_row_winner_only\x18\t \x01(\x08H\x05\x88\x01\x01\x12\x17\n\nunit_value\x18\n \x01(\rH\x06\x88\x01\x01\x12\x15\n\x08loss_cap\x18\x0b \x01(\rH\x07\x88\x01\x01\x12<\n\x11\x66\x61ntasyland_entry\x18\x0c \x01(\x0b\x32!.ofcpoker.v1.FantasylandEntryList\x12\x37\n\x0fstay_conditions\x18\r \x01(\x0b\x32\x1e.ofcpoker.v1.StayConditionList\x12!\n\x14stay_min_row_royalty\x18\x0e \x01(\rH\x08\x88\x01\x01\x12\x17\n\nstay_cards\x18\x0f \x01(\rH\t\x88\x01\x01\x12)\n\x1cmax_consecutive_fantasylands\x18\x10 \x01(\rH\n\x88\x01\x01\x12(\n\x1b\x62utton_moves_in_fantasyland\x18\x11 \x01(\x08H\x0b\x88\x01\x01\x12;\n\x11\x66\x61ntasyland_tiers\x18\x12 \x01(\x0b\x32 .ofcpoker.v1.FantasylandTierListB\x14\n\x12royalties_overrideB\x12\n\x10scoring_overrideB\x07\n\x05_nameB\x0e\n\x0c_min_playersB\x0e\n\x0c_max_playersB\x1f\n\x1d_royalties_to_row_winner_onlyB\r\n\x0b_unit_valueB\x0b\n\t_loss_capB\x17\n\x15_stay_min_row_royaltyB\r\n\x0b_stay_cardsB\x1f\n\x1d_max_consecutive_fantasylandsB\x1e\n\x1c_button_moves_in_fantasyland\"\xd5\x04\n\x11RulesetParameters\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x07streets\x18\x02 \x03(\x0b\x32\x13.ofcpoker.v1.Street\x12\x13\n\x0bmin_players\x18\x03 \x01(\r\x12\x13\n\x0bmax_players\x18\x04 \x01(\r\x12,\n\troyalties\x18\x05 \x01(\x0b\x32\x19.ofcpoker.v1.RoyaltyTable\x12+\n\x07scoring\x18\x06 \x01(\x0b\x32\x1a.ofcpoker.v1.ScoringScheme\x12$\n\x1croyalties_to_row_winner_only\x18\x07 \x01(\x08\x12\x12\n\nunit_value\x18\x08 \x01(\r\x12\x10\n\x08loss_cap\x18\t \x01(\r\x12\x38\n\x11\x66\x61ntasyland_entry\x18\n \x03(\x0b\x32\x1d.ofcpoker.v1.FantasylandEntry\x12\x33\n\x0fstay_conditions\x18\x0b \x03(\x0b\x32\x1a.ofcpoker.v1.StayCondition\x12\x1c\n\x14stay_min_row_royalty\x18\x0c \x01(\r\x12\x12\n\nstay_cards\x18\r \x01(\r\x12$\n\x1cmax_consecutive_fantasylands\x18\x0e \x01(\r\x12#\n\x1b\x62utton_moves_in_fantasyland\x18\x0f \x01(\x08\x12\x16\n\x0e\x63\x61rds_per_hand\x18\x10 \x01(\r\x12\x37\n\x11\x66\x61ntasyland_tiers\x18\x11 \x03(\x0b\x32\x1c.ofcpoker.v1.FantasylandTier\"%\n\x06Street\x12\x0c\n\x04\x64\x65\x61l\x18\x01 \x01(\r\x12\r\n\x05place\x18\x02 \x01(\r\"2\n\nStreetList\x12$\n\x07streets\x18\x01 \x03(\x0b\x32\x13.ofcpoker.v1.Street\"\xfd\x01\n\x0cRoyaltyTable\x12\x0c\n\x04name\x18\x01 \x01(\t\x12+\n\x06\x62ottom\x18\x02 \x03(\x0b\x32\x1b.ofcpoker.v1.CategoryPoints\x12+\n\x06middle\x18\x03 \x03(\x0b\x32\x1b.ofcpoker.v1.CategoryPoints\x12)\n\x08top_pair\x18\x04 \x03(\x0b\x32\x17.ofcpoker.v1.RankPoints\x12*\n\ttop_trips\x18\x05 \x03(\x0b\x32\x17.ofcpoker.v1.RankPoints\x12.\n\rtop_high_card\x18\x06 \x03(\x0b\x32\x17.ofcpoker.v1.RankPoints\"M\n\x0e\x43\x61tegoryPoints\x12+\n\x08\x63\x61tegory\x18\x01 \x01(\x0e\x32\x19.ofcpoker.v1.HandCategory\x12\x0e\n\x06points\x18\x02 \x01(\r\"*\n\nRankPoints\x12\x0c\n\x04rank\x18\x01 \x01(\t\x12\x0e\n\x06points\x18\x02 \x01(\r\"]\n\rScoringScheme\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\trow_value\x18\x02 \x01(\r\x12\x13\n\x0bscoop_bonus\x18\x03 \x01(\r\x12\x16\n\x0emajority_value\x18\x04 \x01(\r\"`\n\x10\x46\x61ntasylandEntry\x12+\n\x08\x63\x61tegory\x18\x01 \x01(\x0e\x32\x19.ofcpoker.v1.HandCategory\x12\x10\n\x08min_rank\x18\x02 \x01(\t\x12\r\n\x05\x63\x61rds\x18\x03 \x01(\r\"F\n\x14\x46\x61ntasylandEntryList\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.ofcpoker.v1.FantasylandEntry\"u\n\rStayCondition\x12%\n\x03row\x18\x01 \x01(\x0e\x32\x18.ofcpoker.v1.RowPosition\x12+\n\x08\x63\x61tegory\x18\x02 \x01(\x0e\x32\x19.ofcpoker.v1.HandCategory\x12\x10\n\x08min_rank\x18\x03 \x01(\t\"i\n\x0f\x46\x61ntasylandTier\x12\r\n\x05\x63\x61rds\x18\x01 \x01(\r\x12\x33\n\x0fstay_conditions\x18\x02 \x03(\x0b\x32\x1a.ofcpoker.v1.StayCondition\x12\x12\n\nstay_cards\x18\x03 \x01(\r\"B\n\x13\x46\x61ntasylandTierList\x12+\n\x05tiers\x18\x01 \x03(\x0b\x32\x1c.ofcpoker.v1.FantasylandTier\"C\n\x11StayConditionList\x12.\n\nconditions\x18\x01 \x03(\x0b\x32\x1a.ofcpoker.v1.StayConditionb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,27 +35,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RULESETSPEC']._serialized_start=67
   _globals['_RULESETSPEC']._serialized_end=146
   _globals['_RULESETOVERRIDES']._serialized_start=149
-  _globals['_RULESETOVERRIDES']._serialized_end=1030
-  _globals['_RULESETPARAMETERS']._serialized_start=1033
-  _globals['_RULESETPARAMETERS']._serialized_end=1573
-  _globals['_STREET']._serialized_start=1575
-  _globals['_STREET']._serialized_end=1612
-  _globals['_STREETLIST']._serialized_start=1614
-  _globals['_STREETLIST']._serialized_end=1664
-  _globals['_ROYALTYTABLE']._serialized_start=1667
-  _globals['_ROYALTYTABLE']._serialized_end=1872
-  _globals['_CATEGORYPOINTS']._serialized_start=1874
-  _globals['_CATEGORYPOINTS']._serialized_end=1951
-  _globals['_RANKPOINTS']._serialized_start=1953
-  _globals['_RANKPOINTS']._serialized_end=1995
-  _globals['_SCORINGSCHEME']._serialized_start=1997
-  _globals['_SCORINGSCHEME']._serialized_end=2090
-  _globals['_FANTASYLANDENTRY']._serialized_start=2092
-  _globals['_FANTASYLANDENTRY']._serialized_end=2188
-  _globals['_FANTASYLANDENTRYLIST']._serialized_start=2190
-  _globals['_FANTASYLANDENTRYLIST']._serialized_end=2260
-  _globals['_STAYCONDITION']._serialized_start=2262
-  _globals['_STAYCONDITION']._serialized_end=2361
-  _globals['_STAYCONDITIONLIST']._serialized_start=2363
-  _globals['_STAYCONDITIONLIST']._serialized_end=2430
+  _globals['_RULESETOVERRIDES']._serialized_end=1091
+  _globals['_RULESETPARAMETERS']._serialized_start=1094
+  _globals['_RULESETPARAMETERS']._serialized_end=1691
+  _globals['_STREET']._serialized_start=1693
+  _globals['_STREET']._serialized_end=1730
+  _globals['_STREETLIST']._serialized_start=1732
+  _globals['_STREETLIST']._serialized_end=1782
+  _globals['_ROYALTYTABLE']._serialized_start=1785
+  _globals['_ROYALTYTABLE']._serialized_end=2038
+  _globals['_CATEGORYPOINTS']._serialized_start=2040
+  _globals['_CATEGORYPOINTS']._serialized_end=2117
+  _globals['_RANKPOINTS']._serialized_start=2119
+  _globals['_RANKPOINTS']._serialized_end=2161
+  _globals['_SCORINGSCHEME']._serialized_start=2163
+  _globals['_SCORINGSCHEME']._serialized_end=2256
+  _globals['_FANTASYLANDENTRY']._serialized_start=2258
+  _globals['_FANTASYLANDENTRY']._serialized_end=2354
+  _globals['_FANTASYLANDENTRYLIST']._serialized_start=2356
+  _globals['_FANTASYLANDENTRYLIST']._serialized_end=2426
+  _globals['_STAYCONDITION']._serialized_start=2428
+  _globals['_STAYCONDITION']._serialized_end=2545
+  _globals['_FANTASYLANDTIER']._serialized_start=2547
+  _globals['_FANTASYLANDTIER']._serialized_end=2652
+  _globals['_FANTASYLANDTIERLIST']._serialized_start=2654
+  _globals['_FANTASYLANDTIERLIST']._serialized_end=2720
+  _globals['_STAYCONDITIONLIST']._serialized_start=2722
+  _globals['_STAYCONDITIONLIST']._serialized_end=2789
 # @@protoc_insertion_point(module_scope)

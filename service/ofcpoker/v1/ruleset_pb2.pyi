@@ -34,7 +34,8 @@ class RulesetSpec(_message.Message):
     OVERRIDES_FIELD_NUMBER: _builtins.int
     preset: _builtins.str
     """A preset name from ListPresets: "classic" (the default when empty), "pineapple",
-    "progressive-pineapple" or "turbo". Case-sensitive.
+    "progressive-pineapple", "turbo", "progressive-pineapple-keep" or
+    "pineapple-top-high-card". Case-sensitive.
     """
     @_builtins.property
     def overrides(self) -> Global___RulesetOverrides:
@@ -79,6 +80,7 @@ class RulesetOverrides(_message.Message):
     STAY_CARDS_FIELD_NUMBER: _builtins.int
     MAX_CONSECUTIVE_FANTASYLANDS_FIELD_NUMBER: _builtins.int
     BUTTON_MOVES_IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_TIERS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A label for the resulting ruleset, echoed in Settlement.ruleset. Default
     "<preset>+custom" when any option is changed. 1..64 characters when set.
@@ -88,7 +90,7 @@ class RulesetOverrides(_message.Message):
     max_players: _builtins.int
     """Most boards a hand may settle, min_players..4, and at most what the deck can deal."""
     royalty_table: _builtins.str
-    """A named table: "standard" (American) or "ukrainian"."""
+    """A named table: "standard" (American), "ukrainian" or "standard+top-high-card"."""
     scoring_scheme: _builtins.str
     """A named scheme: "1-6", "1-4", "2-4" or "row-2"."""
     royalties_to_row_winner_only: _builtins.bool
@@ -127,6 +129,12 @@ class RulesetOverrides(_message.Message):
     def stay_conditions(self) -> Global___StayConditionList:
         """Conditions to stay in Fantasyland; replaces the preset's list."""
 
+    @_builtins.property
+    def fantasyland_tiers(self) -> Global___FantasylandTierList:
+        """Per Fantasyland hand size, its own stay rule; replaces the preset's list (an empty
+        list: every size uses stay_conditions and stay_cards).
+        """
+
     def __init__(
         self,
         *,
@@ -147,10 +155,11 @@ class RulesetOverrides(_message.Message):
         stay_cards: _builtins.int | None = ...,
         max_consecutive_fantasylands: _builtins.int | None = ...,
         button_moves_in_fantasyland: _builtins.bool | None = ...,
+        fantasyland_tiers: Global___FantasylandTierList | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland", "_loss_cap", b"_loss_cap", "_max_consecutive_fantasylands", b"_max_consecutive_fantasylands", "_max_players", b"_max_players", "_min_players", b"_min_players", "_name", b"_name", "_royalties_to_row_winner_only", b"_royalties_to_row_winner_only", "_stay_cards", b"_stay_cards", "_stay_min_row_royalty", b"_stay_min_row_royalty", "_unit_value", b"_unit_value", "button_moves_in_fantasyland", b"button_moves_in_fantasyland", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_override", b"royalties_override", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "royalty_table", b"royalty_table", "scoring", b"scoring", "scoring_override", b"scoring_override", "scoring_scheme", b"scoring_scheme", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__button_moves_in_fantasyland: _TypeAlias = _typing.Literal["button_moves_in_fantasyland"]  # noqa: Y015
     _WhichOneofArgType__button_moves_in_fantasyland: _TypeAlias = _typing.Literal["_button_moves_in_fantasyland", b"_button_moves_in_fantasyland"]  # noqa: Y015
@@ -225,6 +234,7 @@ class RulesetParameters(_message.Message):
     MAX_CONSECUTIVE_FANTASYLANDS_FIELD_NUMBER: _builtins.int
     BUTTON_MOVES_IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
     CARDS_PER_HAND_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_TIERS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The ruleset's name: a preset name, or the overrides' name ("classic+custom" by default)."""
     min_players: _builtins.int
@@ -267,6 +277,12 @@ class RulesetParameters(_message.Message):
     def stay_conditions(self) -> _containers.RepeatedCompositeFieldContainer[Global___StayCondition]:
         """Any one of these keeps a Fantasyland player in Fantasyland (on a legal board)."""
 
+    @_builtins.property
+    def fantasyland_tiers(self) -> _containers.RepeatedCompositeFieldContainer[Global___FantasylandTier]:
+        """Per Fantasyland hand size (tier) listed here, what keeps a player in and with how many
+        cards, instead of stay_conditions and stay_cards; sizes not listed use those.
+        """
+
     def __init__(
         self,
         *,
@@ -286,10 +302,11 @@ class RulesetParameters(_message.Message):
         max_consecutive_fantasylands: _builtins.int = ...,
         button_moves_in_fantasyland: _builtins.bool = ...,
         cards_per_hand: _builtins.int = ...,
+        fantasyland_tiers: _abc.Iterable[Global___FantasylandTier] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["royalties", b"royalties", "scoring", b"scoring"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moves_in_fantasyland", b"button_moves_in_fantasyland", "cards_per_hand", b"cards_per_hand", "fantasyland_entry", b"fantasyland_entry", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "scoring", b"scoring", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moves_in_fantasyland", b"button_moves_in_fantasyland", "cards_per_hand", b"cards_per_hand", "fantasyland_entry", b"fantasyland_entry", "fantasyland_tiers", b"fantasyland_tiers", "loss_cap", b"loss_cap", "max_consecutive_fantasylands", b"max_consecutive_fantasylands", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "royalties", b"royalties", "royalties_to_row_winner_only", b"royalties_to_row_winner_only", "scoring", b"scoring", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions", "stay_min_row_royalty", b"stay_min_row_royalty", "streets", b"streets", "unit_value", b"unit_value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -358,6 +375,7 @@ class RoyaltyTable(_message.Message):
     MIDDLE_FIELD_NUMBER: _builtins.int
     TOP_PAIR_FIELD_NUMBER: _builtins.int
     TOP_TRIPS_FIELD_NUMBER: _builtins.int
+    TOP_HIGH_CARD_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Table name: "standard", "ukrainian", or a label of the caller's choice ("custom" if empty)."""
     @_builtins.property
@@ -376,6 +394,12 @@ class RoyaltyTable(_message.Message):
     def top_trips(self) -> _containers.RepeatedCompositeFieldContainer[Global___RankPoints]:
         """Top-row points for trips, by the trips' rank; ranks not listed score 0."""
 
+    @_builtins.property
+    def top_high_card(self) -> _containers.RepeatedCompositeFieldContainer[Global___RankPoints]:
+        """Top-row points for an unpaired top (e.g. As Kd Qc), by its highest card; ranks not
+        listed score 0 (as in the standard table).
+        """
+
     def __init__(
         self,
         *,
@@ -384,10 +408,11 @@ class RoyaltyTable(_message.Message):
         middle: _abc.Iterable[Global___CategoryPoints] | None = ...,
         top_pair: _abc.Iterable[Global___RankPoints] | None = ...,
         top_trips: _abc.Iterable[Global___RankPoints] | None = ...,
+        top_high_card: _abc.Iterable[Global___RankPoints] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bottom", b"bottom", "middle", b"middle", "name", b"name", "top_pair", b"top_pair", "top_trips", b"top_trips"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bottom", b"bottom", "middle", b"middle", "name", b"name", "top_high_card", b"top_high_card", "top_pair", b"top_pair", "top_trips", b"top_trips"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -544,23 +569,87 @@ class StayCondition(_message.Message):
 
     ROW_FIELD_NUMBER: _builtins.int
     CATEGORY_FIELD_NUMBER: _builtins.int
+    MIN_RANK_FIELD_NUMBER: _builtins.int
     row: _cards_pb2.RowPosition.ValueType
     """The row checked; required."""
     category: _cards_pb2.HandCategory.ValueType
     """The weakest category that qualifies; required."""
+    min_rank: _builtins.str
+    """The lowest defining rank of that category that qualifies, a rank character ("Q" with a
+    top pair: QQ, KK, AA or trips); empty means any rank ("2").
+    """
     def __init__(
         self,
         *,
         row: _cards_pb2.RowPosition.ValueType = ...,
         category: _cards_pb2.HandCategory.ValueType = ...,
+        min_rank: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["category", b"category", "row", b"row"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["category", b"category", "min_rank", b"min_rank", "row", b"row"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___StayCondition: _TypeAlias = StayCondition  # noqa: Y015
+
+@_typing.final
+class FantasylandTier(_message.Message):
+    """The stay rule of one Fantasyland hand size (a tier)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARDS_FIELD_NUMBER: _builtins.int
+    STAY_CONDITIONS_FIELD_NUMBER: _builtins.int
+    STAY_CARDS_FIELD_NUMBER: _builtins.int
+    cards: _builtins.int
+    """The size of the Fantasyland hand this rule is for, 13..17 cards; each size at most once."""
+    stay_cards: _builtins.int
+    """Cards of the next Fantasyland hand when the player stays, 13..17 (equal to cards: the
+    stay keeps its tier).
+    """
+    @_builtins.property
+    def stay_conditions(self) -> _containers.RepeatedCompositeFieldContainer[Global___StayCondition]:
+        """Any one of these keeps a player in (on a legal board)."""
+
+    def __init__(
+        self,
+        *,
+        cards: _builtins.int = ...,
+        stay_conditions: _abc.Iterable[Global___StayCondition] | None = ...,
+        stay_cards: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "stay_cards", b"stay_cards", "stay_conditions", b"stay_conditions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FantasylandTier: _TypeAlias = FantasylandTier  # noqa: Y015
+
+@_typing.final
+class FantasylandTierList(_message.Message):
+    """A list of Fantasyland tiers (a message so an override can be empty)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def tiers(self) -> _containers.RepeatedCompositeFieldContainer[Global___FantasylandTier]:
+        """The tiers."""
+
+    def __init__(
+        self,
+        *,
+        tiers: _abc.Iterable[Global___FantasylandTier] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["tiers", b"tiers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FantasylandTierList: _TypeAlias = FantasylandTierList  # noqa: Y015
 
 @_typing.final
 class StayConditionList(_message.Message):

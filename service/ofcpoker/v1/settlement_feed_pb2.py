@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ofcpoker/v1/settlement_feed.proto\x12\x0bofcpoker.v1\"G\n\x10SubscribeRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\x10\n\x08\x63onsumer\x18\x02 \x01(\t\x12\x12\n\nbatch_size\x18\x03 \x01(\r\"W\n\x11SubscribeResponse\x12-\n\x06record\x18\x01 \x01(\x0b\x32\x1d.ofcpoker.v1.SettlementRecord\x12\x13\n\x0bredelivered\x18\x02 \x01(\x08\"\x89\x02\n\x10SettlementRecord\x12\x15\n\rsettlement_id\x18\x01 \x01(\t\x12\x11\n\tstream_id\x18\x02 \x01(\t\x12\x10\n\x08table_id\x18\x03 \x01(\t\x12\x13\n\x0bhand_number\x18\x04 \x01(\x04\x12\x0f\n\x07ruleset\x18\x05 \x01(\t\x12\x12\n\nunit_value\x18\x06 \x01(\r\x12\x10\n\x08loss_cap\x18\x07 \x01(\r\x12\x15\n\rsettled_at_ms\x18\x08 \x01(\x03\x12*\n\x05seats\x18\t \x03(\x0b\x32\x1b.ofcpoker.v1.SeatSettlement\x12*\n\x05pairs\x18\n \x03(\x0b\x32\x1b.ofcpoker.v1.PairSettlement\"\x8b\x01\n\x0eSeatSettlement\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x12\x12\r\n\x05units\x18\x04 \x01(\x12\x12\x14\n\x0ctotal_points\x18\x05 \x01(\x12\x12\x13\n\x0btotal_units\x18\x06 \x01(\x12\x12\x0e\n\x06\x66ouled\x18\x07 \x01(\x08\"z\n\x0ePairSettlement\x12\x0e\n\x06seat_a\x18\x01 \x01(\r\x12\x0e\n\x06seat_b\x18\x02 \x01(\r\x12\x0e\n\x06points\x18\x03 \x01(\x12\x12\x15\n\rcapped_points\x18\x04 \x01(\x12\x12\x12\n\nunit_value\x18\x05 \x01(\r\x12\r\n\x05units\x18\x06 \x01(\x12\"O\n\x12\x41\x63knowledgeRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\x16\n\x0esettlement_ids\x18\x02 \x03(\t\x12\x12\n\nstream_ids\x18\x03 \x03(\t\"K\n\x13\x41\x63knowledgeResponse\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\r\x12\x1e\n\x16unknown_settlement_ids\x18\x02 \x03(\t2\xb7\x01\n\x15SettlementFeedService\x12L\n\tSubscribe\x12\x1d.ofcpoker.v1.SubscribeRequest\x1a\x1e.ofcpoker.v1.SubscribeResponse0\x01\x12P\n\x0b\x41\x63knowledge\x12\x1f.ofcpoker.v1.AcknowledgeRequest\x1a .ofcpoker.v1.AcknowledgeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ofcpoker/v1/settlement_feed.proto\x12\x0bofcpoker.v1\"G\n\x10SubscribeRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\x10\n\x08\x63onsumer\x18\x02 \x01(\t\x12\x12\n\nbatch_size\x18\x03 \x01(\r\"W\n\x11SubscribeResponse\x12-\n\x06record\x18\x01 \x01(\x0b\x32\x1d.ofcpoker.v1.SettlementRecord\x12\x13\n\x0bredelivered\x18\x02 \x01(\x08\"\x99\x02\n\x10SettlementRecord\x12\x15\n\rsettlement_id\x18\x01 \x01(\t\x12\x11\n\tstream_id\x18\x02 \x01(\t\x12\x10\n\x08table_id\x18\x03 \x01(\t\x12\x13\n\x0bhand_number\x18\x04 \x01(\x04\x12\x0f\n\x07ruleset\x18\x05 \x01(\t\x12\x12\n\nunit_value\x18\x06 \x01(\r\x12\x10\n\x08loss_cap\x18\x07 \x01(\r\x12\x15\n\rsettled_at_ms\x18\x08 \x01(\x03\x12*\n\x05seats\x18\t \x03(\x0b\x32\x1b.ofcpoker.v1.SeatSettlement\x12*\n\x05pairs\x18\n \x03(\x0b\x32\x1b.ofcpoker.v1.PairSettlement\x12\x0e\n\x06\x66ormat\x18\x0b \x01(\r\"\xc6\x01\n\x0eSeatSettlement\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x12\x12\r\n\x05units\x18\x04 \x01(\x12\x12\x14\n\x0ctotal_points\x18\x05 \x01(\x12\x12\x13\n\x0btotal_units\x18\x06 \x01(\x12\x12\x0e\n\x06\x66ouled\x18\x07 \x01(\x08\x12\x19\n\x11\x66\x61ntasyland_cards\x18\x08 \x01(\r\x12\x1e\n\x16\x66\x61ntasyland_next_cards\x18\t \x01(\r\"z\n\x0ePairSettlement\x12\x0e\n\x06seat_a\x18\x01 \x01(\r\x12\x0e\n\x06seat_b\x18\x02 \x01(\r\x12\x0e\n\x06points\x18\x03 \x01(\x12\x12\x15\n\rcapped_points\x18\x04 \x01(\x12\x12\x12\n\nunit_value\x18\x05 \x01(\r\x12\r\n\x05units\x18\x06 \x01(\x12\"O\n\x12\x41\x63knowledgeRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\x16\n\x0esettlement_ids\x18\x02 \x03(\t\x12\x12\n\nstream_ids\x18\x03 \x03(\t\"K\n\x13\x41\x63knowledgeResponse\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\r\x12\x1e\n\x16unknown_settlement_ids\x18\x02 \x03(\t2\xb7\x01\n\x15SettlementFeedService\x12L\n\tSubscribe\x12\x1d.ofcpoker.v1.SubscribeRequest\x1a\x1e.ofcpoker.v1.SubscribeResponse0\x01\x12P\n\x0b\x41\x63knowledge\x12\x1f.ofcpoker.v1.AcknowledgeRequest\x1a .ofcpoker.v1.AcknowledgeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,15 +36,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SUBSCRIBERESPONSE']._serialized_start=123
   _globals['_SUBSCRIBERESPONSE']._serialized_end=210
   _globals['_SETTLEMENTRECORD']._serialized_start=213
-  _globals['_SETTLEMENTRECORD']._serialized_end=478
-  _globals['_SEATSETTLEMENT']._serialized_start=481
-  _globals['_SEATSETTLEMENT']._serialized_end=620
-  _globals['_PAIRSETTLEMENT']._serialized_start=622
-  _globals['_PAIRSETTLEMENT']._serialized_end=744
-  _globals['_ACKNOWLEDGEREQUEST']._serialized_start=746
-  _globals['_ACKNOWLEDGEREQUEST']._serialized_end=825
-  _globals['_ACKNOWLEDGERESPONSE']._serialized_start=827
-  _globals['_ACKNOWLEDGERESPONSE']._serialized_end=902
-  _globals['_SETTLEMENTFEEDSERVICE']._serialized_start=905
-  _globals['_SETTLEMENTFEEDSERVICE']._serialized_end=1088
+  _globals['_SETTLEMENTRECORD']._serialized_end=494
+  _globals['_SEATSETTLEMENT']._serialized_start=497
+  _globals['_SEATSETTLEMENT']._serialized_end=695
+  _globals['_PAIRSETTLEMENT']._serialized_start=697
+  _globals['_PAIRSETTLEMENT']._serialized_end=819
+  _globals['_ACKNOWLEDGEREQUEST']._serialized_start=821
+  _globals['_ACKNOWLEDGEREQUEST']._serialized_end=900
+  _globals['_ACKNOWLEDGERESPONSE']._serialized_start=902
+  _globals['_ACKNOWLEDGERESPONSE']._serialized_end=977
+  _globals['_SETTLEMENTFEEDSERVICE']._serialized_start=980
+  _globals['_SETTLEMENTFEEDSERVICE']._serialized_end=1163
 # @@protoc_insertion_point(module_scope)

@@ -96,6 +96,7 @@ class SettlementRecord(_message.Message):
     SETTLED_AT_MS_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     PAIRS_FIELD_NUMBER: _builtins.int
+    FORMAT_FIELD_NUMBER: _builtins.int
     settlement_id: _builtins.str
     """Stable id "<table_id>:<hand_number>": the same hand always has the same id. Upsert by it."""
     stream_id: _builtins.str
@@ -114,6 +115,10 @@ class SettlementRecord(_message.Message):
     """Points a seat may lose at most in one hand; 0 when there is no cap."""
     settled_at_ms: _builtins.int
     """When the hand settled, Unix milliseconds."""
+    format: _builtins.int
+    """The record's format: 2 with the seats' Fantasyland tiers; 1 for a record an older server
+    wrote (its seats' Fantasyland fields are 0: not recorded). 0 is read as 1.
+    """
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatSettlement]:
         """One entry per seat that played the hand, ascending seat. Points and units sum to 0."""
@@ -135,10 +140,11 @@ class SettlementRecord(_message.Message):
         settled_at_ms: _builtins.int = ...,
         seats: _abc.Iterable[Global___SeatSettlement] | None = ...,
         pairs: _abc.Iterable[Global___PairSettlement] | None = ...,
+        format: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand_number", b"hand_number", "loss_cap", b"loss_cap", "pairs", b"pairs", "ruleset", b"ruleset", "seats", b"seats", "settled_at_ms", b"settled_at_ms", "settlement_id", b"settlement_id", "stream_id", b"stream_id", "table_id", b"table_id", "unit_value", b"unit_value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["format", b"format", "hand_number", b"hand_number", "loss_cap", b"loss_cap", "pairs", b"pairs", "ruleset", b"ruleset", "seats", b"seats", "settled_at_ms", b"settled_at_ms", "settlement_id", b"settlement_id", "stream_id", b"stream_id", "table_id", b"table_id", "unit_value", b"unit_value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -157,6 +163,8 @@ class SeatSettlement(_message.Message):
     TOTAL_POINTS_FIELD_NUMBER: _builtins.int
     TOTAL_UNITS_FIELD_NUMBER: _builtins.int
     FOULED_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_CARDS_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_NEXT_CARDS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat index, 0-based."""
     player_id: _builtins.str
@@ -173,6 +181,14 @@ class SeatSettlement(_message.Message):
     """The seat's running money at the table after this hand (TableView.seats[].units)."""
     fouled: _builtins.bool
     """True when the seat's board fouled."""
+    fantasyland_cards: _builtins.int
+    """The tier the seat played: the cards of its Fantasyland hand, 13..17; 0 for a hand played
+    street by street (and in format-1 records).
+    """
+    fantasyland_next_cards: _builtins.int
+    """The cards of the Fantasyland hand the seat is owed next hand, 13..17; 0 for none (and in
+    format-1 records).
+    """
     def __init__(
         self,
         *,
@@ -183,10 +199,12 @@ class SeatSettlement(_message.Message):
         total_points: _builtins.int = ...,
         total_units: _builtins.int = ...,
         fouled: _builtins.bool = ...,
+        fantasyland_cards: _builtins.int = ...,
+        fantasyland_next_cards: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["fouled", b"fouled", "player_id", b"player_id", "points", b"points", "seat", b"seat", "total_points", b"total_points", "total_units", b"total_units", "units", b"units"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fantasyland_cards", b"fantasyland_cards", "fantasyland_next_cards", b"fantasyland_next_cards", "fouled", b"fouled", "player_id", b"player_id", "points", b"points", "seat", b"seat", "total_points", b"total_points", "total_units", b"total_units", "units", b"units"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -26,7 +26,7 @@ from ofcpoker.v1 import cards_pb2 as ofcpoker_dot_v1_dot_cards__pb2
 from ofcpoker.v1 import ruleset_pb2 as ofcpoker_dot_v1_dot_ruleset__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cofcpoker/v1/settlement.proto\x12\x0bofcpoker.v1\x1a\x17ofcpoker/v1/cards.proto\x1a\x19ofcpoker/v1/ruleset.proto\"\x91\x01\n\x04Hand\x12(\n\x07players\x18\x01 \x03(\x0b\x32\x17.ofcpoker.v1.PlayerHand\x12)\n\x07ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x34\n\x10pair_unit_values\x18\x03 \x03(\x0b\x32\x1a.ofcpoker.v1.PairUnitValue\"v\n\nPlayerHand\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12!\n\x05\x62oard\x18\x02 \x01(\x0b\x32\x12.ofcpoker.v1.Board\x12\x16\n\x0ein_fantasyland\x18\x03 \x01(\x08\x12\x1a\n\x12\x66\x61ntasyland_streak\x18\x04 \x01(\r\"9\n\rPairUnitValue\x12\t\n\x01\x61\x18\x01 \x01(\r\x12\t\n\x01\x62\x18\x02 \x01(\r\x12\x12\n\nunit_value\x18\x03 \x01(\r\"G\n\tRoyalties\x12\x0b\n\x03top\x18\x01 \x01(\r\x12\x0e\n\x06middle\x18\x02 \x01(\r\x12\x0e\n\x06\x62ottom\x18\x03 \x01(\r\x12\r\n\x05total\x18\x04 \x01(\r\"6\n\x12\x46\x61ntasylandOutcome\x12\x11\n\tqualifies\x18\x01 \x01(\x08\x12\r\n\x05\x63\x61rds\x18\x02 \x01(\r\"\xf7\x01\n\x0f\x42oardAssessment\x12#\n\x03top\x18\x01 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12&\n\x06middle\x18\x02 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12&\n\x06\x62ottom\x18\x03 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12\x0e\n\x06\x66ouled\x18\x04 \x01(\x08\x12)\n\troyalties\x18\x05 \x01(\x0b\x32\x16.ofcpoker.v1.Royalties\x12\x34\n\x0b\x66\x61ntasyland\x18\x06 \x01(\x0b\x32\x1f.ofcpoker.v1.FantasylandOutcome\"|\n\x0cPlayerResult\x12\r\n\x05index\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12+\n\x05\x62oard\x18\x03 \x01(\x0b\x32\x1c.ofcpoker.v1.BoardAssessment\x12\x0e\n\x06points\x18\x04 \x01(\x11\x12\r\n\x05units\x18\x05 \x01(\x12\"\xf3\x01\n\nPairResult\x12\t\n\x01\x61\x18\x01 \x01(\r\x12\t\n\x01\x62\x18\x02 \x01(\r\x12\x0b\n\x03top\x18\x03 \x01(\x11\x12\x0e\n\x06middle\x18\x04 \x01(\x11\x12\x0e\n\x06\x62ottom\x18\x05 \x01(\x11\x12\r\n\x05scoop\x18\x06 \x01(\x11\x12\x10\n\x08\x61_fouled\x18\x07 \x01(\x08\x12\x10\n\x08\x62_fouled\x18\x08 \x01(\x08\x12\x12\n\nrow_points\x18\t \x01(\x11\x12\x11\n\troyalties\x18\n \x01(\x11\x12\x0e\n\x06points\x18\x0b \x01(\x11\x12\x15\n\rcapped_points\x18\x0c \x01(\x11\x12\x12\n\nunit_value\x18\r \x01(\r\x12\r\n\x05units\x18\x0e \x01(\x12\"q\n\nSettlement\x12\x0f\n\x07ruleset\x18\x01 \x01(\t\x12*\n\x07players\x18\x02 \x03(\x0b\x32\x19.ofcpoker.v1.PlayerResult\x12&\n\x05pairs\x18\x03 \x03(\x0b\x32\x17.ofcpoker.v1.PairResultb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cofcpoker/v1/settlement.proto\x12\x0bofcpoker.v1\x1a\x17ofcpoker/v1/cards.proto\x1a\x19ofcpoker/v1/ruleset.proto\"\x91\x01\n\x04Hand\x12(\n\x07players\x18\x01 \x03(\x0b\x32\x17.ofcpoker.v1.PlayerHand\x12)\n\x07ruleset\x18\x02 \x01(\x0b\x32\x18.ofcpoker.v1.RulesetSpec\x12\x34\n\x10pair_unit_values\x18\x03 \x03(\x0b\x32\x1a.ofcpoker.v1.PairUnitValue\"\x91\x01\n\nPlayerHand\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12!\n\x05\x62oard\x18\x02 \x01(\x0b\x32\x12.ofcpoker.v1.Board\x12\x16\n\x0ein_fantasyland\x18\x03 \x01(\x08\x12\x1a\n\x12\x66\x61ntasyland_streak\x18\x04 \x01(\r\x12\x19\n\x11\x66\x61ntasyland_cards\x18\x05 \x01(\r\"9\n\rPairUnitValue\x12\t\n\x01\x61\x18\x01 \x01(\r\x12\t\n\x01\x62\x18\x02 \x01(\r\x12\x12\n\nunit_value\x18\x03 \x01(\r\"G\n\tRoyalties\x12\x0b\n\x03top\x18\x01 \x01(\r\x12\x0e\n\x06middle\x18\x02 \x01(\r\x12\x0e\n\x06\x62ottom\x18\x03 \x01(\r\x12\r\n\x05total\x18\x04 \x01(\r\"6\n\x12\x46\x61ntasylandOutcome\x12\x11\n\tqualifies\x18\x01 \x01(\x08\x12\r\n\x05\x63\x61rds\x18\x02 \x01(\r\"\xf7\x01\n\x0f\x42oardAssessment\x12#\n\x03top\x18\x01 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12&\n\x06middle\x18\x02 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12&\n\x06\x62ottom\x18\x03 \x01(\x0b\x32\x16.ofcpoker.v1.HandValue\x12\x0e\n\x06\x66ouled\x18\x04 \x01(\x08\x12)\n\troyalties\x18\x05 \x01(\x0b\x32\x16.ofcpoker.v1.Royalties\x12\x34\n\x0b\x66\x61ntasyland\x18\x06 \x01(\x0b\x32\x1f.ofcpoker.v1.FantasylandOutcome\"|\n\x0cPlayerResult\x12\r\n\x05index\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12+\n\x05\x62oard\x18\x03 \x01(\x0b\x32\x1c.ofcpoker.v1.BoardAssessment\x12\x0e\n\x06points\x18\x04 \x01(\x11\x12\r\n\x05units\x18\x05 \x01(\x12\"\xf3\x01\n\nPairResult\x12\t\n\x01\x61\x18\x01 \x01(\r\x12\t\n\x01\x62\x18\x02 \x01(\r\x12\x0b\n\x03top\x18\x03 \x01(\x11\x12\x0e\n\x06middle\x18\x04 \x01(\x11\x12\x0e\n\x06\x62ottom\x18\x05 \x01(\x11\x12\r\n\x05scoop\x18\x06 \x01(\x11\x12\x10\n\x08\x61_fouled\x18\x07 \x01(\x08\x12\x10\n\x08\x62_fouled\x18\x08 \x01(\x08\x12\x12\n\nrow_points\x18\t \x01(\x11\x12\x11\n\troyalties\x18\n \x01(\x11\x12\x0e\n\x06points\x18\x0b \x01(\x11\x12\x15\n\rcapped_points\x18\x0c \x01(\x11\x12\x12\n\nunit_value\x18\r \x01(\r\x12\r\n\x05units\x18\x0e \x01(\x12\"q\n\nSettlement\x12\x0f\n\x07ruleset\x18\x01 \x01(\t\x12*\n\x07players\x18\x02 \x03(\x0b\x32\x19.ofcpoker.v1.PlayerResult\x12&\n\x05pairs\x18\x03 \x03(\x0b\x32\x17.ofcpoker.v1.PairResultb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,20 +35,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_HAND']._serialized_start=98
   _globals['_HAND']._serialized_end=243
-  _globals['_PLAYERHAND']._serialized_start=245
-  _globals['_PLAYERHAND']._serialized_end=363
-  _globals['_PAIRUNITVALUE']._serialized_start=365
-  _globals['_PAIRUNITVALUE']._serialized_end=422
-  _globals['_ROYALTIES']._serialized_start=424
-  _globals['_ROYALTIES']._serialized_end=495
-  _globals['_FANTASYLANDOUTCOME']._serialized_start=497
-  _globals['_FANTASYLANDOUTCOME']._serialized_end=551
-  _globals['_BOARDASSESSMENT']._serialized_start=554
-  _globals['_BOARDASSESSMENT']._serialized_end=801
-  _globals['_PLAYERRESULT']._serialized_start=803
-  _globals['_PLAYERRESULT']._serialized_end=927
-  _globals['_PAIRRESULT']._serialized_start=930
-  _globals['_PAIRRESULT']._serialized_end=1173
-  _globals['_SETTLEMENT']._serialized_start=1175
-  _globals['_SETTLEMENT']._serialized_end=1288
+  _globals['_PLAYERHAND']._serialized_start=246
+  _globals['_PLAYERHAND']._serialized_end=391
+  _globals['_PAIRUNITVALUE']._serialized_start=393
+  _globals['_PAIRUNITVALUE']._serialized_end=450
+  _globals['_ROYALTIES']._serialized_start=452
+  _globals['_ROYALTIES']._serialized_end=523
+  _globals['_FANTASYLANDOUTCOME']._serialized_start=525
+  _globals['_FANTASYLANDOUTCOME']._serialized_end=579
+  _globals['_BOARDASSESSMENT']._serialized_start=582
+  _globals['_BOARDASSESSMENT']._serialized_end=829
+  _globals['_PLAYERRESULT']._serialized_start=831
+  _globals['_PLAYERRESULT']._serialized_end=955
+  _globals['_PAIRRESULT']._serialized_start=958
+  _globals['_PAIRRESULT']._serialized_end=1201
+  _globals['_SETTLEMENT']._serialized_start=1203
+  _globals['_SETTLEMENT']._serialized_end=1316
 # @@protoc_insertion_point(module_scope)

@@ -75,15 +75,25 @@ class PlayerHand(_message.Message):
     BOARD_FIELD_NUMBER: _builtins.int
     IN_FANTASYLAND_FIELD_NUMBER: _builtins.int
     FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
+    FANTASYLAND_CARDS_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """An optional label echoed in the results (0..64 characters); must be unique within the hand
     when set. Empty: the player is known by index only.
     """
     in_fantasyland: _builtins.bool
-    """True when this board was set in Fantasyland: the stay conditions apply instead of entry."""
+    """True when this board was set in Fantasyland: the stay conditions apply instead of entry.
+    The older form of fantasyland_cards: alone, it means the ruleset's smallest Fantasyland
+    hand (its base tier).
+    """
     fantasyland_streak: _builtins.int
-    """Fantasyland hands in a row, counting this one (used with in_fantasyland and a
-    max_consecutive_fantasylands cap); 0..1000. 0 with in_fantasyland means 1.
+    """Fantasyland hands in a row, counting this one (used in Fantasyland with a
+    max_consecutive_fantasylands cap); 0..1000. 0 in Fantasyland means 1.
+    """
+    fantasyland_cards: _builtins.int
+    """The tier the board was set in: the cards of the Fantasyland hand played, 13..17, whose
+    stay rule applies (RulesetParameters.fantasyland_tiers); 0: not in Fantasyland (or the
+    base tier with in_fantasyland). Nonzero means in Fantasyland, whatever in_fantasyland
+    says; other than 0 and 13..17 is INVALID_INPUT.
     """
     @_builtins.property
     def board(self) -> _cards_pb2.Board:
@@ -96,10 +106,11 @@ class PlayerHand(_message.Message):
         board: _cards_pb2.Board | None = ...,
         in_fantasyland: _builtins.bool = ...,
         fantasyland_streak: _builtins.int = ...,
+        fantasyland_cards: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["board", b"board"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "fantasyland_streak", b"fantasyland_streak", "in_fantasyland", b"in_fantasyland", "player_id", b"player_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "in_fantasyland", b"in_fantasyland", "player_id", b"player_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

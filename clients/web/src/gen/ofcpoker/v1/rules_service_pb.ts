@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ofcpoker/v1/rules_service.proto.
  */
 export const file_ofcpoker_v1_rules_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9vZmNwb2tlci92MS9ydWxlc19zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSJ1ChJFdmFsdWF0ZVJvd1JlcXVlc3QSDQoFY2FyZHMYASADKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24SKQoHcnVsZXNldBgDIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjIkwKE0V2YWx1YXRlUm93UmVzcG9uc2USJAoEaGFuZBgBIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRIPCgdyb3lhbHR5GAIgASgNIpgBChRWYWxpZGF0ZUJvYXJkUmVxdWVzdBIhCgVib2FyZBgBIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIaChJmYW50YXN5bGFuZF9zdHJlYWsYBCABKA0iSQoVVmFsaWRhdGVCb2FyZFJlc3BvbnNlEjAKCmFzc2Vzc21lbnQYASABKAsyHC5vZmNwb2tlci52MS5Cb2FyZEFzc2Vzc21lbnQiNAoRU2V0dGxlSGFuZFJlcXVlc3QSHwoEaGFuZBgBIAEoCzIRLm9mY3Bva2VyLnYxLkhhbmQiQQoSU2V0dGxlSGFuZFJlc3BvbnNlEisKCnNldHRsZW1lbnQYASABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50IjYKElNldHRsZUhhbmRzUmVxdWVzdBIgCgVoYW5kcxgBIAMoCzIRLm9mY3Bva2VyLnYxLkhhbmQicQoLSGFuZE91dGNvbWUSLQoKc2V0dGxlbWVudBgBIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRIABIpCgVlcnJvchgCIAEoCzIYLm9mY3Bva2VyLnYxLkVycm9yRGV0YWlsSABCCAoGcmVzdWx0IkAKE1NldHRsZUhhbmRzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLm9mY3Bva2VyLnYxLkhhbmRPdXRjb21lIkwKGFNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBIPCgdoYW5kX2lkGAEgASgJEh8KBGhhbmQYAiABKAsyES5vZmNwb2tlci52MS5IYW5kIlcKGVNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2USDwoHaGFuZF9pZBgBIAEoCRIpCgdvdXRjb21lGAIgASgLMhgub2ZjcG9rZXIudjEuSGFuZE91dGNvbWUiFAoSTGlzdFByZXNldHNSZXF1ZXN0IkYKE0xpc3RQcmVzZXRzUmVzcG9uc2USLwoHcHJlc2V0cxgBIAMoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzIkIKFVJlc29sdmVSdWxlc2V0UmVxdWVzdBIpCgdydWxlc2V0GAEgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMiSQoWUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRIvCgdydWxlc2V0GAEgASgLMh4ub2ZjcG9rZXIudjEuUnVsZXNldFBhcmFtZXRlcnMi2QEKF1NvbHZlRmFudGFzeWxhbmRSZXF1ZXN0Eg0KBWNhcmRzGAEgAygJEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIeChFmYW50YXN5bGFuZF92YWx1ZRgEIAEoDUgAiAEBEh8KEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDUgBiAEBQhQKEl9mYW50YXN5bGFuZF92YWx1ZUIVChNfZmFudGFzeWxhbmRfc3RyZWFrIo8BChhTb2x2ZUZhbnRhc3lsYW5kUmVzcG9uc2USIQoFYm9hcmQYASABKAsyEi5vZmNwb2tlci52MS5Cb2FyZBIQCghkaXNjYXJkcxgCIAMoCRIRCglyb3lhbHRpZXMYAyABKA0SGAoQZmFudGFzeWxhbmRfbmV4dBgEIAEoCBIRCglvYmplY3RpdmUYBSABKAUizgEKEURlcml2ZURlY2tSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASGgoQY2xpZW50X3NlZWRfdGV4dBgDIAEoCUgBEhsKEWNsaWVudF9zZWVkX2J5dGVzGAQgASgMSAESDQoFbm9uY2UYBSABKAQSGwoTaW5jbHVkZV9maXJzdF9ibG9jaxgGIAEoCEINCgtzZXJ2ZXJfc2VlZEINCgtjbGllbnRfc2VlZCJiChJEZXJpdmVEZWNrUmVzcG9uc2USEQoJYWxnb3JpdGhtGAEgASgJEhIKCmNvbW1pdG1lbnQYAiABKAkSDAoEZGVjaxgDIAMoCRIXCg9maXJzdF9ibG9ja19oZXgYBCABKAkidAoXVmVyaWZ5Q29tbWl0bWVudFJlcXVlc3QSGQoPc2VydmVyX3NlZWRfaGV4GAEgASgJSAASGwoRc2VydmVyX3NlZWRfYnl0ZXMYAiABKAxIABISCgpjb21taXRtZW50GAMgASgJQg0KC3NlcnZlcl9zZWVkIkYKGFZlcmlmeUNvbW1pdG1lbnRSZXNwb25zZRINCgV2YWxpZBgBIAEoCBIbChNjb21wdXRlZF9jb21taXRtZW50GAIgASgJInoKGFZlcmlmeUhhbmRIaXN0b3J5UmVxdWVzdBIUCgxoaXN0b3J5X2pzb24YASABKAkSMgoQZXhwZWN0ZWRfcnVsZXNldBgCIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjEhQKDGNoZWNrX3BvbGljeRgDIAEoCCJFChJIaXN0b3J5RGlzY3JlcGFuY3kSDAoEY29kZRgBIAEoCRIQCghsb2NhdGlvbhgCIAEoCRIPCgdtZXNzYWdlGAMgASgJImwKGVZlcmlmeUhhbmRIaXN0b3J5UmVzcG9uc2USCgoCb2sYASABKAgSNAoLZGlzY3JlcGFuY3kYAiABKAsyHy5vZmNwb2tlci52MS5IaXN0b3J5RGlzY3JlcGFuY3kSDQoFbm90ZXMYAyADKAkixAEKElZlcmlmeU1hdGNoUmVxdWVzdBIVCg1oaXN0b3J5X2pzb25zGAEgAygJEjIKC3NldHRsZW1lbnRzGAIgAygLMh0ub2ZjcG9rZXIudjEuU2V0dGxlbWVudFJlY29yZBIZChFjaGVja19zZXR0bGVtZW50cxgDIAEoCBIyChBleHBlY3RlZF9ydWxlc2V0GAQgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMSFAoMY2hlY2tfcG9saWN5GAUgASgIImgKEE1hdGNoRGlzY3JlcGFuY3kSDAoEY29kZRgBIAEoCRIOCgZzb3VyY2UYAiABKAkSEwoLaGFuZF9udW1iZXIYAyABKAQSEAoIbG9jYXRpb24YBCABKAkSDwoHbWVzc2FnZRgFIAEoCSJ+ChNWZXJpZnlNYXRjaFJlc3BvbnNlEgoKAm9rGAEgASgIEhYKDmhhbmRzX3ZlcmlmaWVkGAIgASgNEjQKDWRpc2NyZXBhbmNpZXMYAyADKAsyHS5vZmNwb2tlci52MS5NYXRjaERpc2NyZXBhbmN5Eg0KBW5vdGVzGAQgAygJMrUICgxSdWxlc1NlcnZpY2USUAoLRXZhbHVhdGVSb3cSHy5vZmNwb2tlci52MS5FdmFsdWF0ZVJvd1JlcXVlc3QaIC5vZmNwb2tlci52MS5FdmFsdWF0ZVJvd1Jlc3BvbnNlElYKDVZhbGlkYXRlQm9hcmQSIS5vZmNwb2tlci52MS5WYWxpZGF0ZUJvYXJkUmVxdWVzdBoiLm9mY3Bva2VyLnYxLlZhbGlkYXRlQm9hcmRSZXNwb25zZRJNCgpTZXR0bGVIYW5kEh4ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZFJlcXVlc3QaHy5vZmNwb2tlci52MS5TZXR0bGVIYW5kUmVzcG9uc2USUAoLU2V0dGxlSGFuZHMSHy5vZmNwb2tlci52MS5TZXR0bGVIYW5kc1JlcXVlc3QaIC5vZmNwb2tlci52MS5TZXR0bGVIYW5kc1Jlc3BvbnNlEmYKEVNldHRsZUhhbmRzU3RyZWFtEiUub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNTdHJlYW1SZXF1ZXN0GiYub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNTdHJlYW1SZXNwb25zZSgBMAESUAoLTGlzdFByZXNldHMSHy5vZmNwb2tlci52MS5MaXN0UHJlc2V0c1JlcXVlc3QaIC5vZmNwb2tlci52MS5MaXN0UHJlc2V0c1Jlc3BvbnNlElkKDlJlc29sdmVSdWxlc2V0EiIub2ZjcG9rZXIudjEuUmVzb2x2ZVJ1bGVzZXRSZXF1ZXN0GiMub2ZjcG9rZXIudjEuUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRJfChBTb2x2ZUZhbnRhc3lsYW5kEiQub2ZjcG9rZXIudjEuU29sdmVGYW50YXN5bGFuZFJlcXVlc3QaJS5vZmNwb2tlci52MS5Tb2x2ZUZhbnRhc3lsYW5kUmVzcG9uc2USTQoKRGVyaXZlRGVjaxIeLm9mY3Bva2VyLnYxLkRlcml2ZURlY2tSZXF1ZXN0Gh8ub2ZjcG9rZXIudjEuRGVyaXZlRGVja1Jlc3BvbnNlEl8KEFZlcmlmeUNvbW1pdG1lbnQSJC5vZmNwb2tlci52MS5WZXJpZnlDb21taXRtZW50UmVxdWVzdBolLm9mY3Bva2VyLnYxLlZlcmlmeUNvbW1pdG1lbnRSZXNwb25zZRJiChFWZXJpZnlIYW5kSGlzdG9yeRIlLm9mY3Bva2VyLnYxLlZlcmlmeUhhbmRIaXN0b3J5UmVxdWVzdBomLm9mY3Bva2VyLnYxLlZlcmlmeUhhbmRIaXN0b3J5UmVzcG9uc2USUAoLVmVyaWZ5TWF0Y2gSHy5vZmNwb2tlci52MS5WZXJpZnlNYXRjaFJlcXVlc3QaIC5vZmNwb2tlci52MS5WZXJpZnlNYXRjaFJlc3BvbnNlYgZwcm90bzM", [file_ofcpoker_v1_cards, file_ofcpoker_v1_errors, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement, file_ofcpoker_v1_settlement_feed]);
+  fileDesc("Ch9vZmNwb2tlci92MS9ydWxlc19zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSJ1ChJFdmFsdWF0ZVJvd1JlcXVlc3QSDQoFY2FyZHMYASADKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24SKQoHcnVsZXNldBgDIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjIkwKE0V2YWx1YXRlUm93UmVzcG9uc2USJAoEaGFuZBgBIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRIPCgdyb3lhbHR5GAIgASgNIrMBChRWYWxpZGF0ZUJvYXJkUmVxdWVzdBIhCgVib2FyZBgBIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIaChJmYW50YXN5bGFuZF9zdHJlYWsYBCABKA0SGQoRZmFudGFzeWxhbmRfY2FyZHMYBSABKA0iSQoVVmFsaWRhdGVCb2FyZFJlc3BvbnNlEjAKCmFzc2Vzc21lbnQYASABKAsyHC5vZmNwb2tlci52MS5Cb2FyZEFzc2Vzc21lbnQiNAoRU2V0dGxlSGFuZFJlcXVlc3QSHwoEaGFuZBgBIAEoCzIRLm9mY3Bva2VyLnYxLkhhbmQiQQoSU2V0dGxlSGFuZFJlc3BvbnNlEisKCnNldHRsZW1lbnQYASABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50IjYKElNldHRsZUhhbmRzUmVxdWVzdBIgCgVoYW5kcxgBIAMoCzIRLm9mY3Bva2VyLnYxLkhhbmQicQoLSGFuZE91dGNvbWUSLQoKc2V0dGxlbWVudBgBIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRIABIpCgVlcnJvchgCIAEoCzIYLm9mY3Bva2VyLnYxLkVycm9yRGV0YWlsSABCCAoGcmVzdWx0IkAKE1NldHRsZUhhbmRzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLm9mY3Bva2VyLnYxLkhhbmRPdXRjb21lIkwKGFNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBIPCgdoYW5kX2lkGAEgASgJEh8KBGhhbmQYAiABKAsyES5vZmNwb2tlci52MS5IYW5kIlcKGVNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2USDwoHaGFuZF9pZBgBIAEoCRIpCgdvdXRjb21lGAIgASgLMhgub2ZjcG9rZXIudjEuSGFuZE91dGNvbWUiFAoSTGlzdFByZXNldHNSZXF1ZXN0IkYKE0xpc3RQcmVzZXRzUmVzcG9uc2USLwoHcHJlc2V0cxgBIAMoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzIkIKFVJlc29sdmVSdWxlc2V0UmVxdWVzdBIpCgdydWxlc2V0GAEgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMiSQoWUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRIvCgdydWxlc2V0GAEgASgLMh4ub2ZjcG9rZXIudjEuUnVsZXNldFBhcmFtZXRlcnMilAIKF1NvbHZlRmFudGFzeWxhbmRSZXF1ZXN0Eg0KBWNhcmRzGAEgAygJEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIeChFmYW50YXN5bGFuZF92YWx1ZRgEIAEoDUgAiAEBEh8KEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDUgBiAEBEjkKEmZhbnRhc3lsYW5kX3ZhbHVlcxgGIAMoCzIdLm9mY3Bva2VyLnYxLkZhbnRhc3lsYW5kVmFsdWVCFAoSX2ZhbnRhc3lsYW5kX3ZhbHVlQhUKE19mYW50YXN5bGFuZF9zdHJlYWsiMAoQRmFudGFzeWxhbmRWYWx1ZRINCgVjYXJkcxgBIAEoDRINCgV2YWx1ZRgCIAEoDSKvAQoYU29sdmVGYW50YXN5bGFuZFJlc3BvbnNlEiEKBWJvYXJkGAEgASgLMhIub2ZjcG9rZXIudjEuQm9hcmQSEAoIZGlzY2FyZHMYAiADKAkSEQoJcm95YWx0aWVzGAMgASgNEhgKEGZhbnRhc3lsYW5kX25leHQYBCABKAgSEQoJb2JqZWN0aXZlGAUgASgFEh4KFmZhbnRhc3lsYW5kX25leHRfY2FyZHMYBiABKA0izgEKEURlcml2ZURlY2tSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASGgoQY2xpZW50X3NlZWRfdGV4dBgDIAEoCUgBEhsKEWNsaWVudF9zZWVkX2J5dGVzGAQgASgMSAESDQoFbm9uY2UYBSABKAQSGwoTaW5jbHVkZV9maXJzdF9ibG9jaxgGIAEoCEINCgtzZXJ2ZXJfc2VlZEINCgtjbGllbnRfc2VlZCJiChJEZXJpdmVEZWNrUmVzcG9uc2USEQoJYWxnb3JpdGhtGAEgASgJEhIKCmNvbW1pdG1lbnQYAiABKAkSDAoEZGVjaxgDIAMoCRIXCg9maXJzdF9ibG9ja19oZXgYBCABKAkidAoXVmVyaWZ5Q29tbWl0bWVudFJlcXVlc3QSGQoPc2VydmVyX3NlZWRfaGV4GAEgASgJSAASGwoRc2VydmVyX3NlZWRfYnl0ZXMYAiABKAxIABISCgpjb21taXRtZW50GAMgASgJQg0KC3NlcnZlcl9zZWVkIkYKGFZlcmlmeUNvbW1pdG1lbnRSZXNwb25zZRINCgV2YWxpZBgBIAEoCBIbChNjb21wdXRlZF9jb21taXRtZW50GAIgASgJInoKGFZlcmlmeUhhbmRIaXN0b3J5UmVxdWVzdBIUCgxoaXN0b3J5X2pzb24YASABKAkSMgoQZXhwZWN0ZWRfcnVsZXNldBgCIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjEhQKDGNoZWNrX3BvbGljeRgDIAEoCCJFChJIaXN0b3J5RGlzY3JlcGFuY3kSDAoEY29kZRgBIAEoCRIQCghsb2NhdGlvbhgCIAEoCRIPCgdtZXNzYWdlGAMgASgJImwKGVZlcmlmeUhhbmRIaXN0b3J5UmVzcG9uc2USCgoCb2sYASABKAgSNAoLZGlzY3JlcGFuY3kYAiABKAsyHy5vZmNwb2tlci52MS5IaXN0b3J5RGlzY3JlcGFuY3kSDQoFbm90ZXMYAyADKAkixAEKElZlcmlmeU1hdGNoUmVxdWVzdBIVCg1oaXN0b3J5X2pzb25zGAEgAygJEjIKC3NldHRsZW1lbnRzGAIgAygLMh0ub2ZjcG9rZXIudjEuU2V0dGxlbWVudFJlY29yZBIZChFjaGVja19zZXR0bGVtZW50cxgDIAEoCBIyChBleHBlY3RlZF9ydWxlc2V0GAQgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMSFAoMY2hlY2tfcG9saWN5GAUgASgIImgKEE1hdGNoRGlzY3JlcGFuY3kSDAoEY29kZRgBIAEoCRIOCgZzb3VyY2UYAiABKAkSEwoLaGFuZF9udW1iZXIYAyABKAQSEAoIbG9jYXRpb24YBCABKAkSDwoHbWVzc2FnZRgFIAEoCSJ+ChNWZXJpZnlNYXRjaFJlc3BvbnNlEgoKAm9rGAEgASgIEhYKDmhhbmRzX3ZlcmlmaWVkGAIgASgNEjQKDWRpc2NyZXBhbmNpZXMYAyADKAsyHS5vZmNwb2tlci52MS5NYXRjaERpc2NyZXBhbmN5Eg0KBW5vdGVzGAQgAygJMrUICgxSdWxlc1NlcnZpY2USUAoLRXZhbHVhdGVSb3cSHy5vZmNwb2tlci52MS5FdmFsdWF0ZVJvd1JlcXVlc3QaIC5vZmNwb2tlci52MS5FdmFsdWF0ZVJvd1Jlc3BvbnNlElYKDVZhbGlkYXRlQm9hcmQSIS5vZmNwb2tlci52MS5WYWxpZGF0ZUJvYXJkUmVxdWVzdBoiLm9mY3Bva2VyLnYxLlZhbGlkYXRlQm9hcmRSZXNwb25zZRJNCgpTZXR0bGVIYW5kEh4ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZFJlcXVlc3QaHy5vZmNwb2tlci52MS5TZXR0bGVIYW5kUmVzcG9uc2USUAoLU2V0dGxlSGFuZHMSHy5vZmNwb2tlci52MS5TZXR0bGVIYW5kc1JlcXVlc3QaIC5vZmNwb2tlci52MS5TZXR0bGVIYW5kc1Jlc3BvbnNlEmYKEVNldHRsZUhhbmRzU3RyZWFtEiUub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNTdHJlYW1SZXF1ZXN0GiYub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNTdHJlYW1SZXNwb25zZSgBMAESUAoLTGlzdFByZXNldHMSHy5vZmNwb2tlci52MS5MaXN0UHJlc2V0c1JlcXVlc3QaIC5vZmNwb2tlci52MS5MaXN0UHJlc2V0c1Jlc3BvbnNlElkKDlJlc29sdmVSdWxlc2V0EiIub2ZjcG9rZXIudjEuUmVzb2x2ZVJ1bGVzZXRSZXF1ZXN0GiMub2ZjcG9rZXIudjEuUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRJfChBTb2x2ZUZhbnRhc3lsYW5kEiQub2ZjcG9rZXIudjEuU29sdmVGYW50YXN5bGFuZFJlcXVlc3QaJS5vZmNwb2tlci52MS5Tb2x2ZUZhbnRhc3lsYW5kUmVzcG9uc2USTQoKRGVyaXZlRGVjaxIeLm9mY3Bva2VyLnYxLkRlcml2ZURlY2tSZXF1ZXN0Gh8ub2ZjcG9rZXIudjEuRGVyaXZlRGVja1Jlc3BvbnNlEl8KEFZlcmlmeUNvbW1pdG1lbnQSJC5vZmNwb2tlci52MS5WZXJpZnlDb21taXRtZW50UmVxdWVzdBolLm9mY3Bva2VyLnYxLlZlcmlmeUNvbW1pdG1lbnRSZXNwb25zZRJiChFWZXJpZnlIYW5kSGlzdG9yeRIlLm9mY3Bva2VyLnYxLlZlcmlmeUhhbmRIaXN0b3J5UmVxdWVzdBomLm9mY3Bva2VyLnYxLlZlcmlmeUhhbmRIaXN0b3J5UmVzcG9uc2USUAoLVmVyaWZ5TWF0Y2gSHy5vZmNwb2tlci52MS5WZXJpZnlNYXRjaFJlcXVlc3QaIC5vZmNwb2tlci52MS5WZXJpZnlNYXRjaFJlc3BvbnNlYgZwcm90bzM", [file_ofcpoker_v1_cards, file_ofcpoker_v1_errors, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement, file_ofcpoker_v1_settlement_feed]);
 
 /**
  * EvaluateRow input.
@@ -108,18 +108,29 @@ export type ValidateBoardRequest = Message<"ofcpoker.v1.ValidateBoardRequest"> &
   ruleset?: RulesetSpec | undefined;
 
   /**
-   * True when the board was set in Fantasyland (stay conditions apply instead of entry).
+   * True when the board was set in Fantasyland (stay conditions apply instead of entry); the
+   * older form of fantasyland_cards: alone, the ruleset's smallest Fantasyland hand.
    *
    * @generated from field: bool in_fantasyland = 3;
    */
   inFantasyland: boolean;
 
   /**
-   * Fantasyland hands in a row counting this one, 0..1000 (0 with in_fantasyland means 1).
+   * Fantasyland hands in a row counting this one, 0..1000 (0 in Fantasyland means 1).
    *
    * @generated from field: uint32 fantasyland_streak = 4;
    */
   fantasylandStreak: number;
+
+  /**
+   * The tier the board was set in: the cards of the Fantasyland hand played, 13..17 (its
+   * stay rule applies); 0: not in Fantasyland, or the base tier with in_fantasyland.
+   * Nonzero means in Fantasyland, whatever in_fantasyland says; other than 0 and 13..17 is
+   * INVALID_INPUT.
+   *
+   * @generated from field: uint32 fantasyland_cards = 5;
+   */
+  fantasylandCards: number;
 };
 
 /**
@@ -426,8 +437,9 @@ export type SolveFantasylandRequest = Message<"ofcpoker.v1.SolveFantasylandReque
   ruleset?: RulesetSpec | undefined;
 
   /**
-   * True when the player is in Fantasyland now: the ruleset's stay rule decides whether the
-   * board qualifies for Fantasyland next hand. False: its entry rule decides.
+   * True when the player is in Fantasyland now, in the tier of len(cards) cards: that tier's
+   * stay rule decides whether the board qualifies for Fantasyland next hand. False: the
+   * entry rule decides.
    *
    * @generated from field: bool in_fantasyland = 3;
    */
@@ -449,6 +461,15 @@ export type SolveFantasylandRequest = Message<"ofcpoker.v1.SolveFantasylandReque
    * @generated from field: optional uint32 fantasyland_streak = 5;
    */
   fantasylandStreak?: number | undefined;
+
+  /**
+   * What a next Fantasyland hand of a given size is worth, when sizes differ in value (e.g.
+   * a progressive ruleset's 16 cards worth more than 14); sizes not listed are worth
+   * fantasyland_value. At most one entry per size (13..17); values 0..10000.
+   *
+   * @generated from field: repeated ofcpoker.v1.FantasylandValue fantasyland_values = 6;
+   */
+  fantasylandValues: FantasylandValue[];
 };
 
 /**
@@ -457,6 +478,34 @@ export type SolveFantasylandRequest = Message<"ofcpoker.v1.SolveFantasylandReque
  */
 export const SolveFantasylandRequestSchema: GenMessage<SolveFantasylandRequest> = /*@__PURE__*/
   messageDesc(file_ofcpoker_v1_rules_service, 15);
+
+/**
+ * The value the solver's objective gives a next Fantasyland hand of `cards` cards.
+ *
+ * @generated from message ofcpoker.v1.FantasylandValue
+ */
+export type FantasylandValue = Message<"ofcpoker.v1.FantasylandValue"> & {
+  /**
+   * The size of the next Fantasyland hand, 13..17 cards.
+   *
+   * @generated from field: uint32 cards = 1;
+   */
+  cards: number;
+
+  /**
+   * Points, 0..10000.
+   *
+   * @generated from field: uint32 value = 2;
+   */
+  value: number;
+};
+
+/**
+ * Describes the message ofcpoker.v1.FantasylandValue.
+ * Use `create(FantasylandValueSchema)` to create a new message.
+ */
+export const FantasylandValueSchema: GenMessage<FantasylandValue> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 16);
 
 /**
  * SolveFantasyland result.
@@ -494,11 +543,20 @@ export type SolveFantasylandResponse = Message<"ofcpoker.v1.SolveFantasylandResp
   fantasylandNext: boolean;
 
   /**
-   * The maximised value: royalties, plus fantasyland_value when fantasyland_next.
+   * The maximised value: royalties, plus the value of the next Fantasyland hand (by its
+   * size: fantasyland_values, else fantasyland_value) when fantasyland_next.
    *
    * @generated from field: int32 objective = 5;
    */
   objective: number;
+
+  /**
+   * Cards of the Fantasyland hand the board earns next (the stay's or the entry's), 13..17;
+   * 0 when fantasyland_next is false.
+   *
+   * @generated from field: uint32 fantasyland_next_cards = 6;
+   */
+  fantasylandNextCards: number;
 };
 
 /**
@@ -506,7 +564,7 @@ export type SolveFantasylandResponse = Message<"ofcpoker.v1.SolveFantasylandResp
  * Use `create(SolveFantasylandResponseSchema)` to create a new message.
  */
 export const SolveFantasylandResponseSchema: GenMessage<SolveFantasylandResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 16);
+  messageDesc(file_ofcpoker_v1_rules_service, 17);
 
 /**
  * DeriveDeck input.
@@ -582,7 +640,7 @@ export type DeriveDeckRequest = Message<"ofcpoker.v1.DeriveDeckRequest"> & {
  * Use `create(DeriveDeckRequestSchema)` to create a new message.
  */
 export const DeriveDeckRequestSchema: GenMessage<DeriveDeckRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 17);
+  messageDesc(file_ofcpoker_v1_rules_service, 18);
 
 /**
  * DeriveDeck result.
@@ -624,7 +682,7 @@ export type DeriveDeckResponse = Message<"ofcpoker.v1.DeriveDeckResponse"> & {
  * Use `create(DeriveDeckResponseSchema)` to create a new message.
  */
 export const DeriveDeckResponseSchema: GenMessage<DeriveDeckResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 18);
+  messageDesc(file_ofcpoker_v1_rules_service, 19);
 
 /**
  * VerifyCommitment input.
@@ -668,7 +726,7 @@ export type VerifyCommitmentRequest = Message<"ofcpoker.v1.VerifyCommitmentReque
  * Use `create(VerifyCommitmentRequestSchema)` to create a new message.
  */
 export const VerifyCommitmentRequestSchema: GenMessage<VerifyCommitmentRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 19);
+  messageDesc(file_ofcpoker_v1_rules_service, 20);
 
 /**
  * VerifyCommitment result.
@@ -696,7 +754,7 @@ export type VerifyCommitmentResponse = Message<"ofcpoker.v1.VerifyCommitmentResp
  * Use `create(VerifyCommitmentResponseSchema)` to create a new message.
  */
 export const VerifyCommitmentResponseSchema: GenMessage<VerifyCommitmentResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 20);
+  messageDesc(file_ofcpoker_v1_rules_service, 21);
 
 /**
  * VerifyHandHistory input.
@@ -735,7 +793,7 @@ export type VerifyHandHistoryRequest = Message<"ofcpoker.v1.VerifyHandHistoryReq
  * Use `create(VerifyHandHistoryRequestSchema)` to create a new message.
  */
 export const VerifyHandHistoryRequestSchema: GenMessage<VerifyHandHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 21);
+  messageDesc(file_ofcpoker_v1_rules_service, 22);
 
 /**
  * The first check a hand history fails.
@@ -775,7 +833,7 @@ export type HistoryDiscrepancy = Message<"ofcpoker.v1.HistoryDiscrepancy"> & {
  * Use `create(HistoryDiscrepancySchema)` to create a new message.
  */
 export const HistoryDiscrepancySchema: GenMessage<HistoryDiscrepancy> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 22);
+  messageDesc(file_ofcpoker_v1_rules_service, 23);
 
 /**
  * VerifyHandHistory result.
@@ -811,7 +869,7 @@ export type VerifyHandHistoryResponse = Message<"ofcpoker.v1.VerifyHandHistoryRe
  * Use `create(VerifyHandHistoryResponseSchema)` to create a new message.
  */
 export const VerifyHandHistoryResponseSchema: GenMessage<VerifyHandHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 23);
+  messageDesc(file_ofcpoker_v1_rules_service, 24);
 
 /**
  * VerifyMatch input.
@@ -863,7 +921,7 @@ export type VerifyMatchRequest = Message<"ofcpoker.v1.VerifyMatchRequest"> & {
  * Use `create(VerifyMatchRequestSchema)` to create a new message.
  */
 export const VerifyMatchRequestSchema: GenMessage<VerifyMatchRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 24);
+  messageDesc(file_ofcpoker_v1_rules_service, 25);
 
 /**
  * One discrepancy of a match.
@@ -916,7 +974,7 @@ export type MatchDiscrepancy = Message<"ofcpoker.v1.MatchDiscrepancy"> & {
  * Use `create(MatchDiscrepancySchema)` to create a new message.
  */
 export const MatchDiscrepancySchema: GenMessage<MatchDiscrepancy> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 25);
+  messageDesc(file_ofcpoker_v1_rules_service, 26);
 
 /**
  * VerifyMatch result.
@@ -958,7 +1016,7 @@ export type VerifyMatchResponse = Message<"ofcpoker.v1.VerifyMatchResponse"> & {
  * Use `create(VerifyMatchResponseSchema)` to create a new message.
  */
 export const VerifyMatchResponseSchema: GenMessage<VerifyMatchResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 26);
+  messageDesc(file_ofcpoker_v1_rules_service, 27);
 
 /**
  * The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,

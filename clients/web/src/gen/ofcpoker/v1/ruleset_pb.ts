@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ofcpoker/v1/ruleset.proto.
  */
 export const file_ofcpoker_v1_ruleset: GenFile = /*@__PURE__*/
-  fileDesc("ChlvZmNwb2tlci92MS9ydWxlc2V0LnByb3RvEgtvZmNwb2tlci52MSJPCgtSdWxlc2V0U3BlYxIOCgZwcmVzZXQYASABKAkSMAoJb3ZlcnJpZGVzGAIgASgLMh0ub2ZjcG9rZXIudjEuUnVsZXNldE92ZXJyaWRlcyLxBgoQUnVsZXNldE92ZXJyaWRlcxIRCgRuYW1lGAEgASgJSAKIAQESKAoHc3RyZWV0cxgCIAEoCzIXLm9mY3Bva2VyLnYxLlN0cmVldExpc3QSGAoLbWluX3BsYXllcnMYAyABKA1IA4gBARIYCgttYXhfcGxheWVycxgEIAEoDUgEiAEBEhcKDXJveWFsdHlfdGFibGUYBSABKAlIABIuCglyb3lhbHRpZXMYBiABKAsyGS5vZmNwb2tlci52MS5Sb3lhbHR5VGFibGVIABIYCg5zY29yaW5nX3NjaGVtZRgHIAEoCUgBEi0KB3Njb3JpbmcYCCABKAsyGi5vZmNwb2tlci52MS5TY29yaW5nU2NoZW1lSAESKQoccm95YWx0aWVzX3RvX3Jvd193aW5uZXJfb25seRgJIAEoCEgFiAEBEhcKCnVuaXRfdmFsdWUYCiABKA1IBogBARIVCghsb3NzX2NhcBgLIAEoDUgHiAEBEjwKEWZhbnRhc3lsYW5kX2VudHJ5GAwgASgLMiEub2ZjcG9rZXIudjEuRmFudGFzeWxhbmRFbnRyeUxpc3QSNwoPc3RheV9jb25kaXRpb25zGA0gASgLMh4ub2ZjcG9rZXIudjEuU3RheUNvbmRpdGlvbkxpc3QSIQoUc3RheV9taW5fcm93X3JveWFsdHkYDiABKA1ICIgBARIXCgpzdGF5X2NhcmRzGA8gASgNSAmIAQESKQocbWF4X2NvbnNlY3V0aXZlX2ZhbnRhc3lsYW5kcxgQIAEoDUgKiAEBEigKG2J1dHRvbl9tb3Zlc19pbl9mYW50YXN5bGFuZBgRIAEoCEgLiAEBQhQKEnJveWFsdGllc19vdmVycmlkZUISChBzY29yaW5nX292ZXJyaWRlQgcKBV9uYW1lQg4KDF9taW5fcGxheWVyc0IOCgxfbWF4X3BsYXllcnNCHwodX3JveWFsdGllc190b19yb3dfd2lubmVyX29ubHlCDQoLX3VuaXRfdmFsdWVCCwoJX2xvc3NfY2FwQhcKFV9zdGF5X21pbl9yb3dfcm95YWx0eUINCgtfc3RheV9jYXJkc0IfCh1fbWF4X2NvbnNlY3V0aXZlX2ZhbnRhc3lsYW5kc0IeChxfYnV0dG9uX21vdmVzX2luX2ZhbnRhc3lsYW5kIpwEChFSdWxlc2V0UGFyYW1ldGVycxIMCgRuYW1lGAEgASgJEiQKB3N0cmVldHMYAiADKAsyEy5vZmNwb2tlci52MS5TdHJlZXQSEwoLbWluX3BsYXllcnMYAyABKA0SEwoLbWF4X3BsYXllcnMYBCABKA0SLAoJcm95YWx0aWVzGAUgASgLMhkub2ZjcG9rZXIudjEuUm95YWx0eVRhYmxlEisKB3Njb3JpbmcYBiABKAsyGi5vZmNwb2tlci52MS5TY29yaW5nU2NoZW1lEiQKHHJveWFsdGllc190b19yb3dfd2lubmVyX29ubHkYByABKAgSEgoKdW5pdF92YWx1ZRgIIAEoDRIQCghsb3NzX2NhcBgJIAEoDRI4ChFmYW50YXN5bGFuZF9lbnRyeRgKIAMoCzIdLm9mY3Bva2VyLnYxLkZhbnRhc3lsYW5kRW50cnkSMwoPc3RheV9jb25kaXRpb25zGAsgAygLMhoub2ZjcG9rZXIudjEuU3RheUNvbmRpdGlvbhIcChRzdGF5X21pbl9yb3dfcm95YWx0eRgMIAEoDRISCgpzdGF5X2NhcmRzGA0gASgNEiQKHG1heF9jb25zZWN1dGl2ZV9mYW50YXN5bGFuZHMYDiABKA0SIwobYnV0dG9uX21vdmVzX2luX2ZhbnRhc3lsYW5kGA8gASgIEhYKDmNhcmRzX3Blcl9oYW5kGBAgASgNIiUKBlN0cmVldBIMCgRkZWFsGAEgASgNEg0KBXBsYWNlGAIgASgNIjIKClN0cmVldExpc3QSJAoHc3RyZWV0cxgBIAMoCzITLm9mY3Bva2VyLnYxLlN0cmVldCLNAQoMUm95YWx0eVRhYmxlEgwKBG5hbWUYASABKAkSKwoGYm90dG9tGAIgAygLMhsub2ZjcG9rZXIudjEuQ2F0ZWdvcnlQb2ludHMSKwoGbWlkZGxlGAMgAygLMhsub2ZjcG9rZXIudjEuQ2F0ZWdvcnlQb2ludHMSKQoIdG9wX3BhaXIYBCADKAsyFy5vZmNwb2tlci52MS5SYW5rUG9pbnRzEioKCXRvcF90cmlwcxgFIAMoCzIXLm9mY3Bva2VyLnYxLlJhbmtQb2ludHMiTQoOQ2F0ZWdvcnlQb2ludHMSKwoIY2F0ZWdvcnkYASABKA4yGS5vZmNwb2tlci52MS5IYW5kQ2F0ZWdvcnkSDgoGcG9pbnRzGAIgASgNIioKClJhbmtQb2ludHMSDAoEcmFuaxgBIAEoCRIOCgZwb2ludHMYAiABKA0iXQoNU2NvcmluZ1NjaGVtZRIMCgRuYW1lGAEgASgJEhEKCXJvd192YWx1ZRgCIAEoDRITCgtzY29vcF9ib251cxgDIAEoDRIWCg5tYWpvcml0eV92YWx1ZRgEIAEoDSJgChBGYW50YXN5bGFuZEVudHJ5EisKCGNhdGVnb3J5GAEgASgOMhkub2ZjcG9rZXIudjEuSGFuZENhdGVnb3J5EhAKCG1pbl9yYW5rGAIgASgJEg0KBWNhcmRzGAMgASgNIkYKFEZhbnRhc3lsYW5kRW50cnlMaXN0Ei4KB2VudHJpZXMYASADKAsyHS5vZmNwb2tlci52MS5GYW50YXN5bGFuZEVudHJ5ImMKDVN0YXlDb25kaXRpb24SJQoDcm93GAEgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24SKwoIY2F0ZWdvcnkYAiABKA4yGS5vZmNwb2tlci52MS5IYW5kQ2F0ZWdvcnkiQwoRU3RheUNvbmRpdGlvbkxpc3QSLgoKY29uZGl0aW9ucxgBIAMoCzIaLm9mY3Bva2VyLnYxLlN0YXlDb25kaXRpb25iBnByb3RvMw", [file_ofcpoker_v1_cards]);
+  fileDesc("ChlvZmNwb2tlci92MS9ydWxlc2V0LnByb3RvEgtvZmNwb2tlci52MSJPCgtSdWxlc2V0U3BlYxIOCgZwcmVzZXQYASABKAkSMAoJb3ZlcnJpZGVzGAIgASgLMh0ub2ZjcG9rZXIudjEuUnVsZXNldE92ZXJyaWRlcyKuBwoQUnVsZXNldE92ZXJyaWRlcxIRCgRuYW1lGAEgASgJSAKIAQESKAoHc3RyZWV0cxgCIAEoCzIXLm9mY3Bva2VyLnYxLlN0cmVldExpc3QSGAoLbWluX3BsYXllcnMYAyABKA1IA4gBARIYCgttYXhfcGxheWVycxgEIAEoDUgEiAEBEhcKDXJveWFsdHlfdGFibGUYBSABKAlIABIuCglyb3lhbHRpZXMYBiABKAsyGS5vZmNwb2tlci52MS5Sb3lhbHR5VGFibGVIABIYCg5zY29yaW5nX3NjaGVtZRgHIAEoCUgBEi0KB3Njb3JpbmcYCCABKAsyGi5vZmNwb2tlci52MS5TY29yaW5nU2NoZW1lSAESKQoccm95YWx0aWVzX3RvX3Jvd193aW5uZXJfb25seRgJIAEoCEgFiAEBEhcKCnVuaXRfdmFsdWUYCiABKA1IBogBARIVCghsb3NzX2NhcBgLIAEoDUgHiAEBEjwKEWZhbnRhc3lsYW5kX2VudHJ5GAwgASgLMiEub2ZjcG9rZXIudjEuRmFudGFzeWxhbmRFbnRyeUxpc3QSNwoPc3RheV9jb25kaXRpb25zGA0gASgLMh4ub2ZjcG9rZXIudjEuU3RheUNvbmRpdGlvbkxpc3QSIQoUc3RheV9taW5fcm93X3JveWFsdHkYDiABKA1ICIgBARIXCgpzdGF5X2NhcmRzGA8gASgNSAmIAQESKQocbWF4X2NvbnNlY3V0aXZlX2ZhbnRhc3lsYW5kcxgQIAEoDUgKiAEBEigKG2J1dHRvbl9tb3Zlc19pbl9mYW50YXN5bGFuZBgRIAEoCEgLiAEBEjsKEWZhbnRhc3lsYW5kX3RpZXJzGBIgASgLMiAub2ZjcG9rZXIudjEuRmFudGFzeWxhbmRUaWVyTGlzdEIUChJyb3lhbHRpZXNfb3ZlcnJpZGVCEgoQc2NvcmluZ19vdmVycmlkZUIHCgVfbmFtZUIOCgxfbWluX3BsYXllcnNCDgoMX21heF9wbGF5ZXJzQh8KHV9yb3lhbHRpZXNfdG9fcm93X3dpbm5lcl9vbmx5Qg0KC191bml0X3ZhbHVlQgsKCV9sb3NzX2NhcEIXChVfc3RheV9taW5fcm93X3JveWFsdHlCDQoLX3N0YXlfY2FyZHNCHwodX21heF9jb25zZWN1dGl2ZV9mYW50YXN5bGFuZHNCHgocX2J1dHRvbl9tb3Zlc19pbl9mYW50YXN5bGFuZCLVBAoRUnVsZXNldFBhcmFtZXRlcnMSDAoEbmFtZRgBIAEoCRIkCgdzdHJlZXRzGAIgAygLMhMub2ZjcG9rZXIudjEuU3RyZWV0EhMKC21pbl9wbGF5ZXJzGAMgASgNEhMKC21heF9wbGF5ZXJzGAQgASgNEiwKCXJveWFsdGllcxgFIAEoCzIZLm9mY3Bva2VyLnYxLlJveWFsdHlUYWJsZRIrCgdzY29yaW5nGAYgASgLMhoub2ZjcG9rZXIudjEuU2NvcmluZ1NjaGVtZRIkChxyb3lhbHRpZXNfdG9fcm93X3dpbm5lcl9vbmx5GAcgASgIEhIKCnVuaXRfdmFsdWUYCCABKA0SEAoIbG9zc19jYXAYCSABKA0SOAoRZmFudGFzeWxhbmRfZW50cnkYCiADKAsyHS5vZmNwb2tlci52MS5GYW50YXN5bGFuZEVudHJ5EjMKD3N0YXlfY29uZGl0aW9ucxgLIAMoCzIaLm9mY3Bva2VyLnYxLlN0YXlDb25kaXRpb24SHAoUc3RheV9taW5fcm93X3JveWFsdHkYDCABKA0SEgoKc3RheV9jYXJkcxgNIAEoDRIkChxtYXhfY29uc2VjdXRpdmVfZmFudGFzeWxhbmRzGA4gASgNEiMKG2J1dHRvbl9tb3Zlc19pbl9mYW50YXN5bGFuZBgPIAEoCBIWCg5jYXJkc19wZXJfaGFuZBgQIAEoDRI3ChFmYW50YXN5bGFuZF90aWVycxgRIAMoCzIcLm9mY3Bva2VyLnYxLkZhbnRhc3lsYW5kVGllciIlCgZTdHJlZXQSDAoEZGVhbBgBIAEoDRINCgVwbGFjZRgCIAEoDSIyCgpTdHJlZXRMaXN0EiQKB3N0cmVldHMYASADKAsyEy5vZmNwb2tlci52MS5TdHJlZXQi/QEKDFJveWFsdHlUYWJsZRIMCgRuYW1lGAEgASgJEisKBmJvdHRvbRgCIAMoCzIbLm9mY3Bva2VyLnYxLkNhdGVnb3J5UG9pbnRzEisKBm1pZGRsZRgDIAMoCzIbLm9mY3Bva2VyLnYxLkNhdGVnb3J5UG9pbnRzEikKCHRvcF9wYWlyGAQgAygLMhcub2ZjcG9rZXIudjEuUmFua1BvaW50cxIqCgl0b3BfdHJpcHMYBSADKAsyFy5vZmNwb2tlci52MS5SYW5rUG9pbnRzEi4KDXRvcF9oaWdoX2NhcmQYBiADKAsyFy5vZmNwb2tlci52MS5SYW5rUG9pbnRzIk0KDkNhdGVnb3J5UG9pbnRzEisKCGNhdGVnb3J5GAEgASgOMhkub2ZjcG9rZXIudjEuSGFuZENhdGVnb3J5Eg4KBnBvaW50cxgCIAEoDSIqCgpSYW5rUG9pbnRzEgwKBHJhbmsYASABKAkSDgoGcG9pbnRzGAIgASgNIl0KDVNjb3JpbmdTY2hlbWUSDAoEbmFtZRgBIAEoCRIRCglyb3dfdmFsdWUYAiABKA0SEwoLc2Nvb3BfYm9udXMYAyABKA0SFgoObWFqb3JpdHlfdmFsdWUYBCABKA0iYAoQRmFudGFzeWxhbmRFbnRyeRIrCghjYXRlZ29yeRgBIAEoDjIZLm9mY3Bva2VyLnYxLkhhbmRDYXRlZ29yeRIQCghtaW5fcmFuaxgCIAEoCRINCgVjYXJkcxgDIAEoDSJGChRGYW50YXN5bGFuZEVudHJ5TGlzdBIuCgdlbnRyaWVzGAEgAygLMh0ub2ZjcG9rZXIudjEuRmFudGFzeWxhbmRFbnRyeSJ1Cg1TdGF5Q29uZGl0aW9uEiUKA3JvdxgBIAEoDjIYLm9mY3Bva2VyLnYxLlJvd1Bvc2l0aW9uEisKCGNhdGVnb3J5GAIgASgOMhkub2ZjcG9rZXIudjEuSGFuZENhdGVnb3J5EhAKCG1pbl9yYW5rGAMgASgJImkKD0ZhbnRhc3lsYW5kVGllchINCgVjYXJkcxgBIAEoDRIzCg9zdGF5X2NvbmRpdGlvbnMYAiADKAsyGi5vZmNwb2tlci52MS5TdGF5Q29uZGl0aW9uEhIKCnN0YXlfY2FyZHMYAyABKA0iQgoTRmFudGFzeWxhbmRUaWVyTGlzdBIrCgV0aWVycxgBIAMoCzIcLm9mY3Bva2VyLnYxLkZhbnRhc3lsYW5kVGllciJDChFTdGF5Q29uZGl0aW9uTGlzdBIuCgpjb25kaXRpb25zGAEgAygLMhoub2ZjcG9rZXIudjEuU3RheUNvbmRpdGlvbmIGcHJvdG8z", [file_ofcpoker_v1_cards]);
 
 /**
  * Which rules a request is played under: a named preset, optionally with explicit changes.
@@ -26,7 +26,8 @@ export const file_ofcpoker_v1_ruleset: GenFile = /*@__PURE__*/
 export type RulesetSpec = Message<"ofcpoker.v1.RulesetSpec"> & {
   /**
    * A preset name from ListPresets: "classic" (the default when empty), "pineapple",
-   * "progressive-pineapple" or "turbo". Case-sensitive.
+   * "progressive-pineapple", "turbo", "progressive-pineapple-keep" or
+   * "pineapple-top-high-card". Case-sensitive.
    *
    * @generated from field: string preset = 1;
    */
@@ -90,7 +91,7 @@ export type RulesetOverrides = Message<"ofcpoker.v1.RulesetOverrides"> & {
    */
   royaltiesOverride: {
     /**
-     * A named table: "standard" (American) or "ukrainian".
+     * A named table: "standard" (American), "ukrainian" or "standard+top-high-card".
      *
      * @generated from field: string royalty_table = 5;
      */
@@ -192,6 +193,14 @@ export type RulesetOverrides = Message<"ofcpoker.v1.RulesetOverrides"> & {
    * @generated from field: optional bool button_moves_in_fantasyland = 17;
    */
   buttonMovesInFantasyland?: boolean | undefined;
+
+  /**
+   * Per Fantasyland hand size, its own stay rule; replaces the preset's list (an empty
+   * list: every size uses stay_conditions and stay_cards).
+   *
+   * @generated from field: ofcpoker.v1.FantasylandTierList fantasyland_tiers = 18;
+   */
+  fantasylandTiers?: FantasylandTierList | undefined;
 };
 
 /**
@@ -318,6 +327,14 @@ export type RulesetParameters = Message<"ofcpoker.v1.RulesetParameters"> & {
    * @generated from field: uint32 cards_per_hand = 16;
    */
   cardsPerHand: number;
+
+  /**
+   * Per Fantasyland hand size (tier) listed here, what keeps a player in and with how many
+   * cards, instead of stay_conditions and stay_cards; sizes not listed use those.
+   *
+   * @generated from field: repeated ofcpoker.v1.FantasylandTier fantasyland_tiers = 17;
+   */
+  fantasylandTiers: FantasylandTier[];
 };
 
 /**
@@ -417,6 +434,14 @@ export type RoyaltyTable = Message<"ofcpoker.v1.RoyaltyTable"> & {
    * @generated from field: repeated ofcpoker.v1.RankPoints top_trips = 5;
    */
   topTrips: RankPoints[];
+
+  /**
+   * Top-row points for an unpaired top (e.g. As Kd Qc), by its highest card; ranks not
+   * listed score 0 (as in the standard table).
+   *
+   * @generated from field: repeated ofcpoker.v1.RankPoints top_high_card = 6;
+   */
+  topHighCard: RankPoints[];
 };
 
 /**
@@ -601,6 +626,14 @@ export type StayCondition = Message<"ofcpoker.v1.StayCondition"> & {
    * @generated from field: ofcpoker.v1.HandCategory category = 2;
    */
   category: HandCategory;
+
+  /**
+   * The lowest defining rank of that category that qualifies, a rank character ("Q" with a
+   * top pair: QQ, KK, AA or trips); empty means any rank ("2").
+   *
+   * @generated from field: string min_rank = 3;
+   */
+  minRank: string;
 };
 
 /**
@@ -609,6 +642,63 @@ export type StayCondition = Message<"ofcpoker.v1.StayCondition"> & {
  */
 export const StayConditionSchema: GenMessage<StayCondition> = /*@__PURE__*/
   messageDesc(file_ofcpoker_v1_ruleset, 11);
+
+/**
+ * The stay rule of one Fantasyland hand size (a tier).
+ *
+ * @generated from message ofcpoker.v1.FantasylandTier
+ */
+export type FantasylandTier = Message<"ofcpoker.v1.FantasylandTier"> & {
+  /**
+   * The size of the Fantasyland hand this rule is for, 13..17 cards; each size at most once.
+   *
+   * @generated from field: uint32 cards = 1;
+   */
+  cards: number;
+
+  /**
+   * Any one of these keeps a player in (on a legal board).
+   *
+   * @generated from field: repeated ofcpoker.v1.StayCondition stay_conditions = 2;
+   */
+  stayConditions: StayCondition[];
+
+  /**
+   * Cards of the next Fantasyland hand when the player stays, 13..17 (equal to cards: the
+   * stay keeps its tier).
+   *
+   * @generated from field: uint32 stay_cards = 3;
+   */
+  stayCards: number;
+};
+
+/**
+ * Describes the message ofcpoker.v1.FantasylandTier.
+ * Use `create(FantasylandTierSchema)` to create a new message.
+ */
+export const FantasylandTierSchema: GenMessage<FantasylandTier> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_ruleset, 12);
+
+/**
+ * A list of Fantasyland tiers (a message so an override can be empty).
+ *
+ * @generated from message ofcpoker.v1.FantasylandTierList
+ */
+export type FantasylandTierList = Message<"ofcpoker.v1.FantasylandTierList"> & {
+  /**
+   * The tiers.
+   *
+   * @generated from field: repeated ofcpoker.v1.FantasylandTier tiers = 1;
+   */
+  tiers: FantasylandTier[];
+};
+
+/**
+ * Describes the message ofcpoker.v1.FantasylandTierList.
+ * Use `create(FantasylandTierListSchema)` to create a new message.
+ */
+export const FantasylandTierListSchema: GenMessage<FantasylandTierList> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_ruleset, 13);
 
 /**
  * A list of stay conditions (a message so an override can be empty).
@@ -629,5 +719,5 @@ export type StayConditionList = Message<"ofcpoker.v1.StayConditionList"> & {
  * Use `create(StayConditionListSchema)` to create a new message.
  */
 export const StayConditionListSchema: GenMessage<StayConditionList> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_ruleset, 12);
+  messageDesc(file_ofcpoker_v1_ruleset, 14);
 

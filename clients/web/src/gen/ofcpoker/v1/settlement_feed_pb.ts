@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ofcpoker/v1/settlement_feed.proto.
  */
 export const file_ofcpoker_v1_settlement_feed: GenFile = /*@__PURE__*/
-  fileDesc("CiFvZmNwb2tlci92MS9zZXR0bGVtZW50X2ZlZWQucHJvdG8SC29mY3Bva2VyLnYxIkcKEFN1YnNjcmliZVJlcXVlc3QSDQoFZ3JvdXAYASABKAkSEAoIY29uc3VtZXIYAiABKAkSEgoKYmF0Y2hfc2l6ZRgDIAEoDSJXChFTdWJzY3JpYmVSZXNwb25zZRItCgZyZWNvcmQYASABKAsyHS5vZmNwb2tlci52MS5TZXR0bGVtZW50UmVjb3JkEhMKC3JlZGVsaXZlcmVkGAIgASgIIokCChBTZXR0bGVtZW50UmVjb3JkEhUKDXNldHRsZW1lbnRfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEhAKCHRhYmxlX2lkGAMgASgJEhMKC2hhbmRfbnVtYmVyGAQgASgEEg8KB3J1bGVzZXQYBSABKAkSEgoKdW5pdF92YWx1ZRgGIAEoDRIQCghsb3NzX2NhcBgHIAEoDRIVCg1zZXR0bGVkX2F0X21zGAggASgDEioKBXNlYXRzGAkgAygLMhsub2ZjcG9rZXIudjEuU2VhdFNldHRsZW1lbnQSKgoFcGFpcnMYCiADKAsyGy5vZmNwb2tlci52MS5QYWlyU2V0dGxlbWVudCKLAQoOU2VhdFNldHRsZW1lbnQSDAoEc2VhdBgBIAEoDRIRCglwbGF5ZXJfaWQYAiABKAkSDgoGcG9pbnRzGAMgASgSEg0KBXVuaXRzGAQgASgSEhQKDHRvdGFsX3BvaW50cxgFIAEoEhITCgt0b3RhbF91bml0cxgGIAEoEhIOCgZmb3VsZWQYByABKAgiegoOUGFpclNldHRsZW1lbnQSDgoGc2VhdF9hGAEgASgNEg4KBnNlYXRfYhgCIAEoDRIOCgZwb2ludHMYAyABKBISFQoNY2FwcGVkX3BvaW50cxgEIAEoEhISCgp1bml0X3ZhbHVlGAUgASgNEg0KBXVuaXRzGAYgASgSIk8KEkFja25vd2xlZGdlUmVxdWVzdBINCgVncm91cBgBIAEoCRIWCg5zZXR0bGVtZW50X2lkcxgCIAMoCRISCgpzdHJlYW1faWRzGAMgAygJIksKE0Fja25vd2xlZGdlUmVzcG9uc2USFAoMYWNrbm93bGVkZ2VkGAEgASgNEh4KFnVua25vd25fc2V0dGxlbWVudF9pZHMYAiADKAkytwEKFVNldHRsZW1lbnRGZWVkU2VydmljZRJMCglTdWJzY3JpYmUSHS5vZmNwb2tlci52MS5TdWJzY3JpYmVSZXF1ZXN0Gh4ub2ZjcG9rZXIudjEuU3Vic2NyaWJlUmVzcG9uc2UwARJQCgtBY2tub3dsZWRnZRIfLm9mY3Bva2VyLnYxLkFja25vd2xlZGdlUmVxdWVzdBogLm9mY3Bva2VyLnYxLkFja25vd2xlZGdlUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiFvZmNwb2tlci92MS9zZXR0bGVtZW50X2ZlZWQucHJvdG8SC29mY3Bva2VyLnYxIkcKEFN1YnNjcmliZVJlcXVlc3QSDQoFZ3JvdXAYASABKAkSEAoIY29uc3VtZXIYAiABKAkSEgoKYmF0Y2hfc2l6ZRgDIAEoDSJXChFTdWJzY3JpYmVSZXNwb25zZRItCgZyZWNvcmQYASABKAsyHS5vZmNwb2tlci52MS5TZXR0bGVtZW50UmVjb3JkEhMKC3JlZGVsaXZlcmVkGAIgASgIIpkCChBTZXR0bGVtZW50UmVjb3JkEhUKDXNldHRsZW1lbnRfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEhAKCHRhYmxlX2lkGAMgASgJEhMKC2hhbmRfbnVtYmVyGAQgASgEEg8KB3J1bGVzZXQYBSABKAkSEgoKdW5pdF92YWx1ZRgGIAEoDRIQCghsb3NzX2NhcBgHIAEoDRIVCg1zZXR0bGVkX2F0X21zGAggASgDEioKBXNlYXRzGAkgAygLMhsub2ZjcG9rZXIudjEuU2VhdFNldHRsZW1lbnQSKgoFcGFpcnMYCiADKAsyGy5vZmNwb2tlci52MS5QYWlyU2V0dGxlbWVudBIOCgZmb3JtYXQYCyABKA0ixgEKDlNlYXRTZXR0bGVtZW50EgwKBHNlYXQYASABKA0SEQoJcGxheWVyX2lkGAIgASgJEg4KBnBvaW50cxgDIAEoEhINCgV1bml0cxgEIAEoEhIUCgx0b3RhbF9wb2ludHMYBSABKBISEwoLdG90YWxfdW5pdHMYBiABKBISDgoGZm91bGVkGAcgASgIEhkKEWZhbnRhc3lsYW5kX2NhcmRzGAggASgNEh4KFmZhbnRhc3lsYW5kX25leHRfY2FyZHMYCSABKA0iegoOUGFpclNldHRsZW1lbnQSDgoGc2VhdF9hGAEgASgNEg4KBnNlYXRfYhgCIAEoDRIOCgZwb2ludHMYAyABKBISFQoNY2FwcGVkX3BvaW50cxgEIAEoEhISCgp1bml0X3ZhbHVlGAUgASgNEg0KBXVuaXRzGAYgASgSIk8KEkFja25vd2xlZGdlUmVxdWVzdBINCgVncm91cBgBIAEoCRIWCg5zZXR0bGVtZW50X2lkcxgCIAMoCRISCgpzdHJlYW1faWRzGAMgAygJIksKE0Fja25vd2xlZGdlUmVzcG9uc2USFAoMYWNrbm93bGVkZ2VkGAEgASgNEh4KFnVua25vd25fc2V0dGxlbWVudF9pZHMYAiADKAkytwEKFVNldHRsZW1lbnRGZWVkU2VydmljZRJMCglTdWJzY3JpYmUSHS5vZmNwb2tlci52MS5TdWJzY3JpYmVSZXF1ZXN0Gh4ub2ZjcG9rZXIudjEuU3Vic2NyaWJlUmVzcG9uc2UwARJQCgtBY2tub3dsZWRnZRIfLm9mY3Bva2VyLnYxLkFja25vd2xlZGdlUmVxdWVzdBogLm9mY3Bva2VyLnYxLkFja25vd2xlZGdlUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * Who is reading.
@@ -153,6 +153,14 @@ export type SettlementRecord = Message<"ofcpoker.v1.SettlementRecord"> & {
    * @generated from field: repeated ofcpoker.v1.PairSettlement pairs = 10;
    */
   pairs: PairSettlement[];
+
+  /**
+   * The record's format: 2 with the seats' Fantasyland tiers; 1 for a record an older server
+   * wrote (its seats' Fantasyland fields are 0: not recorded). 0 is read as 1.
+   *
+   * @generated from field: uint32 format = 11;
+   */
+  format: number;
 };
 
 /**
@@ -217,6 +225,22 @@ export type SeatSettlement = Message<"ofcpoker.v1.SeatSettlement"> & {
    * @generated from field: bool fouled = 7;
    */
   fouled: boolean;
+
+  /**
+   * The tier the seat played: the cards of its Fantasyland hand, 13..17; 0 for a hand played
+   * street by street (and in format-1 records).
+   *
+   * @generated from field: uint32 fantasyland_cards = 8;
+   */
+  fantasylandCards: number;
+
+  /**
+   * The cards of the Fantasyland hand the seat is owed next hand, 13..17; 0 for none (and in
+   * format-1 records).
+   *
+   * @generated from field: uint32 fantasyland_next_cards = 9;
+   */
+  fantasylandNextCards: number;
 };
 
 /**

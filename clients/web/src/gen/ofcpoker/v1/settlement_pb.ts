@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ofcpoker/v1/settlement.proto.
  */
 export const file_ofcpoker_v1_settlement: GenFile = /*@__PURE__*/
-  fileDesc("ChxvZmNwb2tlci92MS9zZXR0bGVtZW50LnByb3RvEgtvZmNwb2tlci52MSKRAQoESGFuZBIoCgdwbGF5ZXJzGAEgAygLMhcub2ZjcG9rZXIudjEuUGxheWVySGFuZBIpCgdydWxlc2V0GAIgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMSNAoQcGFpcl91bml0X3ZhbHVlcxgDIAMoCzIaLm9mY3Bva2VyLnYxLlBhaXJVbml0VmFsdWUidgoKUGxheWVySGFuZBIRCglwbGF5ZXJfaWQYASABKAkSIQoFYm9hcmQYAiABKAsyEi5vZmNwb2tlci52MS5Cb2FyZBIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIaChJmYW50YXN5bGFuZF9zdHJlYWsYBCABKA0iOQoNUGFpclVuaXRWYWx1ZRIJCgFhGAEgASgNEgkKAWIYAiABKA0SEgoKdW5pdF92YWx1ZRgDIAEoDSJHCglSb3lhbHRpZXMSCwoDdG9wGAEgASgNEg4KBm1pZGRsZRgCIAEoDRIOCgZib3R0b20YAyABKA0SDQoFdG90YWwYBCABKA0iNgoSRmFudGFzeWxhbmRPdXRjb21lEhEKCXF1YWxpZmllcxgBIAEoCBINCgVjYXJkcxgCIAEoDSL3AQoPQm9hcmRBc3Nlc3NtZW50EiMKA3RvcBgBIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRImCgZtaWRkbGUYAiABKAsyFi5vZmNwb2tlci52MS5IYW5kVmFsdWUSJgoGYm90dG9tGAMgASgLMhYub2ZjcG9rZXIudjEuSGFuZFZhbHVlEg4KBmZvdWxlZBgEIAEoCBIpCglyb3lhbHRpZXMYBSABKAsyFi5vZmNwb2tlci52MS5Sb3lhbHRpZXMSNAoLZmFudGFzeWxhbmQYBiABKAsyHy5vZmNwb2tlci52MS5GYW50YXN5bGFuZE91dGNvbWUifAoMUGxheWVyUmVzdWx0Eg0KBWluZGV4GAEgASgNEhEKCXBsYXllcl9pZBgCIAEoCRIrCgVib2FyZBgDIAEoCzIcLm9mY3Bva2VyLnYxLkJvYXJkQXNzZXNzbWVudBIOCgZwb2ludHMYBCABKBESDQoFdW5pdHMYBSABKBIi8wEKClBhaXJSZXN1bHQSCQoBYRgBIAEoDRIJCgFiGAIgASgNEgsKA3RvcBgDIAEoERIOCgZtaWRkbGUYBCABKBESDgoGYm90dG9tGAUgASgREg0KBXNjb29wGAYgASgREhAKCGFfZm91bGVkGAcgASgIEhAKCGJfZm91bGVkGAggASgIEhIKCnJvd19wb2ludHMYCSABKBESEQoJcm95YWx0aWVzGAogASgREg4KBnBvaW50cxgLIAEoERIVCg1jYXBwZWRfcG9pbnRzGAwgASgREhIKCnVuaXRfdmFsdWUYDSABKA0SDQoFdW5pdHMYDiABKBIicQoKU2V0dGxlbWVudBIPCgdydWxlc2V0GAEgASgJEioKB3BsYXllcnMYAiADKAsyGS5vZmNwb2tlci52MS5QbGF5ZXJSZXN1bHQSJgoFcGFpcnMYAyADKAsyFy5vZmNwb2tlci52MS5QYWlyUmVzdWx0YgZwcm90bzM", [file_ofcpoker_v1_cards, file_ofcpoker_v1_ruleset]);
+  fileDesc("ChxvZmNwb2tlci92MS9zZXR0bGVtZW50LnByb3RvEgtvZmNwb2tlci52MSKRAQoESGFuZBIoCgdwbGF5ZXJzGAEgAygLMhcub2ZjcG9rZXIudjEuUGxheWVySGFuZBIpCgdydWxlc2V0GAIgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMSNAoQcGFpcl91bml0X3ZhbHVlcxgDIAMoCzIaLm9mY3Bva2VyLnYxLlBhaXJVbml0VmFsdWUikQEKClBsYXllckhhbmQSEQoJcGxheWVyX2lkGAEgASgJEiEKBWJvYXJkGAIgASgLMhIub2ZjcG9rZXIudjEuQm9hcmQSFgoOaW5fZmFudGFzeWxhbmQYAyABKAgSGgoSZmFudGFzeWxhbmRfc3RyZWFrGAQgASgNEhkKEWZhbnRhc3lsYW5kX2NhcmRzGAUgASgNIjkKDVBhaXJVbml0VmFsdWUSCQoBYRgBIAEoDRIJCgFiGAIgASgNEhIKCnVuaXRfdmFsdWUYAyABKA0iRwoJUm95YWx0aWVzEgsKA3RvcBgBIAEoDRIOCgZtaWRkbGUYAiABKA0SDgoGYm90dG9tGAMgASgNEg0KBXRvdGFsGAQgASgNIjYKEkZhbnRhc3lsYW5kT3V0Y29tZRIRCglxdWFsaWZpZXMYASABKAgSDQoFY2FyZHMYAiABKA0i9wEKD0JvYXJkQXNzZXNzbWVudBIjCgN0b3AYASABKAsyFi5vZmNwb2tlci52MS5IYW5kVmFsdWUSJgoGbWlkZGxlGAIgASgLMhYub2ZjcG9rZXIudjEuSGFuZFZhbHVlEiYKBmJvdHRvbRgDIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRIOCgZmb3VsZWQYBCABKAgSKQoJcm95YWx0aWVzGAUgASgLMhYub2ZjcG9rZXIudjEuUm95YWx0aWVzEjQKC2ZhbnRhc3lsYW5kGAYgASgLMh8ub2ZjcG9rZXIudjEuRmFudGFzeWxhbmRPdXRjb21lInwKDFBsYXllclJlc3VsdBINCgVpbmRleBgBIAEoDRIRCglwbGF5ZXJfaWQYAiABKAkSKwoFYm9hcmQYAyABKAsyHC5vZmNwb2tlci52MS5Cb2FyZEFzc2Vzc21lbnQSDgoGcG9pbnRzGAQgASgREg0KBXVuaXRzGAUgASgSIvMBCgpQYWlyUmVzdWx0EgkKAWEYASABKA0SCQoBYhgCIAEoDRILCgN0b3AYAyABKBESDgoGbWlkZGxlGAQgASgREg4KBmJvdHRvbRgFIAEoERINCgVzY29vcBgGIAEoERIQCghhX2ZvdWxlZBgHIAEoCBIQCghiX2ZvdWxlZBgIIAEoCBISCgpyb3dfcG9pbnRzGAkgASgREhEKCXJveWFsdGllcxgKIAEoERIOCgZwb2ludHMYCyABKBESFQoNY2FwcGVkX3BvaW50cxgMIAEoERISCgp1bml0X3ZhbHVlGA0gASgNEg0KBXVuaXRzGA4gASgSInEKClNldHRsZW1lbnQSDwoHcnVsZXNldBgBIAEoCRIqCgdwbGF5ZXJzGAIgAygLMhkub2ZjcG9rZXIudjEuUGxheWVyUmVzdWx0EiYKBXBhaXJzGAMgAygLMhcub2ZjcG9rZXIudjEuUGFpclJlc3VsdGIGcHJvdG8z", [file_ofcpoker_v1_cards, file_ofcpoker_v1_ruleset]);
 
 /**
  * One hand to settle: 2-4 complete boards under one ruleset.
@@ -80,18 +80,30 @@ export type PlayerHand = Message<"ofcpoker.v1.PlayerHand"> & {
 
   /**
    * True when this board was set in Fantasyland: the stay conditions apply instead of entry.
+   * The older form of fantasyland_cards: alone, it means the ruleset's smallest Fantasyland
+   * hand (its base tier).
    *
    * @generated from field: bool in_fantasyland = 3;
    */
   inFantasyland: boolean;
 
   /**
-   * Fantasyland hands in a row, counting this one (used with in_fantasyland and a
-   * max_consecutive_fantasylands cap); 0..1000. 0 with in_fantasyland means 1.
+   * Fantasyland hands in a row, counting this one (used in Fantasyland with a
+   * max_consecutive_fantasylands cap); 0..1000. 0 in Fantasyland means 1.
    *
    * @generated from field: uint32 fantasyland_streak = 4;
    */
   fantasylandStreak: number;
+
+  /**
+   * The tier the board was set in: the cards of the Fantasyland hand played, 13..17, whose
+   * stay rule applies (RulesetParameters.fantasyland_tiers); 0: not in Fantasyland (or the
+   * base tier with in_fantasyland). Nonzero means in Fantasyland, whatever in_fantasyland
+   * says; other than 0 and 13..17 is INVALID_INPUT.
+   *
+   * @generated from field: uint32 fantasyland_cards = 5;
+   */
+  fantasylandCards: number;
 };
 
 /**

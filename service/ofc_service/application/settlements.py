@@ -29,13 +29,14 @@ from typing import Any, Final
 from ofc import engine
 from ofc.engine import Event, HandSettled, MatchState
 
-from ofc_service.periodic import Periodic
+from ofc_service.application.periodic import Periodic
 from ofc_service.store import SettlementFeed, StoreUnavailableError, TableStore
 from ofc_service.store.feed import DEFAULT_RETENTION_SECONDS
 
 log = logging.getLogger("ofc.settlements")
 
-RECORD_FORMAT: Final = 1
+RECORD_FORMAT: Final = 2
+RECORD_FORMATS: Final = (1, RECORD_FORMAT)  # 1: before the seats' Fantasyland tiers
 _HAND_NUMBER_RE: Final = re.compile(r"0|[1-9][0-9]{0,15}")
 
 
@@ -71,7 +72,10 @@ def parse_settlement_id(text: str) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class SeatSettlement:
-    """One seat's result in a hand, and its running totals at the table after it."""
+    """One seat's result in a hand, and its running totals at the table after it; from
+    record format 2 on also its Fantasyland: ``fantasyland_cards`` the tier it played (the
+    cards of its Fantasyland hand, 0 for a normal hand), ``fantasyland_next_cards`` the
+    cards of the Fantasyland hand it is owed next (0: none)."""
 
     seat: int
     player_id: str
@@ -80,6 +84,8 @@ class SeatSettlement:
     total_points: int
     total_units: int
     fouled: bool
+    fantasyland_cards: int = 0
+    fantasyland_next_cards: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +102,9 @@ class PairSettlement:
 
 @dataclass(frozen=True, slots=True)
 class SettlementRecord:
-    """What a ledger books for one settled hand (see the module docstring)."""
+    """What a ledger books for one settled hand (see the module docstring). ``format``: 2
+    for the records this release writes; a format-1 record (read from an older server's
+    stream) has no Fantasyland fields and is written back as it was."""
 
     settlement_id: str
     table_id: str
@@ -107,6 +115,7 @@ class SettlementRecord:
     settled_at_ms: int
     seats: tuple[SeatSettlement, ...]  # ascending seat
     pairs: tuple[PairSettlement, ...]  # the settlement's pair order
+    format: int = RECORD_FORMAT
 
     @classmethod
     def from_event(
@@ -121,6 +130,9 @@ class SettlementRecord:
         """The record of ``event``; ``match`` and ``seat_units`` are the table right after it
         (for the player ids and running totals)."""
         players = event.settlement.players
+        hand = match.hand
+        played = {s.seat: s.fantasyland for s in hand.seats} if hand is not None else {}
+        owed = dict(event.fantasyland_next)
         seats = [
             SeatSettlement(
                 seat=seat,
@@ -130,6 +142,8 @@ class SettlementRecord:
                 total_points=match.seats[seat].points,
                 total_units=seat_units[seat],
                 fouled=player.fouled,
+                fantasyland_cards=played.get(seat, 0),
+                fantasyland_next_cards=owed.get(seat, 0),
             )
             for seat, player in zip(event.seats, players, strict=True)
         ]
@@ -177,7 +191,7 @@ class SettlementRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": RECORD_FORMAT,
+            "format": self.format,
             "settlement_id": self.settlement_id,
             "table_id": self.table_id,
             "hand_number": self.hand_number,
@@ -195,6 +209,14 @@ class SettlementRecord:
                     "total_units": s.total_units,
                     "fouled": s.fouled,
                 }
+                | (
+                    {
+                        "fantasyland_cards": s.fantasyland_cards,
+                        "fantasyland_next_cards": s.fantasyland_next_cards,
+                    }
+                    if self.format >= 2
+                    else {}
+                )
                 for s in self.seats
             ],
             "pairs": [
@@ -216,8 +238,9 @@ class SettlementRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SettlementRecord:
-        if data.get("format") != RECORD_FORMAT:
-            raise ValueError(f"unknown settlement record format {data.get('format')!r}")
+        found = data.get("format")
+        if isinstance(found, bool) or found not in RECORD_FORMATS:
+            raise ValueError(f"unknown settlement record format {found!r}")
         return cls(
             settlement_id=str(data["settlement_id"]),
             table_id=str(data["table_id"]),
@@ -228,6 +251,7 @@ class SettlementRecord:
             settled_at_ms=int(data["settled_at_ms"]),
             seats=tuple(SeatSettlement(**s) for s in data["seats"]),
             pairs=tuple(PairSettlement(**p) for p in data["pairs"]),
+            format=found,
         )
 
     @classmethod

@@ -1,0 +1,113 @@
+"""The gRPC adapter: transport-neutral handlers served over grpc.aio.
+
+A handler is an async method named after its RPC taking ``(request, credentials)`` — the
+request message and the caller's :class:`~ofc_service.auth.Credentials`, read from the
+call's metadata — and returning the response message (a server-streaming RPC: an async
+iterator of them; a client-streaming one gets an async iterator of requests). It raises
+what it meets; :func:`~ofc_service.api.errors.api_error` maps that to one
+:class:`~ofc_service.api.errors.ApiError`, sent here as the call's rich status. Nothing
+but this module (and the server) knows grpc.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from types import SimpleNamespace
+from typing import Any, NoReturn
+
+import grpc
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+
+from ofc_service.api.errors import (
+    REQUEST_ID_KEY,
+    STATUS_DETAILS_KEY,
+    ApiError,
+    Code,
+    api_error,
+    request_id_var,
+    rich_status,
+)
+from ofc_service.auth import Credentials
+from ofc_service.metrics import REQUEST_ERRORS
+
+log = logging.getLogger("ofc.api")
+
+Handler = Callable[[Any, Credentials], Any]
+
+
+def status_code(code: Code) -> grpc.StatusCode:
+    """gRPC's status code of a canonical code (the same number)."""
+    return _STATUS_CODES[code]
+
+
+_STATUS_CODES = {Code(code.value[0]): code for code in grpc.StatusCode}
+
+
+async def abort(context: grpc.aio.ServicerContext, error: ApiError) -> NoReturn:
+    """End the call with the error's rich status (and the request id in the trailers)."""
+    request_id = request_id_var.get()
+    status = rich_status(error)
+    trailers: Sequence[tuple[str, str | bytes]] = (
+        (STATUS_DETAILS_KEY, status.SerializeToString()),
+        *(((REQUEST_ID_KEY, request_id),) if request_id else ()),
+    )
+    await context.abort(status_code(error.code), status.message, trailers)
+    raise AssertionError("context.abort returned")  # pragma: no cover
+
+
+async def fail(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> NoReturn:
+    """End the call with ``exc`` as the error table says (a bug: INTERNAL, logged)."""
+    error = api_error(exc)
+    if error.code is Code.INTERNAL and not isinstance(exc, ApiError):
+        log.exception("internal error in %s", method, exc_info=exc)
+    REQUEST_ERRORS.labels(error.reason).inc()
+    await abort(context, error)
+
+
+def credentials(context: grpc.aio.ServicerContext) -> Credentials:
+    return Credentials.from_metadata(context.invocation_metadata())
+
+
+def unary(handler: Handler, name: str) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
+    """A handler returning one response as a grpc.aio method (unary or client-streaming)."""
+
+    async def method(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await handler(request, credentials(context))
+        except (grpc.aio.AbortError, grpc.aio.UsageError):
+            raise
+        except Exception as exc:
+            await fail(context, exc, name)
+
+    return method
+
+
+def streaming(
+    handler: Handler, name: str
+) -> Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]:
+    """A handler returning an async iterator of responses as a server-streaming method."""
+
+    async def method(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async for response in handler(request, credentials(context)):
+                yield response
+        except (grpc.aio.AbortError, grpc.aio.UsageError):
+            raise
+        except Exception as exc:
+            await fail(context, exc, name)
+
+    return method
+
+
+def adapt(method: MethodDescriptor, handler: Handler) -> Callable[..., Any]:
+    return (streaming if method.server_streaming else unary)(handler, method.name)
+
+
+def grpc_servicer(handlers: object, service: ServiceDescriptor) -> Any:
+    """An object the generated ``add_<Service>Servicer_to_server`` accepts: each method of
+    ``service`` is ``handlers``' method of the same name, adapted."""
+    return SimpleNamespace(**{m.name: adapt(m, getattr(handlers, m.name)) for m in service.methods})
+
+
+__all__ = ["abort", "credentials", "fail", "grpc_servicer", "status_code"]

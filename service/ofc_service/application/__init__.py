@@ -1,0 +1,1 @@
+"""The application layer: live tables, one pipeline per request (see docs/architecture.md)."""

@@ -1,0 +1,115 @@
+"""What a request asks of a table, as values: one command per mutating RPC, and what a
+committed command did (an :class:`Outcome`, which the presenter encodes as the response).
+
+The API builds a command from a request's checked fields; :class:`~.manager.TableManager`
+runs it through one pipeline. A command names seats and cards, never a table's state: the
+seat is checked against the table inside the pipeline, where the table is known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ofc.cards import Card
+from ofc.engine import MatchState
+from ofc.rulesets import Row
+
+from ofc_service.application.records import TableEvent, TableRecord
+
+
+@dataclass(frozen=True, slots=True)
+class JoinSeat:
+    seat: int
+    player_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveSeat:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class StartHand:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SetClientSeed:
+    seat: int
+    client_seed: bytes  # empty: back to none
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceCards:
+    seat: int
+    placements: tuple[tuple[Card, Row], ...]
+    discard: Card | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetFantasyland:
+    seat: int
+    top: tuple[Card, ...]
+    middle: tuple[Card, ...]
+    bottom: tuple[Card, ...]
+    discards: tuple[Card, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TimeOut:
+    """The server's own move for a seat whose clock ran out (the deadline sweeper's)."""
+
+    seat: int
+
+
+Command = JoinSeat | LeaveSeat | StartHand | SetClientSeed | PlaceCards | SetFantasyland | TimeOut
+HandMove = PlaceCards | SetFantasyland
+
+
+@dataclass(frozen=True, slots=True)
+class NewTable:
+    """A CreateTable request's checked settings (the table id and seeds are drawn later)."""
+
+    match: MatchState  # before any seat is taken
+    turn_time_limit_ms: int
+    fantasyland_time_limit_ms: int
+    client_seed: bytes
+    client_seed_policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one accepted command did, before it is committed."""
+
+    record: TableRecord
+    events: tuple[TableEvent, ...]
+    actor_seat: int | None = None  # the seat the caller acted for, if any
+    seat_token: str | None = None  # a new seat token (JoinSeat)
+    move: str | None = None  # the kind of hand move, counted in ofc_moves_total once committed
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A command as it will be stored: the response is built from this, once, before the
+    commit (a retry of the request gets those bytes back)."""
+
+    command: Command
+    request_id: str  # the client's (a JoinSeat answer masks its seat token with it)
+    change: Change
+    version: int
+
+
+__all__ = [
+    "Change",
+    "Command",
+    "HandMove",
+    "JoinSeat",
+    "LeaveSeat",
+    "NewTable",
+    "Outcome",
+    "PlaceCards",
+    "SetClientSeed",
+    "SetFantasyland",
+    "StartHand",
+    "TimeOut",
+]

@@ -1,0 +1,76 @@
+"""Turn clocks: each seat's deadline after a change, and the sweeper that makes the
+timeout move when one passes (in every replica, safely: the store's version check lets one
+replica's timeout win; docs/hand-history.md, "Turn clocks", is the rule the verifier checks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ofc import engine
+
+from ofc_service.application.periodic import Periodic
+from ofc_service.application.records import TableEvent, TableRecord
+from ofc_service.metrics import ACTIVE_TABLES
+
+if TYPE_CHECKING:
+    from ofc_service.application.manager import TableManager
+
+
+def with_deadlines(record: TableRecord, now: int, events: Iterable[TableEvent] = ()) -> TableRecord:
+    """The deadline of every seat the table waits for, after a change made at ``now`` that
+    produced ``events``: a seat playing street by street gets a full turn for each batch,
+    from the change that dealt it; a Fantasyland seat has one clock for the hand, from its
+    start. Other seats' clocks keep running. (docs/hand-history.md, "Turn clocks": the
+    verifier checks every timeout's deadline by this rule.)"""
+    waiting = engine.seats_to_act(record.match)
+    hand = record.match.hand
+    if not waiting or hand is None:
+        return dataclasses.replace(record, seat_deadlines=())
+    running = dict(record.seat_deadlines)
+    dealt = {e.seat for e in events if isinstance(e, engine.CardsDealt) and e.street is not None}
+    deadlines = []
+    for seat in waiting:
+        if hand.seat(seat).in_fantasyland:
+            deadline = hand.started_at_ms + record.fantasyland_time_limit_ms
+        elif seat in dealt or seat not in running:
+            deadline = now + record.turn_time_limit_ms
+        else:
+            deadline = running[seat]
+        deadlines.append((seat, deadline))
+    return dataclasses.replace(record, seat_deadlines=tuple(deadlines))
+
+
+class DeadlineSweeper:
+    """Applies timeout moves when turns run out; runs in every replica, safely."""
+
+    def __init__(
+        self, manager: TableManager, *, interval_s: float = 0.25, batch: int = 100
+    ) -> None:
+        self.manager = manager
+        self.batch = batch
+        self._loop = Periodic("deadline sweep", self.sweep_once, interval_s)
+
+    async def sweep_once(self) -> int:
+        # Tables waiting for a move, all replicas' (the index is global): dashboards take max().
+        ACTIVE_TABLES.set(await self.manager.store.deadline_count())
+        due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
+        applied = 0
+        for table_id, _ in due:
+            applied += await self.manager.apply_due_timeouts(table_id)
+        return applied
+
+    def start(self) -> None:
+        self._loop.start()
+
+    async def stop(self) -> None:
+        await self._loop.stop()
+
+    def wake(self) -> None:
+        """Sweep now rather than after the loop's backoff (the store answers again)."""
+        self._loop.wake()
+
+
+__all__ = ["DeadlineSweeper", "with_deadlines"]

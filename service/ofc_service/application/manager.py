@@ -1,0 +1,630 @@
+"""Live tables: one pipeline per mutating request, and the reads the API serves.
+
+A command goes through these stages, each a method below, in this order:
+
+1. **decode** — the table's record: the one this replica kept of its last write or read
+   (:meth:`TableManager.decode`), else the store's bytes decoded;
+2. **authorise** — the caller's credentials against the table (:meth:`TableManager.authorise`);
+3. **engine step** — the rules applied (:meth:`TableManager.step`): ``engine.apply`` plus the
+   bookkeeping of the hand's history, seat tokens and seeds;
+4. **encode** — the new record, each event for every audience and the response, through the
+   injected :class:`~.presenter.Presenter`, into one :class:`~ofc_service.store.Commit`
+   (:meth:`TableManager.encode`);
+5. **commit** — one atomic store write, at most once per (caller, request id), refused when
+   the table moved on;
+6. **fan-out** — the record kept for the next move, the move counted, a settlement relayed
+   to the feed (:meth:`TableManager.fan_out`); watchers read the events from the log.
+
+Any rejection (core error, credentials, stale version) leaves the table untouched. This
+module knows nothing of protobuf: the presenter does the encoding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ofc import engine
+from ofc.codec import HandContext, TurnClock, hand_history
+from ofc.engine import Action, Event
+from ofc.errors import InvalidInputError, OfcError, UnknownSeatError
+from ofc.policy import DEFAULT_POLICY, DefaultMovePolicy, timeout
+
+from ofc_service.application.commands import (
+    Change,
+    Command,
+    JoinSeat,
+    LeaveSeat,
+    NewTable,
+    Outcome,
+    PlaceCards,
+    SetClientSeed,
+    SetFantasyland,
+    StartHand,
+    TimeOut,
+)
+from ofc_service.application.deadlines import with_deadlines
+from ofc_service.application.presenter import Presenter
+from ofc_service.application.records import (
+    HAND_PREFIX,
+    POLICY_PLAYERS,
+    ClientSeedPolicyError,
+    ClientSeedSet,
+    TableRecord,
+    pack_history,
+    unpack_history,
+)
+from ofc_service.application.requests import (
+    INTERNAL_CALLER,
+    new_table_id,
+    request_key,
+)
+from ofc_service.application.settlements import SettlementRecord, SettlementRelay, money_totals
+from ofc_service.application.watch import WatchHub
+from ofc_service.auth import (
+    Authenticator,
+    AuthError,
+    Credentials,
+    UnauthenticatedError,
+    caller_identity,
+    new_seat_token,
+    token_hash,
+)
+from ofc_service.metrics import MOVES
+from ofc_service.store import (
+    DEFAULT_REQUEST_TTL_SECONDS,
+    Commit,
+    StaleVersionError,
+    StoredEvent,
+    TableExistsError,
+    TableNotFoundError,
+    TableStore,
+)
+
+log = logging.getLogger("ofc.tables")
+
+DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
+KEPT_RECORDS = 1024  # per replica: the tables in play here (a few MB)
+_MOVE_KINDS: dict[type, str] = {PlaceCards: "place", SetFantasyland: "set_fantasyland"}
+
+
+class HandNotFoundError(OfcError):
+    """A hand history asked for that is not stored: the hand is not over, or never began."""
+
+    reason = "HAND_NOT_FOUND"
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A table's record as this replica last wrote or read it."""
+
+    raw: bytes
+    record: TableRecord
+    version: int
+    _sha1: str = ""
+
+    def sha1(self) -> str:
+        if not self._sha1:
+            self._sha1 = hashlib.sha1(self.raw).hexdigest()
+        return self._sha1
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Where and how a command is asked: the table, the version the caller saw, the
+    client's request id and the digest of the request's fields (see :mod:`.requests`)."""
+
+    table_id: str
+    expected_version: int
+    request_id: str
+    digest: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredHand:
+    """A finished hand's history as stored (JSON) and read."""
+
+    number: int
+    json: bytes
+    history: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class HandPage:
+    hands: tuple[StoredHand, ...]
+    next_start: int | None
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TableManager:
+    """Runs commands on tables and serves what the API reads; the deadline sweeper uses it
+    too. Its collaborators are given once, here: the store, the authenticator and the
+    presenter (the wire encoding)."""
+
+    def __init__(
+        self,
+        store: TableStore,
+        authenticator: Authenticator,
+        presenter: Presenter,
+        *,
+        clock_ms: Callable[[], int] = now_ms,
+        server_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+        relay: SettlementRelay | None = None,
+        event_log_hands: int = DEFAULT_EVENT_LOG_HANDS,
+        request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
+        policy: DefaultMovePolicy = DEFAULT_POLICY,
+    ) -> None:
+        self.store = store
+        self.auth = authenticator
+        self.presenter = presenter
+        self.clock_ms = clock_ms
+        self.server_seed = server_seed
+        self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
+        self.event_log_hands = event_log_hands  # 0: no per-hand trim (the store's cap only)
+        self.request_ttl_seconds = request_ttl_seconds  # the retry window of request ids
+        self.policy = policy  # chooses the move of a seat whose clock ran out
+        self.hub = WatchHub(store)  # one log reader per watched table, shared by watchers
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+
+    # --- reads ----------------------------------------------------------------------------
+    async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
+        """The record, its version and the id of the last event it includes."""
+        stored = await self.store.load(table_id)
+        record = self.decode(table_id, stored.state, stored.version)
+        return record, stored.version, stored.last_event_id
+
+    def decode(self, table_id: str, raw: bytes, version: int) -> TableRecord:
+        """The record stored as ``raw`` at ``version``. Decoding is a good part of a move's
+        work, so the record this replica last wrote or read of each table is kept, with its
+        bytes (a load of other bytes decodes them) and its version (see :meth:`run`)."""
+        kept = self._kept.get(table_id)
+        if kept is not None and kept.raw == raw:
+            self._kept.move_to_end(table_id)
+            kept.version = version
+            return kept.record
+        record = TableRecord.from_bytes(raw)
+        self._keep(table_id, raw, record, version)
+        return record
+
+    def _keep(self, table_id: str, raw: bytes, record: TableRecord, version: int) -> None:
+        self._kept[table_id] = _Kept(raw, record, version)
+        self._kept.move_to_end(table_id)
+        if len(self._kept) > KEPT_RECORDS:
+            self._kept.popitem(last=False)
+
+    def viewer(self, creds: Credentials, record: TableRecord, as_seat: int | None) -> int | None:
+        """The seat whose view the caller gets: the seat token's, or ``as_seat`` for an
+        operator (None: a spectator's view)."""
+        if self.auth.is_operator(creds):
+            if as_seat is not None and not 0 <= as_seat < len(record.match.seats):
+                raise InvalidInputError(f"no seat {as_seat} at this table", field="as_seat")
+            return as_seat
+        return self.auth.seat_of(creds, record.token_hashes, record.table_id)
+
+    async def hand(self, table_id: str, number: int) -> StoredHand:
+        """A finished hand's history (:class:`HandNotFoundError` when it is not stored)."""
+        await self.store.load(table_id)  # NOT_FOUND for an unknown table
+        raw = await self.store.get_extra(table_id, f"{HAND_PREFIX}:{number}")
+        if raw is None:
+            raise HandNotFoundError(
+                f"hand {number} of table {table_id} is not over (or never started)",
+                field="hand_number",
+            )
+        return _stored_hand(number, raw)
+
+    async def hands(self, table_id: str, *, start: int, count: int) -> HandPage:
+        """Finished hands from number ``start`` on, ascending, up to ``count``."""
+        await self.store.load(table_id)  # NOT_FOUND for an unknown table
+        page = await self.store.list_extra(table_id, HAND_PREFIX, start=start, count=count)
+        return HandPage(tuple(_stored_hand(n, raw) for n, raw in page.items), page.next_start)
+
+    async def read_events(self, table_id: str, *, after: str) -> list[StoredEvent]:
+        return await self.store.read_events(table_id, after=after)
+
+    def follow(
+        self, table_id: str, cursor: str, *, newest: str
+    ) -> AsyncGenerator[list[StoredEvent], None]:
+        """The table's events after ``cursor``, batch by batch, as they are committed."""
+        return self.hub.follow(table_id, cursor, newest=newest)
+
+    # --- creating tables ------------------------------------------------------------------
+    def new_record(self, table_id: str, spec: NewTable) -> TableRecord:
+        return TableRecord(
+            table_id=table_id,
+            match=spec.match,
+            turn_time_limit_ms=spec.turn_time_limit_ms,
+            fantasyland_time_limit_ms=spec.fantasyland_time_limit_ms,
+            client_seed=spec.client_seed,
+            created_at_ms=self.clock_ms(),
+            client_seed_policy=spec.client_seed_policy,
+            # The first hand's server seed, committed before anyone can pick a seed.
+            next_server_seed=self.server_seed(),
+        )
+
+    async def create(self, record: TableRecord) -> int:
+        """Store a new table (:class:`~ofc_service.store.TableExistsError`); its version."""
+        result = await self.store.create_table(record.table_id, record.to_bytes())
+        return result.version
+
+    async def create_for_request(
+        self, claim_id: str, spec: NewTable, request_digest: str = ""
+    ) -> tuple[TableRecord, int, str]:
+        """The table of one create request: a table made from ``spec`` under a table id
+        claimed for ``claim_id`` (the caller's request, hashed) for the retry window; then
+        :meth:`load`'s answer. The claim keeps ``request_digest``: the same claim for another
+        request is :class:`~ofc_service.store.RequestIdReusedError`.
+
+        Two steps, each idempotent: the store claims a fresh random id for the request (or
+        returns the id a first call claimed), then the table is created if absent. A retry
+        inside the window so answers with the same table, and creates it if the first call
+        stopped between the steps; after the window the request is new and gets a new id,
+        so a table id is never reused (nor, with it, a settlement id).
+        """
+        table_id = await self.store.claim_table_id(
+            claim_id,
+            new_table_id(),
+            ttl_seconds=self.request_ttl_seconds,
+            request_digest=request_digest,
+        )
+        with contextlib.suppress(TableExistsError):
+            await self.create(self.new_record(table_id, spec))
+        return await self.load(table_id)
+
+    # --- the pipeline ---------------------------------------------------------------------
+    async def run(
+        self, request: Request, command: Command, creds: Credentials | None = None
+    ) -> bytes:
+        """Run ``command`` on the table at ``request.expected_version``, exactly once per
+        request id; the response's bytes (the presenter's).
+
+        A retry of a request already committed returns its first response unchanged, even
+        when the table has moved on, but only to the caller that sent it (``creds``'
+        :func:`~ofc_service.auth.caller_identity`: the record is stored under both; no
+        credentials: the server's own request) and only for the same request
+        (``request.digest``; another request with the id is
+        :class:`~ofc_service.store.RequestIdReusedError`). Anyone else is judged as if there
+        were no record.
+        """
+        caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
+        key = request_key(request.request_id, caller)
+        table_id = request.table_id
+        # One store round trip when this replica holds the record at that version (it made
+        # or read the table's last change): the commit itself checks the request id, the
+        # version and the state (by its SHA-1, so a store that lost writes cannot fool it).
+        kept = self._kept.get(table_id)
+        if kept is not None and kept.version == request.expected_version:
+            now = self.clock_ms()
+            try:
+                done = self.decide(kept.record, command, creds, now)
+            except Exception:  # judged against the store's table below, as a retry may be
+                done = None
+            if done is not None:
+                try:
+                    return await self._commit(request, command, key, done, now, kept.sha1())
+                except (StaleVersionError, TableNotFoundError):
+                    self._kept.pop(table_id, None)
+        # Otherwise two: the load and the commit. The request record is read only when the
+        # request cannot go on as sent: a committed request moved the table on, so its retry
+        # always meets another version (or a missing table, or a change that no longer
+        # applies); a duplicate racing past the load is answered by the commit itself, which
+        # checks the request id before the version.
+        try:
+            stored = await self.store.load(table_id)
+        except TableNotFoundError as missing:
+            return await self._replayed(request, key, missing)
+        record = self.decode(table_id, stored.state, stored.version)
+        now = self.clock_ms()
+        # Credentials first, even for a request that is stale: a caller the table refuses
+        # is refused whatever the version (and gets only its own record, if any).
+        error: Exception
+        try:
+            done = self.decide(record, command, creds, now)
+        except AuthError as refused:
+            return await self._replayed(request, key, refused)
+        except Exception as refused:
+            error = refused
+        else:
+            if stored.version == request.expected_version:
+                return await self._commit(request, command, key, done, now, "")
+        if stored.version != request.expected_version:
+            error = StaleVersionError(
+                table_id,
+                expected_version=request.expected_version,
+                current_version=stored.version,
+            )
+        # The caller passed the table's credential checks: a record of the release before
+        # records were bound to callers may answer it too (see docs/security.md).
+        return await self._replayed(request, key, error, legacy=True)
+
+    def decide(
+        self, record: TableRecord, command: Command, creds: Credentials | None, now: int
+    ) -> Change:
+        """Stages 2 and 3: the seat the command names checked against the table, the
+        caller authorised for it, then the engine step."""
+        seat = _seat(command, record)
+        actor = self.authorise(record, command, seat, creds)
+        return self.step(record, command, actor, now)
+
+    def authorise(
+        self, record: TableRecord, command: Command, seat: int | None, creds: Credentials | None
+    ) -> int | None:
+        """The seat the caller acts for (None: an operator, or the server itself); raises
+        :class:`~ofc_service.auth.AuthError` when the credentials do not allow the command."""
+        if creds is None:  # the server's own move (a timeout)
+            return None
+        if isinstance(command, JoinSeat):  # anyone authenticated may take a free seat
+            return seat
+        if isinstance(command, StartHand):
+            if self.auth.is_operator(creds):
+                return None
+            actor = self.auth.seat_of(creds, record.token_hashes, record.table_id)
+            if actor is None:  # no credentials at all
+                raise UnauthenticatedError(
+                    "starting a hand needs a seat token of this table or an API key"
+                )
+            return actor
+        assert seat is not None
+        self.auth.may_act_for(creds, seat, record.token_hashes, record.table_id)
+        return seat
+
+    def step(self, record: TableRecord, command: Command, actor: int | None, now: int) -> Change:
+        """Stage 3: the command applied to the record by the rules."""
+        if isinstance(command, JoinSeat):
+            token = new_seat_token(record.table_id)
+            sit = engine.SitDown(command.seat, command.player_id, now)
+            new, events = self.apply_action(record, sit)
+            tokens = (
+                *(t for t in new.seat_tokens if t[0] != command.seat),
+                (command.seat, token_hash(token)),
+            )
+            return Change(dataclasses.replace(new, seat_tokens=tokens), events, actor, token)
+        if isinstance(command, LeaveSeat):
+            new, events = self.apply_action(record, engine.StandUp(command.seat, now))
+            tokens = tuple(t for t in new.seat_tokens if t[0] != command.seat)
+            # A seat's own client seed is not its next player's.
+            seeds = tuple(s for s in new.seat_client_seeds if s[0] != command.seat)
+            new = dataclasses.replace(new, seat_tokens=tokens, seat_client_seeds=seeds)
+            return Change(new, events, None)
+        if isinstance(command, StartHand):
+            # The seed committed one hand ahead (a record from before format 3 has none yet).
+            seed = record.next_server_seed or self.server_seed()
+            new, events = self.apply_action(
+                record, engine.StartHand(seed, record.hand_client_seed(), now)
+            )
+            new = dataclasses.replace(new, next_server_seed=self.server_seed())
+            return Change(new, events, actor)
+        if isinstance(command, SetClientSeed):
+            return _set_client_seed(record, command, actor)
+        if isinstance(command, TimeOut):
+            deadline = (
+                dict(record.seat_deadlines).get(command.seat) if record.hand_deadlines else None
+            )
+            move = timeout(
+                record.match, command.seat, at_ms=now, deadline_ms=deadline, policy=self.policy
+            )
+            new, events = self.apply_action(record, move)
+            return Change(new, events, None, move="timeout")
+        action: Action
+        if isinstance(command, PlaceCards):
+            action = engine.Place(command.seat, command.placements, command.discard, now)
+        else:
+            action = engine.SetFantasyland(
+                command.seat, command.top, command.middle, command.bottom, command.discards, now
+            )
+        new, events = self.apply_action(record, action)
+        return Change(new, events, actor, move=_MOVE_KINDS[type(command)])
+
+    @staticmethod
+    def apply_action(record: TableRecord, action: Action) -> tuple[TableRecord, tuple[Event, ...]]:
+        """``engine.apply`` plus the bookkeeping of the hand being recorded for its history."""
+        match, events = engine.apply(record.match, action)
+        if isinstance(action, engine.StartHand):
+            record = dataclasses.replace(
+                record,
+                match=match,
+                hand_start=record.match,
+                hand_actions=(action,),
+                hand_seat_changes=record.seat_changes,  # written into this hand's history
+                seat_changes=(),
+                hand_deadlines=True,
+            )
+        elif isinstance(action, engine.Place | engine.SetFantasyland | engine.Timeout):
+            record = dataclasses.replace(
+                record, match=match, hand_actions=(*record.hand_actions, action)
+            )
+        else:  # a seat taken or left: the next hand's history explains the changed seat
+            changes = record.seat_changes
+            record = dataclasses.replace(
+                record, match=match, seat_changes=None if changes is None else (*changes, action)
+            )
+        units = money_totals(record.seat_units, len(match.seats), events)
+        return dataclasses.replace(record, seat_units=units), events
+
+    def encode(
+        self, request: Request, command: Command, key: str, done: Change, now: int, sha1: str
+    ) -> tuple[Commit, Change]:
+        """Stage 4: the new record (with its deadlines), every event for every audience, the
+        hand history and settlement when the hand ended, and the response, as one commit."""
+        # One clock reading per move: the action's time, the new deadlines and the history's.
+        done = dataclasses.replace(done, record=with_deadlines(done.record, now, done.events))
+        version = request.expected_version + 1
+        blobs = [self.presenter.event(e, version, done.record) for e in done.events]
+        # Event ids are assigned by the commit, so a move's response carries none; watchers
+        # resume from the ids in Watch snapshots and events.
+        response = self.presenter.response(Outcome(command, request.request_id, done, version))
+        commit = Commit(
+            request.table_id,
+            expected_version=request.expected_version,
+            state=done.record.to_bytes(),
+            request_id=key,
+            deadline_ms=done.record.deadline_ms,
+            events=blobs,
+            response=response,
+            extra=_history_extra(done, now),
+            outbox=_settlement_outbox(done, now),
+            # A hand's first events begin a log segment: the log keeps the last few hands (for
+            # watchers resuming); finished hands live on in their histories.
+            keep_segments=self.event_log_hands
+            if any(isinstance(e, engine.HandStarted) for e in done.events)
+            else 0,
+            expected_state_sha1=sha1,
+            request_digest=request.digest,
+            request_ttl_seconds=self.request_ttl_seconds,
+        )
+        return commit, done
+
+    async def _commit(
+        self, request: Request, command: Command, key: str, done: Change, now: int, sha1: str
+    ) -> bytes:
+        """Stages 4 to 6: encode, the one store commit, fan-out."""
+        commit, done = self.encode(request, command, key, done, now, sha1)
+        result = await self.store.commit(commit)
+        if not result.replayed:
+            await self.fan_out(commit, done, result.version)
+        return result.response
+
+    async def fan_out(self, commit: Commit, done: Change, version: int) -> None:
+        """Stage 6, after a commit that took effect: the record kept for the table's next
+        move here, the move counted, and a settlement relayed to the feed at once (the
+        relay's sweep retries what fails: the move is committed either way). Watchers of
+        every replica read the events from the table's log."""
+        self._keep(commit.table_id, commit.state, done.record, version)
+        if done.move is not None:
+            MOVES.labels(done.move).inc()
+        if commit.outbox and self.relay is not None:
+            try:
+                await self.relay.relay_table(commit.table_id)
+            except Exception:
+                log.exception("relay failed", extra={"fields": {"table_id": commit.table_id}})
+
+    async def _replayed(
+        self, request: Request, key: str, error: Exception, *, legacy: bool = False
+    ) -> bytes:
+        """The first response of the caller's request already committed (another request
+        under its id: RequestIdReusedError); else ``error`` is raised. ``legacy``: a record
+        written before records named their caller and request (a rolling upgrade) answers
+        too; the caller passed the credential checks of a new request just now."""
+        table_id = request.table_id
+        prior = await self.store.get_response(table_id, key, request_digest=request.digest)
+        if prior is None and legacy:
+            prior = await self.store.get_response(table_id, request_key(request.request_id))
+        if prior is None:
+            raise error
+        return prior
+
+    # --- deadlines ------------------------------------------------------------------------
+    async def apply_due_timeouts(self, table_id: str) -> int:
+        """Make the timeout move for every seat of ``table_id`` whose time is up; returns how
+        many were applied here (0 when another replica got there first)."""
+        try:
+            record, version, _ = await self.load(table_id)
+        except Exception:  # the table expired or was never there: the hint is stale
+            return 0
+        due = [seat for seat, ms in record.seat_deadlines if ms <= self.clock_ms()]
+        if not due:
+            return 0
+        seat = due[0]
+        hand = record.match.hand
+        number = 0 if hand is None else hand.number
+        request = Request(table_id, version, f"timeout:{number}:{seat}:{version}")
+        try:
+            await self.run(request, TimeOut(seat))
+        except StaleVersionError:
+            return 0  # someone moved (or another replica timed out) first: nothing to do
+        return 1
+
+
+def _seat(command: Command, record: TableRecord) -> int | None:
+    """The seat a command names, checked against the table's seats."""
+    seat = getattr(command, "seat", None)
+    if seat is not None and seat >= len(record.match.seats):
+        raise UnknownSeatError(f"no seat {seat} at this table", field="seat")
+    return seat
+
+
+def _set_client_seed(record: TableRecord, command: SetClientSeed, actor: int | None) -> Change:
+    """A seat's own client seed (players policy), counted from the next StartHand."""
+    seat = command.seat
+    if record.client_seed_policy != POLICY_PLAYERS:
+        raise ClientSeedPolicyError(
+            "this table's hands use the table's client seed only "
+            "(create it with CLIENT_SEED_POLICY_PLAYERS)",
+            field="table_id",
+        )
+    if not record.match.seats[seat].player_id:
+        raise UnknownSeatError(f"seat {seat} is empty", field="seat")
+    own = tuple(s for s in record.seat_client_seeds if s[0] != seat)
+    if command.client_seed:
+        own = tuple(sorted((*own, (seat, command.client_seed))))
+    new = dataclasses.replace(record, seat_client_seeds=own)
+    return Change(new, (ClientSeedSet(seat, command.client_seed),), actor)
+
+
+def _stored_hand(number: int, raw: bytes) -> StoredHand:
+    text = unpack_history(raw)
+    return StoredHand(number, text, json.loads(text))
+
+
+def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
+    """The hand history blob, written in the same commit as the move that ended the hand."""
+    if not any(isinstance(e, engine.HandSettled) for e in done.events):
+        return {}
+    record = done.record
+    hand = record.match.hand
+    assert record.hand_start is not None and hand is not None
+    settled = next(e for e in done.events if isinstance(e, engine.HandSettled))
+    won = dict(zip(settled.seats, (p.units for p in settled.settlement.players), strict=True))
+    # Money before the hand: every seat that played it, less what it won; a seat empty when
+    # the hand started had none (a seat's money restarts at 0 when it is taken).
+    before = tuple(
+        record.units_of(seat) - won[seat] if seat in won else 0
+        for seat in range(len(record.match.seats))
+    )
+    context = HandContext(
+        next_commitment=record.next_commitment,
+        clock=TurnClock(record.turn_time_limit_ms, record.fantasyland_time_limit_ms),
+        seat_units=before,
+        seat_changes=record.hand_seat_changes,
+    )
+    history = hand_history(record.hand_start, record.hand_actions, context)
+    history["table_id"] = record.table_id
+    history["settled_at_ms"] = now
+    return {f"{HAND_PREFIX}:{hand.number}": pack_history(history)}
+
+
+def _settlement_outbox(done: Change, now: int) -> Mapping[str, bytes]:
+    """The settlement record for the feed, written in the same commit as the move that ended
+    the hand (into the table's outbox; the relay moves it on to the feed)."""
+    record = done.record
+    settled = [e for e in done.events if isinstance(e, engine.HandSettled)]
+    return {
+        s.settlement_id: s.to_bytes()
+        for s in (
+            SettlementRecord.from_event(
+                record.table_id, e, record.match, record.seat_units, settled_at_ms=now
+            )
+            for e in settled
+        )
+    }
+
+
+__all__ = [
+    "DEFAULT_EVENT_LOG_HANDS",
+    "HandNotFoundError",
+    "HandPage",
+    "Request",
+    "StoredHand",
+    "TableManager",
+]

@@ -1,0 +1,29 @@
+"""The presenter port: how the application's values become the bytes clients read.
+
+The pipeline encodes every event once, per audience, and the response once, before the
+commit (so a retry gets the same bytes back); it does not know the wire format. The API
+layer implements this Protocol (protobuf) and hands one instance to the
+:class:`~.manager.TableManager` when the server starts; nothing is passed per call.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ofc_service.application.commands import Outcome
+from ofc_service.application.records import TableEvent, TableRecord
+
+
+class Presenter(Protocol):
+    def event(self, event: TableEvent, version: int, record: TableRecord) -> bytes:
+        """The stored form of ``event`` (produced at ``version``, ``record`` after it): every
+        audience's copy (the owner's full view and everyone else's redacted one), so that a
+        watcher's copy is a lookup, never a redaction at read time."""
+        ...
+
+    def response(self, outcome: Outcome) -> bytes:
+        """The response of the command ``outcome`` committed, serialised."""
+        ...
+
+
+__all__ = ["Presenter"]

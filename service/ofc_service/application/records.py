@@ -1,0 +1,329 @@
+"""The table record: everything stored for one live table, and its byte format.
+
+A record holds the engine's match state, the current hand's start and actions (for its hand
+history), the seats' tokens (hashed), deadlines, money totals and seeds. ``to_bytes`` and
+``from_bytes`` round-trip; records of every earlier format still load (a rolling upgrade
+reads what the previous release wrote), and a record of a newer format is refused with
+:class:`NewerRecordError` (retryable: a newer replica reads it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ofc import engine
+from ofc.codec import action_from_dict, action_to_dict, state_from_dict, state_to_dict
+from ofc.engine import Action, Event, MatchState
+from ofc.errors import IllegalActionError
+from ofc.policy import TIMEOUT_POLICY, identity
+from ofc.rulesets import ROWS
+from ofc.scoring import Settlement
+from ofc.shuffle import combine_client_seeds, commitment
+
+
+class NewerRecordError(Exception):
+    """A table record written by a newer server version (a rolling upgrade in progress):
+    this replica cannot act on it, a replica of the newer version can. Retryable."""
+
+    reason = "NEWER_SERVER"
+
+
+class ClientSeedPolicyError(IllegalActionError):
+    """SetClientSeed at a table whose hands use the table's client seed only."""
+
+    reason = "CLIENT_SEED_POLICY"
+
+
+# 2 added seat_units, 3 the client seed policy and the next hand's seed, 4 a timeout's move
+# (and policy and deadline) in hand_actions and the seat changes between hands.
+RECORD_FORMAT = 4
+RECORD_FORMATS = (1, 2, 3, RECORD_FORMAT)  # older records load (see TableRecord.from_bytes)
+POLICY_TABLE = "table"  # every hand's client seed is the table's
+POLICY_PLAYERS = "players"  # the table's seed, then each seat's own, length-prefixed
+CLIENT_SEED_POLICIES = (POLICY_TABLE, POLICY_PLAYERS)
+HAND_PREFIX = "hand"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSeedSet:
+    """A seat set its own client seed (a table event the engine does not know: seeds are
+    the shell's business until StartHand hands the engine one combined seed)."""
+
+    seat: int
+    client_seed: bytes
+
+
+TableEvent = Event | ClientSeedSet
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+_HOLE = "\x00hole"  # a string no record field can hold (JSON escapes it as \u0000)
+_HOLE_JSON = re.compile(re.escape(_dumps(_HOLE)))
+
+
+T = TypeVar("T")
+
+
+class _Fragments:
+    """JSON of immutable values by identity: the few this replica wrote last."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._texts: OrderedDict[int, tuple[object, str]] = OrderedDict()
+
+    def json(self, value: T, to_dict: Callable[[T], Any]) -> str:
+        key = id(value)
+        hit = self._texts.get(key)
+        if hit is not None and hit[0] is value:
+            self._texts.move_to_end(key)
+            return hit[1]
+        text = _dumps(to_dict(value))
+        self._texts[key] = (value, text)  # holding the value keeps its id from being reused
+        if len(self._texts) > self._size:
+            self._texts.popitem(last=False)
+        return text
+
+
+_FRAGMENTS = _Fragments(16_384)
+
+
+@dataclass(frozen=True, slots=True)
+class TableRecord:
+    """Everything stored for one table (server side only: it holds the server seed)."""
+
+    table_id: str
+    match: MatchState
+    turn_time_limit_ms: int
+    fantasyland_time_limit_ms: int
+    client_seed: bytes
+    created_at_ms: int
+    seat_tokens: tuple[tuple[int, str], ...] = ()  # (seat, SHA-256 of its token)
+    hand_start: MatchState | None = None  # the match right before the current hand started
+    hand_actions: tuple[Action, ...] = ()  # the current hand's actions, StartHand first
+    seat_deadlines: tuple[tuple[int, int], ...] = ()  # (seat, Unix ms) for seats to act
+    seat_units: tuple[int, ...] = ()  # per seat: running money total (smallest currency unit)
+    client_seed_policy: str = POLICY_TABLE
+    seat_client_seeds: tuple[tuple[int, bytes], ...] = ()  # (seat, its own seed), players policy
+    # The next hand's server seed, drawn (and its commitment published) one hand ahead, so
+    # no client seed can be chosen before it. Empty in records written before format 3.
+    next_server_seed: bytes = b""
+    # Seats taken and left since the current hand started (for the next hand's history),
+    # and those before the current hand (for its own). None: not known (a record written
+    # before format 4 did not collect them).
+    seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
+    hand_seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
+    # Whether the current hand's deadlines follow this server's clock rule (with_deadlines),
+    # so that its timeouts can record them: false for a hand begun before format 4.
+    hand_deadlines: bool = True
+
+    @property
+    def token_hashes(self) -> dict[int, str]:
+        return dict(self.seat_tokens)
+
+    def units_of(self, seat: int) -> int:
+        """The seat's running money total at this table (0 before its first hand)."""
+        return self.seat_units[seat] if seat < len(self.seat_units) else 0
+
+    @property
+    def deadline_ms(self) -> int | None:
+        return min((ms for _, ms in self.seat_deadlines), default=None)
+
+    @property
+    def next_commitment(self) -> str:
+        """SHA-256 of the next hand's server seed (hex); empty before one is drawn."""
+        return commitment(self.next_server_seed) if self.next_server_seed else ""
+
+    def hand_client_seed(self) -> bytes:
+        """The client seed of the next hand to start: the table's seed, or (players policy)
+        the table's seed and each seat's own, in seat order, u32be-length-prefixed."""
+        if self.client_seed_policy == POLICY_TABLE:
+            return self.client_seed
+        own = dict(self.seat_client_seeds)
+        seats = range(len(self.match.seats))
+        return combine_client_seeds([self.client_seed, *(own.get(s, b"") for s in seats)])
+
+    def to_bytes(self) -> bytes:
+        data: dict[str, Any] = {
+            "format": RECORD_FORMAT,
+            "table_id": self.table_id,
+            "match": _HOLE,
+            "turn_time_limit_ms": self.turn_time_limit_ms,
+            "fantasyland_time_limit_ms": self.fantasyland_time_limit_ms,
+            "client_seed": self.client_seed.hex(),
+            "created_at_ms": self.created_at_ms,
+            "seat_tokens": [list(t) for t in self.seat_tokens],
+            "hand_start": _HOLE,
+            "hand_actions": _HOLE,
+            "seat_deadlines": [list(d) for d in self.seat_deadlines],
+            "seat_units": list(self.seat_units),
+            "client_seed_policy": self.client_seed_policy,
+            "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
+            "next_server_seed": self.next_server_seed.hex(),
+            "seat_changes": _changes_to_list(self.seat_changes),
+            "hand_seat_changes": _changes_to_list(self.hand_seat_changes),
+            "hand_deadlines": self.hand_deadlines,
+        }
+        # The hand's start and its actions do not change while the hand goes on: their JSON
+        # is made once (per replica) and spliced in, in the order of the holes above.
+        start = self.hand_start
+        hand_start = "null" if start is None else _FRAGMENTS.json(start, state_to_dict)
+        actions = ",".join(_FRAGMENTS.json(a, action_to_dict) for a in self.hand_actions)
+        fills = iter((_dumps(state_to_dict(self.match)), hand_start, f"[{actions}]"))
+        text = _HOLE_JSON.sub(lambda _: next(fills), _dumps(data))
+        return text.encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> TableRecord:
+        """Read a record of any format this server knows. Before format 4, a timeout in
+        ``hand_actions`` was stored without its move (the engine chose it): the move is
+        recovered from the stored hand (:func:`_recover_timeouts`), and the seat changes
+        since the last hand are not known."""
+        data = json.loads(raw)
+        found = data.get("format")
+        if isinstance(found, int) and found > RECORD_FORMAT:
+            raise NewerRecordError(
+                f"table {data.get('table_id')!r} was written by a newer server version "
+                f"(record format {found}; this replica reads up to {RECORD_FORMAT}); retry"
+            )
+        if found not in RECORD_FORMATS:
+            raise ValueError(f"unknown table record format {found!r}")
+        match = state_from_dict(data["match"])
+        hand_start = None if data["hand_start"] is None else state_from_dict(data["hand_start"])
+        if found < 4:
+            actions = _recover_timeouts(hand_start, data["hand_actions"], match)
+            changes: tuple[SeatChanges, SeatChanges] = (None, None)
+            hand_deadlines = match.hand is None or match.hand.over
+        else:
+            actions = tuple(action_from_dict(a) for a in data["hand_actions"])
+            changes = (
+                _changes_from_list(data["seat_changes"]),
+                _changes_from_list(data["hand_seat_changes"]),
+            )
+            hand_deadlines = bool(data["hand_deadlines"])
+        return cls(
+            table_id=data["table_id"],
+            match=match,
+            turn_time_limit_ms=data["turn_time_limit_ms"],
+            fantasyland_time_limit_ms=data["fantasyland_time_limit_ms"],
+            client_seed=bytes.fromhex(data["client_seed"]),
+            created_at_ms=data["created_at_ms"],
+            seat_tokens=tuple((int(s), str(h)) for s, h in data["seat_tokens"]),
+            hand_start=hand_start,
+            hand_actions=actions,
+            seat_deadlines=tuple((int(s), int(ms)) for s, ms in data["seat_deadlines"]),
+            seat_units=tuple(int(u) for u in data.get("seat_units", ())),
+            client_seed_policy=data.get("client_seed_policy", POLICY_TABLE),
+            seat_client_seeds=tuple(
+                (int(s), bytes.fromhex(seed)) for s, seed in data.get("seat_client_seeds", ())
+            ),
+            next_server_seed=bytes.fromhex(data.get("next_server_seed", "")),
+            seat_changes=changes[0],
+            hand_seat_changes=changes[1],
+            hand_deadlines=hand_deadlines,
+        )
+
+
+SeatChanges = tuple[engine.SitDown | engine.StandUp, ...] | None
+
+
+def _changes_to_list(changes: SeatChanges) -> list[Any] | None:
+    return None if changes is None else [action_to_dict(a) for a in changes]
+
+
+def _changes_from_list(raw: list[Any] | None) -> SeatChanges:
+    if raw is None:
+        return None
+    changes = tuple(action_from_dict(a) for a in raw)
+    assert all(isinstance(a, engine.SitDown | engine.StandUp) for a in changes)
+    return changes  # type: ignore[return-value]
+
+
+def _recover_timeouts(
+    hand_start: MatchState | None, raw_actions: list[Any], match: MatchState
+) -> tuple[Action, ...]:
+    """The actions of a record written before format 4, each timeout with the move it made.
+
+    Those servers let the engine choose a timeout's move and stored only ``{type, seat,
+    at_ms}``. The move is read back from the stored hand, where it is: the seat's batch
+    (the deck's cards at that point of the replay), each card in the row of the final board
+    that holds it or among the discards, in batch order as the policy placed them (a
+    Fantasyland seat's set as the board shows it). The replay of the recovered actions must
+    give the stored hand exactly. The move names ``ofc-timeout-4`` (the policy of the
+    servers that wrote format 3) when that policy makes the same move, else no policy (an
+    older server's).
+    """
+    if hand_start is None or match.hand is None:
+        return tuple(action_from_dict(a) for a in raw_actions)
+    final = match.hand
+    state = hand_start
+    actions: list[Action] = []
+    for raw in raw_actions:
+        if raw.get("type") == "timeout" and "resolved" not in raw:
+            seat, at_ms = int(raw["seat"]), int(raw["at_ms"])
+            move = _move_from_final(state, seat, final, at_ms)
+            chosen = dataclasses.replace(TIMEOUT_POLICY.choose(state, seat), at_ms=at_ms)
+            policy = identity(TIMEOUT_POLICY) if chosen == move else None
+            action: Action = engine.Timeout(seat, move, policy, at_ms)
+        else:
+            action = action_from_dict(raw)
+        state, _ = engine.apply(state, action)
+        actions.append(action)
+    if state.hand != final:
+        raise ValueError("the stored hand is not the replay of its actions")
+    return tuple(actions)
+
+
+def _move_from_final(
+    state: MatchState, seat: int, final: engine.HandState, at_ms: int
+) -> engine.Place | engine.SetFantasyland:
+    hand = state.hand
+    assert hand is not None
+    batch = hand.seat(seat).pending
+    board = final.seat(seat).board
+    if hand.seat(seat).in_fantasyland:
+        return engine.SetFantasyland(
+            seat, board.top, board.middle, board.bottom, final.seat(seat).discards, at_ms
+        )
+    rows = {card: row for row in ROWS for card in board.row(row)}
+    placements = tuple((card, rows[card]) for card in batch if card in rows)
+    discards = [card for card in batch if card not in rows]
+    return engine.Place(seat, placements, discards[0] if discards else None, at_ms)
+
+
+def pack_history(history: Mapping[str, Any]) -> bytes:
+    """A hand history as stored: compact JSON, zlib-compressed (about a quarter the size;
+    a table keeps every finished hand for its lifetime).
+
+    >>> unpack_history(pack_history({"hand_number": 1}))
+    b'{"hand_number":1}'
+    >>> unpack_history(b'{"hand_number":1}')  # as stored before compression
+    b'{"hand_number":1}'
+    """
+    return zlib.compress(json.dumps(history, separators=(",", ":")).encode(), 6)
+
+
+def unpack_history(raw: bytes) -> bytes:
+    """The JSON of a stored hand history (plain JSON is read as it is)."""
+    return raw if raw.startswith(b"{") else zlib.decompress(raw)
+
+
+def history_settlement(history: Mapping[str, Any]) -> tuple[Settlement, tuple[str, ...]]:
+    """The settlement of a stored history and its players' ids, recomputed by replaying its
+    actions as recorded, each timeout's move included (what an auditor holding the history
+    does too); no policy is run, so a later policy never changes a past hand's result."""
+    start = state_from_dict(history["initial_state"])
+    actions = [action_from_dict(a) for a in history["actions"]]
+    final, _ = engine.replay(start, actions)
+    assert final.hand is not None
+    settlement = engine.hand_settlement(final.hand, final.ruleset, pair_units=final.pair_units)
+    return settlement, tuple(start.seats[s.seat].player_id for s in final.hand.seats)

@@ -1,0 +1,130 @@
+"""The handlers without a transport: a request message and credentials in, a response
+message out, or an error the one table turns into an ApiError (what a gRPC or any other
+adapter sends). Nothing here opens a channel or builds a servicer context."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from ofc_service import store
+from ofc_service.api.errors import ApiError, Code, api_error
+from ofc_service.api.rules import RulesHandlers
+from ofc_service.api.tables import ProtobufPresenter, TableHandlers
+from ofc_service.application.manager import TableManager
+from ofc_service.auth import Authenticator, Credentials
+from ofcpoker.v1 import cards_pb2
+from ofcpoker.v1 import rules_service_pb2 as rules_pb
+from ofcpoker.v1 import table_service_pb2 as pb
+
+KEY = "handler-key"
+OPERATOR = Credentials(api_key=KEY)
+
+
+def handlers() -> TableHandlers:
+    manager = TableManager(store.MemoryTableStore(), Authenticator([KEY]), ProtobufPresenter())
+    return TableHandlers(manager)
+
+
+def refusal(call: Any) -> tuple[str, str, str]:
+    """The (code, reason, field) a client would be sent for the error ``call`` raises."""
+    with pytest.raises(Exception) as caught:
+        asyncio.run(call())
+    error = api_error(caught.value)
+    return error.code.name, error.reason, error.field
+
+
+async def seated_table(table: TableHandlers) -> tuple[str, list[str]]:
+    created = await table.CreateTable(pb.CreateTableRequest(seats=2, request_id="c"), OPERATOR)
+    tokens = []
+    for seat, player in enumerate(("ann", "bob")):
+        join = pb.JoinSeatRequest(
+            table_id=created.table_id, seat=seat, player_id=player,
+            expected_version=seat + 1, request_id=f"j{seat}",
+        )  # fmt: skip
+        tokens.append((await table.JoinSeat(join, Credentials())).seat_token)
+    return created.table_id, tokens
+
+
+def test_a_hand_is_played_through_the_handlers_alone() -> None:
+    table = handlers()
+
+    async def play() -> tuple[pb.PlaceCardsResponse, int]:
+        table_id, tokens = await seated_table(table)
+        start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
+        turn = (await table.StartHand(start, OPERATOR)).table.hand.turn
+        mine = Credentials(seat_token=tokens[turn])
+        view = await table.GetTable(pb.GetTableRequest(table_id=table_id), mine)
+        pending = next(s.pending for s in view.table.hand.seats if s.seat == turn)
+        place = pb.PlaceCardsRequest(
+            table_id=table_id, seat=turn, expected_version=4, request_id="p",
+            placements=[pb.Placement(card=c, row=cards_pb2.ROW_POSITION_BOTTOM) for c in pending],
+        )  # fmt: skip
+        return await table.PlaceCards(place, mine), len(pending)
+
+    placed, cards = asyncio.run(play())
+    assert placed.table.version == 5
+    mine = next(s for s in placed.table.hand.seats if s.seat == placed.table.viewer_seat)
+    assert len(mine.board.bottom) == cards == 5
+
+
+def test_errors_reach_the_caller_as_the_table_says() -> None:
+    table = handlers()
+
+    async def other_seats_move() -> None:
+        table_id, tokens = await seated_table(table)
+        start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
+        turn = (await table.StartHand(start, OPERATOR)).table.hand.turn
+        place = pb.PlaceCardsRequest(
+            table_id=table_id, seat=turn, expected_version=4, request_id="x"
+        )
+        await table.PlaceCards(place, Credentials(seat_token=tokens[1 - turn]))
+
+    async def stale() -> None:
+        table_id, _ = await seated_table(table)
+        await table.StartHand(
+            pb.StartHandRequest(table_id=table_id, expected_version=1, request_id="old"), OPERATOR
+        )
+
+    async def no_such_hand() -> None:
+        table_id, _ = await seated_table(table)
+        await table.GetHandHistory(
+            pb.GetHandHistoryRequest(table_id=table_id, hand_number=1), OPERATOR
+        )
+
+    async def no_such_table() -> None:
+        await table.GetTable(pb.GetTableRequest(table_id="nowhere"), OPERATOR)
+
+    async def bad_card() -> None:
+        await RulesHandlers().EvaluateRow(
+            rules_pb.EvaluateRowRequest(cards=["As", "Zz", "Kd"]), Credentials()
+        )
+
+    assert refusal(other_seats_move) == ("PERMISSION_DENIED", "PERMISSION_DENIED", "")
+    assert refusal(stale) == ("ABORTED", "STALE_VERSION", "expected_version")
+    assert refusal(no_such_hand) == ("NOT_FOUND", "HAND_NOT_FOUND", "hand_number")
+    assert refusal(no_such_table) == ("NOT_FOUND", "TABLE_NOT_FOUND", "table_id")
+    assert refusal(bad_card) == ("INVALID_ARGUMENT", "INVALID_CARD", "cards[1]")
+
+
+def test_an_api_error_is_itself_and_names_its_field_violation() -> None:
+    error = ApiError(Code.FAILED_PRECONDITION, "NOT_YOUR_TURN", "wait", "seat")
+    assert api_error(error) is error
+    assert error.field_violations == (("seat", "wait"),)
+    assert ApiError(Code.UNAVAILABLE, "NEWER_SERVER", "retry").field_violations == ()
+
+
+def test_watch_is_an_async_iterator_of_responses_starting_with_a_snapshot() -> None:
+    table = handlers()
+
+    async def first() -> pb.WatchResponse:
+        table_id, _ = await seated_table(table)
+        stream = table.Watch(pb.WatchRequest(table_id=table_id), Credentials())
+        try:
+            return await anext(stream)
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+
+    snapshot = asyncio.run(first()).snapshot
+    assert snapshot.version == 3 and [s.player_id for s in snapshot.seats] == ["ann", "bob"]
