@@ -9,9 +9,10 @@ Starts a Redis Cluster of local processes (three masters, three replicas; ``--si
 a steady turnover of players: two join, each opens a Watch stream of its seat, they play
 ``--hands`` hands, both leave, their streams end, and two new players join the same table.
 Every ``--every`` seconds it samples the server's RSS, the Redis masters' ``used_memory``,
-the part of it the tables' hand histories take (``MEMORY USAGE`` of each table's ``extra``
-hash: finished hands are kept with the table and grow with the hands played until an operator
-moves them to cold storage; docs/capacity.md), the Watch streams open, and the errors seen.
+the part of it that grows with the hands played by design (``MEMORY USAGE`` of each table's
+hand histories, kept with the table until it expires, and of the settlement feed's stream,
+kept until a consumer group acknowledges it: the run has no consumer; docs/capacity.md), the
+Watch streams open, and the errors seen.
 
 At the end it prints the samples and compares the last third of the run with the middle
 third: RSS, Redis memory without the histories, and open streams must not grow by more than
@@ -87,44 +88,57 @@ async def watch(stub: pb_grpc.TableServiceStub, table_id: str, token: str, tally
 async def table_life(
     stub: pb_grpc.TableServiceStub, hands: int, stop_at: float, tally: Tally
 ) -> None:
-    """One table for the whole run: players join, watch, play, leave, and new ones come."""
-    table_id, version, seats = await tables_bench.open_table(stub)
-    tally.table_ids.append(table_id)
+    """A table for the whole run: players join, watch, play, leave, and new ones come. A call
+    that fails is counted, and the run goes on at a new table (the seats may be left taken)."""
     while time.monotonic() < stop_at:
-        watchers = [asyncio.create_task(watch(stub, table_id, s.token, tally)) for s in seats]
+        table_id, version, seats = await tables_bench.open_table(stub)
+        tally.table_ids.append(table_id)
         try:
-            for _ in range(hands):
-                version = await tables_bench.play_sequentially(stub, table_id, version, seats)
-                tally.hands += 1
-            for number, seat in enumerate(seats):
-                left = await stub.LeaveSeat(
-                    pb.LeaveSeatRequest(
-                        table_id=table_id, seat=number, expected_version=version,
-                        request_id=uuid.uuid4().hex,
-                    ),
-                    metadata=seat.md,
-                )  # fmt: skip
-                version = left.table.version
+            while time.monotonic() < stop_at:
+                version, seats = await one_turnover(stub, table_id, version, seats, hands, tally)
         except grpc.aio.AioRpcError as error:
             tally.errors[error.code().name] += 1
-            current = await stub.GetTable(
-                pb.GetTableRequest(table_id=table_id), metadata=tables_bench.OPERATOR
-            )
-            version = current.table.version
+
+
+async def one_turnover(
+    stub: pb_grpc.TableServiceStub,
+    table_id: str,
+    version: int,
+    seats: list[tables_bench.Seat],
+    hands: int,
+    tally: Tally,
+) -> tuple[int, list[tables_bench.Seat]]:
+    """Two players watch and play ``hands`` hands, leave, and two new ones join."""
+    watchers = [asyncio.create_task(watch(stub, table_id, s.token, tally)) for s in seats]
+    try:
+        for _ in range(hands):
+            version = await tables_bench.play_sequentially(stub, table_id, version, seats)
+            tally.hands += 1
+        for number, seat in enumerate(seats):
+            left = await stub.LeaveSeat(
+                pb.LeaveSeatRequest(
+                    table_id=table_id, seat=number, expected_version=version,
+                    request_id=uuid.uuid4().hex,
+                ),
+                metadata=seat.md,
+            )  # fmt: skip
+            version = left.table.version
+    finally:
         for task in watchers:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(task, timeout=10)
-        tally.lives += 1
-        seats = []
-        for number in range(2):
-            joined = await stub.JoinSeat(
-                pb.JoinSeatRequest(
-                    table_id=table_id, seat=number, player_id=f"p{tally.lives}-{number}",
-                    expected_version=version, request_id=uuid.uuid4().hex,
-                )
-            )  # fmt: skip
-            version = joined.table.version
-            seats.append(tables_bench.Seat(joined.seat_token))
+    tally.lives += 1
+    joined_seats = []
+    for number in range(2):
+        joined = await stub.JoinSeat(
+            pb.JoinSeatRequest(
+                table_id=table_id, seat=number, player_id=f"p{tally.lives}-{number}",
+                expected_version=version, request_id=uuid.uuid4().hex,
+            )
+        )  # fmt: skip
+        version = joined.table.version
+        joined_seats.append(tables_bench.Seat(joined.seat_token))
+    return version, joined_seats
 
 
 def rss_mb(pid: int) -> float:
@@ -150,8 +164,10 @@ def redis_memory_mb(url: str, table_ids: Sequence[str]) -> tuple[float, float]:
         for t in table_ids
         for part in ("extra", "extra_index")  # the histories and their list
     )
+    # The settlement feed keeps what no consumer group has acknowledged (none here).
+    feed = int(client.memory_usage("ofc:{settlements}:stream") or 0)
     client.close()
-    return used / 2**20, histories / 2**20
+    return used / 2**20, (histories + feed) / 2**20
 
 
 async def soak(address: str, pid: int, url: str, args: argparse.Namespace) -> list[Sample]:
@@ -171,9 +187,9 @@ async def soak(address: str, pid: int, url: str, args: argparse.Namespace) -> li
                             tally.streams_open, tally.hands)  # fmt: skip
             samples.append(sample)
             print(f"{sample.at_s:7.0f} s  server RSS {sample.rss_mb:6.1f} MB  Redis "
-                  f"{sample.redis_mb:7.2f} MB (histories {sample.histories_mb:6.2f})  streams "
-                  f"{sample.streams:4d}  hands {sample.hands:6d}  errors {dict(tally.errors)}",
-                  flush=True)  # fmt: skip
+                  f"{sample.redis_mb:7.2f} MB (histories, feed {sample.histories_mb:6.2f}) "
+                  f" streams {sample.streams:4d}  hands {sample.hands:6d}"
+                  f"  errors {dict(tally.errors)}", flush=True)  # fmt: skip
         await asyncio.gather(*lives)
     print(f"player turnovers {tally.lives}, hands {tally.hands}, errors {dict(tally.errors)}")
     if tally.errors:
@@ -188,7 +204,7 @@ def verdict(samples: Sequence[Sample]) -> list[str]:
     ok = True
     for name, value in (
         ("server RSS MB", lambda s: s.rss_mb),
-        ("Redis MB without histories", lambda s: s.redis_without_histories_mb),
+        ("Redis MB without histories and feed", lambda s: s.redis_without_histories_mb),
         ("open Watch streams", lambda s: float(s.streams)),
     ):
         before = sum(map(value, middle)) / len(middle)
