@@ -48,7 +48,9 @@ def test_defaults_match_the_issue() -> None:
         "",
         "",
     )
+    assert (c.http_listen, c.cors_origins) == ("127.0.0.1:8080", "")
     assert c.max_message_bytes == 4 * 1024 * 1024
+    assert c.workers == 1
 
 
 def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
@@ -57,6 +59,8 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
     env = {
         "OFC_LISTEN": "0.0.0.0:7000",
         "OFC_METRICS_LISTEN": "",
+        "OFC_HTTP_LISTEN": "[::1]:8081",
+        "OFC_CORS_ORIGINS": "https://casino.example, http://localhost:5173/",
         "OFC_REDIS_URL": "redis://127.0.0.1:6399/0",
         "OFC_LOG_LEVEL": "debug",
         "OFC_MAX_MESSAGE_BYTES": "65536",
@@ -67,12 +71,15 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_REQUEST_WINDOW_SECONDS": "3600",
         "OFC_REDIS_WAIT_REPLICAS": "1",
         "OFC_REDIS_WAIT_TIMEOUT_MS": "250",
+        "OFC_WORKERS": "2",
     }
     assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
     from_env = config_from_args(parser.parse_args([]), env)
     assert from_env == ServerConfig(
         listen="0.0.0.0:7000",
         metrics_listen="",
+        http_listen="[::1]:8081",
+        cors_origins="https://casino.example, http://localhost:5173/",
         redis_url="redis://127.0.0.1:6399/0",
         log_level="debug",
         max_message_bytes=65536,
@@ -83,6 +90,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         request_window_seconds=3600,
         redis_wait_replicas=1,
         redis_wait_timeout_ms=250,
+        workers=2,
     )
     assert from_env.api_key_list == ("key-one", "key-two")
     flags = parser.parse_args(["--listen", "127.0.0.1:7001", "--grace-seconds", "1"])
@@ -115,6 +123,10 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
             "--redis-wait-replicas: must be 0 .. 5",
         ),
         ({"OFC_REDIS_WAIT_TIMEOUT_MS": "0"}, "--redis-wait-timeout-ms: must be 1 .. 60000"),
+        ({"OFC_WORKERS": "0", "OFC_REDIS_URL": "redis://r"}, "OFC_WORKERS / --workers: must be 1"),
+        ({"OFC_WORKERS": "65", "OFC_REDIS_URL": "redis://r"}, "OFC_WORKERS / --workers: must be 1"),
+        ({"OFC_WORKERS": "two"}, "OFC_WORKERS / --workers: not a number"),
+        ({"OFC_WORKERS": "2"}, "--workers: 2 workers need a shared store: set OFC_REDIS_URL"),
     ],
 )
 def test_bad_settings_name_the_variable_and_the_flag(env: dict[str, str], message: str) -> None:
@@ -142,7 +154,11 @@ def test_grpc_options_follow_the_config() -> None:
 def test_tls(tmp_path: Path) -> None:
     cert, key = self_signed_certificate(tmp_path)
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", tls_cert=str(cert), tls_key=str(key)
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        http_listen="",
+        tls_cert=str(cert),
+        tls_key=str(key),
     )
     with BackgroundServer(config) as server:
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())

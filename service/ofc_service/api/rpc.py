@@ -11,7 +11,6 @@ but this module (and the server) knows grpc.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, NoReturn
@@ -24,14 +23,11 @@ from ofc_service.api.errors import (
     STATUS_DETAILS_KEY,
     ApiError,
     Code,
-    api_error,
+    reported,
     request_id_var,
     rich_status,
 )
 from ofc_service.auth import Credentials
-from ofc_service.metrics import REQUEST_ERRORS
-
-log = logging.getLogger("ofc.api")
 
 Handler = Callable[[Any, Credentials], Any]
 
@@ -58,11 +54,7 @@ async def abort(context: grpc.aio.ServicerContext, error: ApiError) -> NoReturn:
 
 async def fail(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> NoReturn:
     """End the call with ``exc`` as the error table says (a bug: INTERNAL, logged)."""
-    error = api_error(exc)
-    if error.code is Code.INTERNAL and not isinstance(exc, ApiError):
-        log.exception("internal error in %s", method, exc_info=exc)
-    REQUEST_ERRORS.labels(error.reason).inc()
-    await abort(context, error)
+    await abort(context, reported(exc, method))
 
 
 def credentials(context: grpc.aio.ServicerContext) -> Credentials:

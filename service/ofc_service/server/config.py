@@ -27,6 +27,7 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss
 MAX_WAIT_REPLICAS = 5
 MIN_REQUEST_WINDOW_SECONDS = 60
 MAX_REQUEST_WINDOW_SECONDS = 24 * 3600  # the default: store.DEFAULT_REQUEST_TTL_SECONDS
+MAX_WORKERS = 64
 
 
 class ConfigError(ValueError):
@@ -39,6 +40,8 @@ class ServerConfig:
 
     listen: str = "127.0.0.1:50051"
     metrics_listen: str = "127.0.0.1:9464"  # empty: no metrics endpoint
+    http_listen: str = "127.0.0.1:8080"  # Connect, gRPC-Web, the web table; empty: none
+    cors_origins: str = ""  # browser origins allowed to call the HTTP port, comma-separated
     redis_url: str = ""  # table storage (tables service); empty: embedded in-memory store
     log_level: str = "info"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -51,10 +54,15 @@ class ServerConfig:
     request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
     redis_wait_replicas: int = 0  # WAIT for this many replicas after each commit; 0: do not
     redis_wait_timeout_ms: int = 500  # how long one WAIT may take before the call fails
+    workers: int = 1  # server processes sharing the listen port (SO_REUSEPORT); >1 needs Redis
 
     @property
     def api_key_list(self) -> tuple[str, ...]:
         return tuple(k.strip() for k in self.api_keys.split(",") if k.strip())
+
+    @property
+    def cors_origin_list(self) -> tuple[str, ...]:
+        return tuple(o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip())
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -91,6 +99,22 @@ OPTIONS: tuple[Option, ...] = (
         "--metrics-listen",
         "Prometheus /metrics address HOST:PORT; empty to disable",
         metavar="ADDR",
+    ),
+    Option(
+        "http_listen",
+        "OFC_HTTP_LISTEN",
+        "--http-listen",
+        "HTTP address HOST:PORT: Connect (JSON, binary), gRPC-Web, the web table at /, "
+        "/healthz; empty to disable",
+        metavar="ADDR",
+    ),
+    Option(
+        "cors_origins",
+        "OFC_CORS_ORIGINS",
+        "--cors-origins",
+        "browser origins (https://host[:port], or *) allowed to call the HTTP port from "
+        "other sites, comma-separated; empty: same origin only",
+        metavar="ORIGINS",
     ),
     Option(
         "redis_url",
@@ -177,6 +201,15 @@ OPTIONS: tuple[Option, ...] = (
         _number(int),
         "MS",
     ),
+    Option(
+        "workers",
+        "OFC_WORKERS",
+        "--workers",
+        "server processes sharing the gRPC port (SO_REUSEPORT), metrics summed on one "
+        "endpoint; more than 1 needs OFC_REDIS_URL: 1 .. 64",
+        _number(int),
+        "N",
+    ),
 )
 
 
@@ -239,6 +272,11 @@ def _validate(c: ServerConfig) -> None:
     split_address(c.listen, what="OFC_LISTEN / --listen")
     if c.metrics_listen:
         split_address(c.metrics_listen, what="OFC_METRICS_LISTEN / --metrics-listen")
+    if c.http_listen:
+        split_address(c.http_listen, what="OFC_HTTP_LISTEN / --http-listen")
+    for origin in c.cors_origin_list:
+        if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise bad("cors_origins", f"not an origin (scheme://host[:port]): {origin!r}")
     if c.log_level not in LOG_LEVELS:
         raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
     if not 1024 <= c.max_message_bytes <= 2**31 - 1:
@@ -275,3 +313,11 @@ def _validate(c: ServerConfig) -> None:
         raise bad("redis_wait_replicas", "needs a Redis URL (the in-memory store has no replicas)")
     if not 1 <= c.redis_wait_timeout_ms <= 60_000:
         raise bad("redis_wait_timeout_ms", "must be 1 .. 60000")
+    if not 1 <= c.workers <= MAX_WORKERS:
+        raise bad("workers", f"must be 1 .. {MAX_WORKERS}")
+    if c.workers > 1 and not c.redis_url:
+        raise bad(
+            "workers",
+            f"{c.workers} workers need a shared store: set OFC_REDIS_URL / --redis-url "
+            "(the in-memory store lives in one process and cannot be shared)",
+        )

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from wsgiref.simple_server import WSGIServer
 
@@ -37,6 +39,7 @@ from ofc_service.application.settlements import SettlementRelay
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.health import StoreHealth
+from ofc_service.server.http import HttpServer, create_http_server
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
@@ -68,11 +71,14 @@ class OfcServer:
     feed: SettlementFeed | None = None
     shutdown: Shutdown = field(default_factory=Shutdown)
     store_health: StoreHealth | None = None
+    http: HttpServer | None = None
     _metrics_httpd: WSGIServer | None = field(default=None, repr=False)
     _metrics_thread: threading.Thread | None = field(default=None, repr=False)
 
     async def start(self) -> None:
         await self.server.start()
+        if self.http is not None:
+            self.http.start()
         self.sweeper.start()
         if self.relay is not None:
             self.relay.start()
@@ -85,6 +91,7 @@ class OfcServer:
         log.info(
             "serving",
             extra={"fields": {"listen": f"{host}:{self.port}", "metrics_port": self.metrics_port,
+                              "http_port": None if self.http is None else self.http.port,
                               "tls": bool(self.config.tls_cert),
                               "store": "redis" if self.config.redis_url else "in-memory"}},
         )  # fmt: skip
@@ -99,7 +106,11 @@ class OfcServer:
         await self.sweeper.stop()
         if self.relay is not None:
             await self.relay.stop()
-        await self.server.stop(self.config.grace_seconds if grace is None else grace)
+        grace = self.config.grace_seconds if grace is None else grace
+        if self.http is not None:  # both ports' in-flight calls finish within the one grace
+            await asyncio.gather(self.http.stop(grace), self.server.stop(grace))
+        else:
+            await self.server.stop(grace)
         await self.store.close()
         if self.feed is not None:
             await self.feed.close()
@@ -110,11 +121,13 @@ class OfcServer:
         log.info("stopped")
 
 
-def _server_options(config: ServerConfig) -> list[tuple[str, int]]:
+def _server_options(config: ServerConfig, *, reuse_port: bool = False) -> list[tuple[str, int]]:
     options = [
         ("grpc.max_receive_message_length", config.max_message_bytes),
         ("grpc.max_send_message_length", config.max_message_bytes),
-        ("grpc.so_reuseport", 0),
+        # Off unless this is one of ``--workers N`` processes: a second server started on a
+        # port by mistake fails to bind instead of silently taking half the connections.
+        ("grpc.so_reuseport", int(reuse_port)),
     ]
     if config.max_connection_age_seconds > 0:
         age_ms = int(config.max_connection_age_seconds * 1000)
@@ -123,13 +136,12 @@ def _server_options(config: ServerConfig) -> list[tuple[str, int]]:
     return options
 
 
-async def create_server(config: ServerConfig) -> OfcServer:
-    """Bind the gRPC server (and the metrics endpoint); call ``start()`` to serve."""
+async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> OfcServer:
+    """Bind the gRPC server (and the metrics endpoint); call ``start()`` to serve.
+    ``reuse_port``: share the port with the other worker processes (SO_REUSEPORT)."""
     server = grpc.aio.server(
-        interceptors=[ObservabilityInterceptor()], options=_server_options(config)
-    )
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
-        grpc_servicer(RulesHandlers(), rules.SERVICE), server
+        interceptors=[ObservabilityInterceptor()],
+        options=_server_options(config, reuse_port=reuse_port),
     )
     store = open_store(
         config.redis_url or None,
@@ -148,14 +160,22 @@ async def create_server(config: ServerConfig) -> OfcServer:
         request_ttl_seconds=config.request_window_seconds,
     )
     shutdown = Shutdown()
+    # One handlers object per service, served on both ports (gRPC here, HTTP below).
+    handlers = {
+        rules.SERVICE.full_name: RulesHandlers(),
+        tables.SERVICE.full_name: TableHandlers(manager, shutdown),
+        settlement_feed.SERVICE.full_name: SettlementFeedHandlers(
+            feed, authenticator, shutdown=shutdown
+        ),
+    }
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
+        grpc_servicer(handlers[rules.SERVICE.full_name], rules.SERVICE), server
+    )
     table_service_pb2_grpc.add_TableServiceServicer_to_server(
-        grpc_servicer(TableHandlers(manager, shutdown), tables.SERVICE), server
+        grpc_servicer(handlers[tables.SERVICE.full_name], tables.SERVICE), server
     )
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
-        grpc_servicer(
-            SettlementFeedHandlers(feed, authenticator, shutdown=shutdown),
-            settlement_feed.SERVICE,
-        ),
+        grpc_servicer(handlers[settlement_feed.SERVICE.full_name], settlement_feed.SERVICE),
         server,
     )
     health_servicer = health.aio.HealthServicer()
@@ -171,6 +191,9 @@ async def create_server(config: ServerConfig) -> OfcServer:
         raise OSError(f"cannot bind {config.listen}")
     sweeper = DeadlineSweeper(manager)
     ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
+    ofc_server.http = create_http_server(
+        config, handlers, health_servicer, reuse_port=reuse_port
+    )
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
         health_servicer,
@@ -188,10 +211,21 @@ async def create_server(config: ServerConfig) -> OfcServer:
     return ofc_server
 
 
-async def run(config: ServerConfig) -> None:
-    """Serve until SIGTERM/SIGINT, then shut down gracefully."""
-    ofc_server = await create_server(config)
+async def run(
+    config: ServerConfig,
+    *,
+    reuse_port: bool = False,
+    on_ready: Callable[[], None] | None = None,
+    stop_on_eof: int | None = None,
+) -> None:
+    """Serve until SIGTERM/SIGINT, then shut down gracefully. A worker process
+    (:mod:`.worker`) says when it serves (``on_ready``) and also stops when its parent's
+    pipe closes (``stop_on_eof``, a file descriptor: with the parent gone, nothing else
+    would ever stop it)."""
+    ofc_server = await create_server(config, reuse_port=reuse_port)
     await ofc_server.start()
+    if on_ready is not None:
+        on_ready()
     # Everything built so far (protobuf descriptors, tables, caches) lives as long as the
     # process: keep it out of the collector's way so full collections stay short.
     gc.collect()
@@ -200,21 +234,46 @@ async def run(config: ServerConfig) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    if stop_on_eof is not None:
+        fd = stop_on_eof
+
+        def wait_for_eof() -> None:  # os.read, not a buffered file: no lock held at exit
+            while os.read(fd, 4096):
+                pass
+            loop.call_soon_threadsafe(stop.set)
+
+        threading.Thread(target=wait_for_eof, name="parent-pipe", daemon=True).start()
     await stop.wait()
     log.info("shutting down", extra={"fields": {"grace_seconds": config.grace_seconds}})
     await ofc_server.stop()
 
 
-def serve(config: ServerConfig) -> int:
+def serve(
+    config: ServerConfig,
+    *,
+    worker: int | None = None,
+    on_ready: Callable[[], None] | None = None,
+    stop_on_eof: int | None = None,
+) -> int:
     """The ``ofc serve`` entry point; returns the exit status (0 after a graceful stop).
+    ``worker``: this process is worker ``worker`` of ``--workers N`` (:mod:`.worker`), so it
+    shares the port and every log line says which worker wrote it.
 
     Everything the process writes to stderr is a JSON line: gRPC core's own log lines
     (absl, on file descriptor 2; ``GRPC_VERBOSITY`` sets how many, ``ofc serve`` makes it
     ERROR unless told otherwise) and any stray output are read back and logged as JSON."""
     native = NativeStderr()
-    configure_logging(config.log_level, native.stream)
+    fields = {} if worker is None else {"worker": worker, "pid": os.getpid()}
+    configure_logging(config.log_level, native.stream, fields=fields)
     try:
-        asyncio.run(run(config))
+        asyncio.run(
+            run(
+                config,
+                reuse_port=worker is not None,
+                on_ready=on_ready,
+                stop_on_eof=stop_on_eof,
+            )
+        )
     except (OSError, RuntimeError) as exc:  # an address in use, a bad certificate
         native.close()  # gRPC core's own reason, already in the pipe, is logged first
         log.error("cannot start", extra={"fields": {"error": str(exc)}})
