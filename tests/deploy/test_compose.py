@@ -265,3 +265,78 @@ def test_acknowledged_writes_come_back_from_the_aof_after_a_restart(tmp_path: Pa
         assert entries == [(ANY, {b"hand": b"1", b"points": b"+6"})]
     finally:
         second.stop()
+
+
+# --- the Redis Cluster variant (docker-compose.cluster.yml over docker-compose.yml) ---------------
+CLUSTER_OVERRIDE: dict[str, Any] = load_yaml(COMPOSE / "docker-compose.cluster.yml")
+CLUSTER_PROMETHEUS: dict[str, Any] = load_yaml(COMPOSE / "prometheus" / "prometheus.cluster.yml")
+
+
+def merged_service(name: str) -> dict[str, Any]:
+    """A service as compose merges the override onto the base: mappings merge key by key,
+    a command or entrypoint is replaced, volumes are merged by their target path."""
+    base = dict(SERVICES.get(name, {}))
+    override = CLUSTER_OVERRIDE["services"].get(name, {})
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        elif key == "volumes" and key in base:
+            by_target = {v.split(":")[1]: v for v in base[key]}
+            by_target.update({v.split(":")[1]: v for v in value})
+            base[key] = list(by_target.values())
+        else:
+            base[key] = value
+    return base
+
+
+def redis_nodes() -> list[str]:
+    return ["redis", *(f"redis-node-{i}" for i in range(1, 6))]
+
+
+def test_cluster_variant_runs_six_announcing_nodes_joined_once_with_one_replica_each() -> None:
+    for node in redis_nodes():
+        command = merged_service(node)["command"]
+        assert command[:2] == ["redis-server", "/usr/local/etc/redis/redis.conf"], node
+        flags = dict(zip(command[2::2], command[3::2], strict=True))
+        assert flags["--cluster-enabled"] == "yes"
+        assert flags["--cluster-announce-hostname"] == node  # what MOVED replies carry
+        assert flags["--cluster-preferred-endpoint-type"] == "hostname"
+        data = [v for v in merged_service(node)["volumes"] if v.endswith(":/data")]
+        assert len(data) == 1, f"{node}: nodes.conf and the AOF need a volume"
+        assert data[0].split(":")[0] in {*STACK["volumes"], *CLUSTER_OVERRIDE["volumes"]}
+    create = merged_service("redis-cluster-create")
+    script = " ".join(create["command"])
+    assert all(f"{node}:6379" in script for node in redis_nodes())
+    assert "--cluster-replicas 1" in script and "cluster_state:ok" in script
+    assert set(create["depends_on"]) == set(redis_nodes())
+
+
+def test_cluster_variant_points_ofc_at_the_cluster_and_waits_for_a_replica() -> None:
+    ofc = merged_service("ofc")
+    url = ofc["environment"]["OFC_REDIS_URL"]
+    assert url.startswith("redis+cluster://")
+    seeds = [seed.split(":")[0] for seed in url.removeprefix("redis+cluster://").split(",")]
+    assert seeds and set(seeds) <= set(redis_nodes())
+    assert ofc["environment"]["OFC_REDIS_WAIT_REPLICAS"] == "1"
+    assert ofc["depends_on"]["redis-cluster-create"] == {
+        "condition": "service_completed_successfully"
+    }
+    assert ofc["environment"]["OFC_API_KEYS"].startswith("${OFC_API_KEYS:?")  # kept from base
+
+
+def test_cluster_variant_scrapes_every_node_through_the_exporter() -> None:
+    (redis_job,) = [j for j in CLUSTER_PROMETHEUS["scrape_configs"] if j["job_name"] == "redis"]
+    assert redis_job["metrics_path"] == "/scrape"
+    (targets,) = [c["targets"] for c in redis_job["static_configs"]]
+    assert targets == [f"redis://{node}:6379" for node in redis_nodes()]
+    volumes = merged_service("prometheus")["volumes"]
+    assert "./prometheus/prometheus.cluster.yml:/etc/prometheus/prometheus.yml:ro" in volumes
+    others = [j for j in CLUSTER_PROMETHEUS["scrape_configs"] if j["job_name"] != "redis"]
+    assert others == [j for j in PROMETHEUS["scrape_configs"] if j["job_name"] != "redis"]
+    for name, service in CLUSTER_OVERRIDE["services"].items():
+        image = merged_service(name)["image"]
+        assert ":" in image and not image.endswith(":latest"), name
+        for volume in service.get("volumes", []):
+            source = volume.split(":", 1)[0]
+            if source.startswith("."):
+                assert (COMPOSE / source).exists(), f"{name}: {source}"

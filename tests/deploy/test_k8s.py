@@ -15,10 +15,12 @@ import yaml
 from tests.deploy.deployfiles import (
     COMPOSE,
     K8S,
+    K8S_CLUSTER,
     Document,
     find_object,
     k8s_files,
     k8s_objects,
+    load_documents,
     load_yaml,
 )
 
@@ -250,3 +252,58 @@ def test_k8s_envoy_pods_are_admitted_and_serve_their_listener() -> None:
     )
     pre_stop = float(container["lifecycle"]["preStop"]["exec"]["command"][1])
     assert pod["spec"]["terminationGracePeriodSeconds"] > pre_stop
+
+
+# --- the Redis Cluster overlay (deploy/k8s-cluster) -----------------------------------------------
+def cluster_overlay() -> tuple[Document, dict[tuple[str, str], Document]]:
+    kustomization = load_yaml(K8S_CLUSTER / "kustomization.yaml")
+    objects = {
+        (doc["kind"], doc["metadata"]["name"]): doc
+        for doc in load_documents(K8S_CLUSTER / "redis-cluster.yaml")
+    }
+    return kustomization, objects
+
+
+def test_cluster_overlay_swaps_the_redis_pod_for_six_cluster_nodes_under_the_same_labels() -> None:
+    kustomization, objects = cluster_overlay()
+    assert kustomization["resources"] == ["../k8s", "redis-cluster.yaml"]
+    patches = [yaml.safe_load(p["patch"]) for p in kustomization["patches"]]
+    assert {"$patch": "delete", "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "redis", "namespace": "ofc"}} in patches  # fmt: skip
+    base = find_object("StatefulSet", "redis")
+    nodes = objects["StatefulSet", "redis-cluster"]
+    assert nodes["spec"]["replicas"] == 6 and nodes["spec"]["serviceName"] == "redis"
+    labels = nodes["spec"]["template"]["metadata"]["labels"]
+    assert labels == base["spec"]["template"]["metadata"]["labels"]
+    assert find_object("Service", "redis")["spec"]["selector"].items() <= labels.items()
+    (redis,) = [c for c in nodes["spec"]["template"]["spec"]["containers"] if c["name"] == "redis"]
+    flags = dict(zip(redis["command"][2::2], redis["command"][3::2], strict=False))
+    assert flags["--cluster-enabled"] == "yes"
+    assert flags["--cluster-config-file"].startswith("/data/")  # on the PersistentVolume
+    assert flags["--cluster-announce-hostname"] == "$(POD_NAME).redis.ofc.svc.cluster.local"
+    assert {p["name"]: p["containerPort"] for p in redis["ports"]} == {
+        "redis": 6379, "cluster-bus": 16379
+    }  # fmt: skip
+    exporters = [c for c in nodes["spec"]["template"]["spec"]["containers"] if c != redis]
+    assert [c["name"] for c in exporters] == ["redis-exporter"]  # one node per exporter
+
+
+def test_cluster_overlay_points_ofc_at_the_nodes_and_joins_them_once() -> None:
+    kustomization, objects = cluster_overlay()
+    patches = [yaml.safe_load(p["patch"]) for p in kustomization["patches"]]
+    (deployment,) = [p for p in patches if p["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["OFC_REDIS_WAIT_REPLICAS"] == "1"
+    seeds = env["OFC_REDIS_URL"].removeprefix("redis+cluster://").split(",")
+    assert seeds == [f"redis-cluster-{i}.redis.ofc.svc.cluster.local:6379" for i in range(3)]
+    names = {e["name"] for e in find_object("Deployment", "ofc")["spec"]["template"]["spec"][
+        "containers"][0]["env"]}  # fmt: skip
+    assert "OFC_REDIS_URL" in names  # the patch replaces the base's value by name
+    job = objects["Job", "redis-cluster-create"]["spec"]["template"]["spec"]
+    script = job["containers"][0]["command"][-1]
+    assert "--cluster-replicas 1" in script and "cluster_state:ok" in script
+    assert "for i in 0 1 2 3 4 5" in script
+    peers = objects["NetworkPolicy", "redis-cluster-peers"]["spec"]
+    assert peers["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "redis"}
+    assert {"port": "cluster-bus"} in peers["ingress"][0]["ports"]

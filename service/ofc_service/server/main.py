@@ -143,7 +143,11 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         interceptors=[ObservabilityInterceptor()],
         options=_server_options(config, reuse_port=reuse_port),
     )
-    store = open_store(config.redis_url or None)
+    store = open_store(
+        config.redis_url or None,
+        wait_replicas=config.redis_wait_replicas,
+        wait_timeout_ms=config.redis_wait_timeout_ms,
+    )
     feed = open_feed(config.redis_url or None)
     relay = SettlementRelay(store, feed)
     authenticator = Authenticator(config.api_key_list)
