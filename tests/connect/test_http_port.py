@@ -210,6 +210,44 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
     assert info.reason == "MALFORMED_REQUEST"
 
 
+@pytest.mark.parametrize(
+    ("method", "body", "field"),
+    [
+        # A mistyped field is not dropped: the call is refused and the field named.
+        ("RulesService/EvaluateRow", {"cards": ["As", "Ks", "Qs"], "rulset": "standard"},
+         "rulset"),
+        ("RulesService/ValidateBoard", {"board": {"top": ["As", "Ks", "Qs"], "midle": []}},
+         "board.midle"),
+        # A value of the wrong type, and one nested under another field.
+        ("RulesService/EvaluateRow", {"cards": "As Ks Qs"}, "cards"),
+        ("RulesService/ValidateBoard", {"board": {"top": 3}}, "board.top"),
+    ],
+)  # fmt: skip
+def test_an_unknown_or_wrong_typed_json_field_is_malformed_request_naming_it(
+    url: str, method: str, body: dict[str, Any], field: str
+) -> None:
+    status, answer, _ = call(url, method, body)
+    assert (status, answer["code"]) == (400, "invalid_argument")
+    assert answer["message"].startswith("the request does not decode: ")
+    info = error_details_pb2.ErrorInfo.FromString(details(answer)["google.rpc.ErrorInfo"])
+    assert (info.reason, info.metadata["field"]) == ("MALFORMED_REQUEST", field)
+    bad = error_details_pb2.BadRequest.FromString(details(answer)["google.rpc.BadRequest"])
+    assert [v.field for v in bad.field_violations] == [field]
+
+
+def test_a_connect_json_response_is_compact_json(url: str) -> None:
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.RulesService/EvaluateRow",
+        data=b'{"cards": ["As", "Ad", "Kc"]}',
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        raw = answer.read()
+    parsed = json.loads(raw)
+    assert raw.decode() == json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
+    assert set(parsed) == {"hand"}
+
+
 def test_a_connect_call_is_counted_once_under_its_protocol(url: str) -> None:
     def handled() -> dict[str, float]:
         labels = ("unary", "ofcpoker.v1.RulesService", "ListPresets")
