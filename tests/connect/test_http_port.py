@@ -14,6 +14,8 @@ import http.client
 import json
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -283,3 +285,21 @@ def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path:
         plain = f"http://127.0.0.1:{server.server.http.port}/healthz"
         with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
             urllib.request.urlopen(plain, timeout=5)
+
+
+def test_a_server_without_the_http_port_does_not_load_hypercorn_or_connectrpc() -> None:
+    """Start-up cost: the HTTP stack (about a quarter of a second of imports) is loaded only
+    when the HTTP port is on."""
+    script = (
+        "import sys\n"
+        "from ofc_service.server.background import BackgroundServer\n"
+        "from ofc_service.server.config import ServerConfig\n"
+        "config = ServerConfig(listen='127.0.0.1:0', metrics_listen='', http_listen='',"
+        " grace_seconds=1)\n"
+        "with BackgroundServer(config):\n"
+        "    print(sorted({m.split('.')[0] for m in sys.modules} & {'hypercorn', 'connectrpc'}))\n"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert got.stdout.strip() == "[]"
