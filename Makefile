@@ -9,7 +9,7 @@ PROJECT := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RUN_STAMP := $(VENV)/.installed-run-$(PROJECT)
 DEV_STAMP := $(VENV)/.installed-dev-$(PROJECT)
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ test: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
+
+bench-quick: $(DEV_STAMP)
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV)

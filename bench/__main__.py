@@ -1,12 +1,15 @@
-"""Print every performance figure: ``python -m bench [SECTION ...]``.
+"""Print every performance figure: ``python -m bench [--quick] [SECTION ...]``.
 
-    .venv/bin/python -m bench            # all sections, in the order below
+    .venv/bin/python -m bench            # the default sections, in the order below
+    .venv/bin/python -m bench --quick    # the same with short runs: a smoke test of them all
     .venv/bin/python -m bench core       # only the rules core
     .venv/bin/python -m bench --list
 
 A section is a module with ``main(argv)`` that prints its own figures with its defaults
 and returns an exit status (it also runs alone as ``python -m bench.<name>``, with more
-options). To add one, add a line to ``SECTIONS``.
+options). To add one, add a line to ``SECTIONS`` (and its short arguments to ``QUICK``).
+``issue14`` measures the move path's figures and runs ``batch`` and ``open_loop`` itself,
+so those two run only when named.
 """
 
 from __future__ import annotations
@@ -26,6 +29,22 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "tables": ("bench.tables", "live tables on Redis: moves vs settle, round trips, memory"),
     "move_floor": ("bench.move_floor", "a move's server cost with no game logic vs settle"),
     "connect": ("bench.connect", "SettleHand over Connect JSON and binary vs native gRPC"),
+    "issue14": ("bench.issue14", "the move path: floor, replicas, workers, batch, open-loop p99"),
+    "batch": ("bench.batch", "batch scoring: SettleHands, the stream, ofc score vs in process"),
+    "open_loop": ("bench.open_loop", "p99 of PlaceCards and SettleHand under an open-loop load"),
+}
+NAMED_ONLY = ("batch", "open_loop")  # run inside issue14 already
+QUICK: dict[str, list[str]] = {
+    "core": ["--hands", "10000", "--deals", "1000", "--rounds", "3"],
+    "solver": ["--hands", "40", "--repeat", "1"],
+    "policy": ["--hands", "30"],
+    "verify": ["--hands", "150"],
+    "tables": ["--seconds", "1", "--rounds", "1", "--moves", "60", "--hands", "3"],
+    "move_floor": ["--seconds", "1"],
+    "connect": ["--seconds", "1"],
+    "issue14": ["--quick"],
+    "batch": ["--rounds", "1", "--cli-hands", "5000"],
+    "open_loop": ["--seconds", "1.5"],
 }
 
 
@@ -37,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("sections", nargs="*", metavar="SECTION", help="default: all")
     parser.add_argument("--list", action="store_true", help="list the sections and exit")
+    parser.add_argument("--quick", action="store_true", help="short runs of every section")
     args = parser.parse_args(argv)
     if args.list:
         for name, (module, what) in SECTIONS.items():
@@ -46,11 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown section(s): {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
     status = 0
-    for name in args.sections or list(SECTIONS):
+    for name in args.sections or [s for s in SECTIONS if s not in NAMED_ONLY]:
         module_name, what = SECTIONS[name]
         print(f"== {name}: {what}", flush=True)
         start = time.perf_counter()
-        status |= importlib.import_module(module_name).main([]) or 0
+        section_argv = QUICK.get(name, []) if args.quick else []
+        status |= importlib.import_module(module_name).main(section_argv) or 0
         print(f"   ({time.perf_counter() - start:.1f} s)\n", flush=True)
     return status
 

@@ -1,6 +1,6 @@
 """Hand histories verified per second, as an auditor verifies a day's play.
 
-    .venv/bin/python -m bench.verify [--hands 600] [--jobs 1 2] [--json]
+    .venv/bin/python -m bench.verify [--hands 600] [--jobs 1 2] [--node] [--json]
 
 Writes ``--hands`` histories of format 3 (with a clock, every move a timeout: a third
 classic with 2 seats, a third Pineapple with 3, a third progressive Pineapple with 3 of
@@ -10,7 +10,8 @@ reading included, the process pool's start included, in wall-clock time and in C
 (of this process and its workers: what the figure is on a machine others share). The
 timeouts carry a simple legal move (rows bottom first), so writing the histories is quick;
 verifying one costs what verifying any timeout does, since the verifier never runs a
-policy.
+policy. ``--node`` also times the independent Node verifier on the same files,
+``node clients/node/verify.js -q -j N DIR`` (a child process: its start included).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import io
 import json
 import os
 import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +39,7 @@ from ofc.rulesets import ROWS
 from ofc_cli.main import main as ofc_main
 
 CLOCK = TurnClock(30_000, 120_000)
+VERIFY_JS = Path(__file__).resolve().parents[1] / "clients" / "node" / "verify.js"
 TABLES: tuple[tuple[str, int, dict[int, int]], ...] = (
     ("classic", 2, {}),
     ("pineapple", 3, {}),
@@ -113,8 +117,32 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
 
 
-def run(hands: int, jobs: Sequence[int]) -> dict[str, Any]:
+def _rate(hands: int, elapsed: float, used: float) -> dict[str, float]:
+    return {
+        "seconds": elapsed,
+        "per_second": hands / elapsed,
+        "cpu_seconds": used,  # this process and its workers, all cores
+        "cpu_ms_per_history": 1000 * used / hands,
+    }
+
+
+def _node_rate(node: str, directory: str, hands: int, count: int) -> dict[str, float]:
+    started, cpu = time.perf_counter(), _cpu_seconds()
+    done = subprocess.run(
+        [node, str(VERIFY_JS), "-q", "-j", str(count), directory],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed, used = time.perf_counter() - started, _cpu_seconds() - cpu
+    assert done.returncode == 0 and done.stdout == f"{hands} verified, 0 failed\n", done.stdout
+    return _rate(hands, elapsed, used)
+
+
+def run(hands: int, jobs: Sequence[int], *, node: str | None = None) -> dict[str, Any]:
     figures: dict[str, Any] = {"hands": hands, "cpus": os.cpu_count(), "rates": {}}
+    if node is not None:
+        figures["node_rates"] = {}
     with tempfile.TemporaryDirectory(prefix="ofc-bench-verify-") as directory:
         day = Path(directory)
         distinct = [json.dumps(history(n)) for n in range(min(hands, 30))]
@@ -127,12 +155,9 @@ def run(hands: int, jobs: Sequence[int]) -> dict[str, Any]:
                 status = ofc_main(["verify", "-q", "-j", str(count), directory])
             elapsed, used = time.perf_counter() - started, _cpu_seconds() - cpu
             assert status == 0 and out.getvalue() == f"{hands} verified, 0 failed\n", out.getvalue()
-            figures["rates"][str(count)] = {
-                "seconds": elapsed,
-                "per_second": hands / elapsed,
-                "cpu_seconds": used,  # this process and its workers, all cores
-                "cpu_ms_per_history": 1000 * used / hands,
-            }
+            figures["rates"][str(count)] = _rate(hands, elapsed, used)
+            if node is not None:
+                figures["node_rates"][str(count)] = _node_rate(node, directory, hands, count)
     return figures
 
 
@@ -140,18 +165,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.verify", description=__doc__)
     parser.add_argument("--hands", type=int, default=600)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--node", action="store_true", help="also time clients/node/verify.js")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    figures = run(args.hands, args.jobs)
+    node = shutil.which("node") if args.node else None
+    if args.node and node is None:
+        parser.error("--node: node is not on PATH")
+    figures = run(args.hands, args.jobs, node=node)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
     print(f"ofc verify -q -j N DIR over {args.hands} histories (format 3, {os.cpu_count()} cores):")
-    for jobs, rate in figures["rates"].items():
-        print(
-            f"  -j {jobs}: {rate['per_second']:8.0f} histories/s  ({rate['seconds']:.2f} s; "
-            f"{rate['cpu_ms_per_history']:.1f} ms of CPU per history)"
-        )
+    for name, key in (("ofc verify", "rates"), ("node verify.js", "node_rates")):
+        for jobs, rate in figures.get(key, {}).items():
+            print(
+                f"  {name} -j {jobs}: {rate['per_second']:8.0f} histories/s  "
+                f"({rate['seconds']:.2f} s; {rate['cpu_ms_per_history']:.1f} ms of CPU per history)"
+            )
     print(
         f"  (load average {os.getloadavg()[0]:.1f}: other work on the machine slows the wall clock)"
     )

@@ -17,3 +17,7 @@ ln -s "$PWD/$PREFIX/node_modules" "$out/node_modules"
 "$PREFIX/node_modules/.bin/tsc" --noEmit --strict --target es2022 --module nodenext \
     --moduleResolution nodenext --skipLibCheck $(find "$out/gen/typescript" -name '*.ts')
 echo "clients: TypeScript generated from protos/ ($count files) and type-checked"
+# The Node verifier's unit tests (clients/node/test: Node's built-ins only, no install needed);
+# tests/e2e/test_node_client.py and test_node_agrees.py run it against the service and ofc verify.
+node --test clients/node/test/*.test.js >/dev/null || node --test clients/node/test/*.test.js
+echo "clients: clients/node unit tests pass"

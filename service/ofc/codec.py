@@ -36,6 +36,8 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,7 +82,7 @@ from ofc.rulesets import (
     resolve_ruleset,
     ruleset_from_dict,
 )
-from ofc.scoring import Board, Settlement, settle
+from ofc.scoring import Board, PairResult, Settlement, settle
 from ofc.shuffle import ALGORITHM, shuffle_deck
 
 __all__ = [
@@ -103,6 +105,7 @@ __all__ = [
     "history_format_version",
     "history_from_replay",
     "score_request_from_dict",
+    "settlement_json",
     "settlement_to_dict",
     "state_from_dict",
     "state_to_dict",
@@ -135,6 +138,8 @@ class ScoreRequest:
     fantasyland_streaks: tuple[int, ...]
 
     def settle(self) -> Settlement:
+        if not any(self.fantasyland_cards):  # streaks only count in Fantasyland
+            return settle(self.boards, self.ruleset)
         return settle(
             self.boards,
             self.ruleset,
@@ -155,6 +160,21 @@ def cards_from_json(raw: Any, *, field: str) -> tuple[Card, ...]:
         return parse_cards(tokens)
     except OfcError as exc:
         raise type(exc)(f"{field}: {exc.message}", field=field) from None
+
+
+_ROW_NAMES = tuple(row.value for row in ROWS)
+_MISSING = object()
+
+
+def _row_cards(raw: Any, place: str, name: str) -> tuple[Card, ...]:
+    """A row's cards: the common spellings straight through :func:`parse_cards`; anything
+    else (and every error, with its field) through :func:`cards_from_json`."""
+    if isinstance(raw, str):
+        try:
+            return parse_cards(raw)
+        except OfcError:
+            pass
+    return cards_from_json(raw, field=f"{place}.{name}")
 
 
 def score_request_from_dict(data: Any) -> ScoreRequest:
@@ -181,18 +201,17 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
     streaks: list[int] = []
     for i, player in enumerate(players):
         place = f"players[{i}]"
-        if not isinstance(player, Mapping):
+        if type(player) is not dict and not isinstance(player, Mapping):
             raise InvalidInputError(f"{place} must be an object", field=place)
         player_id = player.get("id", str(i))
         if not isinstance(player_id, str) or player_id in ids:
             raise InvalidInputError(f"{place}.id must be a unique string", field=f"{place}.id")
         rows = []
-        for row in ROWS:
-            if row.value not in player:
-                raise InvalidInputError(
-                    f"{place}.{row.value} is missing", field=f"{place}.{row.value}"
-                )
-            rows.append(cards_from_json(player[row.value], field=f"{place}.{row.value}"))
+        for name in _ROW_NAMES:
+            raw = player.get(name, _MISSING)
+            if raw is _MISSING:
+                raise InvalidInputError(f"{place}.{name} is missing", field=f"{place}.{name}")
+            rows.append(_row_cards(raw, place, name))
         tier = _score_tier(player, ruleset, place)
         streak = player.get("fantasyland_streak", 1 if tier else 0)
         if isinstance(streak, bool) or not isinstance(streak, int) or streak < 0:
@@ -275,6 +294,77 @@ def settlement_to_dict(settlement: Settlement, ids: Sequence[str]) -> dict[str, 
         for pr in settlement.pairs
     ]
     return {"ruleset": settlement.ruleset, "players": players, "pairs": pairs}
+
+
+# ``settlement_json``: the same text as ``json.dumps(settlement_to_dict(...))``, put together
+# from cached pieces (a row's hand, a board's royalties, a pair's numbers), at a fraction of
+# the cost: ``ofc score --jsonl`` writes one a hand.
+@functools.cache  # under 10,000 row values exist
+def _hand_json(value: int) -> str:
+    return json.dumps(hand_to_dict(value))
+
+
+@functools.lru_cache(maxsize=4096)  # ids come back line after line
+def _json_string(text: str) -> str:
+    return json.dumps(text)
+
+
+def _json_bool(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+@functools.lru_cache(maxsize=1 << 14)  # a board's verdict: few shapes
+def _board_json(fouled: bool, royalties: tuple[int, int, int], qualifies: bool, cards: int) -> str:
+    top, middle, bottom = royalties
+    return (
+        f'"fouled": {_json_bool(fouled)}, "royalties": {{"top": {top}, "middle": {middle}, '
+        f'"bottom": {bottom}, "total": {top + middle + bottom}}}, "hands": '
+    )
+
+
+@functools.lru_cache(maxsize=1 << 16)  # pair results repeat: small numbers in few shapes
+def _pair_json(pair: PairResult, a_fouled: bool, b_fouled: bool) -> str:
+    _, _, (top, middle, bottom), scoop, row_points, royalties, points, capped, unit = pair
+    return (
+        f'"rows": {{"top": {top}, "middle": {middle}, "bottom": {bottom}}}, "scoop": {scoop}, '
+        f'"a_fouled": {_json_bool(a_fouled)}, "b_fouled": {_json_bool(b_fouled)}, '
+        f'"row_points": {row_points}, "royalties": {royalties}, "points": {points}, '
+        f'"capped_points": {capped}, "unit_value": {unit}, "units": {capped * unit}}}'
+    )
+
+
+def settlement_json(settlement: Settlement, ids: Sequence[str]) -> str:
+    """``json.dumps(settlement_to_dict(settlement, ids))``, the same text, several times
+    faster (for a stream of hands).
+
+    >>> req = score_request_from_dict({"players": [
+    ...     {"top": "Ac 3d 2h", "middle": "6c 6d 9h 8s 4c", "bottom": "9c 8c 7d 6h 5s"},
+    ...     {"top": "Kd 3c 2d", "middle": "5c 5d 9d 8h 4d", "bottom": "7c 7h Qd Js 4s"}]})
+    >>> s = req.settle()
+    >>> settlement_json(s, req.ids) == json.dumps(settlement_to_dict(s, req.ids))
+    True
+    """
+    ruleset, players, pairs = settlement
+    names = [_json_string(i) for i in ids]
+    player_parts = []
+    for index, (values, fouled, royalties, fantasyland), points, units in players:
+        top, middle, bottom = values
+        player_parts.append(
+            f'{{"id": {names[index]}, "points": {points}, "units": {units}, '
+            f"{_board_json(fouled, royalties, *fantasyland)}"
+            f'{{"top": {_hand_json(top)}, "middle": {_hand_json(middle)}, '
+            f'"bottom": {_hand_json(bottom)}}}, "fantasyland_next": '
+            f'{{"qualifies": {_json_bool(fantasyland[0])}, "cards": {fantasyland[1]}}}}}'
+        )
+    pair_parts = [
+        f'{{"a": {names[pair[0]]}, "b": {names[pair[1]]}, '
+        + _pair_json(pair, players[pair[0]][1][1], players[pair[1]][1][1])
+        for pair in pairs
+    ]
+    return (
+        f'{{"ruleset": {_json_string(ruleset)}, "players": [{", ".join(player_parts)}], '
+        f'"pairs": [{", ".join(pair_parts)}]}}'
+    )
 
 
 def error_to_dict(error: OfcError) -> dict[str, Any]:

@@ -93,10 +93,12 @@ for _kind in ("place", "set_fantasyland", "timeout"):
     MOVES.labels(_kind)
 
 # Cluster-wide, not per replica: every replica reports the size of the shared deadline index,
-# so dashboards aggregate it with max(), never sum().
+# so dashboards aggregate it with max(), never sum(); the workers of one `ofc serve --workers N`
+# likewise (the multiprocess mode: the maximum over the live workers).
 ACTIVE_TABLES = Gauge(
     "ofc_active_tables",
     "Tables waiting for a move (a pending turn deadline), across all replicas: use max().",
+    multiprocess_mode="livemax",
 )
 SETTLEMENT_LAG = Histogram(
     "ofc_settlement_lag_seconds",

@@ -50,6 +50,7 @@ def test_defaults_match_the_issue() -> None:
     )
     assert (c.http_listen, c.cors_origins) == ("127.0.0.1:8080", "")
     assert c.max_message_bytes == 4 * 1024 * 1024
+    assert c.workers == 1
 
 
 def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
@@ -68,6 +69,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_API_KEYS": "key-one, key-two",
         "OFC_EVENT_LOG_HANDS": "0",
         "OFC_REQUEST_WINDOW_SECONDS": "3600",
+        "OFC_WORKERS": "2",
     }
     assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
     from_env = config_from_args(parser.parse_args([]), env)
@@ -84,6 +86,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         api_keys="key-one, key-two",
         event_log_hands=0,
         request_window_seconds=3600,
+        workers=2,
     )
     assert from_env.api_key_list == ("key-one", "key-two")
     flags = parser.parse_args(["--listen", "127.0.0.1:7001", "--grace-seconds", "1"])
@@ -108,6 +111,10 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_EVENT_LOG_HANDS": "two"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: not a number"),
         ({"OFC_REQUEST_WINDOW_SECONDS": "59"}, "--request-window-seconds: must be 60 .. 86400"),
         ({"OFC_REQUEST_WINDOW_SECONDS": "86401"}, "--request-window-seconds: must be 60 .. 86400"),
+        ({"OFC_WORKERS": "0", "OFC_REDIS_URL": "redis://r"}, "OFC_WORKERS / --workers: must be 1"),
+        ({"OFC_WORKERS": "65", "OFC_REDIS_URL": "redis://r"}, "OFC_WORKERS / --workers: must be 1"),
+        ({"OFC_WORKERS": "two"}, "OFC_WORKERS / --workers: not a number"),
+        ({"OFC_WORKERS": "2"}, "--workers: 2 workers need a shared store: set OFC_REDIS_URL"),
     ],
 )
 def test_bad_settings_name_the_variable_and_the_flag(env: dict[str, str], message: str) -> None:

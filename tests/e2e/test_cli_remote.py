@@ -110,7 +110,7 @@ def test_export_match_writes_every_hand_and_they_verify_as_one_chain(
             table.play_hand()
         out = tmp_path / "match"
         status, printed, err = run(
-            ["export-match", "--server", host.address, table.id, str(out)], capsys
+            ["export-match", "--server", host.address, "--", table.id, str(out)], capsys
         )
         assert (status, err) == (0, "")
         assert printed == f"3 hands of table {table.id} written to {out}\n"

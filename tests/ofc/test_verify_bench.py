@@ -23,3 +23,10 @@ def test_main_json(capsys: pytest.CaptureFixture[str]) -> None:
     figures = json.loads(capsys.readouterr().out)
     assert figures["hands"] == 6 and set(figures["rates"]) == {"1", "2"}
     assert all(rate["per_second"] > 0 for rate in figures["rates"].values())
+
+
+def test_main_times_the_node_verifier_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--node`` (node must be on PATH here: clients/node is part of the suite)."""
+    assert bench_verify.main(["--hands", "4", "--jobs", "1", "--node", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert set(figures["node_rates"]) == {"1"} and figures["node_rates"]["1"]["per_second"] > 0

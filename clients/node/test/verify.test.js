@@ -1,5 +1,6 @@
-// verify.js on hand histories built here from the spec's deck vector (not from the service),
-// so the deal order is checked against the documented formula independently.
+// verify.js on the golden histories (tests/golden: written by earlier releases of the
+// service, never edited), tampered copies of them, whole matches with their settlement feed,
+// and the command line: its lines, summary and exit statuses are those of `ofc verify`.
 'use strict';
 
 const test = require('node:test');
@@ -8,191 +9,217 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { dealPlan, turnOrder, verifyHistory } = require('../verify.js');
+const { checkDocument, verifyMatch } = require('../verify.js');
+const { readFeed } = require('../lib/match');
+const { parseStrict } = require('../lib/json');
 
-const SEED_HEX = Buffer.from(Array.from({ length: 32 }, (_, i) => i)).toString('hex');
-const CLIENT_HEX = Buffer.from('auditor-test').toString('hex');
-const COMMITMENT = '630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd';
-const DECK = (
-  'Qs 6d Ad Td 6s 4s 8s Kc Kh 7d 8d Ts Jc 4d Js 5c 5s 7h Ac 9s Kd 9d Ah 3s 9c 2s 3h As 2d Jd 3d 7s ' +
-  '3c 2c Tc Qc 4c 8h Th 4h 5h Qd 6h 8c 5d 7c Jh Ks Qh 6c 9h 2h'
-).split(' ');
-const CLASSIC = [[5, 5], ...Array(8).fill([1, 1])];
-const PINEAPPLE = [[5, 5], ...Array(4).fill([3, 2])];
+const GOLDEN = path.join(__dirname, '..', '..', '..', 'tests', 'golden');
+const VERIFY = path.join(__dirname, '..', 'verify.js');
 
-// A hand 1 history in the service's format, dealt from the spec's deck by the formula
-// F + k * (D_0 + ... + D_(s-1)) + j * D_s, written out here independently of dealPlan().
-function makeHistory({ seats, button = 0, streets = CLASSIC, fantasyland = {} }) {
-  const n = seats.length;
-  const order = [];
-  for (let k = 1; k <= n; k += 1) if (seats[(button + k) % n]) order.push((button + k) % n);
-  const fl = order.filter((s) => fantasyland[s]);
-  const normal = order.filter((s) => !fantasyland[s]);
-  const deals = [];
-  let F = 0;
-  for (const s of fl) {
-    deals.push({ type: 'cards_dealt', seat: s, street: null, position: F, count: fantasyland[s], cards: DECK.slice(F, F + fantasyland[s]) });
-    F += fantasyland[s];
+function walk(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name);
+    return e.isDirectory() ? walk(full) : e.name.endsWith('.json') ? [full] : [];
+  });
+}
+const FILES = walk(GOLDEN).sort();
+const MATCHES = fs.readdirSync(GOLDEN).map((d) => path.join(GOLDEN, d, 'match')).filter((d) => fs.existsSync(d));
+
+function load(file) {
+  const data = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if ('historyJson' in data) return [JSON.parse(data.historyJson), (h) => JSON.stringify({ ...data, historyJson: JSON.stringify(h) })];
+  return [data, (h) => JSON.stringify(h)];
+}
+const verdict = (text) => {
+  const { discrepancy } = checkDocument(text);
+  return discrepancy === null ? 'OK' : `${discrepancy.code} at ${discrepancy.location}`;
+};
+
+test('the golden histories are there, formats 1 to 4', () => {
+  assert.ok(FILES.length >= 50, `${FILES.length} files`);
+  const versions = new Set(FILES.map((f) => load(f)[0].format_version));
+  assert.deepEqual([...versions].sort(), [1, 2, 3, 4]);
+});
+
+test('every golden history verifies', () => {
+  for (const file of FILES) assert.equal(verdict(fs.readFileSync(file)), 'OK', file);
+});
+
+const TAMPERS = {
+  card(h) {
+    h.deals[0].cards[0] = h.deals[0].cards[0] === '2c' ? '3c' : '2c';
+    return 'DEAL_MISMATCH at deals[0].cards[0]';
+  },
+  seed(h) {
+    h.server_seed = 'ab'.repeat(32);
+    return 'COMMITMENT_MISMATCH at commitment';
+  },
+  placement(h) {
+    const action = h.actions[1];
+    const [move, where] = 'resolved' in action ? [action.resolved, 'actions[1].resolved'] : [action, 'actions[1]'];
+    const other = [...h.deals].reverse().find((d) => d.seat !== move.seat).cards[0];
+    if (move.type === 'place') {
+      move.placements[0][0] = other;
+      return `ILLEGAL_ACTION at ${where}.placements[0][0]`;
+    }
+    move.top[0] = other;
+    return `ILLEGAL_ACTION at ${where}.top[0]`;
+  },
+  score(h) {
+    h.settlement.players[0].points += 1;
+    return 'SETTLEMENT_MISMATCH at settlement.players[0].points';
+  },
+  'last action dropped'(h) {
+    h.actions.pop();
+    return `INCOMPLETE_HAND at actions[${h.actions.length}]`;
+  },
+  'a stake changed'(h) {
+    h.settlement.pairs[0].unit_value += 1;
+    return 'SETTLEMENT_MISMATCH at settlement.pairs[0].unit_value';
+  },
+  'a Fantasyland owed'(h) {
+    h.fantasyland_next = [...h.fantasyland_next, { seat: 99, cards: 13 }];
+    return `SETTLEMENT_MISMATCH at fantasyland_next[${h.fantasyland_next.length - 1}]`;
+  },
+  'the button'(h) {
+    h.button_next = h.button_next + 1;
+    return 'SETTLEMENT_MISMATCH at button_next';
+  },
+  'a newer format'(h) {
+    h.format_version = 5;
+    return 'NEWER_FORMAT_VERSION at format_version';
+  },
+};
+
+for (const [name, tamper] of Object.entries(TAMPERS)) {
+  test(`a tampered golden history is rejected: ${name}`, () => {
+    for (const file of FILES) {
+      const [history, rewrap] = load(file);
+      const expected = tamper(history);
+      assert.equal(verdict(rewrap(history)), expected, file);
+    }
+  });
+}
+
+test('a timeout: its move is the seat own, its deadline the clock rule, at or after it', () => {
+  const file = path.join(GOLDEN, '18a23e9', 'play-pineapple-2-clock.json');
+  const original = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const index = original.actions.findIndex((a) => a.type === 'timeout');
+  const cases = [
+    [(a) => (a.resolved.at_ms += 1), `TIMEOUT_MISMATCH at actions[${index}].resolved.at_ms`],
+    [(a) => (a.deadline_ms += 1), `DEADLINE_MISMATCH at actions[${index}].deadline_ms`],
+    [(a) => ((a.at_ms -= 1), (a.resolved.at_ms -= 1)), `TIMEOUT_BEFORE_DEADLINE at actions[${index}].at_ms`],
+    [(a) => (a.policy = 7), `MALFORMED_HISTORY at actions[${index}].policy`],
+  ];
+  for (const [change, expected] of cases) {
+    const h = structuredClone(original);
+    change(h.actions[index]);
+    assert.equal(verdict(JSON.stringify(h)), expected);
   }
-  let before = 0;
-  streets.forEach(([deal], s) => {
-    normal.forEach((seat, j) => {
-      const position = F + normal.length * before + j * deal;
-      deals.push({ type: 'cards_dealt', seat, street: s, position, count: deal, cards: DECK.slice(position, position + deal) });
-    });
-    before += deal;
+});
+
+test('a document two JSON readers could read differently is MALFORMED_HISTORY', () => {
+  assert.equal(verdict('{"format_version": 1, "format_version": 1}'), 'MALFORMED_HISTORY at ');
+  assert.equal(verdict('{"format_version": NaN}'), 'MALFORMED_HISTORY at ');
+  assert.equal(verdict(Buffer.from([0x7b, 0xff, 0x7d])), 'MALFORMED_HISTORY at ');
+  assert.equal(verdict('{"format_version": 1.0}'), 'MALFORMED_HISTORY at format_version');
+  assert.equal(verdict('[]'), 'MALFORMED_HISTORY at ');
+  assert.equal(verdict('{"historyJson": "{\\"format_version\\": 9}"}'), 'NEWER_FORMAT_VERSION at format_version');
+  assert.deepEqual(parseStrict('{"a": [1, -2, "x\\u00e9"], "b": null}'), { a: [1, -2, 'xé'], b: null });
+});
+
+test('a value written otherwise than the service writes it is not canonical', () => {
+  const [h] = load(path.join(GOLDEN, '18a23e9', 'play-classic-2.json'));
+  h.actions[1].resolved.placements[0][0] = h.actions[1].resolved.placements[0][0].toLowerCase();
+  assert.equal(verdict(JSON.stringify(h)), 'MALFORMED_HISTORY at actions[1].resolved.placements[0][0]');
+  const [g] = load(path.join(GOLDEN, '18a23e9', 'play-classic-2.json'));
+  g.initial_state.ruleset.royalties.bottom.high_card = 0;
+  assert.equal(verdict(JSON.stringify(g)), 'MALFORMED_HISTORY at initial_state.ruleset.royalties.bottom.high_card');
+});
+
+function matchInputs(dir) {
+  const hands = fs.readdirSync(dir).filter((f) => /^hand-\d{4}\.json$/.test(f)).sort().map((f) => [f, JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))]);
+  return [hands, readFeed(fs.readFileSync(path.join(dir, 'feed.jsonl'), 'utf8'), 'feed.jsonl')];
+}
+const found = (report) => report.discrepancies.map((d) => [d.code, d.source, d.location]);
+
+for (const dir of MATCHES) {
+  test(`the match ${path.relative(GOLDEN, dir)} verifies as one chain, and breaking it is caught`, () => {
+    const [hands, feed] = matchInputs(dir);
+    const report = verifyMatch(hands, feed);
+    assert.deepEqual([report.hands, report.verified, found(report)], [4, 4, []]);
+    assert.deepEqual(found(verifyMatch([hands[0], ...hands.slice(2)], feed)), [
+      ['HAND_MISSING', hands[2][0], 'hand_number'],
+      ['FEED_RECORD_EXTRA', 'feed.jsonl:2', 'hand_number'],
+    ]);
+    const doctored = structuredClone(feed);
+    doctored[2][1].seats[1].total_units += 5;
+    assert.deepEqual(found(verifyMatch(hands, doctored)), [['RUNNING_TOTAL_MISMATCH', 'feed.jsonl:3', 'seats[1].total_units']]);
+    const moved = structuredClone(hands);
+    moved[1][1].initial_state.seats[0].points += 3;
+    assert.deepEqual(found(verifyMatch(moved)), [
+      ['CHAIN_STATE_MISMATCH', hands[1][0], 'initial_state.seats[0].points'],
+      ['CHAIN_STATE_MISMATCH', hands[2][0], 'initial_state.seats[0].points'],
+    ]);
+    const disagreeing = structuredClone(feed);
+    disagreeing[0][1].seats[0].units -= 1;
+    assert.deepEqual(found(verifyMatch(hands, disagreeing)), [['FEED_RECORD_MISMATCH', 'feed.jsonl:1', 'seats[0].units']]);
+    assert.deepEqual(found(verifyMatch(hands, feed.slice(1))), [['FEED_RECORD_MISSING', hands[0][0], '']]);
+    if (hands[0][1].format_version >= 3) {
+      const broken = structuredClone(hands);
+      broken[1][1].next_commitment = 'ab'.repeat(32);
+      assert.deepEqual(found(verifyMatch(broken, feed)), [['CHAIN_COMMITMENT_MISMATCH', hands[2][0], 'commitment']]);
+    }
+    assert.deepEqual(found(verifyMatch([...hands].reverse(), [...feed, ...feed.slice(0, 2)])), []);
   });
-  const boards = order.map((seat) => {
-    const cards = deals.filter((d) => d.seat === seat).flatMap((d) => d.cards);
-    return { seat, top: cards.slice(0, 3), middle: cards.slice(3, 8), bottom: cards.slice(8, 13), discards: cards.slice(13) };
-  });
-  return {
-    format_version: 1,
-    algorithm: 'ofc-shuffle-v1',
-    ruleset: 'test',
-    hand_number: 1,
-    server_seed: SEED_HEX,
-    client_seed: CLIENT_HEX,
-    commitment: COMMITMENT,
-    button,
-    order,
-    players: order.map((seat) => ({ seat, player_id: seats[seat], fantasyland: fantasyland[seat] || 0 })),
-    initial_state: {
-      format_version: 1,
-      ruleset: { name: 'test', streets },
-      seats: seats.map((id, seat) => ({ player_id: id, points: 0, fantasyland: fantasyland[seat] || 0, fantasyland_streak: 0 })),
-      button,
-      hands_played: 0,
-      max_hands: null,
-      hand: null,
-    },
-    deals,
-    actions: [{ type: 'start_hand', server_seed: SEED_HEX, client_seed: CLIENT_HEX, at_ms: 0 }],
-    boards,
-  };
 }
 
-function rejects(history, where, pattern) {
-  assert.throws(() => verifyHistory(history), (err) => {
-    assert.equal(err.name, 'Discrepancy');
-    assert.equal(err.where, where);
-    if (pattern) assert.match(err.message, pattern);
-    return true;
-  });
+function run(...args) {
+  return spawnSync(process.execPath, [VERIFY, ...args], { encoding: 'utf8' });
 }
 
-test('turn order starts after the button and skips empty seats', () => {
-  const seats = ['a', '', 'c', 'd'].map((player_id) => ({ player_id }));
-  assert.deepEqual(turnOrder(seats, 0), [2, 3, 0]);
-  assert.deepEqual(turnOrder(seats, 2), [3, 0, 2]);
-  assert.deepEqual(turnOrder(seats, 3), [0, 2, 3]);
-});
-
-test('deal plan: Fantasyland blocks first, then street by street in turn order', () => {
-  const plan = dealPlan(
-    [{ seat: 1, fantasyland: 14 }, { seat: 2, fantasyland: 0 }, { seat: 0, fantasyland: 0 }],
-    PINEAPPLE.map(([deal]) => ({ deal })),
-  );
-  assert.deepEqual(plan.slice(0, 5).map((b) => [b.seat, b.street, b.position, b.count]), [
-    [1, null, 0, 14],
-    [2, 0, 14, 5],
-    [0, 0, 19, 5],
-    [2, 1, 24, 3],
-    [0, 1, 27, 3],
-  ]);
-  assert.equal(plan.length, 1 + 2 * 5);
-  assert.equal(plan.at(-1).position + plan.at(-1).count, 14 + 2 * 17);
-});
-
-test('the engine docstring example: with the button on seat 0, seat 1 is dealt Qs 6d Ad Td 6s', () => {
-  const h = makeHistory({ seats: ['ann', 'bob'] });
-  assert.deepEqual(h.deals[0], { type: 'cards_dealt', seat: 1, street: 0, position: 0, count: 5, cards: 'Qs 6d Ad Td 6s'.split(' ') });
-  assert.deepEqual(h.deals[1].cards, '4s 8s Kc Kh 7d'.split(' '));
-  assert.deepEqual(verifyHistory(h), { hand: 1, commitment: COMMITMENT, seats: 2, batches: 18, cards: 26 });
-});
-
-test('histories with Fantasyland seats, empty seats and Pineapple discards verify', () => {
-  assert.equal(verifyHistory(makeHistory({ seats: ['a', 'b', 'c'], button: 1, streets: PINEAPPLE })).cards, 51);
-  assert.equal(verifyHistory(makeHistory({ seats: ['a', '', 'c'], button: 2, fantasyland: { 0: 14 } })).batches, 10);
-  const both = makeHistory({ seats: ['a', 'b', 'c'], streets: PINEAPPLE, fantasyland: { 2: 15, 0: 16 } });
-  assert.deepEqual(both.deals.slice(0, 3).map((d) => [d.seat, d.street, d.position]), [[2, null, 0], [0, null, 15], [1, 0, 31]]);
-  assert.equal(verifyHistory(both).cards, 48);
-});
-
-test('each kind of tampering is rejected at its location', () => {
-  const fresh = () => makeHistory({ seats: ['a', 'b', 'c'], streets: PINEAPPLE, fantasyland: { 1: 14 } });
-  let h = fresh();
-  h.deals[3].cards[1] = h.deals[3].cards[1] === '2h' ? '2d' : '2h';
-  rejects(h, 'deals[3].cards[1]', /deck position 25/);
-
-  h = fresh();
-  h.server_seed = 'ff' + h.server_seed.slice(2);
-  rejects(h, 'commitment', /SHA-256/);
-
-  h = fresh();
-  h.commitment = '0'.repeat(64);
-  rejects(h, 'commitment');
-
-  h = fresh();
-  h.hand_number = 2; // another nonce: another deck
-  rejects(h, 'hand_number');
-  h.initial_state.hands_played = 1;
-  rejects(h, 'deals[0].cards[0]');
-
-  h = fresh();
-  h.client_seed = '00';
-  rejects(h, 'actions[0].client_seed');
-  h.actions[0].client_seed = '00';
-  rejects(h, 'deals[0].cards[0]');
-
-  h = fresh();
-  [h.deals[2], h.deals[3]] = [h.deals[3], h.deals[2]];
-  rejects(h, 'deals[2].seat');
-
-  h = fresh();
-  h.deals.pop();
-  rejects(h, 'deals', /missing batch 10/);
-
-  h = fresh();
-  h.deals.push({ ...h.deals[1] });
-  rejects(h, 'deals[11]', /extra batch/);
-
-  h = fresh();
-  h.players[0].fantasyland = 0;
-  rejects(h, 'players[0].fantasyland');
-
-  h = fresh();
-  h.order = [0, 1, 2];
-  rejects(h, 'order');
-
-  h = fresh();
-  [h.boards[1].top[0], h.boards[2].top[0]] = [h.boards[2].top[0], h.boards[1].top[0]];
-  rejects(h, 'boards[1]', /not the cards dealt/);
-
-  rejects({ ...fresh(), format_version: 3 }, 'format_version');
-  rejects({ ...fresh(), algorithm: 'other' }, 'algorithm');
-  rejects({ ...fresh(), server_seed: SEED_HEX.toUpperCase() }, 'server_seed', /lower-case hex/);
-});
-
-test('command line: OK exits 0; a changed card exits 1 naming it; no arguments exits 2', () => {
+test('the command line: one file, several, -q, -j, the summary and the exit statuses', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ofc-verify-'));
-  try {
-    const good = path.join(dir, 'good.json');
-    const bad = path.join(dir, 'bad.json');
-    const h = makeHistory({ seats: ['a', 'b'] });
-    fs.writeFileSync(good, JSON.stringify(h));
-    h.deals[0].cards[0] = 'As';
-    fs.writeFileSync(bad, JSON.stringify(h));
-    const script = path.join(__dirname, '..', 'verify.js');
-    const run = (...args) => spawnSync(process.execPath, [script, ...args], { encoding: 'utf8' });
-    let r = run(good);
-    assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /^OK /);
-    r = run(good, bad);
-    assert.equal(r.status, 1);
-    assert.match(r.stdout, /FAIL .*bad\.json: deals\[0\]\.cards\[0\]: expected Qs \(deck position 0\), got "As"/);
-    assert.equal(run().status, 2);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  const good = path.join(GOLDEN, '18a23e9', 'play-classic-2.json');
+  const [h, rewrap] = load(good);
+  h.settlement.players[0].points += 1;
+  const bad = path.join(dir, 'bad.json');
+  fs.writeFileSync(bad, rewrap(h));
+  const newer = path.join(dir, 'newer.json');
+  fs.writeFileSync(newer, '{"format_version": 5}');
+
+  let r = run(good);
+  assert.deepEqual([r.status, r.stdout, r.stderr], [0, 'OK\n', '']);
+  r = run(bad);
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /^SETTLEMENT_MISMATCH at settlement\.players\[0\]\.points: recorded -?\d+, recomputed -?\d+\n$/);
+  r = run(newer);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^error: NEWER_FORMAT_VERSION at format_version: is 5: newer than this verifier reads/);
+  r = run('-q', good, bad);
+  assert.equal(r.status, 1);
+  assert.deepEqual(r.stdout.split('\n').slice(1), ['1 verified, 1 failed', '']);
+  assert.ok(r.stdout.startsWith(`${bad}: SETTLEMENT_MISMATCH at settlement.players[0].points`));
+  r = run(path.join(dir, 'missing.json'));
+  assert.deepEqual([r.status, r.stderr], [2, `error: INVALID_INPUT: cannot read ${path.join(dir, 'missing.json')}: No such file or directory\n`]);
+  assert.equal(run('--feed', 'x.jsonl', good).status, 2);
+  assert.equal(run('-j', '0', good).status, 2);
+
+  const one = run('-j', '1', GOLDEN);
+  const two = run('-j', '2', GOLDEN);
+  assert.equal(one.status, 0);
+  assert.equal(two.stdout, one.stdout); // worker threads print in the order of the files
+  assert.ok(one.stdout.endsWith(`${FILES.length} verified, 0 failed\n`));
+});
+
+test('the command line: --match with --feed, and --json', () => {
+  const dir = MATCHES[MATCHES.length - 1];
+  const hands = fs.readdirSync(dir).filter((f) => /^hand-\d{4}\.json$/.test(f)).map((f) => path.join(dir, f));
+  let r = run('--match', ...hands, '--feed', path.join(dir, 'feed.jsonl'));
+  assert.deepEqual([r.status, r.stdout], [0, '4 verified, 0 failed; the match of 4 hands: 0 chain discrepancies\n']);
+  r = run('--match', '--json', hands[0], ...hands.slice(2), '--feed', path.join(dir, 'feed.jsonl'));
+  assert.equal(r.status, 1);
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines.slice(0, 2).map((d) => [d.code, d.hand_number, d.location]), [['HAND_MISSING', 3, 'hand_number'], ['FEED_RECORD_EXTRA', 2, 'hand_number']]);
+  assert.equal(lines[2].summary, '3 verified, 0 failed; the match of 3 hands: 2 chain discrepancies');
 });

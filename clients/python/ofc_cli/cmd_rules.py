@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ofc.cards import card_codes
-from ofc.codec import error_to_dict, score_request_from_dict, settlement_to_dict
+from ofc.codec import error_to_dict, score_request_from_dict, settlement_json
 from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import evaluate
 from ofc.rulesets import PRESETS, Ruleset
@@ -45,9 +46,11 @@ def register(subparsers: Any) -> None:
     presets.set_defaults(handler=run_presets)
 
 
-def _score_one(data: Any) -> dict[str, Any]:
+def _score_one(data: Any) -> str:
+    """One hand's settlement as a JSON line: ``json.dumps(settlement_to_dict(...))``'s text
+    (``settlement_json`` builds it from cached pieces; a batch writes one a hand)."""
     request = score_request_from_dict(data)
-    return settlement_to_dict(request.settle(), request.ids)
+    return settlement_json(request.settle(), request.ids)
 
 
 def _load_json(text: str) -> Any:
@@ -59,19 +62,20 @@ def _load_json(text: str) -> Any:
 
 def run_score(args: argparse.Namespace) -> int:
     if not args.jsonl:
-        print(json.dumps(_score_one(_load_json(read_text(args.file)))))
+        print(_score_one(_load_json(read_text(args.file))))
         return 0
+    write = sys.stdout.write
     with open_lines(args.file) as stream:
         failed = False
         for line in stream:
             if not line.strip():
                 continue
             try:
-                out: dict[str, Any] = _score_one(_load_json(line))
+                out = _score_one(_load_json(line))
             except OfcError as error:
                 failed = True
-                out = {"error": error_to_dict(error)}
-            print(json.dumps(out), flush=False)
+                out = json.dumps({"error": error_to_dict(error)})
+            write(out + "\n")
         return 2 if failed else 0
 
 

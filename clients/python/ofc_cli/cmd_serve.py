@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
         "ofcpoker.v1.SettlementFeedService (every settled hand, for back offices: Subscribe "
         "and Acknowledge), with grpc.health.v1.Health and server reflection; and Prometheus "
         "metrics over HTTP. Tables and the feed live in Redis (--redis-url) or, without it, "
-        "in this process's memory. SIGTERM stops it gracefully.",
+        "in this process's memory. SIGTERM stops it gracefully. With --workers N, N processes "
+        "share the port and one metrics endpoint sums their metrics.",
     )
     add_arguments(serve)
     serve.set_defaults(handler=run_serve)
@@ -42,6 +43,10 @@ def run_serve(args: argparse.Namespace) -> int:
     # INFO lines, e.g. every failed TLS handshake, would flood the log). They reach stderr
     # as JSON lines (server.main.serve).
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    if config.workers > 1:  # a supervisor: it imports no gRPC, its workers do
+        from ofc_service.server.supervisor import supervise
+
+        return supervise(config)
     from ofc_service.server.main import serve
 
     return serve(config)

@@ -5,9 +5,10 @@ bare history or ``GetHandHistory``'s response as protobuf JSON; a directory stan
 ``*.json`` under it. With several files, each line starts with the file's name, the files are
 verified by ``-j`` processes (default: every core) with a progress bar on a terminal, and
 the last line is ``N verified, M failed``. ``--match`` checks the files as one table's hands
-(``--feed``: with the settlement feed's records). Exit status: 0 every history verified
-(notes do not fail it), 1 a discrepancy, 2 a file that cannot be read or is not a hand
-history (``MALFORMED_HISTORY``), one newer than this verifier reads
+(``--feed``: with the settlement feed's records from a file; ``--feed-from ADDR --table T``:
+read from a running service, never acknowledged, :mod:`ofc_cli.feed_remote`). Exit status:
+0 every history verified (notes do not fail it), 1 a discrepancy, 2 a file that cannot be
+read or is not a hand history (``MALFORMED_HISTORY``), one newer than this verifier reads
 (``NEWER_FORMAT_VERSION``), both on stderr, or a bad option.
 """
 
@@ -20,12 +21,14 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ofc.errors import InvalidInputError, InvalidRulesetError
 from ofc.rulesets import Ruleset, resolve_ruleset
 from ofc.verify import UNREADABLE, check_history_json, verify_match
 from tqdm import tqdm
+
+from ofc_cli.feed_remote import CONSUMER, GROUP
 
 Line = tuple[bool, str]  # (to stderr, text)
 
@@ -76,6 +79,29 @@ def register(subparsers: Any) -> None:
         "--feed",
         metavar="FEED.jsonl",
         help="with --match: the settlement feed's records (JSON Lines) to check against the hands",
+    )
+    verify.add_argument(
+        "--feed-from",
+        metavar="ADDR",
+        help="with --match and --table: read the table's settlement-feed records from the "
+        "server at HOST:PORT (SettlementFeedService.Subscribe as consumer "
+        f"{CONSUMER!r} of group --feed-group; nothing is acknowledged)",
+    )
+    verify.add_argument(
+        "--table", metavar="TABLE", help="with --feed-from: the table whose records to read"
+    )
+    verify.add_argument(
+        "--feed-group",
+        metavar="GROUP",
+        default=GROUP,
+        help=f"with --feed-from: the consumer group to read as (default {GROUP!r}; every "
+        "group gets every record, so other consumers are not affected)",
+    )
+    verify.add_argument(
+        "--api-key",
+        metavar="KEY",
+        default=os.environ.get("OFC_API_KEY") or None,
+        help="with --feed-from: the operator key, when the server has keys [env OFC_API_KEY]",
     )
     verify.set_defaults(handler=run_verify)
 
@@ -166,9 +192,19 @@ def run_verify(args: argparse.Namespace) -> int:
         raise InvalidInputError("-j must be at least 1", field="jobs")
     if args.feed is not None and not args.match:
         raise InvalidInputError("--feed needs --match", field="feed")
+    if args.feed_from is not None:
+        if not args.match or args.table is None or args.feed is not None:
+            raise InvalidInputError(
+                "--feed-from needs --match and --table, and no --feed", field="feed_from"
+            )
+        from ofc_service.api.parse import table_id
+
+        table_id(args.table)  # refused here, before connecting, as the server would
+    elif args.table is not None:
+        raise InvalidInputError("--table needs --feed-from", field="table")
     paths = _paths(args.histories)
     if args.match:
-        return _run_match(paths, args.feed)
+        return _run_match(paths, args.feed, _FeedSource.of(args))
     if len(paths) == 1:
         status, lines = _verify_one(paths[0], "")
         _emit(lines, quiet=False)
@@ -186,7 +222,46 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 # --- a table's hands as one chain ------------------------------------------------------------
-def _run_match(paths: list[str], feed_path: str | None) -> int:
+class _FeedSource(NamedTuple):
+    """``--feed-from``: where and as whom to read the settlement feed."""
+
+    address: str
+    table_id: str
+    group: str
+    api_key: str | None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> _FeedSource | None:
+        if args.feed_from is None:
+            return None
+        return cls(args.feed_from, args.table, args.feed_group, args.api_key)
+
+    def read(self) -> list[tuple[str, Any]] | int:
+        """The table's records, or the exit status after printing why they cannot be read."""
+        import grpc
+
+        from ofc_cli.feed_remote import fetch_feed
+
+        try:
+            return list(
+                fetch_feed(self.address, self.table_id, api_key=self.api_key, group=self.group)
+            )
+        except grpc.RpcError as error:
+            code = error.code()
+            print(
+                f"error: {code.name if code else 'UNKNOWN'}: cannot read the settlement feed "
+                f"of {self.address}: {error.details()}",
+                file=sys.stderr,
+            )
+            refused = (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                grpc.StatusCode.UNAUTHENTICATED,
+                grpc.StatusCode.PERMISSION_DENIED,
+            )
+            return 2 if code in refused else 1
+
+
+def _run_match(paths: list[str], feed_path: str | None, source: _FeedSource | None) -> int:
     """Every finding of a match is printed (``--quiet`` changes nothing here)."""
     expected, check_policy = _OPTIONS
     histories: list[tuple[str, Any]] = []
@@ -204,6 +279,11 @@ def _run_match(paths: list[str], feed_path: str | None) -> int:
         except (OSError, ValueError) as exc:
             print(f"error: INVALID_INPUT: cannot read the feed {feed_path}: {exc}", file=sys.stderr)
             return 2
+    if source is not None:
+        fetched = source.read()
+        if isinstance(fetched, int):
+            return fetched
+        feed = fetched
     report = verify_match(histories, feed, expected_ruleset=expected, check_policy=check_policy)
     for found in report.discrepancies:
         unreadable = found.code in UNREADABLE

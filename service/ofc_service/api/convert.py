@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -41,25 +42,70 @@ def with_field(error: core.OfcError, field: str) -> core.OfcError:
     return type(error)(error.message, field=field)
 
 
-# --- cards, rows, boards --------------------------------------------------------------------
-_CANONICAL: dict[str, Card] = {code: Card.parse(code) for code in CARD_CODES}
-_canonical = _CANONICAL.__getitem__
+# --- cards, rows, boards ---------------------------------------------------------------------
+_CANONICAL_BYTES: dict[bytes, Card] = {code.encode(): Card.parse(code) for code in CARD_CODES}
+# A complete board of canonical codes on the wire: 13 fields of 4 bytes each, a tag
+# (top 1, middle 2, bottom 3: 0x0a, 0x12, 0x1a), the length 2 and the code.
+_BOARD_WIRE_BYTES = 52
+_BOARD_TAGS = b"\x0a" * 3 + b"\x12" * 5 + b"\x1a" * 5
+_BOARD_LENGTHS = b"\x02" * 13
+_BOARD_CODES = struct.Struct("2x2s" * 13)
 
 
-def read_board(board: cards_pb2.Board, field: str) -> Board:
-    """A complete board. Fast path: canonical codes and right sizes; anything else is read
-    again by :func:`board_from_proto`, which accepts every spelling or names the bad field."""
-    top, middle, bottom = board.top, board.middle, board.bottom
-    if len(top) == 3 and len(middle) == 5 and len(bottom) == 5:
-        try:
-            return Board(
-                tuple(map(_canonical, top)),
-                tuple(map(_canonical, middle)),
-                tuple(map(_canonical, bottom)),
-            )
-        except KeyError:
-            pass
-    return board_from_proto(board, field)
+def _board_from_wire(raw: bytes) -> Board | None:
+    """A ``Board`` message's bytes as a board, when they are 13 canonical codes in order."""
+    if len(raw) != _BOARD_WIRE_BYTES or raw[0::4] != _BOARD_TAGS or raw[1::4] != _BOARD_LENGTHS:
+        return None
+    try:
+        cards = tuple(map(_CANONICAL_BYTES.__getitem__, _BOARD_CODES.unpack(raw)))
+    except KeyError:
+        return None
+    return Board(cards[:3], cards[3:8], cards[8:])
+
+
+def read_board(board: cards_pb2.Board) -> Board | None:
+    """A complete board of canonical codes, or ``None`` for anything else: then
+    :func:`board_from_proto` reads it again, accepting every spelling or naming the bad
+    field. Batches read ~10^5 boards a second, so the common case reads the board's wire
+    bytes (one C call) rather than 13 strings through the message API, at a third of the
+    cost; any other encoding of the same board takes the long way to the same result."""
+    return _board_from_wire(board.SerializeToString())
+
+
+def read_players(hand: settlement_pb2.Hand) -> tuple[list[Board], list[str]] | None:
+    """The boards and player ids of a hand whose players hold nothing else (no Fantasyland
+    fields) and complete boards of canonical codes, read from the hand's wire bytes; else
+    ``None``, and :func:`settle_hand` reads the players one field at a time. The shape of a
+    back office's batch, at under half the cost of the message API."""
+    raw = hand.SerializeToString()
+    boards: list[Board] = []
+    ids: list[str] = []
+    pos, end = 0, len(raw)
+    # Hand.players is field 1 (tag 0x0a), serialised first; each PlayerHand under 128 bytes
+    # is its one-byte length, then an optional player_id (field 1) and the board (field 2,
+    # 52 bytes: 0x12 0x34). Anything else: the long way.
+    while pos < end and raw[pos] == 0x0A:
+        size = raw[pos + 1]
+        start, pos = pos + 2, pos + 2 + size
+        if size & 0x80:
+            return None
+        pid = ""
+        if raw[start] == 0x0A:
+            pid_size = raw[start + 1]
+            if pid_size & 0x80:
+                return None
+            pid = raw[start + 2 : start + 2 + pid_size].decode()
+            start += 2 + pid_size
+        if pos - start != 2 + _BOARD_WIRE_BYTES or raw[start : start + 2] != b"\x12\x34":
+            return None
+        board = _board_from_wire(raw[start + 2 : pos])
+        if board is None:
+            return None
+        boards.append(board)
+        ids.append(pid)
+    if len(boards) != len(hand.players):
+        return None
+    return boards, ids
 
 
 def parse_cards(tokens: Sequence[str], field: str) -> tuple[Card, ...]:
@@ -125,7 +171,8 @@ def category_to_proto(category: Category) -> cards_pb2.HandCategory.ValueType:
 
 
 @functools.cache  # bounded: under 10,000 distinct row values exist
-def _hand_value_bytes(value: int) -> bytes:
+def hand_value_bytes(value: int) -> bytes:
+    """A row value's ``HandValue`` message (category, value, name, ranks) as wire bytes."""
     hand = HandValue(value)
     return cards_pb2.HandValue(
         category=category_to_proto(hand.category),
@@ -137,7 +184,7 @@ def _hand_value_bytes(value: int) -> bytes:
 
 def write_hand_value(value: int, out: cards_pb2.HandValue) -> None:
     """Fill ``out`` (a field of a larger message: no copy) with a row value and its names."""
-    out.MergeFromString(_hand_value_bytes(value))
+    out.MergeFromString(hand_value_bytes(value))
 
 
 # --- rulesets -------------------------------------------------------------------------------
@@ -430,30 +477,83 @@ _CORE_PLAYER_FIELD = re.compile(r"players\[(\d+)\]\.(top|middle|bottom)")
 
 
 def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
-    """Validate and settle one Hand; ``path`` prefixes every error field (``hand.`` or ``""``)."""
-    resolved = ruleset_from_proto(
-        hand.ruleset if hand.HasField("ruleset") else None, f"{path}ruleset"
-    )
+    """Validate and settle one Hand; ``path`` prefixes every error field (``hand.`` or ``""``).
+
+    Batches run this some 10^5 times a second: field paths are only built for an error."""
+    if hand.HasField("ruleset"):
+        resolved = ruleset_from_proto(hand.ruleset, f"{path}ruleset")
+    else:
+        resolved = _PRESET_RESOLVED[DEFAULT_PRESET]
     ruleset = resolved.ruleset
-    n = len(hand.players)
+    players = hand.players
+    n = len(players)
     if not ruleset.min_players <= n <= ruleset.max_players:
         raise core.WrongPlayerCountError(
             f"ruleset {ruleset.name!r} settles {ruleset.min_players}..{ruleset.max_players} "
             f"boards, got {n}",
             field=f"{path}players",
         )
+    if not hand.pair_unit_values and (read := read_players(hand)) is not None:
+        boards, ids = read
+        for i, pid in enumerate(ids):
+            if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i]):
+                _bad_player_id(path, i)
+        settlement = _settle(boards, ruleset, path)
+    else:
+        settlement, ids = _settle_players(hand, ruleset, path)
+    fouls = sum([p.board.fouled for p in settlement.players])
+    return SettledHand(settlement, tuple(ids), resolved.label, fouls)
+
+
+def _bad_player_id(path: str, i: int) -> NoReturn:
+    raise core.InvalidInputError(
+        f"player_id must be unique and at most {MAX_ID_CHARS} characters",
+        field=f"{path}players[{i}].player_id",
+    )
+
+
+def _settle(
+    boards: list[Board],
+    ruleset: Ruleset,
+    path: str,
+    *,
+    tiers: list[int] | None = None,
+    streaks: list[int] | None = None,
+    pair_units: dict[tuple[int, int], int] | None = None,
+) -> Settlement:
+    try:
+        if tiers is not None and any(tiers):
+            return settle(
+                boards,
+                ruleset,
+                fantasyland_cards=tiers,
+                fantasyland_streaks=streaks,
+                pair_units=pair_units,
+            )
+        return settle(boards, ruleset, pair_units=pair_units)  # nobody in Fantasyland
+    except core.OfcError as exc:
+        field = _CORE_PLAYER_FIELD.sub(r"players[\1].board.\2", exc.field)
+        raise with_field(exc, f"{path}{field}" if field else f"{path}players") from None
+
+
+def _settle_players(
+    hand: settlement_pb2.Hand, ruleset: Ruleset, path: str
+) -> tuple[Settlement, list[str]]:
+    """Every player read through the message API: any spelling of a card, Fantasyland,
+    pair unit values, and the error that names the bad field."""
     ids: list[str] = []
     boards: list[Board] = []
     tiers: list[int] = []
     streaks: list[int] = []
     for i, player in enumerate(hand.players):
-        boards.append(read_board(player.board, f"{path}players[{i}].board"))
+        proto_board = player.board
+        board = read_board(proto_board)
+        if board is None:
+            board = board_from_proto(proto_board, f"{path}players[{i}].board")
+        boards.append(board)
         pid = player.player_id
         if pid and (len(pid) > MAX_ID_CHARS or pid in ids):
-            raise core.InvalidInputError(
-                f"player_id must be unique and at most {MAX_ID_CHARS} characters",
-                field=f"{path}players[{i}].player_id",
-            )
+            _bad_player_id(path, i)
         streak = player.fantasyland_streak
         if streak > MAX_FANTASYLAND_STREAK:
             raise core.InvalidInputError(
@@ -469,20 +569,13 @@ def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
         )
         tiers.append(tier)
         streaks.append((streak or 1) if tier else 0)
-    pair_units = pair_units_from_proto(hand.pair_unit_values, n, f"{path}pair_unit_values")
-    try:
-        settlement = settle(
-            boards,
-            ruleset,
-            fantasyland_cards=tiers,
-            fantasyland_streaks=streaks,
-            pair_units=pair_units,
+    pair_units = None
+    if hand.pair_unit_values:
+        pair_units = pair_units_from_proto(
+            hand.pair_unit_values, len(boards), f"{path}pair_unit_values"
         )
-    except core.OfcError as exc:
-        field = _CORE_PLAYER_FIELD.sub(r"players[\1].board.\2", exc.field)
-        raise with_field(exc, f"{path}{field}" if field else f"{path}players") from None
-    fouls = sum(1 for p in settlement.players if p.board.fouled)
-    return SettledHand(settlement, tuple(ids), resolved.label, fouls)
+    settlement = _settle(boards, ruleset, path, tiers=tiers, streaks=streaks, pair_units=pair_units)
+    return settlement, ids
 
 
 def fantasyland_tier(ruleset: Ruleset, in_fantasyland: bool, cards: int, field: str) -> int:

@@ -26,6 +26,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 MIN_REQUEST_WINDOW_SECONDS = 60
 MAX_REQUEST_WINDOW_SECONDS = 24 * 3600  # the default: store.DEFAULT_REQUEST_TTL_SECONDS
+MAX_WORKERS = 64
 
 
 class ConfigError(ValueError):
@@ -50,6 +51,7 @@ class ServerConfig:
     api_keys: str = ""  # operator API keys, comma-separated; empty: anyone may create tables
     event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
     request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
+    workers: int = 1  # server processes sharing the listen port (SO_REUSEPORT); >1 needs Redis
 
     @property
     def api_key_list(self) -> tuple[str, ...]:
@@ -178,6 +180,15 @@ OPTIONS: tuple[Option, ...] = (
         _number(int),
         "SECONDS",
     ),
+    Option(
+        "workers",
+        "OFC_WORKERS",
+        "--workers",
+        "server processes sharing the gRPC port (SO_REUSEPORT), metrics summed on one "
+        "endpoint; more than 1 needs OFC_REDIS_URL: 1 .. 64",
+        _number(int),
+        "N",
+    ),
 )
 
 
@@ -268,3 +279,11 @@ def _validate(c: ServerConfig) -> None:
         )
     if c.redis_url and not c.redis_url.startswith(REDIS_SCHEMES):
         raise bad("redis_url", f"must start with {', '.join(REDIS_SCHEMES)}")
+    if not 1 <= c.workers <= MAX_WORKERS:
+        raise bad("workers", f"must be 1 .. {MAX_WORKERS}")
+    if c.workers > 1 and not c.redis_url:
+        raise bad(
+            "workers",
+            f"{c.workers} workers need a shared store: set OFC_REDIS_URL / --redis-url "
+            "(the in-memory store lives in one process and cannot be shared)",
+        )

@@ -19,7 +19,8 @@ _LEVELS = {
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts": ..., "level": ..., "logger": ..., "msg": ..., **fields}``.
+    """``{"ts": ..., "level": ..., "logger": ..., "msg": ..., **fields}``; ``process_fields``
+    go on every line (a worker process of ``ofc serve --workers N`` names itself).
 
     >>> record = logging.LogRecord("ofc.access", logging.INFO, "", 0, "rpc", None, None)
     >>> record.fields = {"code": "OK"}
@@ -28,12 +29,17 @@ class JsonFormatter(logging.Formatter):
     ('rpc', 'OK', 'info')
     """
 
+    def __init__(self, process_fields: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.process_fields = dict(process_fields or {})
+
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
             "ts": round(record.created, 6),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
+            **self.process_fields,
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
@@ -43,11 +49,13 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-def configure_logging(level: str, stream: IO[str] | None = None) -> None:
+def configure_logging(
+    level: str, stream: IO[str] | None = None, *, fields: dict[str, Any] | None = None
+) -> None:
     """JSON lines on ``stream`` (stderr) at ``level`` for the ``ofc`` loggers (others at
-    warning)."""
+    warning), each with ``fields`` too."""
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter(fields))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)

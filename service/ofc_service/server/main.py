@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
@@ -122,11 +124,13 @@ class OfcServer:
         log.info("stopped")
 
 
-def _server_options(config: ServerConfig) -> list[tuple[str, int]]:
+def _server_options(config: ServerConfig, *, reuse_port: bool = False) -> list[tuple[str, int]]:
     options = [
         ("grpc.max_receive_message_length", config.max_message_bytes),
         ("grpc.max_send_message_length", config.max_message_bytes),
-        ("grpc.so_reuseport", 0),
+        # Off unless this is one of ``--workers N`` processes: a second server started on a
+        # port by mistake fails to bind instead of silently taking half the connections.
+        ("grpc.so_reuseport", int(reuse_port)),
     ]
     if config.max_connection_age_seconds > 0:
         age_ms = int(config.max_connection_age_seconds * 1000)
@@ -135,10 +139,12 @@ def _server_options(config: ServerConfig) -> list[tuple[str, int]]:
     return options
 
 
-async def create_server(config: ServerConfig) -> OfcServer:
-    """Bind the gRPC server (and the metrics endpoint); call ``start()`` to serve."""
+async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> OfcServer:
+    """Bind the gRPC server (and the metrics endpoint); call ``start()`` to serve.
+    ``reuse_port``: share the port with the other worker processes (SO_REUSEPORT)."""
     server = grpc.aio.server(
-        interceptors=[ObservabilityInterceptor()], options=_server_options(config)
+        interceptors=[ObservabilityInterceptor()],
+        options=_server_options(config, reuse_port=reuse_port),
     )
     store = open_store(config.redis_url or None)
     feed = open_feed(config.redis_url or None)
@@ -207,10 +213,21 @@ async def create_server(config: ServerConfig) -> OfcServer:
     return ofc_server
 
 
-async def run(config: ServerConfig) -> None:
-    """Serve until SIGTERM/SIGINT, then shut down gracefully."""
-    ofc_server = await create_server(config)
+async def run(
+    config: ServerConfig,
+    *,
+    reuse_port: bool = False,
+    on_ready: Callable[[], None] | None = None,
+    stop_on_eof: int | None = None,
+) -> None:
+    """Serve until SIGTERM/SIGINT, then shut down gracefully. A worker process
+    (:mod:`.worker`) says when it serves (``on_ready``) and also stops when its parent's
+    pipe closes (``stop_on_eof``, a file descriptor: with the parent gone, nothing else
+    would ever stop it)."""
+    ofc_server = await create_server(config, reuse_port=reuse_port)
     await ofc_server.start()
+    if on_ready is not None:
+        on_ready()
     # Everything built so far (protobuf descriptors, tables, caches) lives as long as the
     # process: keep it out of the collector's way so full collections stay short.
     gc.collect()
@@ -219,21 +236,46 @@ async def run(config: ServerConfig) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    if stop_on_eof is not None:
+        fd = stop_on_eof
+
+        def wait_for_eof() -> None:  # os.read, not a buffered file: no lock held at exit
+            while os.read(fd, 4096):
+                pass
+            loop.call_soon_threadsafe(stop.set)
+
+        threading.Thread(target=wait_for_eof, name="parent-pipe", daemon=True).start()
     await stop.wait()
     log.info("shutting down", extra={"fields": {"grace_seconds": config.grace_seconds}})
     await ofc_server.stop()
 
 
-def serve(config: ServerConfig) -> int:
+def serve(
+    config: ServerConfig,
+    *,
+    worker: int | None = None,
+    on_ready: Callable[[], None] | None = None,
+    stop_on_eof: int | None = None,
+) -> int:
     """The ``ofc serve`` entry point; returns the exit status (0 after a graceful stop).
+    ``worker``: this process is worker ``worker`` of ``--workers N`` (:mod:`.worker`), so it
+    shares the port and every log line says which worker wrote it.
 
     Everything the process writes to stderr is a JSON line: gRPC core's own log lines
     (absl, on file descriptor 2; ``GRPC_VERBOSITY`` sets how many, ``ofc serve`` makes it
     ERROR unless told otherwise) and any stray output are read back and logged as JSON."""
     native = NativeStderr()
-    configure_logging(config.log_level, native.stream)
+    fields = {} if worker is None else {"worker": worker, "pid": os.getpid()}
+    configure_logging(config.log_level, native.stream, fields=fields)
     try:
-        asyncio.run(run(config))
+        asyncio.run(
+            run(
+                config,
+                reuse_port=worker is not None,
+                on_ready=on_ready,
+                stop_on_eof=stop_on_eof,
+            )
+        )
     except (OSError, RuntimeError) as exc:  # an address in use, a bad certificate
         native.close()  # gRPC core's own reason, already in the pipe, is logged first
         log.error("cannot start", extra={"fields": {"error": str(exc)}})

@@ -1,0 +1,410 @@
+// Verifying a table's hands as one chain (docs/hand-history.md "Verifying a match"): each
+// hand alone, then hand numbers consecutive, each hand's initial state and money the previous
+// hand's end with the recorded seat changes applied, the commitment chain, and every
+// settlement-feed record against its hand and the running totals. Every discrepancy is
+// reported, each naming its input (source) and a JSON path in it.
+'use strict';
+
+const { Discrepancy, at, checkHand, loads, show, unwrap } = require('./history');
+const { apply, matchOver, stateToDict } = require('./engine');
+const { OfcError } = require('./errors');
+const { difference, isObject, same } = require('./json');
+
+const emptySeat = (playerId = '') => ({ player_id: playerId, points: 0, fantasyland: 0, fantasyland_streak: 0 });
+const sameSeat = (a, b) => a.player_id === b.player_id && a.points === b.points && a.fantasyland === b.fantasyland && a.fantasyland_streak === b.fantasyland_streak;
+
+function matchDiscrepancy(code, source, handNumber, location, message) {
+  return { code, source, hand_number: handNumber, location, message };
+}
+
+/** "SOURCE: CODE at LOCATION: message", as ofc verify --match prints it. */
+function formatMatchDiscrepancy(d) {
+  return `${d.source}: ${d.code}${d.location ? ` at ${d.location}` : ''}: ${d.message}`;
+}
+
+function tableId(hand) {
+  if (hand.checked === null) return null;
+  const id = hand.checked.history.raw.table_id;
+  return typeof id === 'string' ? id : null;
+}
+
+function checkOne(source, data, options) {
+  let number = null;
+  try {
+    let doc = data;
+    if (typeof doc === 'string' || Buffer.isBuffer(doc) || doc instanceof Uint8Array) doc = unwrap(loads(doc));
+    if (isObject(doc) && Number.isInteger(doc.hand_number)) number = doc.hand_number;
+    return [{ source, number, checked: checkHand(doc, options) }, null];
+  } catch (error) {
+    if (!(error instanceof Discrepancy)) throw error;
+    return [{ source, number, checked: null }, matchDiscrepancy(error.code, source, number, error.location, error.message)];
+  }
+}
+
+/** The money before the hand: the history's own (version 3), else what the chain gave. */
+function recordedUnits(checked, expected) {
+  const context = checked.history.context;
+  if (context !== null && context.seat_units !== null) return context.seat_units.slice();
+  return expected !== null ? expected.slice() : new Array(checked.history.initial.seats.length).fill(null);
+}
+
+function unitsAfter(checked, before) {
+  const after = before.slice();
+  for (const player of checked.history.raw.settlement.players) {
+    if (after[player.seat] !== null && after[player.seat] !== undefined) after[player.seat] += player.units;
+  }
+  return after;
+}
+
+class Chain {
+  constructor(found) {
+    this.found = found;
+  }
+
+  report(code, hand, location, message) {
+    this.found.push(matchDiscrepancy(code, hand.source, hand.number, location, message));
+  }
+
+  table(hands) {
+    const first = hands.find((h) => tableId(h) !== null);
+    if (!first) return;
+    for (const hand of hands) {
+      const id = tableId(hand);
+      if (id !== null && id !== tableId(first)) {
+        this.report('TABLE_MISMATCH', hand, 'table_id', `recorded ${show(id)}; the match is table ${show(tableId(first))} (${first.source})`);
+      }
+    }
+  }
+
+  /** The hands with a hand number, each number once; gaps reported. */
+  numbers(hands) {
+    const kept = [];
+    for (const hand of hands) {
+      if (hand.number === null) continue;
+      const last = kept[kept.length - 1];
+      if (last && last.number === hand.number) {
+        this.report('HAND_REPEATED', hand, 'hand_number', `hand ${hand.number} is also ${last.source}`);
+        continue;
+      }
+      if (last && last.number + 1 < hand.number) {
+        const missing = last.number + 2 === hand.number ? `hand ${last.number + 1} is` : `hands ${last.number + 1}..${hand.number - 1} are`;
+        this.report('HAND_MISSING', hand, 'hand_number', `${missing} missing between hand ${last.number} (${last.source}) and this one`);
+      }
+      kept.push(hand);
+    }
+    return kept;
+  }
+
+  /** Hand 1 starts from an empty table. */
+  first(hand) {
+    const initial = hand.checked.history.initial;
+    const empty = { ...initial, seats: initial.seats.map(() => emptySeat()), hands_played: 0, hand: null };
+    return this.arrive(hand, empty, new Array(initial.seats.length).fill(0), 'an empty table');
+  }
+
+  link(previous, hand, units) {
+    const context = previous.checked.history.context;
+    const published = context === null ? '' : context.next_commitment;
+    const committed = hand.checked.history.raw.commitment;
+    if (published && published !== committed) {
+      this.report(
+        'CHAIN_COMMITMENT_MISMATCH',
+        hand,
+        'commitment',
+        `recorded ${show(committed)}; hand ${previous.number} (${previous.source}) published next_commitment ${show(published)}`,
+      );
+    }
+    const end = previous.checked.final;
+    return this.arrive(hand, end, units || new Array(end.seats.length).fill(null), `the end of hand ${previous.number} (${previous.source})`);
+  }
+
+  /**
+   * The table at `end` with `units`, taken to `hand`'s start by its recorded seat changes (or,
+   * without them, by what a seat change may do); reports where the hand's initial state or
+   * money differ. Returns the money before the hand.
+   */
+  arrive(hand, end, startUnits, what) {
+    const checked = hand.checked;
+    const history = checked.history;
+    const units = startUnits.slice();
+    while (units.length < end.seats.length) units.push(null);
+    const changes = history.context === null ? null : history.context.seat_changes;
+    let state;
+    if (changes !== null) {
+      state = end;
+      for (let k = 0; k < changes.length; k += 1) {
+        const change = changes[k];
+        try {
+          [state] = apply(state, change);
+        } catch (error) {
+          if (!(error instanceof OfcError)) throw error;
+          this.report('ILLEGAL_ACTION', hand, at(`seat_changes[${k}]`, error.field), `${error.reason}: ${error.message} (applied to ${what})`);
+          return recordedUnits(checked, units);
+        }
+        if (change.seat < units.length) units[change.seat] = 0;
+      }
+    } else {
+      state = this.explained(hand, end, units);
+    }
+    const d = difference(stateToDict(state), history.raw.initial_state, 'initial_state');
+    if (d !== null) {
+      const how = changes !== null ? ' with the recorded seat changes' : '';
+      this.report('CHAIN_STATE_MISMATCH', hand, d.path, `recorded ${show(d.actual)}; ${what}${how} gives ${show(d.expected)}`);
+    }
+    const recorded = history.context === null ? null : history.context.seat_units;
+    if (recorded !== null) {
+      const n = Math.min(units.length, recorded.length);
+      for (let seat = 0; seat < n; seat += 1) {
+        if (units[seat] !== null && units[seat] !== recorded[seat]) {
+          this.report('CHAIN_STATE_MISMATCH', hand, `seat_units[${seat}]`, `recorded ${recorded[seat]}; ${what} leaves seat ${seat} with ${units[seat]} units`);
+          break;
+        }
+      }
+    }
+    return recordedUnits(checked, units);
+  }
+
+  /**
+   * Without recorded seat changes (format versions 1 and 2): a seat may differ from `end`
+   * only as a seat change leaves it (empty, or a new player with nothing), and only if it
+   * owed no Fantasyland; such a seat's money restarts at 0.
+   */
+  explained(hand, end, units) {
+    const recorded = hand.checked.history.initial.seats;
+    const seats = end.seats.slice();
+    const n = Math.min(end.seats.length, recorded.length);
+    for (let i = 0; i < n; i += 1) {
+      const was = end.seats[i];
+      const now = recorded[i];
+      if (sameSeat(now, was) || !sameSeat(now, emptySeat(now.player_id))) continue; // unchanged, or unexplained (reported)
+      if (was.fantasyland && !matchOver(end)) continue; // leaving while owed a Fantasyland: reported
+      seats[i] = now;
+      units[i] = 0;
+    }
+    return { ...end, seats };
+  }
+}
+
+class Records {
+  constructor(feed, chain, hands) {
+    this.chain = chain;
+    this.hands = hands;
+    const table = hands.map(tableId).find((id) => id !== null);
+    this.byNumber = new Map();
+    for (const [source, rec] of feed) {
+      if (!isObject(rec) || !Number.isInteger(rec.hand_number)) {
+        this.bad(source, null, '', `not a settlement record: ${show(rec)}`);
+        continue;
+      }
+      if (table !== undefined && rec.table_id !== table) continue; // another table's
+      const number = rec.hand_number;
+      const kept = this.byNumber.get(number);
+      if (kept === undefined) this.byNumber.set(number, [source, rec]);
+      else if (!same(kept[1], rec)) {
+        const d = difference(kept[1], rec, '');
+        this.bad(source, number, d === null ? '' : d.path, `hand ${number}'s record is also ${kept[0]}, with other contents`);
+      }
+    }
+  }
+
+  bad(source, number, location, message) {
+    this.chain.found.push(matchDiscrepancy('FEED_RECORD_MISMATCH', source, number, location, message));
+  }
+
+  /** Compare hand's record; returns the money before the hand, unknown seats' read from the record. */
+  check(hand, before) {
+    const kept = this.byNumber.get(hand.number);
+    if (kept === undefined) {
+      this.chain.report('FEED_RECORD_MISSING', hand, '', `the feed has no settlement record of hand ${hand.number}`);
+      return before;
+    }
+    const [source, rec] = kept;
+    const [expected, known] = expectedRecord(hand.checked, before, rec);
+    const d = difference(expected, rec, '');
+    if (d !== null) {
+      const total = d.path.endsWith('.total_points') || d.path.endsWith('.total_units');
+      this.chain.found.push(
+        matchDiscrepancy(
+          total ? 'RUNNING_TOTAL_MISMATCH' : 'FEED_RECORD_MISMATCH',
+          source,
+          hand.number,
+          d.path,
+          `recorded ${show(d.actual)}; hand ${hand.number} (${hand.source}) gives ${show(d.expected)}`,
+        ),
+      );
+    }
+    return known;
+  }
+
+  extra() {
+    const numbers = new Set(this.hands.map((h) => h.number));
+    const given = [...numbers].filter((n) => n !== null);
+    const first = given.length ? Math.min(...given) : 1;
+    for (const [number, [source]] of [...this.byNumber].sort((x, y) => x[0] - y[0])) {
+      if (!numbers.has(number) && number >= first) {
+        this.chain.found.push(matchDiscrepancy('FEED_RECORD_EXTRA', source, number, 'hand_number', `the feed settles hand ${number}, which is not in the match`));
+      }
+    }
+  }
+}
+
+/**
+ * The feed record a hand gives (what the history cannot say, its table when it names none
+ * and money before the hand the chain does not know, taken from `rec`), and the money
+ * before the hand.
+ */
+function expectedRecord(checked, beforeIn, rec) {
+  const raw = checked.history.raw;
+  const ruleset = checked.history.initial.ruleset;
+  const settlement = raw.settlement;
+  const table = 'table_id' in raw ? raw.table_id : rec.table_id === undefined ? null : rec.table_id;
+  const number = raw.hand_number;
+  const recorded = new Map();
+  for (const s of Array.isArray(rec.seats) ? rec.seats : []) if (isObject(s)) recorded.set(s.seat, s);
+  const before = beforeIn.slice();
+  const recordFormat = rec.format === 2 ? 2 : 1; // 2: with the seats' Fantasyland
+  const played = new Map(raw.players.map((p) => [p.seat, p.fantasyland]));
+  const owed = new Map(raw.fantasyland_next.map((f) => [f.seat, f.cards]));
+  const seats = [...settlement.players]
+    .sort((x, y) => x.seat - y.seat)
+    .map((player) => {
+      const seat = player.seat;
+      if (before[seat] === null || before[seat] === undefined) {
+        const mine = recorded.get(seat) || {};
+        if (Number.isInteger(mine.total_units) && Number.isInteger(mine.units)) before[seat] = mine.total_units - mine.units;
+      }
+      return {
+        seat,
+        player_id: checked.history.initial.seats[seat].player_id,
+        points: player.points,
+        units: player.units,
+        total_points: checked.final.seats[seat].points,
+        total_units: (before[seat] || 0) + player.units,
+        fouled: player.fouled,
+        ...(recordFormat === 2 ? { fantasyland_cards: played.get(seat) || 0, fantasyland_next_cards: owed.get(seat) || 0 } : {}),
+      };
+    });
+  const expected = {
+    format: recordFormat,
+    settlement_id: `${table === null ? 'None' : table}:${number}`,
+    table_id: table,
+    hand_number: number,
+    ruleset: settlement.ruleset,
+    unit_value: ruleset.unit_value,
+    loss_cap: ruleset.loss_cap,
+    settled_at_ms: 'settled_at_ms' in raw ? raw.settled_at_ms : rec.settled_at_ms === undefined ? null : rec.settled_at_ms,
+    seats,
+    pairs: settlement.pairs.map((p) => ({ seat_a: p.a, seat_b: p.b, points: p.points, capped_points: p.capped_points, unit_value: p.unit_value, units: p.units })),
+  };
+  return [expected, before];
+}
+
+/**
+ * Check `histories` ([source, document]: parsed, or its JSON text/bytes) as one table's hands,
+ * in any order; with `feed` ([source, record]: the settlement feed's records), every record
+ * against its hand. Returns {hands, verified, discrepancies, notes}; never throws for bad input.
+ */
+function verifyMatch(histories, feed = null, options = {}) {
+  const found = [];
+  const hands = [];
+  const notes = [];
+  for (const [source, data] of histories) {
+    const [hand, discrepancy] = checkOne(source, data, options);
+    hands.push(hand);
+    if (discrepancy !== null) found.push(discrepancy);
+    else for (const note of hand.checked.notes) notes.push(`${source}: ${note}`);
+  }
+  const verified = hands.filter((h) => h.checked !== null).length;
+  // stable: hands without a number last
+  const order = hands.map((h, i) => [h, i]);
+  order.sort(([a, i], [b, j]) => (a.number === null) - (b.number === null) || (a.number || 0) - (b.number || 0) || i - j);
+  const sorted = order.map(([h]) => h);
+  const chain = new Chain(found);
+  chain.table(sorted);
+  const numbered = chain.numbers(sorted);
+  const records = feed !== null ? new Records(feed, chain, numbered) : null;
+  let previous = null;
+  let units = null; // money after the previous hand
+  for (const hand of numbered) {
+    const adjacent = previous !== null && previous.number === hand.number - 1;
+    if (hand.checked === null) {
+      previous = hand;
+      units = null;
+      continue;
+    }
+    let before;
+    if (adjacent && previous.checked !== null) before = chain.link(previous, hand, units);
+    else if (hand.number === 1) before = chain.first(hand);
+    else before = recordedUnits(hand.checked, null);
+    if (records !== null) before = records.check(hand, before);
+    units = unitsAfter(hand.checked, before);
+    previous = hand;
+  }
+  if (records !== null) records.extra();
+  return { hands: hands.length, verified, discrepancies: found, notes: [...new Set(notes)] };
+}
+
+// --- the settlement feed's records ---------------------------------------------------------
+
+const num = (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v === undefined ? 0 : v);
+
+/**
+ * A record in the feed stream's form (`{"format": 1, "settlement_id": ...}`) from a
+ * SettlementFeedService.Subscribe response or record in protobuf JSON (camelCase or the
+ * .proto's names; 64-bit integers as strings; zero values left out); other objects as they are.
+ */
+function feedRecord(data) {
+  if (!isObject(data) || !('settlementId' in data || 'record' in data)) return data;
+  const r = isObject(data.record) ? data.record : data;
+  const get = (obj, camel, snake, fallback) => (camel in obj ? obj[camel] : snake in obj ? obj[snake] : fallback);
+  const lossCap = num(get(r, 'lossCap', 'loss_cap', 0));
+  const format = num(get(r, 'format', 'format', 0)) || 1; // a record from a server before formats were sent: 1
+  return {
+    format,
+    settlement_id: get(r, 'settlementId', 'settlement_id', ''),
+    table_id: get(r, 'tableId', 'table_id', ''),
+    hand_number: num(get(r, 'handNumber', 'hand_number', 0)),
+    ruleset: get(r, 'ruleset', 'ruleset', ''),
+    unit_value: num(get(r, 'unitValue', 'unit_value', 0)),
+    loss_cap: lossCap || null,
+    settled_at_ms: num(get(r, 'settledAtMs', 'settled_at_ms', 0)),
+    seats: (r.seats || []).map((s) => ({
+      seat: num(get(s, 'seat', 'seat', 0)),
+      player_id: get(s, 'playerId', 'player_id', ''),
+      points: num(get(s, 'points', 'points', 0)),
+      units: num(get(s, 'units', 'units', 0)),
+      total_points: num(get(s, 'totalPoints', 'total_points', 0)),
+      total_units: num(get(s, 'totalUnits', 'total_units', 0)),
+      fouled: get(s, 'fouled', 'fouled', false),
+      ...(format >= 2
+        ? { fantasyland_cards: num(get(s, 'fantasylandCards', 'fantasyland_cards', 0)), fantasyland_next_cards: num(get(s, 'fantasylandNextCards', 'fantasyland_next_cards', 0)) }
+        : {}),
+    })),
+    pairs: (r.pairs || []).map((p) => ({
+      seat_a: num(get(p, 'seatA', 'seat_a', 0)),
+      seat_b: num(get(p, 'seatB', 'seat_b', 0)),
+      points: num(get(p, 'points', 'points', 0)),
+      capped_points: num(get(p, 'cappedPoints', 'capped_points', 0)),
+      unit_value: num(get(p, 'unitValue', 'unit_value', 0)),
+      units: num(get(p, 'units', 'units', 0)),
+    })),
+  };
+}
+
+/** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
+function readFeed(text, name) {
+  const records = [];
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (!line.trim()) return;
+    let data;
+    try {
+      data = JSON.parse(line);
+    } catch (error) {
+      throw new Error(`line ${i + 1} is not JSON: ${error.message}`);
+    }
+    records.push([`${name}:${i + 1}`, feedRecord(data)]);
+  });
+  return records;
+}
+
+module.exports = { feedRecord, formatMatchDiscrepancy, readFeed, verifyMatch };

@@ -1,0 +1,91 @@
+"""The issue-14 benches run end to end (tiny settings) and print every figure they claim."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import re
+from typing import Any
+
+import pytest
+
+from bench import batch, issue14, open_loop
+from bench.tables import Gate, Seat, TablePlayer
+
+
+class RecordingStub:
+    """A stand-in for a TableService stub that records which one a move went to."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    async def PlaceCards(self, request: Any, metadata: Any = ()) -> None:
+        self.log.append(self.name)
+
+
+def test_an_alternating_player_sends_each_move_to_the_other_replica() -> None:
+    log: list[str] = []
+    a, b = RecordingStub("a", log), RecordingStub("b", log)
+
+    async def four_moves(player: TablePlayer) -> None:
+        player.seats = [Seat("token")]
+        for _ in range(4):
+            await player.place(None, 0)  # type: ignore[arg-type]
+
+    asyncio.run(four_moves(TablePlayer(a, b, Gate(), alternate=b)))  # type: ignore[arg-type]
+    assert log == ["a", "b", "a", "b"]
+    log.clear()
+    asyncio.run(four_moves(TablePlayer(a, b, Gate())))  # type: ignore[arg-type]
+    assert log == ["a", "a", "a", "a"]
+
+
+def test_the_open_loop_schedule_is_fixed_by_its_seed() -> None:
+    first = open_loop.schedule(500.0, 2.0, random.Random(open_loop.SEED))
+    again = open_loop.schedule(500.0, 2.0, random.Random(open_loop.SEED))
+    assert first == again and 800 < len(first) < 1200
+    gaps = [b - a for a, b in itertools.pairwise(first)]
+    assert min(gaps) >= 0 and abs(sum(gaps) / len(gaps) - 1 / 500) < 0.0005
+
+
+def test_batch_bench_prints_the_three_paths_with_their_targets(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--hands", "50", "--rounds", "1", "--seconds", "0.3", "--cli-hands", "200"]
+    assert batch.main(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  in process \(ofc.scoring.settle\) +\d+\.\d +\d+\.\d", out, re.M), out
+    for path, target in (("SettleHands", 40), ("SettleHandsStream", 25), ("ofc score --jsonl", 30)):
+        pattern = rf"^  {re.escape(path)} +(\d+\.\d) +(\d+\.\d)% .* target >= {target}%"
+        row = re.search(pattern, out, re.M)
+        assert row is not None and float(row[1]) > 0, out
+
+
+def test_open_loop_bench_prints_p99_of_both_rpcs_at_each_load(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert open_loop.main(["--seconds", "0.5", "--tables", "8"]) == 0
+    out = capsys.readouterr().out
+    for fraction in ("50%", "80%"):
+        for rpc in ("PlaceCards", "SettleHand"):
+            row = re.search(rf"^{rpc} +{fraction} +(\d+) +(\d+) +\d+\.\d\d +\d+\.\d\d", out, re.M)
+            assert row is not None and int(row[2]) > 0, out
+        assert re.search(rf"p99 at {fraction} of the maximum: PlaceCards \d", out), out
+
+
+@pytest.mark.slow
+def test_issue14_bench_prints_every_figure(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tiny = issue14.Settings(
+        seconds=0.4, rounds=1, batch_rounds=1, cli_hands=100, open_loop_seconds=0.4
+    )
+    issue14.run(redis_url, tiny)
+    out = capsys.readouterr().out
+    floor = r"^1\. PlaceCards / no-logic floor .* = \d+\.\d\dx +\[target <= 1.5x"
+    assert re.search(floor, out, re.M), out
+    assert re.search(r"^2\. moves alternating .* = \d+\.\d\dx +\[target <= 1.15x", out, re.M), out
+    workers = re.search(r"^3\. .*1 worker (\d+)/s .*--workers 2 (\d+)/s", out, re.M)
+    assert workers is not None and int(workers[1]) > 0 and int(workers[2]) > 0, out
+    assert "target >= 40%" in out and "target >= 25%" in out and "target >= 30%" in out, out
+    assert re.search(r"p99 at 80% of the maximum: PlaceCards \d", out), out

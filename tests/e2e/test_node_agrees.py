@@ -1,0 +1,492 @@
+"""The two verifiers agree: ``ofc verify`` (Python, ``ofc.verify``) and the independent Node
+verifier (``clients/node/verify.js``) give every row of the deck the same value, and accept
+and reject the same documents with the same discrepancy code at the same location — every
+golden history, every golden match chain with its settlement feed, and tampered copies of
+each (a card, the seed, a placement, a score, a timeout's time and deadline, a stake, a newer
+format, malformed JSON, seeded random changes, a missing hand, a doctored running total, a
+broken commitment chain, a disagreeing feed record, ...).
+
+Both are run over the same files: Python through the library ``ofc verify`` runs, Node
+through its command line (``--json``); and the two command lines' own lines are compared too.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ofc.evaluator import rank_row
+from ofc.rulesets import resolve_ruleset
+from ofc.verify import check_history_json, verify_match
+from ofc_cli.cmd_verify import read_feed
+
+from tests.ofc.test_golden import FILES, GOLDEN, MATCHES, TAMPERS, load
+
+ROOT = Path(__file__).resolve().parents[2]
+VERIFY_JS = ROOT / "clients" / "node" / "verify.js"
+OFC = Path(sys.executable).with_name("ofc")
+History = dict[str, Any]
+Verdict = tuple[str, str] | None  # (code, location), None: verified
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    binary = shutil.which("node")
+    if binary is None:
+        pytest.fail("node is not on PATH: clients/node needs Node.js >= 20")
+    return binary
+
+
+def _node_json(node: str, *args: str) -> list[dict[str, Any]]:
+    result = subprocess.run(
+        [node, str(VERIFY_JS), "--json", *args], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode in (0, 1, 2), result.stderr
+    assert result.stderr == "", result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+# --- hand values ------------------------------------------------------------------------------
+def _values_digest(size: int) -> str:
+    """SHA-256 of the value of every ``size``-card row (ids in lexicographic order, u32be)."""
+    digest = hashlib.sha256()
+    for row in itertools.combinations(range(52), size):
+        digest.update(struct.pack(">I", rank_row(row)))
+    return digest.hexdigest()
+
+
+def test_both_evaluators_give_every_row_of_the_deck_the_same_value(node: str) -> None:
+    """All 22,100 three-card and 2,598,960 five-card rows, compared by one digest each."""
+    script = "const c = require(process.argv[1]); console.log(c.valuesDigest(3), c.valuesDigest(5))"
+    cards_js = str(ROOT / "clients" / "node" / "lib" / "cards.js")
+    result = subprocess.run(
+        [node, "-e", script, cards_js], capture_output=True, text=True, timeout=300
+    )
+    assert result.stdout.split() == [_values_digest(3), _values_digest(5)], result.stderr
+
+
+# --- one history at a time ---------------------------------------------------------------------
+def _first_timeout(h: History) -> int:
+    return next(i for i, a in enumerate(h["actions"]) if a["type"] == "timeout")
+
+
+def _timeout_time(h: History) -> None:
+    h["actions"][_first_timeout(h)]["resolved"]["at_ms"] += 1
+
+
+def _deadline(h: History) -> None:
+    action = h["actions"][_first_timeout(h)]
+    if "deadline_ms" in action and action["deadline_ms"] is not None:
+        action["deadline_ms"] += 1
+    else:
+        action["deadline_ms"] = action["at_ms"]  # a deadline without a clock, or in version 1
+
+
+def _early(h: History) -> None:
+    action = h["actions"][_first_timeout(h)]
+    action["at_ms"] -= 1
+    action["resolved"]["at_ms"] -= 1
+
+
+def _board_card(h: History) -> None:
+    board = h["boards"][-1]
+    board["top"][0], board["bottom"][0] = board["bottom"][0], board["top"][0]
+
+
+def _swap_rows(h: History) -> None:
+    move = h["actions"][1].get("resolved", h["actions"][1])
+    if move["type"] == "place":
+        move["placements"][0][1] = "top" if move["placements"][0][1] != "top" else "middle"
+    else:
+        move["top"][0], move["middle"][0] = move["middle"][0], move["top"][0]
+
+
+def _stake(h: History) -> None:
+    h["settlement"]["pairs"][-1]["unit_value"] += 1
+
+
+def _loss_cap(h: History) -> None:
+    h["initial_state"]["ruleset"]["loss_cap"] = 3
+
+
+def _royalty_table(h: History) -> None:
+    h["initial_state"]["ruleset"]["royalties"]["middle"]["trips"] = 40
+
+
+def _scoring(h: History) -> None:
+    h["initial_state"]["ruleset"]["scoring"]["scoop_bonus"] += 1
+
+
+def _fantasyland_owed(h: History) -> None:
+    seat = h["initial_state"]["seats"][h["order"][0]]
+    seat["fantasyland"] = 0 if seat["fantasyland"] else 14
+
+
+def _newer(h: History) -> None:
+    h["format_version"] = 5
+
+
+def _nested_key(h: History) -> None:
+    h["settlement"]["players"][0]["bonus"] = 0
+
+
+def _missing_key(h: History) -> None:
+    del h["boards"]
+
+
+def _lower_card(h: History) -> None:
+    move = h["actions"][1].get("resolved", h["actions"][1])
+    if move["type"] == "place":
+        move["placements"][0][0] = move["placements"][0][0].lower()
+    else:
+        move["top"][0] = move["top"][0].lower()
+
+
+def _dropped_action(h: History) -> None:
+    h["actions"].pop()
+
+
+def _other_nonce(h: History) -> None:
+    h["initial_state"]["hands_played"] += 1
+
+
+def _running_points(h: History) -> None:
+    h["initial_state"]["seats"][0]["points"] += 5  # one hand alone cannot tell: both accept
+
+
+EXTRA: dict[str, Callable[[History], None]] = {
+    "timeout-time": _timeout_time,
+    "deadline": _deadline,
+    "early-timeout": _early,
+    "board-card": _board_card,
+    "row": _swap_rows,
+    "stake": _stake,
+    "loss-cap": _loss_cap,
+    "royalty-table": _royalty_table,
+    "scoring": _scoring,
+    "fantasyland-owed": _fantasyland_owed,
+    "newer-format": _newer,
+    "nested-key": _nested_key,
+    "missing-key": _missing_key,
+    "lower-case-card": _lower_card,
+    "dropped-action": _dropped_action,
+    "other-nonce": _other_nonce,
+    "running-points": _running_points,
+}
+RAW_TEXTS = {
+    "repeated-key.json": b'{"format_version": 1, "format_version": 1}',
+    "float.json": b'{"format_version": 1.0}',
+    "nan.json": b'{"format_version": NaN}',
+    "not-utf8.json": b'{"format_version": "\xff"}',
+    "a-list.json": b"[]",
+    "response-newer.json": b'{"historyJson": "{\\"format_version\\": 9}"}',
+}
+
+
+def _case_files(directory: Path) -> list[Path]:
+    """Every golden history, and tampered copies of each, written under ``directory``."""
+    paths: list[Path] = []
+    for source in FILES:
+        name = str(source.relative_to(GOLDEN)).replace("/", "--").removesuffix(".json")
+        original = directory / f"{name}.json"
+        original.write_bytes(source.read_bytes())
+        paths.append(original)
+        history, rewrap = load(source)
+        changes: dict[str, Callable[[History], Any]] = {
+            **{k: mutate for k, (mutate, _) in TAMPERS.items()},
+            **EXTRA,
+        }
+        for kind, change in changes.items():
+            if kind in ("timeout-time", "deadline", "early-timeout") and not any(
+                a["type"] == "timeout" for a in history["actions"]
+            ):
+                continue
+            tampered = copy.deepcopy(history)
+            change(tampered)
+            path = directory / f"{name}--{kind}.json"
+            path.write_text(json.dumps(rewrap(tampered)))
+            paths.append(path)
+    for file_name, text in RAW_TEXTS.items():
+        (directory / file_name).write_bytes(text)
+        paths.append(directory / file_name)
+    return paths
+
+
+def _python_verdict(path: Path) -> Verdict:
+    found = check_history_json(path.read_bytes()).discrepancy
+    return None if found is None else (str(found.code), found.location)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return _case_files(tmp_path_factory.mktemp("agree"))
+
+
+def test_both_verifiers_give_every_history_the_same_verdict(node: str, cases: list[Path]) -> None:
+    records = _node_json(node, "-j", "2", *map(str, cases))
+    summary = records.pop()
+    by_source = {r["source"]: r for r in records}
+    assert len(by_source) == len(cases) > 20 * len(FILES)
+    disagreements = []
+    codes = set()
+    for path in cases:
+        mine = by_source[str(path)]
+        node_verdict = None if mine["ok"] else (mine["code"], mine["location"])
+        python = _python_verdict(path)
+        codes.add(None if python is None else python[0])
+        if node_verdict != python:
+            disagreements.append((path.name, python, node_verdict))
+    assert disagreements == []
+    assert summary["failed"] == sum(1 for r in records if not r["ok"])
+    # the cases exercise the checks, not one code
+    assert {
+        None,
+        "MALFORMED_HISTORY",
+        "NEWER_FORMAT_VERSION",
+        "COMMITMENT_MISMATCH",
+        "DECK_MISMATCH",
+        "DEAL_MISMATCH",
+        "ILLEGAL_ACTION",
+        "TIMEOUT_MISMATCH",
+        "DEADLINE_MISMATCH",
+        "TIMEOUT_BEFORE_DEADLINE",
+        "INCOMPLETE_HAND",
+        "BOARD_MISMATCH",
+        "SETTLEMENT_MISMATCH",
+    } <= codes
+
+
+_LINE = re.compile(
+    r"^(?P<error>error: )?(?P<source>.+?\.json): (?P<verdict>OK|[A-Z_]+(?: at \S*)?)"
+)
+
+
+def _verdicts(output: str) -> list[tuple[str, str, str]]:
+    lines = output.splitlines()
+    parsed = []
+    for line in lines:
+        match = _LINE.match(line)
+        if match is not None:
+            parsed.append((match["error"] or "", match["source"], match["verdict"].rstrip(":")))
+    return parsed
+
+
+def test_the_two_command_lines_print_the_same_verdicts(node: str, cases: list[Path]) -> None:
+    folder = str(cases[0].parent)
+    python = subprocess.run(
+        [str(OFC), "verify", "-j", "2", folder], capture_output=True, text=True, timeout=600
+    )
+    js = subprocess.run(
+        [node, str(VERIFY_JS), "-j", "2", folder], capture_output=True, text=True, timeout=300
+    )
+    assert js.returncode == python.returncode == 2  # some cases are unreadable
+    assert _verdicts(js.stdout) == _verdicts(python.stdout)
+    assert _verdicts(js.stderr) == _verdicts(python.stderr)
+    assert len(_verdicts(js.stdout) + _verdicts(js.stderr)) == len(cases)
+    assert js.stdout.splitlines()[-1] == python.stdout.splitlines()[-1]  # "N verified, M failed"
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every JSON path in ``value``, the whole document first."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found += _paths(inner, (*path, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found += _paths(inner, (*path, index))
+    return found
+
+
+_ODD_VALUES: list[Any] = [None, True, 0, -1, 1.0, "x", "As", [], {}, 99, "top", 2**40, ""]
+
+
+def _mutate(history: History, rng: random.Random) -> None:
+    """One change somewhere: a key removed or added, an item added or removed, a number, card
+    or row changed, another value put in, or two actions swapped."""
+    path = rng.choice(_paths(history)[1:])
+    parent: Any = history
+    for key in path[:-1]:
+        parent = parent[key]
+    last = path[-1]
+    value = parent[last]
+    roll = rng.random()
+    if roll < 0.2 and isinstance(parent, dict):
+        del parent[last]
+    elif roll < 0.3 and isinstance(parent, dict):
+        parent["extra"] = 1
+    elif roll < 0.4 and isinstance(parent, list):
+        parent.append(copy.deepcopy(parent[0]))
+    elif roll < 0.5 and isinstance(parent, list):
+        parent.pop(last)
+    elif roll < 0.6 and type(value) is int:
+        parent[last] = value + rng.choice([-1, 1, 13])
+    elif roll < 0.75 and isinstance(value, str) and re.fullmatch(r"[2-9TJQKA][cdhs]", value):
+        parent[last] = rng.choice("23456789TJQKA") + rng.choice("cdhs")
+    elif roll < 0.8 and value in ("top", "middle", "bottom"):
+        parent[last] = rng.choice(["top", "middle", "bottom"])
+    elif roll < 0.9:
+        actions = history["actions"]
+        i, j = rng.randrange(1, len(actions)), rng.randrange(1, len(actions))
+        actions[i], actions[j] = actions[j], actions[i]
+    else:
+        parent[last] = rng.choice(_ODD_VALUES)
+
+
+def test_both_verifiers_agree_on_random_changes_to_every_golden_history(
+    node: str, tmp_path: Path
+) -> None:
+    """15 seeded random changes to each golden history (the same ones every run)."""
+    rng = random.Random(13)
+    paths = []
+    for k, source in enumerate(FILES):
+        history, rewrap = load(source)
+        for n in range(15):
+            changed = copy.deepcopy(history)
+            _mutate(changed, rng)
+            path = tmp_path / f"{k:02d}-{n:02d}.json"
+            path.write_text(json.dumps(rewrap(changed)))
+            paths.append(path)
+    records = _node_json(node, "-j", "2", *map(str, paths))[:-1]
+    by_source = {r["source"]: None if r["ok"] else (r["code"], r["location"]) for r in records}
+    disagreements = [
+        (path.name, python, by_source[str(path)])
+        for path in paths
+        if (python := _python_verdict(path)) != by_source[str(path)]
+    ]
+    assert disagreements == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "some_pass"),
+    [
+        ("pineapple", True),  # the Pineapple hands of ofc play
+        ({"preset": "pineapple", "loss_cap": 10}, True),  # the golden matches' table
+        ({"preset": "classic", "scoring": "2-4", "royalties": "ukrainian"}, False),
+    ],
+    ids=["preset", "loss-cap", "scheme-and-table"],
+)
+def test_both_verifiers_hold_histories_to_an_expected_ruleset(
+    node: str, spec: str | dict[str, Any], some_pass: bool
+) -> None:
+    text = spec if isinstance(spec, str) else json.dumps(spec)
+    records = _node_json(node, "-j", "1", "--expect-ruleset", text, *map(str, FILES))[:-1]
+    expected = resolve_ruleset(spec)
+    verdicts = []
+    for path, record in zip(FILES, records, strict=True):
+        found = check_history_json(path.read_bytes(), expected_ruleset=expected).discrepancy
+        python = None if found is None else (str(found.code), found.location)
+        verdicts.append(python)
+        assert (record["source"], record["code"], record["location"]) == (
+            str(path),
+            *(python or (None, None)),
+        )
+    assert "RULESET_MISMATCH" in {v[0] for v in verdicts if v}
+    assert (None in verdicts) == some_pass
+
+
+# --- whole matches -----------------------------------------------------------------------------
+def _match_cases(directory: Path) -> dict[str, tuple[list[History], list[str]]]:
+    """Named variations of one golden match: its hands (as documents) and feed lines."""
+    hands = [json.loads(p.read_text()) for p in sorted(directory.glob("hand-????.json"))]
+    feed = (directory / "feed.jsonl").read_text().splitlines()
+    cases: dict[str, tuple[list[History], list[str]]] = {"as-is": (hands, feed)}
+    cases["missing-hand"] = (hands[:1] + hands[2:], feed)
+    cases["repeated-hand"] = (hands + hands[1:2], feed)
+    cases["feed-missing-record"] = (hands, feed[1:])
+    cases["feed-redelivered"] = (hands, feed + feed[:2])
+
+    def with_feed(index: int, change: Callable[[dict[str, Any]], None]) -> list[str]:
+        records = [json.loads(line) for line in feed]
+        change(records[index])
+        return [json.dumps(r) for r in records]
+
+    def with_hand(index: int, change: Callable[[History], None]) -> list[History]:
+        changed = copy.deepcopy(hands)
+        change(changed[index])
+        return changed
+
+    def total(r: dict[str, Any]) -> None:
+        r["seats"][1]["total_units"] += 5
+
+    def units(r: dict[str, Any]) -> None:
+        r["seats"][0]["units"] -= 1
+
+    def points(h: History) -> None:
+        h["initial_state"]["seats"][0]["points"] += 3
+
+    def commitment(h: History) -> None:
+        h["next_commitment"] = "ab" * 32
+
+    def table(h: History) -> None:
+        h["table_id"] = "another-table"
+
+    def seat_change(h: History) -> None:
+        h["seat_changes"] = [c for c in h["seat_changes"] if c["type"] != "stand_up"]
+
+    def money(h: History) -> None:
+        h["seat_units"][0] += 7
+
+    cases["doctored-running-total"] = (hands, with_feed(2, total))
+    cases["disagreeing-feed-record"] = (hands, with_feed(0, units))
+    cases["doctored-initial-points"] = (with_hand(1, points), feed)
+    def score(h: History) -> None:
+        TAMPERS["score"][0](h)
+
+    cases["tampered-hand"] = (with_hand(1, score), feed)
+    if hands[0]["format_version"] >= 3:
+        cases["broken-commitment-chain"] = (with_hand(1, commitment), feed)
+        cases["another-table"] = (with_hand(3, table), feed)
+        cases["refused-seat-change"] = (with_hand(2, seat_change), feed)
+        cases["doctored-money"] = (with_hand(1, money), feed)
+    return cases
+
+
+@pytest.mark.parametrize("directory", MATCHES, ids=[str(m.relative_to(GOLDEN)) for m in MATCHES])
+def test_both_verifiers_find_the_same_in_every_match(
+    node: str, directory: Path, tmp_path: Path
+) -> None:
+    kinds: set[str] = set()
+    for name, (hands, feed) in _match_cases(directory).items():
+        case = tmp_path / name
+        case.mkdir()
+        paths = []
+        for k, hand in enumerate(hands):
+            path = case / f"hand-{k:02d}.json"
+            path.write_text(json.dumps(hand))
+            paths.append(path)
+        feed_path = case / "feed.jsonl"
+        feed_path.write_text("".join(line + "\n" for line in feed))
+        report = verify_match(
+            [(str(p), p.read_bytes()) for p in paths], read_feed(str(feed_path))
+        )
+        python = [(str(d.code), d.source, d.hand_number, d.location) for d in report.discrepancies]
+        records = _node_json(node, "--match", *map(str, paths), "--feed", str(feed_path))
+        summary = records.pop()
+        js = [(r["code"], r["source"], r["hand_number"], r["location"]) for r in records]
+        assert js == python, name
+        assert (summary["verified"], summary["hands"]) == (report.verified, report.hands)
+        assert (name == "as-is" or name == "feed-redelivered") == (python == []), name
+        kinds.update(code for code, *_ in python)
+    assert {
+        "HAND_MISSING",
+        "HAND_REPEATED",
+        "FEED_RECORD_MISSING",
+        "FEED_RECORD_EXTRA",
+        "FEED_RECORD_MISMATCH",
+        "RUNNING_TOTAL_MISMATCH",
+        "CHAIN_STATE_MISMATCH",
+        "SETTLEMENT_MISMATCH",
+    } <= kinds

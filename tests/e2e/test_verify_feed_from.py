@@ -1,0 +1,145 @@
+"""``ofc verify --match ... --feed-from ADDR --table T``: the table's settlement-feed records
+read from a running ``ofc serve`` (its own process, in-memory store, an operator key) instead
+of a JSONL file. Reading never acknowledges, so another group's deliveries are untouched and
+a second audit reads the same records; a doctored hand is caught against the live records;
+a wrong key and an unreachable server are errors. The Node verifier agrees on the records
+fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ofc_cli.feed_remote import fetch_feed
+from ofc_cli.main import main
+from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
+from ofcpoker.v1 import settlement_feed_pb2_grpc as feed_grpc
+from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
+
+from tests.conftest import free_port
+from tests.e2e.test_tables import API_KEY, OPERATOR, Table
+
+ROOT = Path(__file__).resolve().parents[2]
+OFC = Path(sys.executable).with_name("ofc")
+
+
+@pytest.fixture(scope="module")
+def address() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", ""],
+        env={**os.environ, "OFC_API_KEYS": API_KEY},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            ready = health.Check(health_pb2.HealthCheckRequest(), timeout=20, wait_for_ready=True)
+            assert ready.status == health_pb2.HealthCheckResponse.SERVING
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_verify_reads_the_tables_feed_records_from_the_service(
+    address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with grpc.insecure_channel(address) as channel:
+        other = Table(TableServiceStub(channel), "feed-other")  # its records are skipped
+        other.play_hand()
+        table = Table(TableServiceStub(channel), "feed-from")
+        for _ in range(3):
+            table.play_hand()
+    out = tmp_path / "match"
+    assert _run(["export-match", "--server", address, "--", table.id, str(out)], capsys)[0] == 0
+    hands = sorted(map(str, out.glob("hand-*.json")))
+    live = ["--feed-from", address, f"--table={table.id}", "--api-key", API_KEY]
+
+    status, printed, err = _run(["verify", "--match", *hands, *live], capsys)
+    assert (status, err) == (0, "")
+    assert printed == "3 verified, 0 failed; the match of 3 hands: 0 chain discrepancies\n"
+    # nothing was acknowledged: the same consumer reads the same records again
+    again = fetch_feed(address, table.id, api_key=API_KEY, idle_s=1.0)
+    assert [r["hand_number"] for _, r in again] == [1, 2, 3]
+    assert again[0][0].startswith(f"{address} feed #")
+    # and another group still gets every record of the feed
+    with grpc.insecure_channel(address) as channel:
+        stream = feed_grpc.SettlementFeedServiceStub(channel).Subscribe(
+            feed_pb.SubscribeRequest(group="ledger", consumer="ledger-1"), metadata=OPERATOR
+        )
+        ids = [next(stream).record.settlement_id for _ in range(4)]
+        stream.cancel()
+    assert sorted(ids) == sorted([f"{other.id}:1"] + [f"{table.id}:{n}" for n in (1, 2, 3)])
+
+    # a doctored running total in a hand: the chain and the live record of that hand disagree
+    doctored = json.loads(Path(hands[1]).read_text())
+    doctored["initial_state"]["seats"][0]["points"] += 3
+    Path(hands[1]).write_text(json.dumps(doctored))
+    status, printed, _ = _run(["verify", "--match", *hands, *live], capsys)
+    assert status == 1
+    found = [_code_and_location(line) for line in printed.splitlines()[:-1]]
+    assert found == [
+        (hands[1], "CHAIN_STATE_MISMATCH", "initial_state.seats[0].points"),
+        ("live", "RUNNING_TOTAL_MISMATCH", "seats[0].total_points"),
+        (hands[2], "CHAIN_STATE_MISMATCH", "initial_state.seats[0].points"),
+    ]
+
+    # the Node verifier, given the same records as a file, finds the same
+    node = shutil.which("node")
+    assert node is not None, "node is not on PATH"
+    feed_file = tmp_path / "feed.jsonl"
+    feed_file.write_text("".join(json.dumps(r) + "\n" for _, r in again))
+    js = subprocess.run(
+        [node, str(ROOT / "clients/node/verify.js"), "--match", *hands, "--feed", str(feed_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert js.returncode == 1
+    assert [_code_and_location(line) for line in js.stdout.splitlines()[:-1]] == found
+
+
+def _code_and_location(line: str) -> tuple[str, str, str]:
+    """``SOURCE: CODE at LOCATION: message`` without the message; a feed record's source
+    (the server's "ADDR feed #N", or the file's "feed.jsonl:N") as "live"."""
+    source, found, _ = line.split(": ", 2)
+    code, location = found.split(" at ")
+    live = " feed #" in source or Path(source).name.startswith("feed.jsonl:")
+    return ("live" if live else source), code, location
+
+
+def test_a_wrong_key_a_bad_table_and_an_unreachable_server_are_errors(
+    address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hand = str(ROOT / "tests/golden/18a23e9/match/hand-0001.json")
+    status, _, err = _run(
+        ["verify", "--match", hand, "--feed-from", address, "--table", "t", "--api-key", "no"],
+        capsys,
+    )
+    assert status == 2 and err.startswith("error: UNAUTHENTICATED: cannot read the settlement feed")
+    status, _, err = _run(["verify", "--match", hand, "--feed-from", address], capsys)
+    assert status == 2 and "--feed-from needs --match and --table" in err
+    status, _, err = _run(["verify", hand, "--table", "t"], capsys)
+    assert status == 2 and "--table needs --feed-from" in err
+    status, _, err = _run(
+        ["verify", "--match", hand, "--feed-from", f"127.0.0.1:{free_port()}", "--table", "t"],
+        capsys,
+    )
+    assert status == 1 and err.startswith("error: UNAVAILABLE: cannot read the settlement feed")
