@@ -57,6 +57,7 @@ def test_probes_use_native_grpc_health_on_the_grpc_port() -> None:
     for probe in ("startupProbe", "livenessProbe"):
         assert CONTAINER[probe]["grpc"]["service"] == "ofcpoker.v1.RulesService", probe
     assert int(ENV["OFC_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["grpc"]
+    assert int(ENV["OFC_HTTP_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["http"]
     assert int(ENV["OFC_METRICS_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["metrics"]
 
 
@@ -108,6 +109,8 @@ def test_headless_service_for_client_side_balancing_and_clusterip_for_proxies() 
             assert port["targetPort"] in CONTAINER_PORTS, port
         grpc_port = next(p for p in service["spec"]["ports"] if p["name"] == "grpc")
         assert grpc_port["appProtocol"] == "kubernetes.io/h2c"
+        http_port = next(p for p in service["spec"]["ports"] if p["name"] == "http")
+        assert CONTAINER_PORTS[http_port["targetPort"]] == http_port["port"] == 8080
 
 
 def test_hpa_and_pdb_fit_the_deployment() -> None:
@@ -144,11 +147,12 @@ def test_only_the_platform_and_prometheus_reach_the_service() -> None:
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     assert {
         p for rule in policy["spec"]["ingress"] for p in (x["port"] for x in rule["ports"])
-    } == {"grpc", "metrics"}
-    assert ingress_peers(policy, "grpc") == [
-        {"namespaceSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
-        {"podSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
-    ]
+    } == {"grpc", "http", "metrics"}
+    for port in ("grpc", "http"):  # Envoy's pods (the platform label) reach both
+        assert ingress_peers(policy, port) == [
+            {"namespaceSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
+            {"podSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
+        ]
     assert ingress_peers(policy, "metrics") == [PROMETHEUS_PEER]
 
 
@@ -214,7 +218,9 @@ def test_everything_is_in_the_ofc_namespace_and_kustomization_lists_all_but_the_
 
 def normalized_envoy_config(text: str) -> str:
     """Envoy's config without what may differ between compose and k8s: upstream and origins."""
-    text = re.sub(r"socket_address: \{address: [\w.-]+, port_value: 50051\}", "UPSTREAM", text)
+    text = re.sub(
+        r"socket_address: \{address: [\w.-]+, port_value: (50051|8080)\}", r"UPSTREAM:\1", text
+    )
     return re.sub(r"- safe_regex: \{regex: .*\}", "ORIGINS", text)
 
 
@@ -224,9 +230,16 @@ def test_k8s_envoy_runs_the_compose_config_against_the_headless_service() -> Non
     assert normalized_envoy_config(k8s_config) == normalized_envoy_config(compose_config)
     headless = find_object("Service", "ofc-headless")
     fqdn = f"{headless['metadata']['name']}.{headless['metadata']['namespace']}.svc.cluster.local"
-    cluster = yaml.safe_load(k8s_config)["static_resources"]["clusters"][0]
-    endpoint = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
-    assert endpoint["address"]["socket_address"] == {"address": fqdn, "port_value": 50051}
+    clusters = yaml.safe_load(k8s_config)["static_resources"]["clusters"]
+    ports = {p["name"]: p["port"] for p in headless["spec"]["ports"]}
+    upstreams = {}
+    for cluster in clusters:
+        endpoint = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+        upstreams[cluster["name"]] = endpoint["address"]["socket_address"]
+    assert upstreams == {
+        "ofc": {"address": fqdn, "port_value": ports["grpc"]},
+        "ofc_http": {"address": fqdn, "port_value": ports["http"]},
+    }
 
 
 def test_k8s_envoy_pods_are_admitted_and_serve_their_listener() -> None:

@@ -17,6 +17,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
 import grpc
@@ -39,10 +40,12 @@ from ofc_service.application.settlements import SettlementRelay
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.health import StoreHealth
-from ofc_service.server.http import HttpServer, create_http_server
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
+
+if TYPE_CHECKING:
+    from ofc_service.server.http import HttpServer
 
 log = logging.getLogger("ofc.server")
 
@@ -191,9 +194,14 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         raise OSError(f"cannot bind {config.listen}")
     sweeper = DeadlineSweeper(manager)
     ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
-    ofc_server.http = create_http_server(
-        config, handlers, health_servicer, reuse_port=reuse_port
-    )
+    if config.http_listen:
+        # Hypercorn and connectrpc (about a quarter of a second of imports) only when the HTTP
+        # port is on: a gRPC-only replica, and `ofc serve --http-listen ''`, start without them.
+        from ofc_service.server.http import create_http_server
+
+        ofc_server.http = create_http_server(
+            config, handlers, health_servicer, reuse_port=reuse_port
+        )
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
         health_servicer,
