@@ -1,7 +1,9 @@
 """Write table records as the release of record format 4 stored them: the code on the path
 writes (run at that release, commit 942c985)::
 
-    .venv/bin/python tests/store/format4_records/generate.py tests/store/format4_records
+    git worktree add /tmp/old-942c985 942c985
+    PYTHONPATH=/tmp/old-942c985/service .venv/bin/python \
+        tests/store/format4_records/generate.py tests/store/format4_records
 
 Each file is one record's bytes (JSON) from a table played through that release's own
 ``TableManager`` on a memory store: two seats (one taken, left and taken again, so that the
@@ -67,7 +69,8 @@ async def play(out: Path) -> None:
                 break
             seat = hand.turn
             assert seat is not None
-            if number == 2 and moves == 3:
+            if number == 2 and moves == 3:  # the seat's clock runs out
+                clock.ms = max(ms for _, ms in record.seat_deadlines) + 1
                 await manager.run(Request("t4", version, f"t{moves}"), commands.TimeOut(seat))
                 version += 1
             else:
