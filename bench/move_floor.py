@@ -229,22 +229,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve:
         asyncio.run(serve(int(args.serve[0]), args.serve[1]))
         return 0
-    from tests.conftest import RedisServer, free_port  # the test suite's throwaway redis
+    from tests.conftest import RedisServer  # the test suite's throwaway redis
 
     redis_server = RedisServer()
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "bench.move_floor", "--serve", str(port), redis_server.url],
-        stderr=subprocess.DEVNULL,  # the watches cancelled at the end of a row log a line each
-    )
     try:
-        rows = asyncio.run(drive(f"127.0.0.1:{port}", server.pid, args.tables, args.seconds))
+        rows = run(redis_server.url, tables=args.tables, seconds=args.seconds)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         redis_server.stop()
     print("\n".join(report(rows, args.tables)))
     return 0
+
+
+def run(redis_url: str, *, tables: int = 64, seconds: float = 4.0) -> list[Row]:
+    """The three rows, against a floor server of its own on ``redis_url``."""
+    from tests.conftest import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench.move_floor", "--serve", str(port), redis_url],
+        stderr=subprocess.DEVNULL,  # the watches cancelled at the end of a row log a line each
+    )
+    try:
+        return asyncio.run(drive(f"127.0.0.1:{port}", server.pid, tables, seconds))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -354,7 +354,9 @@ class Gate:
 
 
 class TablePlayer:
-    """One table, its two seats driven by their Watch streams."""
+    """One table, its two seats driven by their Watch streams. With ``alternate``, each
+    PlaceCards goes to the other replica than the one before (``moves``, ``alternate``,
+    ``moves``, ...): what per-request round robin in front of two replicas does."""
 
     def __init__(
         self,
@@ -363,9 +365,12 @@ class TablePlayer:
         gate: Gate,
         *,
         batch_events: bool = True,
+        alternate: pb_grpc.TableServiceStub | None = None,
     ) -> None:
         self.moves, self.watches, self.gate = moves, watches, gate
         self.batch_events = batch_events
+        self.place_on = [moves] if alternate is None else [moves, alternate]
+        self.places = 0
         self.queue: asyncio.Queue[tuple[int, pb.TableEvent]] = asyncio.Queue()
         self.tasks: list[asyncio.Task[None]] = []
         self.calls: list[Any] = []
@@ -413,7 +418,13 @@ class TablePlayer:
                 placements=placements(self.seats[seat], dealt.cards),
                 expected_version=event.version, request_id=uuid.uuid4().hex,
             )  # fmt: skip
-            await self._send(self.moves.PlaceCards, request, seat, timed=True)
+            await self.place(request, seat)
+
+    async def place(self, request: pb.PlaceCardsRequest, seat: int) -> None:
+        """Send one move (timed while the gate is open)."""
+        stub = self.place_on[self.places % len(self.place_on)]
+        self.places += 1
+        await self._send(stub.PlaceCards, request, seat, timed=True)
 
     def _start_request(self, version: int) -> pb.StartHandRequest:
         return pb.StartHandRequest(
@@ -513,8 +524,18 @@ async def load(
     rounds: int,
     batch: bool = True,
     pids: Sequence[int] = (),
+    *,
+    alternate: bool = False,
+    connections: int = 1,
 ) -> list[Row]:
-    channels = [grpc.aio.insecure_channel(a) for a in addresses]
+    """PlaceCards and SettleHand rows at each level. ``alternate``: each table's moves go
+    to the two addresses in turn (:class:`TablePlayer`). ``connections``: TCP connections
+    per address (each its own subchannel), which ``ofc serve --workers N`` spreads over its
+    workers; a table's moves stay on one."""
+    options = [("grpc.use_local_subchannel_pool", 1)]
+    channels = [
+        grpc.aio.insecure_channel(a, options=options) for a in addresses for _ in range(connections)
+    ]
     stubs = [pb_grpc.TableServiceStub(c) for c in channels]
     for c in channels:
         await asyncio.wait_for(c.channel_ready(), timeout=20)
@@ -526,12 +547,18 @@ async def load(
     try:
         for n in levels:
             gate = Gate()
-            players = [
-                TablePlayer(
-                    stubs[i % len(stubs)], stubs[(i + 1) % len(stubs)], gate, batch_events=batch
+            players = []
+            for i in range(n):
+                other = stubs[(i + 1) % len(stubs)]
+                players.append(
+                    TablePlayer(
+                        stubs[i % len(stubs)],
+                        other,
+                        gate,
+                        batch_events=batch,
+                        alternate=other if alternate else None,
+                    )
                 )
-                for i in range(n)
-            ]
             for p in players:
                 await p.start()
             await place_round(gate, min(1.0, seconds / 2))  # warm-up: tables in play
@@ -589,6 +616,21 @@ def run_load(
         for process, _ in processes:
             process.terminate()
             process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def redis_for(url: str | None) -> Iterator[str]:
+    """``url``, or a private throwaway ``redis-server`` (the test suite's) while the block runs."""
+    if url is not None:
+        yield url
+        return
+    from tests.conftest import RedisServer
+
+    server = RedisServer()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 # --- report --------------------------------------------------------------------------------
@@ -661,14 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     levels = [int(n) for n in args.in_flight.split(",") if n.strip()]
     server_counts = [int(n) for n in args.servers.split(",") if n.strip()]
-    redis_server = None
-    url = args.redis_url
-    if url is None:
-        from tests.conftest import RedisServer  # the test suite's throwaway redis-server
-
-        redis_server = RedisServer()
-        url = redis_server.url
-    try:
+    with redis_for(args.redis_url) as url:
         trips = asyncio.run(count_round_trips(url, args.moves))
         memory = asyncio.run(measure_memory(url, args.hands))
         rows: list[Row] = []
@@ -676,9 +711,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += run_load(
                 url, count, levels, args.seconds, max(1, args.rounds), not args.event_messages
             )
-    finally:
-        if redis_server is not None:
-            redis_server.stop()
     print("\n".join(report(trips, memory, rows)))
     return 0
 
