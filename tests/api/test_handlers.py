@@ -27,6 +27,11 @@ def handlers() -> TableHandlers:
     return TableHandlers(manager)
 
 
+def started(raw: bytes) -> pb.StartHandResponse:
+    """A move's handler answers with its response serialised (sent as it is, see api.rpc)."""
+    return pb.StartHandResponse.FromString(raw)
+
+
 def refusal(call: Any) -> tuple[str, str, str]:
     """The (code, reason, field) a client would be sent for the error ``call`` raises."""
     with pytest.raises(Exception) as caught:
@@ -53,7 +58,7 @@ def test_a_hand_is_played_through_the_handlers_alone() -> None:
     async def play() -> tuple[pb.PlaceCardsResponse, int]:
         table_id, tokens = await seated_table(table)
         start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
-        turn = (await table.StartHand(start, OPERATOR)).table.hand.turn
+        turn = started(await table.StartHand(start, OPERATOR)).table.hand.turn
         mine = Credentials(seat_token=tokens[turn])
         view = await table.GetTable(pb.GetTableRequest(table_id=table_id), mine)
         pending = next(s.pending for s in view.table.hand.seats if s.seat == turn)
@@ -61,7 +66,7 @@ def test_a_hand_is_played_through_the_handlers_alone() -> None:
             table_id=table_id, seat=turn, expected_version=4, request_id="p",
             placements=[pb.Placement(card=c, row=cards_pb2.ROW_POSITION_BOTTOM) for c in pending],
         )  # fmt: skip
-        return await table.PlaceCards(place, mine), len(pending)
+        return pb.PlaceCardsResponse.FromString(await table.PlaceCards(place, mine)), len(pending)
 
     placed, cards = asyncio.run(play())
     assert placed.table.version == 5
@@ -75,7 +80,7 @@ def test_errors_reach_the_caller_as_the_table_says() -> None:
     async def other_seats_move() -> None:
         table_id, tokens = await seated_table(table)
         start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
-        turn = (await table.StartHand(start, OPERATOR)).table.hand.turn
+        turn = started(await table.StartHand(start, OPERATOR)).table.hand.turn
         place = pb.PlaceCardsRequest(
             table_id=table_id, seat=turn, expected_version=4, request_id="x"
         )

@@ -97,7 +97,7 @@ def event_id(text: str, field: str) -> str:
 def stream_id(text: str, field: str) -> str:
     """A settlement feed stream id: ``"<ms>-<seq>"`` like an event id (``"0"`` is none)."""
     if text == "0":
-        raise _invalid('a stream id is "<ms>-<seq>", got \'0\'', field)
+        raise _invalid("a stream id is \"<ms>-<seq>\", got '0'", field)
     return event_id(text, field)
 
 
@@ -115,9 +115,7 @@ def settlement_id(text: str, field: str) -> str:
     """A settlement id, ``"<table_id>:<hand_number>"`` as the feed's records carry it."""
     match = _SETTLEMENT_ID_RE.fullmatch(text)
     if match is None or not _TABLE_ID_RE.fullmatch(match[1]) or len(match[1]) > 200:
-        raise _invalid(
-            f'a settlement id is "<table_id>:<hand_number>", got {quoted(text)}', field
-        )
+        raise _invalid(f'a settlement id is "<table_id>:<hand_number>", got {quoted(text)}', field)
     return text
 
 

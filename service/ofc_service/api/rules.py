@@ -42,7 +42,6 @@ SERVICE = pb.DESCRIPTOR.services_by_name["RulesService"]
 SERVICE_NAME = SERVICE.full_name
 
 
-
 @functools.cache  # labels are preset names or "custom": a handful
 def _domain_counters(ruleset_label: str) -> tuple[Counter, Counter]:
     return HANDS_SETTLED.labels(ruleset_label), FOULS.labels(ruleset_label)

@@ -440,26 +440,23 @@ class TableHandlers:
 
     async def LeaveSeat(
         self, request: pb.LeaveSeatRequest, creds: auth.Credentials
-    ) -> pb.LeaveSeatResponse:
-        raw = await self._run(request, creds, commands.LeaveSeat(request.seat))
-        return pb.LeaveSeatResponse.FromString(raw)
+    ) -> bytes:  # a LeaveSeatResponse, serialised (see api.rpc)
+        return await self._run(request, creds, commands.LeaveSeat(request.seat))
 
     async def StartHand(
         self, request: pb.StartHandRequest, creds: auth.Credentials
-    ) -> pb.StartHandResponse:
-        return pb.StartHandResponse.FromString(
-            await self._run(request, creds, commands.StartHand())
-        )
+    ) -> bytes:  # a StartHandResponse, serialised (see api.rpc)
+        return await self._run(request, creds, commands.StartHand())
 
     async def SetClientSeed(
         self, request: pb.SetClientSeedRequest, creds: auth.Credentials
-    ) -> pb.SetClientSeedResponse:
+    ) -> bytes:  # a SetClientSeedResponse, serialised (see api.rpc)
         command = commands.SetClientSeed(request.seat, _client_seed(request.client_seed))
-        return pb.SetClientSeedResponse.FromString(await self._run(request, creds, command))
+        return await self._run(request, creds, command)
 
     async def PlaceCards(
         self, request: pb.PlaceCardsRequest, creds: auth.Credentials
-    ) -> pb.PlaceCardsResponse:
+    ) -> bytes:  # a PlaceCardsResponse, serialised (see api.rpc)
         placements = []
         for k, p in enumerate(parse.bounded(request.placements, MAX_PLACEMENTS, "placements")):
             card = _card(p.card, f"placements[{k}].card")
@@ -471,11 +468,11 @@ class TableHandlers:
             placements.append((card, row))
         discard = _card(request.discard, "discard") if request.discard else None
         command = commands.PlaceCards(request.seat, tuple(placements), discard)
-        return pb.PlaceCardsResponse.FromString(await self._run(request, creds, command))
+        return await self._run(request, creds, command)
 
     async def SetFantasyland(
         self, request: pb.SetFantasylandRequest, creds: auth.Credentials
-    ) -> pb.SetFantasylandResponse:
+    ) -> bytes:  # a SetFantasylandResponse, serialised (see api.rpc)
         board = convert.board_from_proto(request.board, "board")
         discards = convert.parse_cards(
             parse.bounded(request.discards, MAX_DISCARDS, "discards"), "discards"
@@ -483,11 +480,9 @@ class TableHandlers:
         command = commands.SetFantasyland(
             request.seat, board.top, board.middle, board.bottom, tuple(discards)
         )
-        return pb.SetFantasylandResponse.FromString(await self._run(request, creds, command))
+        return await self._run(request, creds, command)
 
-    async def _run(
-        self, request: Any, creds: auth.Credentials, command: commands.Command
-    ) -> bytes:
+    async def _run(self, request: Any, creds: auth.Credentials, command: commands.Command) -> bytes:
         """One mutating request: the caller authenticated first, then the command, applied
         once per (caller, request_id); a retry answered only to its caller, and only when
         it is the same request."""
