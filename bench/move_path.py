@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bench import move_floor, tables
 
@@ -44,30 +45,48 @@ def place_row(
     finally:
         for process, _ in processes:
             process.terminate()
-            process.wait(timeout=30)
+        for process, _ in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a server slow to drain its watches
+                process.kill()
+                process.wait()
     return next(r for r in rows if r.rpc == "PlaceCards")
 
 
-def figures(redis_url: str, *, seconds: float = 3.0, rounds: int = 3) -> list[str]:
-    """Both ratios, each with the two costs it is made of and its target."""
+def figures(
+    redis_url: str, *, seconds: float = 3.0, rounds: int = 3, say: Callable[[str], None] = print
+) -> list[str]:
+    """Both ratios, each with the two costs it is made of and its target (each line also
+    given to ``say`` as soon as it is measured)."""
+    lines: list[str] = []
     floor_rows = move_floor.run(redis_url, tables=IN_FLIGHT, seconds=seconds)
     floor = next(r for r in floor_rows if r.name == "stored empty move")
     place = place_row(redis_url, 1, seconds=seconds, rounds=rounds)
     over_floor = place.cpu_ms_per_call / floor.cpu_ms
+    lines.append(
+        f"PlaceCards / no-logic floor (server CPU per call, {IN_FLIGHT} tables, one server): "
+        f"{place.cpu_ms_per_call:.2f} ms / {floor.cpu_ms:.2f} ms = {over_floor:.2f}x "
+        f"[target <= {TARGET_FLOOR_RATIO}x: {_verdict(over_floor <= TARGET_FLOOR_RATIO)}]"
+    )
+    say(lines[-1])
     affine = place_row(redis_url, 2, seconds=seconds, rounds=rounds)
     alternating = place_row(redis_url, 2, seconds=seconds, rounds=rounds, alternate=True)
     over_affine = alternating.cpu_ms_per_call / affine.cpu_ms_per_call
-    return [
-        f"PlaceCards / no-logic floor (server CPU per call, {IN_FLIGHT} tables, one server): "
-        f"{place.cpu_ms_per_call:.2f} ms / {floor.cpu_ms:.2f} ms = {over_floor:.2f}x "
-        f"[target <= {TARGET_FLOOR_RATIO}x: {_verdict(over_floor <= TARGET_FLOOR_RATIO)}]",
+    lines.append(
         f"moves alternating between two replicas / each table on one replica (server CPU per "
         f"move, both servers): {alternating.cpu_ms_per_call:.2f} ms / "
         f"{affine.cpu_ms_per_call:.2f} ms = {over_affine:.2f}x "
         f"[target <= {TARGET_ALTERNATING_RATIO}x: "
         f"{_verdict(over_affine <= TARGET_ALTERNATING_RATIO)}]; moves/s "
-        f"{alternating.per_second:.0f} vs {affine.per_second:.0f}",
-    ]
+        f"{alternating.per_second:.0f} vs {affine.per_second:.0f}"
+    )
+    say(lines[-1])
+    return lines
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def _verdict(ok: bool) -> str:
@@ -81,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per row")
     args = parser.parse_args(argv)
     with tables.redis_for(args.redis_url) as url:
-        print("\n".join(figures(url, seconds=args.seconds, rounds=max(1, args.rounds))))
+        figures(url, seconds=args.seconds, rounds=max(1, args.rounds), say=_say)
     return 0
 
 

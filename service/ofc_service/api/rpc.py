@@ -153,9 +153,16 @@ def grpc_servicer(handlers: object, service: ServiceDescriptor) -> Any:
 
 
 def _parsed(method: MethodDescriptor, handler: Handler) -> Handler:
-    if method.server_streaming:
-        return handler
     response_type: Any = message_factory.GetMessageClass(method.output_type)
+    if method.server_streaming:
+
+        async def each_parsed(request: Any, creds: Credentials) -> AsyncIterator[Any]:
+            async for response in handler(request, creds):
+                yield (
+                    response_type.FromString(response) if isinstance(response, bytes) else response
+                )
+
+        return each_parsed
 
     async def parsed(request: Any, creds: Credentials) -> Any:
         response = await handler(request, creds)
