@@ -25,6 +25,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "verify": ("bench.verify", "ofc verify: hand histories verified per second, -j 1 and -j 2"),
     "tables": ("bench.tables", "live tables on Redis: moves vs settle, round trips, memory"),
     "move_floor": ("bench.move_floor", "a move's server cost with no game logic vs settle"),
+    "connect": ("bench.connect", "SettleHand over Connect JSON and binary vs native gRPC"),
 }
 
 

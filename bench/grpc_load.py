@@ -165,6 +165,8 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
         address,
         "--metrics-listen",
         "",
+        "--http-listen",
+        "",
         "--log-level",
         "warning",
     ]

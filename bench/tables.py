@@ -591,7 +591,8 @@ def start_servers(redis_url: str, count: int) -> list[tuple[subprocess.Popen[byt
     for _ in range(count):
         address = f"127.0.0.1:{free_port()}"
         process = subprocess.Popen(
-            [str(ofc), "serve", "--listen", address, "--metrics-listen", "", "--redis-url",
+            [str(ofc), "serve", "--listen", address, "--metrics-listen", "", "--http-listen", "",
+             "--redis-url",
              redis_url, "--log-level", "error"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, "OFC_API_KEYS": API_KEY},

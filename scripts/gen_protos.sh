@@ -2,7 +2,8 @@
 # Regenerate the Python code for protos/ into service/ofcpoker (committed).
 #   scripts/gen_protos.sh          regenerate in place
 #   scripts/gen_protos.sh --check  regenerate into a temporary folder and fail on any diff (CI)
-# Uses grpcio-tools (bundled protoc) and mypy-protobuf (.pyi stubs) from .venv.
+# Uses grpcio-tools (bundled protoc), mypy-protobuf (.pyi stubs) and protoc-gen-connectrpc
+# (*_connect.py: the Connect/gRPC-Web ASGI applications of the services) from .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
@@ -17,8 +18,10 @@ generate() {  # $1: output root; writes $1/ofcpoker/...
         cd protos && xargs "../$BIN/python" -m grpc_tools.protoc -I . -I "$wkt" \
             --plugin=protoc-gen-mypy="../$BIN/protoc-gen-mypy" \
             --plugin=protoc-gen-mypy_grpc="../$BIN/protoc-gen-mypy_grpc" \
+            --plugin=protoc-gen-connectrpc="../$BIN/protoc-gen-connectrpc" \
             --python_out="$out" --grpc_python_out="$out" \
-            --mypy_out="$out" --mypy_grpc_out="$out"
+            --mypy_out="$out" --mypy_grpc_out="$out" \
+            --connectrpc_out="$out" --connectrpc_opt=protobuf=google
     ) 2> >(grep -v '^Writing mypy to ' >&2)
     # Regular packages (setuptools finds them; mypy reads the stubs through them).
     find "$out/ofcpoker" -type d | while read -r dir; do

@@ -3,15 +3,20 @@
 The gRPC ones use the standard names of go-grpc-prometheus / py-grpc-prometheus so existing
 dashboards work: ``grpc_server_started_total``, ``grpc_server_handled_total`` and the
 ``grpc_server_handling_seconds`` histogram, labelled by ``grpc_type``, ``grpc_service``,
-``grpc_method`` (and ``grpc_code`` once handled). Domain metrics are labelled by ruleset:
+``grpc_method`` (and ``grpc_code`` once handled), and by the wire ``protocol`` the call came
+in on: ``grpc`` (the gRPC port, or gRPC over HTTP/2 on the HTTP port), ``connect`` (Connect
+JSON or binary) or ``grpc-web`` (both on the HTTP port). Domain metrics are labelled by ruleset:
 a preset name, or ``custom`` for any ruleset with overrides (never a free-form name).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import Counter, Gauge, Histogram
 
-GRPC_LABELS = ("grpc_type", "grpc_service", "grpc_method")
+GRPC_LABELS = ("grpc_type", "grpc_service", "grpc_method", "protocol")
+PROTOCOLS = ("grpc", "connect", "grpc-web")
 
 GRPC_STARTED = Counter(
     "grpc_server_started_total",
@@ -39,6 +44,29 @@ GRPC_MSG_SENT = Counter(
     "RPC stream messages sent by the server.",
     GRPC_LABELS,
 )
+
+
+class RpcMetrics:
+    """The ``grpc_server_*`` children of one method on one protocol, made once, so that a
+    call costs a few increments; :meth:`handled` records its end (latency and code)."""
+
+    __slots__ = ("_handled", "labels", "latency", "received", "sent", "started")
+
+    def __init__(self, grpc_type: str, service: str, method: str, protocol: str) -> None:
+        self.labels = (grpc_type, service, method, protocol)
+        self.started = GRPC_STARTED.labels(*self.labels)
+        self.latency = GRPC_HANDLING_SECONDS.labels(*self.labels)
+        self.received = GRPC_MSG_RECEIVED.labels(*self.labels)
+        self.sent = GRPC_MSG_SENT.labels(*self.labels)
+        self._handled: dict[str, Any] = {}
+
+    def handled(self, code: str, seconds: float) -> None:
+        self.latency.observe(seconds)
+        child = self._handled.get(code)
+        if child is None:
+            child = self._handled[code] = GRPC_HANDLED.labels(*self.labels, code)
+        child.inc()
+
 
 CUSTOM_RULESET_LABEL = "custom"
 

@@ -19,6 +19,7 @@ def server() -> Iterator[BackgroundServer]:
     config = ServerConfig(
         listen="127.0.0.1:0",
         metrics_listen="127.0.0.1:0",
+        http_listen="127.0.0.1:0",
         max_message_bytes=MAX_MESSAGE_BYTES,
         grace_seconds=1,
     )

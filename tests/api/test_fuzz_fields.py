@@ -515,7 +515,8 @@ def store_server(request: pytest.FixtureRequest) -> Iterator[tuple[BackgroundSer
     if request.param == "redis":
         redis_server = RedisServer("--enable-debug-command", "local")
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", api_keys=API_KEY, grace_seconds=0.5,
+        listen="127.0.0.1:0", metrics_listen="", http_listen="", api_keys=API_KEY,
+        grace_seconds=0.5,
         redis_url=redis_server.url if redis_server else "",
     )  # fmt: skip
     try:

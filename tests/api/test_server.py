@@ -48,6 +48,7 @@ def test_defaults_match_the_issue() -> None:
         "",
         "",
     )
+    assert (c.http_listen, c.cors_origins) == ("127.0.0.1:8080", "")
     assert c.max_message_bytes == 4 * 1024 * 1024
 
 
@@ -57,6 +58,8 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
     env = {
         "OFC_LISTEN": "0.0.0.0:7000",
         "OFC_METRICS_LISTEN": "",
+        "OFC_HTTP_LISTEN": "[::1]:8081",
+        "OFC_CORS_ORIGINS": "https://casino.example, http://localhost:5173/",
         "OFC_REDIS_URL": "redis://127.0.0.1:6399/0",
         "OFC_LOG_LEVEL": "debug",
         "OFC_MAX_MESSAGE_BYTES": "65536",
@@ -71,6 +74,8 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
     assert from_env == ServerConfig(
         listen="0.0.0.0:7000",
         metrics_listen="",
+        http_listen="[::1]:8081",
+        cors_origins="https://casino.example, http://localhost:5173/",
         redis_url="redis://127.0.0.1:6399/0",
         log_level="debug",
         max_message_bytes=65536,
@@ -130,7 +135,11 @@ def test_grpc_options_follow_the_config() -> None:
 def test_tls(tmp_path: Path) -> None:
     cert, key = self_signed_certificate(tmp_path)
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", tls_cert=str(cert), tls_key=str(key)
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        http_listen="",
+        tls_cert=str(cert),
+        tls_key=str(key),
     )
     with BackgroundServer(config) as server:
         credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())

@@ -124,7 +124,11 @@ def roomy_stub() -> Iterator[RulesServiceStub]:
     """A server whose message limit is above the history limit, to reach the latter."""
     size = 4 * MAX_HISTORY_BYTES
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", max_message_bytes=size, grace_seconds=1
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        http_listen="",
+        max_message_bytes=size,
+        grace_seconds=1,
     )
     options = [("grpc.max_send_message_length", size), ("grpc.max_receive_message_length", size)]
     with BackgroundServer(config) as server, grpc.insecure_channel(server.address, options) as ch:

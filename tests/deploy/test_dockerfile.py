@@ -68,8 +68,9 @@ def test_entrypoint_is_ofc_serve_and_stops_on_sigterm() -> None:
 def test_container_listens_on_all_interfaces_on_the_exposed_ports() -> None:
     env = " ".join(i.args for i in final("ENV"))
     assert "OFC_LISTEN=0.0.0.0:50051" in env
+    assert "OFC_HTTP_LISTEN=0.0.0.0:8080" in env
     assert "OFC_METRICS_LISTEN=0.0.0.0:9464" in env
-    assert final("EXPOSE")[-1].args.split() == ["50051", "9464"]
+    assert final("EXPOSE")[-1].args.split() == ["50051", "8080", "9464"]
 
 
 def test_healthcheck_runs_the_copied_probe() -> None:

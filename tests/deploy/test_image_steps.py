@@ -11,6 +11,7 @@ The one difference: pip may use its download cache here (the image build passes
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -123,19 +124,22 @@ class Running:
     process: subprocess.Popen[str]
     listen: str
     metrics: str
+    http: str
 
 
 @pytest.fixture(scope="module")
 def running(installed: Installed) -> Iterator[Running]:
     listen, metrics = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    http = f"127.0.0.1:{free_port()}"
     process = subprocess.Popen(
-        [str(installed.bin / "ofc"), "serve", "--listen", listen, "--metrics-listen", metrics],
+        [str(installed.bin / "ofc"), "serve", "--listen", listen, "--metrics-listen", metrics,
+         "--http-listen", http],
         cwd=installed.root, env=clean_env(OFC_GRACE_SECONDS=str(GRACE_SECONDS)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
         wait_until_serving(process, listen)
-        yield Running(process, listen, metrics)
+        yield Running(process, listen, metrics, http)
     finally:
         if process.poll() is None:
             process.kill()
@@ -170,6 +174,23 @@ def test_health_reports_serving_for_the_server_and_its_services(running: Running
     assert health_status(running.listen) == serving
     assert health_status(running.listen, "ofcpoker.v1.RulesService") == serving
     assert health_status(running.listen, "grpc.health.v1.Health") == serving
+
+
+def test_the_http_port_serves_connect_and_the_packaged_web_table(running: Running) -> None:
+    """The bundle is package data: a non-editable install (the image's) serves it at /."""
+    with urllib.request.urlopen(f"http://{running.http}/", timeout=5) as page:
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        assert b'<script type="module" src="app.js"' in page.read()
+    with urllib.request.urlopen(f"http://{running.http}/app.js", timeout=5) as script:
+        assert script.read() == (REPO / "clients" / "web" / "dist" / "app.js").read_bytes()
+    call = urllib.request.Request(
+        f"http://{running.http}/ofcpoker.v1.RulesService/ListPresets", data=b"{}",
+        headers={"content-type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(call, timeout=5) as answer:
+        assert "pineapple" in {p["name"] for p in json.loads(answer.read())["presets"]}
+    with urllib.request.urlopen(f"http://{running.http}/healthz", timeout=5) as health:
+        assert health.read() == b"SERVING\n"
 
 
 def test_image_healthcheck_script_passes(installed: Installed, running: Running) -> None:
@@ -220,6 +241,7 @@ def test_metrics_endpoint_exports_the_agreed_families(running: Running) -> None:
         "grpc_method": "Check",
         "grpc_code": "OK",
         "grpc_type": "unary",
+        "protocol": "grpc",
     } in handled, "health checks are counted like every call"
 
 

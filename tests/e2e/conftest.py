@@ -12,7 +12,7 @@ from ofc_service.server.config import ServerConfig
 
 @pytest.fixture(scope="package")
 def server() -> Iterator[BackgroundServer]:
-    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", grace_seconds=1)
+    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", http_listen="", grace_seconds=1)
     with BackgroundServer(config) as running:
         yield running
 

@@ -345,6 +345,8 @@ class ServeProcess:
                 self.address,
                 "--metrics-listen",
                 "",
+                "--http-listen",
+                "",
                 "--redis-url",
                 redis_url,
                 "--log-level",

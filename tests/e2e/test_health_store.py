@@ -65,7 +65,9 @@ def _evaluates(channel: grpc.Channel) -> bool:
 def test_health_follows_the_store_and_says_so_once(
     redis: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", redis_url=redis.url)
+    config = ServerConfig(
+        listen="127.0.0.1:0", metrics_listen="", http_listen="", redis_url=redis.url
+    )
     with (
         caplog.at_level(logging.INFO, logger="ofc"),
         BackgroundServer(config) as server,
@@ -102,7 +104,9 @@ def test_health_follows_the_store_and_says_so_once(
 
 def test_a_server_started_while_the_store_is_down_is_not_serving_tables() -> None:
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
-    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", redis_url=unreachable)
+    config = ServerConfig(
+        listen="127.0.0.1:0", metrics_listen="", http_listen="", redis_url=unreachable
+    )
     with BackgroundServer(config) as server, grpc.insecure_channel(server.address) as channel:
         statuses = _statuses(health_pb2_grpc.HealthStub(channel))
         assert statuses == {**dict.fromkeys(STORE_SERVICES, NOT_SERVING), RULES: SERVING}
@@ -110,7 +114,7 @@ def test_a_server_started_while_the_store_is_down_is_not_serving_tables() -> Non
 
 
 def test_an_in_memory_store_is_always_serving() -> None:
-    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="")
+    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", http_listen="")
     with BackgroundServer(config) as server, grpc.insecure_channel(server.address) as channel:
         assert set(_statuses(health_pb2_grpc.HealthStub(channel)).values()) == {SERVING}
 

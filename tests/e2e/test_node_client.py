@@ -79,7 +79,8 @@ def server_address() -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "OFC_API_KEYS": API_KEY}
     process = subprocess.Popen(
-        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", ""],
+        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
+         "--http-listen", ""],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

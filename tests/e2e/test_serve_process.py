@@ -38,6 +38,7 @@ def test_sigterm_drains_in_flight_calls_and_exits_0() -> None:
     env = {
         **os.environ,
         "OFC_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
+        "OFC_HTTP_LISTEN": "",
         "OFC_GRACE_SECONDS": str(GRACE_SECONDS),
         "OFC_LOG_LEVEL": "debug",
         "OFC_LISTEN": "127.0.0.1:1",  # the flag wins over the environment
@@ -110,7 +111,8 @@ def test_bad_configuration_exits_2_with_the_variable_named() -> None:
 
 def _serve(*flags: str, grace: float = GRACE_SECONDS) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    env = {**os.environ, "OFC_GRACE_SECONDS": str(grace), "OFC_METRICS_LISTEN": ""}
+    env = {**os.environ, "OFC_GRACE_SECONDS": str(grace), "OFC_METRICS_LISTEN": "",
+           "OFC_HTTP_LISTEN": ""}
     env.pop("GRPC_VERBOSITY", None)  # what ofc serve does by itself
     process = subprocess.Popen(
         [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", *flags],
@@ -226,7 +228,7 @@ def test_grpc_core_errors_are_json_lines_too() -> None:
                 health_pb2.HealthCheckRequest(), timeout=20, wait_for_ready=True
             )
         second = subprocess.run(
-            [str(OFC), "serve", "--listen", address, "--metrics-listen", ""],
+            [str(OFC), "serve", "--listen", address, "--metrics-listen", "", "--http-listen", ""],
             env={k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"},
             capture_output=True,
             text=True,

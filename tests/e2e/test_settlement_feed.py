@@ -44,7 +44,8 @@ LEDGER = "ledger"
 
 def start_server(redis_url: str = "") -> BackgroundServer:
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", redis_url=redis_url, grace_seconds=1,
+        listen="127.0.0.1:0", metrics_listen="", http_listen="", redis_url=redis_url,
+        grace_seconds=1,
         api_keys=API_KEY,
     )  # fmt: skip
     return BackgroundServer(config)

@@ -33,6 +33,7 @@ def start_server(redis_url: str = "", *, event_log_hands: int = 2) -> Background
     config = ServerConfig(
         listen="127.0.0.1:0",
         metrics_listen="",
+        http_listen="",
         redis_url=redis_url,
         grace_seconds=1,
         api_keys=API_KEY,

@@ -1,8 +1,8 @@
 """The browser table (clients/web) in Chromium against a live service.
 
-Each test starts a server (Redis tables) and, in front of it, the development bridge that
-serves Connect and the bundle over HTTP (tests/web/conftest.py: the service does not serve
-Connect itself yet); the ``web_url`` fixture is the one place that says where the browser goes.
+Each test starts a server (Redis tables) with its HTTP port, which serves Connect and the
+bundle (tests/web/conftest.py); the ``web_url`` fixture is the one place that says where the
+browser goes.
 Then ``node --test`` runs a playwright-core script from clients/web/test/browser, which
 drives Debian's chromium (installed with apt when missing, scripts/ensure_chromium.sh).
 Nothing here skips: without node, npm or chromium the test fails and says what is missing.

@@ -1,4 +1,5 @@
-// The tests as Node.js modules: test/*.test.ts (unit) and test/browser/*.e2e.ts (Chromium),
+// The tests as Node.js modules: test/*.test.ts (unit), test/browser/*.e2e.ts (Chromium) and
+// test/connect/*.e2e.ts (every RPC over each protocol, @connectrpc/connect-node),
 // bundled by esbuild into OUTDIR (default .test-build, gitignored) for `node --test`.
 import { build } from "esbuild";
 import { readdir, rm } from "node:fs/promises";
@@ -10,6 +11,7 @@ const out = resolve(here, process.argv[2] ?? ".test-build");
 const entries = [
   ...(await readdir(join(here, "test"))).filter((f) => f.endsWith(".test.ts")).map((f) => `test/${f}`),
   ...(await readdir(join(here, "test", "browser"))).filter((f) => f.endsWith(".e2e.ts")).map((f) => `test/browser/${f}`),
+  ...(await readdir(join(here, "test", "connect"))).filter((f) => f.endsWith(".e2e.ts")).map((f) => `test/connect/${f}`),
 ];
 await rm(out, { recursive: true, force: true });
 await build({

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import enum
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,9 @@ from ofcpoker.v1 import errors_pb2
 from ofc_service import auth, store
 from ofc_service.application.manager import HandNotFoundError
 from ofc_service.application.records import ClientSeedPolicyError, NewerRecordError
+from ofc_service.metrics import REQUEST_ERRORS
+
+log = logging.getLogger("ofc.api")
 
 DOMAIN = "ofc.poker"
 REQUEST_ID_KEY = "x-request-id"
@@ -212,6 +216,16 @@ def api_error(error: Exception) -> ApiError:
     return ApiError(rule.code, reason, message, field)
 
 
+def reported(error: Exception, method: str) -> ApiError:
+    """What a call that raised ``error`` answers, on any transport: ``api_error(error)``,
+    counted by reason, and logged with its traceback when it is a bug (INTERNAL)."""
+    failure = api_error(error)
+    if failure.code is Code.INTERNAL and not isinstance(error, ApiError):
+        log.exception("internal error in %s", method, exc_info=error)
+    REQUEST_ERRORS.labels(failure.reason).inc()
+    return failure
+
+
 def _short(message: str) -> str:
     if len(message) <= MAX_MESSAGE_CHARS:
         return message
@@ -276,6 +290,7 @@ __all__ = [
     "error_detail",
     "error_rule",
     "internal_error",
+    "reported",
     "request_id_var",
     "rich_status",
 ]

@@ -15,7 +15,6 @@ but this module (and the server) knows grpc.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, NoReturn
@@ -30,16 +29,12 @@ from ofc_service.api.errors import (
     STATUS_DETAILS_KEY,
     ApiError,
     Code,
-    api_error,
+    reported,
     request_id_var,
     rich_status,
 )
+from ofc_service.api.serialized import Handler, parsing_bytes
 from ofc_service.auth import Credentials
-from ofc_service.metrics import REQUEST_ERRORS
-
-log = logging.getLogger("ofc.api")
-
-Handler = Callable[[Any, Credentials], Any]
 
 
 def status_code(code: Code) -> grpc.StatusCode:
@@ -64,11 +59,7 @@ async def abort(context: grpc.aio.ServicerContext, error: ApiError) -> NoReturn:
 
 async def fail(context: grpc.aio.ServicerContext, exc: Exception, method: str) -> NoReturn:
     """End the call with ``exc`` as the error table says (a bug: INTERNAL, logged)."""
-    error = api_error(exc)
-    if error.code is Code.INTERNAL and not isinstance(exc, ApiError):
-        log.exception("internal error in %s", method, exc_info=exc)
-    REQUEST_ERRORS.labels(error.reason).inc()
-    await abort(context, error)
+    await abort(context, reported(exc, method))
 
 
 def credentials(context: grpc.aio.ServicerContext) -> Credentials:
@@ -148,27 +139,8 @@ def grpc_servicer(handlers: object, service: ServiceDescriptor) -> Any:
     into the method's response type, which the generated serializer expects; the server
     itself uses :func:`add_handlers`, which sends them as they are)."""
     return SimpleNamespace(
-        **{m.name: adapt(m, _parsed(m, getattr(handlers, m.name))) for m in service.methods}
+        **{m.name: adapt(m, parsing_bytes(m, getattr(handlers, m.name))) for m in service.methods}
     )
-
-
-def _parsed(method: MethodDescriptor, handler: Handler) -> Handler:
-    response_type: Any = message_factory.GetMessageClass(method.output_type)
-    if method.server_streaming:
-
-        async def each_parsed(request: Any, creds: Credentials) -> AsyncIterator[Any]:
-            async for response in handler(request, creds):
-                yield (
-                    response_type.FromString(response) if isinstance(response, bytes) else response
-                )
-
-        return each_parsed
-
-    async def parsed(request: Any, creds: Credentials) -> Any:
-        response = await handler(request, creds)
-        return response_type.FromString(response) if isinstance(response, bytes) else response
-
-    return parsed
 
 
 __all__ = [

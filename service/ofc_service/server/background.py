@@ -1,7 +1,8 @@
 """A server on its own event loop in a background thread: for tests and embedding.
 
 >>> from ofc_service.server.config import ServerConfig
->>> with BackgroundServer(ServerConfig(listen="127.0.0.1:0", metrics_listen="")) as bg:
+>>> config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", http_listen="")
+>>> with BackgroundServer(config) as bg:
 ...     bg.port > 0
 True
 """
@@ -41,6 +42,13 @@ class BackgroundServer:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """The HTTP port's base URL (Connect, gRPC-Web, the web table)."""
+        if self.server.http is None:
+            raise RuntimeError("the server has no HTTP port (http_listen is empty)")
+        return f"http://127.0.0.1:{self.server.http.port}"
 
     @property
     def metrics_port(self) -> int | None:

@@ -38,6 +38,8 @@ class ServerConfig:
 
     listen: str = "127.0.0.1:50051"
     metrics_listen: str = "127.0.0.1:9464"  # empty: no metrics endpoint
+    http_listen: str = "127.0.0.1:8080"  # Connect, gRPC-Web, the web table; empty: none
+    cors_origins: str = ""  # browser origins allowed to call the HTTP port, comma-separated
     redis_url: str = ""  # table storage (tables service); empty: embedded in-memory store
     log_level: str = "info"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -52,6 +54,10 @@ class ServerConfig:
     @property
     def api_key_list(self) -> tuple[str, ...]:
         return tuple(k.strip() for k in self.api_keys.split(",") if k.strip())
+
+    @property
+    def cors_origin_list(self) -> tuple[str, ...]:
+        return tuple(o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip())
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -88,6 +94,22 @@ OPTIONS: tuple[Option, ...] = (
         "--metrics-listen",
         "Prometheus /metrics address HOST:PORT; empty to disable",
         metavar="ADDR",
+    ),
+    Option(
+        "http_listen",
+        "OFC_HTTP_LISTEN",
+        "--http-listen",
+        "HTTP address HOST:PORT: Connect (JSON, binary), gRPC-Web, the web table at /, "
+        "/healthz; empty to disable",
+        metavar="ADDR",
+    ),
+    Option(
+        "cors_origins",
+        "OFC_CORS_ORIGINS",
+        "--cors-origins",
+        "browser origins (https://host[:port], or *) allowed to call the HTTP port from "
+        "other sites, comma-separated; empty: same origin only",
+        metavar="ORIGINS",
     ),
     Option(
         "redis_url",
@@ -218,6 +240,11 @@ def _validate(c: ServerConfig) -> None:
     split_address(c.listen, what="OFC_LISTEN / --listen")
     if c.metrics_listen:
         split_address(c.metrics_listen, what="OFC_METRICS_LISTEN / --metrics-listen")
+    if c.http_listen:
+        split_address(c.http_listen, what="OFC_HTTP_LISTEN / --http-listen")
+    for origin in c.cors_origin_list:
+        if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise bad("cors_origins", f"not an origin (scheme://host[:port]): {origin!r}")
     if c.log_level not in LOG_LEVELS:
         raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
     if not 1024 <= c.max_message_bytes <= 2**31 - 1:

@@ -35,13 +35,7 @@ from ofc_service.api.errors import (
     request_id_var,
 )
 from ofc_service.api.rpc import abort
-from ofc_service.metrics import (
-    GRPC_HANDLED,
-    GRPC_HANDLING_SECONDS,
-    GRPC_MSG_RECEIVED,
-    GRPC_MSG_SENT,
-    GRPC_STARTED,
-)
+from ofc_service.metrics import RpcMetrics
 
 access_log = logging.getLogger("ofc.access")
 log = logging.getLogger("ofc.server")
@@ -83,30 +77,16 @@ def _request_id(context: grpc.aio.ServicerContext) -> str:
     return secrets.token_hex(8)
 
 
-class _Probe:
+class _Probe(RpcMetrics):
     """The metric children and log fields of one method."""
 
-    __slots__ = (
-        "grpc_type",
-        "handled",
-        "labels",
-        "latency",
-        "method",
-        "received",
-        "sent",
-        "started",
-    )
+    __slots__ = ("grpc_type", "method")
 
     def __init__(self, full_method: str, grpc_type: str) -> None:
         service, _, name = full_method.lstrip("/").rpartition("/")
         self.method = full_method
         self.grpc_type = grpc_type
-        self.labels = (grpc_type, service, name)
-        self.started = GRPC_STARTED.labels(*self.labels)
-        self.latency = GRPC_HANDLING_SECONDS.labels(*self.labels)
-        self.received = GRPC_MSG_RECEIVED.labels(*self.labels)
-        self.sent = GRPC_MSG_SENT.labels(*self.labels)
-        self.handled: dict[grpc.StatusCode, Any] = {}
+        super().__init__(grpc_type, service, name, "grpc")
 
     def begin(self, context: grpc.aio.ServicerContext) -> tuple[str, float]:
         self.started.inc()
@@ -124,11 +104,7 @@ class _Probe:
         code: grpc.StatusCode,
     ) -> None:
         elapsed = time.perf_counter() - start
-        self.latency.observe(elapsed)
-        child = self.handled.get(code)
-        if child is None:
-            child = self.handled[code] = GRPC_HANDLED.labels(*self.labels, code.name)
-        child.inc()
+        self.handled(code.name, elapsed)
         if code is grpc.StatusCode.OK:
             if access_log.isEnabledFor(logging.DEBUG):
                 access_log.debug(

@@ -37,6 +37,7 @@ from ofc_service.application.settlements import SettlementRelay
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.health import StoreHealth
+from ofc_service.server.http import HttpServer, create_http_server
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
@@ -68,11 +69,14 @@ class OfcServer:
     feed: SettlementFeed | None = None
     shutdown: Shutdown = field(default_factory=Shutdown)
     store_health: StoreHealth | None = None
+    http: HttpServer | None = None
     _metrics_httpd: WSGIServer | None = field(default=None, repr=False)
     _metrics_thread: threading.Thread | None = field(default=None, repr=False)
 
     async def start(self) -> None:
         await self.server.start()
+        if self.http is not None:
+            self.http.start()
         self.sweeper.start()
         if self.relay is not None:
             self.relay.start()
@@ -85,6 +89,7 @@ class OfcServer:
         log.info(
             "serving",
             extra={"fields": {"listen": f"{host}:{self.port}", "metrics_port": self.metrics_port,
+                              "http_port": None if self.http is None else self.http.port,
                               "tls": bool(self.config.tls_cert),
                               "store": "redis" if self.config.redis_url else "in-memory"}},
         )  # fmt: skip
@@ -99,7 +104,11 @@ class OfcServer:
         await self.sweeper.stop()
         if self.relay is not None:
             await self.relay.stop()
-        await self.server.stop(self.config.grace_seconds if grace is None else grace)
+        grace = self.config.grace_seconds if grace is None else grace
+        if self.http is not None:  # both ports' in-flight calls finish within the one grace
+            await asyncio.gather(self.http.stop(grace), self.server.stop(grace))
+        else:
+            await self.server.stop(grace)
         await self.store.close()
         if self.feed is not None:
             await self.feed.close()
@@ -128,9 +137,6 @@ async def create_server(config: ServerConfig) -> OfcServer:
     server = grpc.aio.server(
         interceptors=[ObservabilityInterceptor()], options=_server_options(config)
     )
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
-        grpc_servicer(RulesHandlers(), rules.SERVICE), server
-    )
     store = open_store(config.redis_url or None)
     feed = open_feed(config.redis_url or None)
     relay = SettlementRelay(store, feed)
@@ -144,13 +150,21 @@ async def create_server(config: ServerConfig) -> OfcServer:
         request_ttl_seconds=config.request_window_seconds,
     )
     shutdown = Shutdown()
-    # The table service's moves answer with their stored bytes: sent as they are.
-    add_handlers(server, TableHandlers(manager, shutdown), tables.SERVICE)
-    settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
-        grpc_servicer(
-            SettlementFeedHandlers(feed, authenticator, shutdown=shutdown),
-            settlement_feed.SERVICE,
+    # One handlers object per service, served on both ports (gRPC here, HTTP below).
+    handlers = {
+        rules.SERVICE.full_name: RulesHandlers(),
+        tables.SERVICE.full_name: TableHandlers(manager, shutdown),
+        settlement_feed.SERVICE.full_name: SettlementFeedHandlers(
+            feed, authenticator, shutdown=shutdown
         ),
+    }
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
+        grpc_servicer(handlers[rules.SERVICE.full_name], rules.SERVICE), server
+    )
+    # The table service's moves answer with their stored bytes: sent as they are.
+    add_handlers(server, handlers[tables.SERVICE.full_name], tables.SERVICE)
+    settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
+        grpc_servicer(handlers[settlement_feed.SERVICE.full_name], settlement_feed.SERVICE),
         server,
     )
     health_servicer = health.aio.HealthServicer()
@@ -166,6 +180,7 @@ async def create_server(config: ServerConfig) -> OfcServer:
         raise OSError(f"cannot bind {config.listen}")
     sweeper = DeadlineSweeper(manager)
     ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
+    ofc_server.http = create_http_server(config, handlers, health_servicer)
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
         health_servicer,

@@ -1,0 +1,275 @@
+"""The Connect adapter: the transport-neutral handlers served over Connect and gRPC-Web.
+
+The same handlers as the gRPC adapter's (:mod:`ofc_service.api.rpc`): an async method
+named after its RPC taking ``(request, credentials)`` and returning the response (a
+server-streaming RPC: an async iterator of them; a client- or bidi-streaming one gets an
+async iterator of requests), raising what it meets. :func:`connect_service` wraps each as
+the method of the service object that the generated ``<Service>ASGIApplication``
+(service/ofcpoker/v1/*_connect.py) serves; connectrpc speaks the wire protocols (Connect
+JSON and binary, gRPC-Web, gRPC over HTTP/2), the deadline and the client's going away.
+
+What crosses every call is done here once, as the gRPC interceptor does it for gRPC:
+credentials from the request headers (the same ``x-ofc-seat-token``, ``x-ofc-api-key`` or
+``authorization`` as gRPC metadata), the request id (``x-request-id`` in, echoed in the
+response headers), the ``grpc_server_*`` metrics labelled with the protocol, an access log
+line for every failed call, a request that does not decode answered MALFORMED_REQUEST, and
+an error turned by the one error table (:func:`~ofc_service.api.errors.reported`) into the
+same ``google.rpc.Status`` a gRPC client gets: the code, the message and its details
+(ErrorInfo, BadRequest) as Connect's error details.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from connectrpc.code import Code as ConnectCode
+from connectrpc.codec import Codec
+from connectrpc.compat import google_protobuf_codecs
+from connectrpc.errors import ConnectError, ErrorDetail
+from connectrpc.request import RequestContext
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.rpc import status_pb2
+from protobuf.wkt import Any as AnyDetail
+
+from ofc_service.api.errors import (
+    REQUEST_ID_KEY,
+    MalformedRequestError,
+    api_error,
+    reported,
+    request_id_var,
+    rich_status,
+)
+from ofc_service.api.serialized import Handler, parsing_bytes
+from ofc_service.auth import Credentials
+from ofc_service.metrics import RpcMetrics
+
+access_log = logging.getLogger("ofc.access")
+
+
+MAX_REQUEST_ID_CHARS = 128
+_CODES = {
+    0: None,
+    1: ConnectCode.CANCELED,
+    2: ConnectCode.UNKNOWN,
+    3: ConnectCode.INVALID_ARGUMENT,
+    4: ConnectCode.DEADLINE_EXCEEDED,
+    5: ConnectCode.NOT_FOUND,
+    6: ConnectCode.ALREADY_EXISTS,
+    7: ConnectCode.PERMISSION_DENIED,
+    8: ConnectCode.RESOURCE_EXHAUSTED,
+    9: ConnectCode.FAILED_PRECONDITION,
+    10: ConnectCode.ABORTED,
+    11: ConnectCode.OUT_OF_RANGE,
+    12: ConnectCode.UNIMPLEMENTED,
+    13: ConnectCode.INTERNAL,
+    14: ConnectCode.UNAVAILABLE,
+    15: ConnectCode.DATA_LOSS,
+    16: ConnectCode.UNAUTHENTICATED,
+}
+_GRPC_NAMES = {code: name for name, code in (
+    ("CANCELLED", ConnectCode.CANCELED), *((c.name, c) for c in ConnectCode if c.name != "CANCELED")
+)}  # fmt: skip
+_SERVER_ERRORS = frozenset((ConnectCode.INTERNAL, ConnectCode.UNKNOWN, ConnectCode.DATA_LOSS))
+
+
+def snake_case(name: str) -> str:
+    """The generated service's method name of an RPC.
+
+    >>> snake_case("SettleHandsStream"), snake_case("GetHandHistory")
+    ('settle_hands_stream', 'get_hand_history')
+    """
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def protocol_of(content_type: str) -> str:
+    """The ``protocol`` metric label of a request's content type.
+
+    >>> [protocol_of(t) for t in ("application/json", "application/grpc-web+proto",
+    ...                           "application/grpc")]
+    ['connect', 'grpc-web', 'grpc']
+    """
+    if content_type.startswith("application/grpc-web"):
+        return "grpc-web"
+    return "grpc" if content_type.startswith("application/grpc") else "connect"
+
+
+def connect_error(status: status_pb2.Status) -> ConnectError:
+    """A ``google.rpc.Status`` as the Connect error that carries it: code, message, details."""
+    details = [ErrorDetail(AnyDetail(type_url=d.type_url, value=d.value)) for d in status.details]
+    return ConnectError(_CODES.get(status.code) or ConnectCode.UNKNOWN, status.message, details)
+
+
+class _TolerantCodec:
+    """A codec whose undecodable input is the client's mistake: MALFORMED_REQUEST, with the
+    reason, as gRPC's interceptor answers it (connectrpc alone would send no details)."""
+
+    def __init__(self, codec: Codec[Any, Any]) -> None:
+        self._codec = codec
+
+    def name(self) -> str:
+        return self._codec.name()
+
+    def encode(self, message: Any) -> bytes:
+        return self._codec.encode(message)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        try:
+            return self._codec.decode(data, message_class)
+        except Exception as exc:
+            malformed = MalformedRequestError(f"the request does not decode: {exc}")
+            raise connect_error(rich_status(api_error(malformed))) from None
+
+
+def codecs() -> list[Codec[Any, Any]]:
+    """The codecs the HTTP port speaks: protobuf binary and JSON, tolerant of bad input."""
+    return [_TolerantCodec(codec) for codec in google_protobuf_codecs()]
+
+
+def request_id(headers: Mapping[str, str]) -> str:
+    """The caller's ``x-request-id`` (1..128 printable ASCII), else a new one."""
+    given = headers.get(REQUEST_ID_KEY, "")
+    if 0 < len(given) <= MAX_REQUEST_ID_CHARS and given.isprintable() and given.isascii():
+        return given
+    return secrets.token_hex(8)
+
+
+class _Probe(RpcMetrics):
+    """The metrics and log fields of one method on one protocol."""
+
+    __slots__ = ("method",)
+
+    def __init__(self, method: MethodDescriptor, protocol: str) -> None:
+        kind = {(False, False): "unary", (False, True): "server_stream",
+                (True, False): "client_stream", (True, True): "bidi_stream"}[
+            (method.client_streaming, method.server_streaming)]  # fmt: skip
+        self.method = f"/{method.containing_service.full_name}/{method.name}"
+        super().__init__(kind, method.containing_service.full_name, method.name, protocol)
+
+    def end(self, start: float, code: str, request_id: str, error: Exception | None) -> None:
+        elapsed = time.perf_counter() - start
+        self.handled(code, elapsed)
+        if error is None:
+            return
+        level = logging.WARNING
+        if isinstance(error, ConnectError) and error.code in _SERVER_ERRORS:
+            level = logging.ERROR
+        fields = {"request_id": request_id, "method": self.method, "protocol": self.labels[3],
+                  "grpc_type": self.labels[0], "code": code,
+                  "duration_ms": round(elapsed * 1000, 3), "details": str(error)}  # fmt: skip
+        access_log.log(level, "rpc", extra={"fields": fields})
+
+
+class _Method:
+    """One RPC's handler as connectrpc calls it, with everything that crosses every call."""
+
+    def __init__(self, method: MethodDescriptor, handler: Handler) -> None:
+        self.handler = handler
+        self.name = method.name
+        self.probes = {protocol: _Probe(method, protocol) for protocol in
+                       ("connect", "grpc-web", "grpc")}  # fmt: skip
+
+    def begin(self, ctx: RequestContext[Any, Any]) -> tuple[_Probe, str, Credentials, float]:
+        headers = ctx.request_headers
+        probe = self.probes[protocol_of(headers.get("content-type", ""))]
+        probe.started.inc()
+        rid = request_id(headers)
+        request_id_var.set(rid)
+        ctx.response_headers[REQUEST_ID_KEY] = rid
+        return probe, rid, Credentials.from_metadata(headers.allitems()), time.perf_counter()
+
+    def error(self, exc: BaseException) -> ConnectError:
+        if isinstance(exc, ConnectError):
+            return exc
+        if isinstance(exc, Exception):
+            return connect_error(rich_status(reported(exc, self.name)))
+        # CancelledError or GeneratorExit: the client went away, or its deadline passed.
+        return ConnectError(ConnectCode.CANCELED, "the call was cancelled")
+
+    def finish(
+        self, probe: _Probe, rid: str, start: float, exc: BaseException | None
+    ) -> ConnectError | None:
+        error = None if exc is None else self.error(exc)
+        code = "OK" if error is None else _GRPC_NAMES[error.code]
+        probe.end(start, code, rid, error)
+        return error
+
+    async def requests(self, probe: _Probe, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for request in requests:
+            probe.received.inc()
+            yield request
+
+    async def unary(self, request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        probe, rid, creds, start = self.begin(ctx)
+        probe.received.inc()
+        return await self._one(probe, rid, start, self.handler(request, creds))
+
+    async def client_stream(
+        self, requests: AsyncIterator[Any], ctx: RequestContext[Any, Any]
+    ) -> Any:
+        probe, rid, creds, start = self.begin(ctx)
+        counted = self.requests(probe, requests)
+        return await self._one(probe, rid, start, self.handler(counted, creds))
+
+    async def _one(self, probe: _Probe, rid: str, start: float, call: Any) -> Any:
+        try:
+            response = await call
+        except BaseException as exc:
+            error = self.finish(probe, rid, start, exc)
+            if isinstance(exc, Exception) and error is not None:
+                raise error from None
+            raise
+        probe.sent.inc()
+        self.finish(probe, rid, start, None)
+        return response
+
+    def server_stream(self, request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+        probe, rid, creds, start = self.begin(ctx)
+        probe.received.inc()
+        return self._many(probe, rid, start, self.handler(request, creds))
+
+    def bidi_stream(
+        self, requests: AsyncIterator[Any], ctx: RequestContext[Any, Any]
+    ) -> AsyncIterator[Any]:
+        probe, rid, creds, start = self.begin(ctx)
+        return self._many(probe, rid, start, self.handler(self.requests(probe, requests), creds))
+
+    async def _many(
+        self, probe: _Probe, rid: str, start: float, responses: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        try:
+            async for response in responses:
+                probe.sent.inc()
+                yield response
+        except BaseException as exc:
+            error = self.finish(probe, rid, start, exc)
+            if isinstance(exc, Exception) and error is not None:
+                raise error from None
+            raise
+        self.finish(probe, rid, start, None)
+
+    def adapted(self, method: MethodDescriptor) -> Callable[..., Any]:
+        return {
+            (False, False): self.unary,
+            (True, False): self.client_stream,
+            (False, True): self.server_stream,
+            (True, True): self.bidi_stream,
+        }[(method.client_streaming, method.server_streaming)]
+
+
+def connect_service(handlers: object, service: ServiceDescriptor) -> Any:
+    """The service object a generated ``<Service>ASGIApplication`` accepts: each RPC of
+    ``service`` is ``handlers``' method of the same name, adapted (a response the handler
+    gives serialised is parsed first: the codecs encode messages)."""
+    return SimpleNamespace(**{
+        snake_case(m.name): _Method(m, parsing_bytes(m, getattr(handlers, m.name))).adapted(m)
+        for m in service.methods
+    })  # fmt: skip
+
+
+__all__ = ["codecs", "connect_error", "connect_service", "protocol_of", "snake_case"]

@@ -1,0 +1,247 @@
+"""The HTTP port seen with plain HTTP requests (what curl and a browser send).
+
+Connect JSON calls carry the same headers as gRPC metadata and return the same errors (code,
+message, ErrorInfo, BadRequest) and request id; CORS lets only the configured origins in;
+``/healthz`` answers like gRPC health; only the web table's own files are served; and a
+stopping server ends a Connect Watch with the same UNAVAILABLE / SERVER_SHUTTING_DOWN as a
+gRPC one, and stops serving the port.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import socket
+import ssl
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.rpc import error_details_pb2
+from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
+from ofc_service.server.background import BackgroundServer
+from ofc_service.server.config import ServerConfig
+
+from tests.conftest import self_signed_certificate
+
+ORIGIN = "https://casino.example"
+
+
+def config(**changes: Any) -> ServerConfig:
+    base = {"listen": "127.0.0.1:0", "metrics_listen": "", "http_listen": "127.0.0.1:0"}
+    return ServerConfig(grace_seconds=1, **{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[BackgroundServer]:
+    with BackgroundServer(config(cors_origins=f"{ORIGIN}, http://localhost:5173")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def url(running: BackgroundServer) -> str:
+    return running.http_url
+
+
+def call(url: str, method: str, body: dict[str, Any], **headers: str) -> tuple[int, Any, Message]:
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.{method}",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", **headers},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read()), answer.headers
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read()), error.headers
+
+
+def get(url: str, method: str = "GET", **headers: str) -> tuple[int, Message, bytes]:
+    request = urllib.request.Request(url, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, answer.headers, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def details(body: dict[str, Any]) -> dict[str, bytes]:
+    return {d["type"]: base64.b64decode(d["value"] + "==") for d in body.get("details", ())}
+
+
+def test_an_error_has_the_code_message_and_details_a_grpc_client_gets(url: str) -> None:
+    status, body, headers = call(url, "RulesService/EvaluateRow", {"cards": ["Zz", "As", "Kd"]},
+                                 **{"x-request-id": "curl-1"})  # fmt: skip
+    assert (status, body["code"]) == (400, "invalid_argument")
+    assert body["message"] == "invalid card: 'Zz'"
+    assert headers["x-request-id"] == "curl-1"
+    found = details(body)
+    info = error_details_pb2.ErrorInfo.FromString(found["google.rpc.ErrorInfo"])
+    assert (info.reason, info.domain, dict(info.metadata)) == (
+        "INVALID_CARD", "ofc.poker", {"field": "cards[0]"})  # fmt: skip
+    bad = error_details_pb2.BadRequest.FromString(found["google.rpc.BadRequest"])
+    assert [(v.field, v.description) for v in bad.field_violations] == [
+        ("cards[0]", "invalid card: 'Zz'")
+    ]
+
+
+def test_seat_tokens_and_api_keys_travel_as_the_same_headers(url: str) -> None:
+    status, created, _ = call(url, "TableService/CreateTable", {"requestId": "h-1"})
+    assert status == 200
+    table_id = created["tableId"]
+    join = {"tableId": table_id, "seat": 0, "playerId": "ann", "requestId": "h-2"}
+    status, joined, _ = call(url, "TableService/JoinSeat", {**join, "expectedVersion": "1"})
+    assert status == 200, joined
+    token = joined["seatToken"]
+    for headers in ({"x-ofc-seat-token": token}, {"authorization": f"Bearer {token}"}):
+        status, mine, _ = call(url, "TableService/GetTable", {"tableId": table_id}, **headers)
+        assert status == 200 and mine["table"]["viewerSeat"] == 0, headers
+    made_up = {"x-ofc-seat-token": f"st_{table_id}.made-up"}
+    status, refused, _ = call(url, "TableService/GetTable", {"tableId": table_id}, **made_up)
+    assert (status, refused["code"]) == (401, "unauthenticated")
+    status, spectator, _ = call(url, "TableService/GetTable", {"tableId": table_id})
+    assert status == 200 and "viewerSeat" not in spectator["table"]
+
+
+def test_cors_lets_in_the_configured_origins_only(url: str) -> None:
+    preflight = {"origin": ORIGIN, "access-control-request-method": "POST",
+                 "access-control-request-headers": "content-type, x-ofc-seat-token"}  # fmt: skip
+    status, headers, _ = get(f"{url}/ofcpoker.v1.RulesService/SettleHand", "OPTIONS", **preflight)
+    assert status == 204
+    assert headers["access-control-allow-origin"] == ORIGIN
+    assert "POST" in headers["access-control-allow-methods"]
+    allowed = {h.strip() for h in headers["access-control-allow-headers"].split(",")}
+    assert {"content-type", "x-ofc-seat-token", "x-ofc-api-key", "connect-protocol-version",
+            "x-grpc-web", "grpc-timeout", "connect-timeout-ms"} <= allowed  # fmt: skip
+    exposed = {h.strip() for h in headers["access-control-expose-headers"].split(",")}
+    assert {"grpc-status", "grpc-message", "grpc-status-details-bin", "x-request-id"} <= exposed
+
+    status, _, answer = call(url, "RulesService/ListPresets", {}, origin=ORIGIN)
+    assert status == 200 and answer["access-control-allow-origin"] == ORIGIN
+    assert "x-request-id" in answer["access-control-expose-headers"]
+
+    other = {**preflight, "origin": "https://elsewhere.example"}
+    status, headers, _ = get(f"{url}/ofcpoker.v1.RulesService/SettleHand", "OPTIONS", **other)
+    assert status == 403 and "access-control-allow-origin" not in headers
+    status, _, answer = call(url, "RulesService/ListPresets", {}, origin=other["origin"])
+    assert status == 200 and "access-control-allow-origin" not in answer  # the browser blocks it
+
+
+def test_no_cors_by_default() -> None:
+    with BackgroundServer(config()) as server:
+        preflight = {"origin": ORIGIN, "access-control-request-method": "POST"}
+        status, headers, _ = get(
+            f"{server.http_url}/ofcpoker.v1.RulesService/SettleHand", "OPTIONS", **preflight
+        )
+        assert status == 403 and "access-control-allow-origin" not in headers
+
+
+def test_healthz_answers_as_grpc_health(url: str) -> None:
+    assert get(f"{url}/healthz")[::2] == (200, b"SERVING\n")
+    assert get(f"{url}/healthz?service=ofcpoker.v1.TableService")[::2] == (200, b"SERVING\n")
+    assert get(f"{url}/healthz?service=nope.Nope")[::2] == (404, b"SERVICE_UNKNOWN\n")
+
+
+def test_only_the_bundle_is_served(url: str) -> None:
+    status, headers, page = get(f"{url}/")
+    assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
+    assert b"app.js" in page
+    status, headers, _ = get(f"{url}/app.js")
+    assert status == 200 and headers["content-type"] == "text/javascript; charset=utf-8"
+    for path in ("/../pyproject.toml", "/%2e%2e/pyproject.toml", "/nothing.js", "/web/app.js"):
+        assert get(f"{url}{path}")[0] == 404, path
+    assert get(f"{url}/ofcpoker.v1.Nope/X", "POST")[0] == 404
+
+
+def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> None:
+    server = BackgroundServer(config()).start()
+    url = server.http_url
+    _, created, _ = call(url, "TableService/CreateTable", {"requestId": "w-1"})
+    envelope = json.dumps({"tableId": created["tableId"]}).encode()
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.TableService/Watch",
+        data=b"\0" + len(envelope).to_bytes(4, "big") + envelope,
+        headers={"content-type": "application/connect+json"},
+    )
+    messages: list[tuple[int, Any]] = []
+    snapshot = threading.Event()
+
+    def read() -> None:
+        with urllib.request.urlopen(request, timeout=20) as stream:
+            while header := stream.read(5):
+                flags, size = header[0], int.from_bytes(header[1:], "big")
+                messages.append((flags, json.loads(stream.read(size))))
+                snapshot.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert snapshot.wait(10), "no snapshot"
+    server.stop(grace=1)
+    reader.join(10)
+    assert not reader.is_alive()
+    (first_flags, first), (end_flags, end) = messages
+    assert first_flags == 0 and "snapshot" in first
+    assert end_flags == 2  # Connect's end-of-stream message, with the error
+    assert end["error"]["code"] == "unavailable"
+    info = error_details_pb2.ErrorInfo.FromString(details(end["error"])["google.rpc.ErrorInfo"])
+    assert info.reason == "SERVER_SHUTTING_DOWN"
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{url}/healthz", timeout=2)
+
+
+def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.RulesService/SettleHand",
+        data=b'{"hand": {"players": "not a list"}}',
+        headers={"content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(request, timeout=10)
+    body = json.loads(raised.value.read())
+    assert (raised.value.code, body["code"]) == (400, "invalid_argument")
+    assert body["message"].startswith("the request does not decode: ")
+    info = error_details_pb2.ErrorInfo.FromString(details(body)["google.rpc.ErrorInfo"])
+    assert info.reason == "MALFORMED_REQUEST"
+
+
+def test_a_connect_call_is_counted_once_under_its_protocol(url: str) -> None:
+    def handled() -> dict[str, float]:
+        labels = ("unary", "ofcpoker.v1.RulesService", "ListPresets")
+        return {p: GRPC_HANDLED.labels(*labels, p, "OK")._value.get() for p in PROTOCOLS}
+
+    before = handled()
+    for _ in range(3):
+        assert call(url, "RulesService/ListPresets", {})[0] == 200
+    after = handled()
+    assert {p: after[p] - before[p] for p in PROTOCOLS} == {"grpc": 0, "connect": 3, "grpc-web": 0}
+
+
+def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path: Path) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    with BackgroundServer(config(tls_cert=str(cert), tls_key=str(key))) as server:
+        assert server.server.http is not None
+        https = f"https://localhost:{server.server.http.port}"  # the certificate's name
+        trusted = ssl.create_default_context(cafile=str(cert))
+        trusted.set_alpn_protocols(["h2", "http/1.1"])
+        port = server.server.http.port
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+            trusted.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            assert tls.selected_alpn_protocol() == "h2"  # HTTP/2 offered over TLS
+        request = urllib.request.Request(
+            f"{https}/ofcpoker.v1.RulesService/ListPresets", data=b"{}",
+            headers={"content-type": "application/json"},
+        )  # fmt: skip
+        http1 = ssl.create_default_context(cafile=str(cert))  # urllib speaks HTTP/1.1 only
+        with urllib.request.urlopen(request, timeout=10, context=http1) as answer:
+            assert "classic" in {p["name"] for p in json.loads(answer.read())["presets"]}
+        plain = f"http://127.0.0.1:{server.server.http.port}/healthz"
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            urllib.request.urlopen(plain, timeout=5)

@@ -1,0 +1,101 @@
+"""The README's curl lines, run as written against a real ``ofc serve`` (what ``make run``
+starts: in-memory tables, no API keys), so that they stay true.
+
+The first ``sh`` block under "Talk to the running service" is taken from README.md and run
+with bash (``set -euo pipefail``), ``localhost:8080`` pointed at the test server's HTTP port.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from tests.connect.conftest import ROOT, Served, serve, stop
+
+README = ROOT / "README.md"
+
+
+def readme_curl_block() -> str:
+    text = README.read_text()
+    section = text[text.index("## Talk to the running service") :]
+    found = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert found, "no sh block under 'Talk to the running service'"
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def make_run_service() -> Iterator[Served]:
+    served = serve(OFC_API_KEYS="")
+    try:
+        yield served
+    finally:
+        stop(served)
+
+
+def test_the_block_is_curl_only() -> None:
+    block = readme_curl_block()
+    assert "localhost:8080" in block and "grpcurl" not in block
+    commands = {line.split()[0] for line in block.splitlines() if line and line[0] not in "# "}
+    assert commands <= {"curl", "TABLE=$(curl", "TOKEN=$(curl", "WATCH='{\"tableId\":", "printf"}
+
+
+def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None:
+    for tool in ("bash", "curl", "jq", "tr", "sed"):
+        assert shutil.which(tool), f"{tool} is needed to run the README's lines"
+    host = make_run_service.http.removeprefix("http://")
+    script = readme_curl_block().replace("localhost:8080", host)
+    got = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    out = got.stdout
+    # Worked example 1: ann +8 (with a straight's 2 royalty), bob -8.
+    assert re.search(r'"playerId": "ann",.*?"points": 8,', out, re.S)
+    assert re.search(r'"playerId": "bob",.*?"points": -8,', out, re.S)
+    # ann's watch: the snapshot of a table she sits at, then the deadline's end message.
+    snapshot = out[out.index('{\n  "snapshot"') :]
+    assert '"viewerSeat": 0' in snapshot and '"playerId": "ann"' in snapshot
+    assert out.rstrip().endswith(
+        '{"error": {"code": "deadline_exceeded", "message": "Request timed out"}}'
+    )
+    # Run again: the request ids make every call a retry, answered as the first time.
+    again = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    table_ids = set(re.findall(r'"tableId": "([^"]+)"', out + again.stdout))
+    assert len(table_ids) == 1
+
+
+def buf_curl_commands() -> list[str]:
+    """The README's ``buf curl`` lines (continuations joined, comments dropped)."""
+    text = README.read_text()
+    section = text[text.index("## Talk to the running service") :]
+    joined = re.sub(r"\\\n\s*", "", re.findall(r"```sh\n(.*?)```", section, re.S)[1])
+    return [line.split("  #")[0] for line in joined.splitlines() if line.startswith("buf curl")]
+
+
+def test_the_readme_buf_curl_lines_work_as_written(make_run_service: Served) -> None:
+    found = subprocess.run(
+        ["bash", "-c", "source scripts/npm_tools.sh && ensure_buf >&2 && echo $BUF"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    buf = found.stdout.strip()
+    commands = buf_curl_commands()
+    assert len(commands) == 2
+    http = make_run_service.http.removeprefix("http://")
+    for command in commands:
+        script = command.replace("buf curl", f"{buf} curl", 1)
+        script = script.replace("localhost:50051", make_run_service.grpc)
+        script = script.replace("localhost:8080", http)
+        got = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, check=False)  # fmt: skip
+        assert got.returncode == 0, command + got.stderr
+        assert '"name": "pair of aces, king kicker"' in got.stdout, got.stdout
