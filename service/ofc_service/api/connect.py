@@ -47,12 +47,12 @@ from ofc_service.api.errors import (
     request_id_var,
     rich_status,
 )
+from ofc_service.api.serialized import Handler, parsing_bytes
 from ofc_service.auth import Credentials
 from ofc_service.metrics import RpcMetrics
 
 access_log = logging.getLogger("ofc.access")
 
-Handler = Callable[[Any, Credentials], Any]
 
 MAX_REQUEST_ID_CHARS = 128
 _CODES = {
@@ -319,9 +319,10 @@ class _Method:
 
 def connect_service(handlers: object, service: ServiceDescriptor) -> Any:
     """The service object a generated ``<Service>ASGIApplication`` accepts: each RPC of
-    ``service`` is ``handlers``' method of the same name, adapted."""
+    ``service`` is ``handlers``' method of the same name, adapted (a response the handler
+    gives serialised is parsed first: the codecs encode messages)."""
     return SimpleNamespace(**{
-        snake_case(m.name): _Method(m, getattr(handlers, m.name)).adapted(m)
+        snake_case(m.name): _Method(m, parsing_bytes(m, getattr(handlers, m.name))).adapted(m)
         for m in service.methods
     })  # fmt: skip
 

@@ -23,11 +23,11 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from ofcpoker.v1 import rules_service_pb2_grpc, settlement_feed_pb2_grpc, table_service_pb2_grpc
+from ofcpoker.v1 import rules_service_pb2_grpc, settlement_feed_pb2_grpc
 from prometheus_client import start_http_server
 
 from ofc_service.api import rules, settlement_feed, tables
-from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.rpc import add_handlers, grpc_servicer
 from ofc_service.api.rules import SERVICE_NAME, RulesHandlers
 from ofc_service.api.settlement_feed import SERVICE_NAME as FEED_SERVICE_NAME
 from ofc_service.api.settlement_feed import SettlementFeedHandlers
@@ -174,9 +174,8 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
         grpc_servicer(handlers[rules.SERVICE.full_name], rules.SERVICE), server
     )
-    table_service_pb2_grpc.add_TableServiceServicer_to_server(
-        grpc_servicer(handlers[tables.SERVICE.full_name], tables.SERVICE), server
-    )
+    # The table service's moves answer with their stored bytes: sent as they are.
+    add_handlers(server, handlers[tables.SERVICE.full_name], tables.SERVICE)
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
         grpc_servicer(handlers[settlement_feed.SERVICE.full_name], settlement_feed.SERVICE),
         server,
