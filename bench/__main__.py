@@ -32,6 +32,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "issue14": ("bench.issue14", "the move path: floor, replicas, workers, batch, open-loop p99"),
     "batch": ("bench.batch", "batch scoring: SettleHands, the stream, ofc score vs in process"),
     "open_loop": ("bench.open_loop", "p99 of PlaceCards and SettleHand under an open-loop load"),
+    "cluster": ("bench.cluster", "one Redis vs a Redis Cluster, without and with WAIT 1"),
 }
 NAMED_ONLY = ("batch", "open_loop")  # run inside issue14 already
 QUICK: dict[str, list[str]] = {
@@ -45,6 +46,7 @@ QUICK: dict[str, list[str]] = {
     "issue14": ["--quick"],
     "batch": ["--rounds", "1", "--cli-hands", "5000"],
     "open_loop": ["--seconds", "1.5"],
+    "cluster": ["--seconds", "1", "--rounds", "1"],
 }
 
 

@@ -64,7 +64,8 @@ def start_workers(redis_url: str, workers: int) -> tuple[subprocess.Popen[str], 
     ofc = Path(sys.executable).with_name("ofc")
     process = subprocess.Popen(
         [str(ofc), "serve", "--workers", str(workers), "--listen", address,
-         "--metrics-listen", "", "--redis-url", redis_url, "--log-level", "info"],
+         "--metrics-listen", "", "--http-listen", "", "--redis-url", redis_url,
+         "--log-level", "info"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "OFC_API_KEYS": tables.API_KEY},
     )  # fmt: skip

@@ -77,8 +77,9 @@ echo "== hadolint $("$BIN/hadolint" --version | grep -o '[0-9][0-9.]*' | head -1
 echo "== yamllint: deploy/"
 "$BIN/yamllint" --strict -c deploy/tools/yamllint.yml deploy/
 
-echo "== compose-spec schema: deploy/compose/docker-compose.yml"
-"$BIN/check-jsonschema" --builtin-schema vendor.compose-spec deploy/compose/docker-compose.yml
+echo "== compose-spec schema: deploy/compose/docker-compose.yml, docker-compose.cluster.yml"
+"$BIN/check-jsonschema" --builtin-schema vendor.compose-spec deploy/compose/docker-compose.yml \
+    deploy/compose/docker-compose.cluster.yml
 
 ENVOY_VERSION="$("$BIN/envoy" --version | grep -o '/[0-9][0-9.]*/' | tr -d /)"
 validate_envoy() { # FILE LABEL
@@ -96,6 +97,7 @@ validate_envoy "$WORK/k8s-envoy.yaml" "deploy/k8s/envoy.yaml (ConfigMap envoy-co
 
 echo "== promtool $("$PROMTOOL" --version 2>&1 | head -1 | grep -o '[0-9][0-9.]*' | head -1): config, rules, rule tests, dashboard PromQL"
 "$PROMTOOL" check config deploy/compose/prometheus/prometheus.yml
+"$PROMTOOL" check config deploy/compose/prometheus/prometheus.cluster.yml
 "$PROMTOOL" check rules deploy/compose/prometheus/alerts.yml
 (cd deploy/compose/prometheus && "$PROMTOOL" test rules alerts_test.yml)
 "$PY" -m tests.deploy.deployfiles dashboard-rules >"$WORK/dashboard-rules.json"
@@ -106,6 +108,22 @@ for version in $K8S_VERSIONS; do
     echo "== kubernetes-validate --strict, Kubernetes $version: ${#k8s_files[@]} files in deploy/k8s"
     "$BIN/kubernetes-validate" --strict --quiet -k "$version" "${k8s_files[@]}"
 done
+
+echo "== kubernetes-validate --strict: deploy/k8s-cluster/redis-cluster.yaml"
+for version in $K8S_VERSIONS; do
+    "$BIN/kubernetes-validate" --strict --quiet -k "$version" deploy/k8s-cluster/redis-cluster.yaml
+done
+if command -v kubectl >/dev/null; then
+    echo "== kubectl kustomize deploy/k8s-cluster, then kubernetes-validate --strict of the result"
+    kubectl kustomize deploy/k8s-cluster >"$WORK/k8s-cluster.yaml"
+    "$PY" -m tests.deploy.deployfiles builtin-documents <"$WORK/k8s-cluster.yaml" \
+        >"$WORK/k8s-cluster-builtin.yaml"
+    for version in $K8S_VERSIONS; do
+        "$BIN/kubernetes-validate" --strict --quiet -k "$version" "$WORK/k8s-cluster-builtin.yaml"
+    done
+else
+    echo "== deploy/k8s-cluster rendered: skipped, no kubectl on PATH (tests/deploy check its parts)"
+fi
 
 echo "== Prometheus Operator schemas (@kubernetes-models/prometheus-operator): deploy/k8s"
 "$PY" -m tests.deploy.deployfiles k8s-crd-json | node "$TOOLS/node/validate_crds.mjs"

@@ -460,16 +460,25 @@ def _board(raw: Any, path: str) -> Board:
 
 
 # --- states ---------------------------------------------------------------------------------
-def state_to_dict(state: MatchState) -> dict[str, Any]:
+def state_to_dict(state: MatchState, *, compact: bool = False) -> dict[str, Any]:
     """The whole match state as JSON-ready data (server seed included: store it privately).
 
     ``pair_unit_values`` (the agreed unit values per pair of seats) is written only when the
     table has any, in format version 2; states of tables without them stay version 1.
+    ``compact``: without the ruleset (the caller stores it once, beside) and the hand's deck
+    (it follows from the hand's seeds and number); :func:`state_from_dict` reads it back
+    given the ruleset.
+
+    >>> from ofc.engine import new_match
+    >>> state = new_match(seats=2)
+    >>> sorted(set(state_to_dict(state)) - set(state_to_dict(state, compact=True)))
+    ['ruleset']
+    >>> state_from_dict(state_to_dict(state, compact=True), ruleset=state.ruleset) == state
+    True
     """
     hand = state.hand
     data: dict[str, Any] = {
         "format_version": format_version(state),
-        "ruleset": state.ruleset.to_dict(),
         "seats": [
             {
                 "player_id": s.player_id,
@@ -482,8 +491,13 @@ def state_to_dict(state: MatchState) -> dict[str, Any]:
         "button": state.button,
         "hands_played": state.hands_played,
         "max_hands": state.max_hands,
-        "hand": None if hand is None else _hand_to_dict(hand),
+        "hand": None if hand is None else _hand_to_dict(hand, deck=not compact),
     }
+    if not compact:
+        data = {
+            "format_version": data.pop("format_version"),
+            "ruleset": state.ruleset.to_dict(),
+        } | data
     if state.pair_units:
         data["pair_unit_values"] = [
             {"a": a, "b": b, "unit_value": unit} for a, b, unit in state.pair_units
@@ -491,8 +505,8 @@ def state_to_dict(state: MatchState) -> dict[str, Any]:
     return data
 
 
-def _hand_to_dict(hand: HandState) -> dict[str, Any]:
-    return {
+def _hand_to_dict(hand: HandState, *, deck: bool = True) -> dict[str, Any]:
+    data: dict[str, Any] = {
         "number": hand.number,
         "button": hand.button,
         "server_seed": hand.server_seed.hex(),
@@ -515,10 +529,14 @@ def _hand_to_dict(hand: HandState) -> dict[str, Any]:
         "started_at_ms": hand.started_at_ms,
         "updated_at_ms": hand.updated_at_ms,
     }
+    if not deck:
+        del data["deck"]
+    return data
 
 
-def state_from_dict(data: Any) -> MatchState:
-    """Read :func:`state_to_dict`'s output back (strictly; see the module doc)."""
+def state_from_dict(data: Any, *, ruleset: Ruleset | None = None) -> MatchState:
+    """Read :func:`state_to_dict`'s output back (strictly; see the module doc); given
+    ``ruleset``, its compact form (no ruleset, no deck: the deck is the seeds' shuffle)."""
     obj = _obj(data, "")
     version = _key(obj, "format_version", "")
     if isinstance(version, bool) or version not in STATE_FORMAT_VERSIONS:
@@ -529,8 +547,11 @@ def state_from_dict(data: Any) -> MatchState:
         )
     if version == 1 and "pair_unit_values" in obj:
         raise InvalidInputError("pair_unit_values needs format_version 2", field="pair_unit_values")
-    ruleset_raw = _obj(_key(obj, "ruleset", ""), "ruleset")
-    ruleset = ruleset_from_dict(ruleset_raw, base=DEFAULT_RULESET)
+    if ruleset is None:
+        ruleset = ruleset_from_dict(_obj(_key(obj, "ruleset", ""), "ruleset"), base=DEFAULT_RULESET)
+    elif "ruleset" in obj:
+        raise InvalidInputError("a compact state holds no ruleset", field="ruleset")
+    compact = "ruleset" not in obj
     seats = []
     for i, raw in enumerate(_list(_key(obj, "seats", ""), "seats")):
         path = f"seats[{i}]"
@@ -557,7 +578,11 @@ def state_from_dict(data: Any) -> MatchState:
     hands_played = _int(_key(obj, "hands_played", ""), "hands_played")
     max_hands = _opt_int(_key(obj, "max_hands", ""), "max_hands", minimum=1)
     hand_raw = _key(obj, "hand", "")
-    hand = None if hand_raw is None else _hand_from_dict(hand_raw, len(seats), ruleset)
+    hand = (
+        None
+        if hand_raw is None
+        else _hand_from_dict(hand_raw, len(seats), ruleset, compact=compact)
+    )
     if hand is not None and hand.number != hands_played:
         raise InvalidInputError(
             f"hand.number {hand.number} is not hands_played {hands_played}", field="hand.number"
@@ -588,7 +613,15 @@ def _pair_units_from_list(raw: Any, table_size: int) -> tuple[tuple[int, int, in
     return tuple(units)
 
 
-def _hand_from_dict(raw: Any, table_size: int, ruleset: Ruleset) -> HandState:
+@functools.lru_cache(maxsize=1024)
+def _shuffled(server_seed: bytes, client_seed: bytes, number: int, jokers: int) -> tuple[Card, ...]:
+    """A hand's deck, shuffled once per replica: a live table's state is read at each move."""
+    return deal_deck(server_seed, client_seed, number, jokers=jokers)
+
+
+def _hand_from_dict(
+    raw: Any, table_size: int, ruleset: Ruleset, *, compact: bool = False
+) -> HandState:
     streets = ruleset.streets
     path = "hand"
     obj = _obj(raw, path)
@@ -599,8 +632,10 @@ def _hand_from_dict(raw: Any, table_size: int, ruleset: Ruleset) -> HandState:
     number = _int(get("number"), "hand.number", minimum=1)
     server_seed = _hex(get("server_seed"), "hand.server_seed")
     client_seed = _hex(get("client_seed"), "hand.client_seed")
-    deck = _cards(get("deck"), "hand.deck")
-    if deck != deal_deck(server_seed, client_seed, number, jokers=ruleset.jokers):
+    if compact and "deck" in obj:
+        raise InvalidInputError("a compact state's hand holds no deck", field="hand.deck")
+    deck = _shuffled(server_seed, client_seed, number, ruleset.jokers)
+    if not compact and _cards(get("deck"), "hand.deck") != deck:
         raise InvalidInputError(
             f"hand.deck is not the {algorithm_for(ruleset.jokers)} deck of its seeds and "
             f"number ({ruleset.deck_size} cards)",

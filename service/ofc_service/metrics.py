@@ -46,7 +46,6 @@ GRPC_MSG_SENT = Counter(
 )
 
 
-
 class RpcMetrics:
     """The ``grpc_server_*`` children of one method on one protocol, made once, so that a
     call costs a few increments; :meth:`handled` records its end (latency and code)."""

@@ -19,10 +19,13 @@ from ofc_service.api.errors import STATUS_DETAILS_KEY
 from ofc_service.api.rpc import grpc_servicer
 from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
 from ofc_service.application.manager import TableManager
+from ofc_service.application.records import TableRecord
 from ofc_service.auth import Authenticator
 from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS, MemoryTableStore, StoreUnavailableError
 from ofcpoker.v1 import settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
+
+from tests.records4 import format_4
 
 KEYS = ("key-of-platform-a", "key-of-platform-b")
 START_S = 1_700_000_000.0
@@ -165,8 +168,9 @@ def test_a_table_stored_before_seeds_were_drawn_ahead_starts_its_next_hand() -> 
             )
         )  # fmt: skip
     stored = service.store._tables[table_id]
-    old = json.loads(stored.state)
-    assert old["format"] == 4 and old["next_server_seed"] == (bytes([1]) * 32).hex()
+    assert json.loads(stored.state)["format"] == 5
+    old = format_4(TableRecord.from_bytes(stored.state))
+    assert old["next_server_seed"] == (bytes([1]) * 32).hex()
     for key in ("client_seed_policy", "seat_client_seeds", "next_server_seed"):
         del old[key]
     for key in ("seat_changes", "hand_seat_changes", "hand_deadlines"):  # format 4's

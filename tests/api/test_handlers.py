@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from ofc_service import store
+from ofc_service.api import tables
 from ofc_service.api.errors import ApiError, Code, api_error
 from ofc_service.api.rules import RulesHandlers
 from ofc_service.api.tables import ProtobufPresenter, TableHandlers
@@ -25,6 +26,11 @@ OPERATOR = Credentials(api_key=KEY)
 def handlers() -> TableHandlers:
     manager = TableManager(store.MemoryTableStore(), Authenticator([KEY]), ProtobufPresenter())
     return TableHandlers(manager)
+
+
+def started(raw: bytes) -> pb.StartHandResponse:
+    """A move's handler answers with its response serialised (sent as it is, see api.rpc)."""
+    return pb.StartHandResponse.FromString(raw)
 
 
 def refusal(call: Any) -> tuple[str, str, str]:
@@ -53,7 +59,7 @@ def test_a_hand_is_played_through_the_handlers_alone() -> None:
     async def play() -> tuple[pb.PlaceCardsResponse, int]:
         table_id, tokens = await seated_table(table)
         start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
-        turn = (await table.StartHand(start, OPERATOR)).table.hand.turn
+        turn = started(await table.StartHand(start, OPERATOR)).table.hand.turn
         mine = Credentials(seat_token=tokens[turn])
         view = await table.GetTable(pb.GetTableRequest(table_id=table_id), mine)
         pending = next(s.pending for s in view.table.hand.seats if s.seat == turn)
@@ -61,7 +67,7 @@ def test_a_hand_is_played_through_the_handlers_alone() -> None:
             table_id=table_id, seat=turn, expected_version=4, request_id="p",
             placements=[pb.Placement(card=c, row=cards_pb2.ROW_POSITION_BOTTOM) for c in pending],
         )  # fmt: skip
-        return await table.PlaceCards(place, mine), len(pending)
+        return pb.PlaceCardsResponse.FromString(await table.PlaceCards(place, mine)), len(pending)
 
     placed, cards = asyncio.run(play())
     assert placed.table.version == 5
@@ -75,7 +81,7 @@ def test_errors_reach_the_caller_as_the_table_says() -> None:
     async def other_seats_move() -> None:
         table_id, tokens = await seated_table(table)
         start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
-        turn = (await table.StartHand(start, OPERATOR)).table.hand.turn
+        turn = started(await table.StartHand(start, OPERATOR)).table.hand.turn
         place = pb.PlaceCardsRequest(
             table_id=table_id, seat=turn, expected_version=4, request_id="x"
         )
@@ -122,9 +128,42 @@ def test_watch_is_an_async_iterator_of_responses_starting_with_a_snapshot() -> N
         table_id, _ = await seated_table(table)
         stream = table.Watch(pb.WatchRequest(table_id=table_id), Credentials())
         try:
-            return await anext(stream)
+            first = await anext(stream)
+            assert isinstance(first, pb.WatchResponse)  # a snapshot (events come as bytes)
+            return first
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
 
     snapshot = asyncio.run(first()).snapshot
     assert snapshot.version == 3 and [s.player_id for s in snapshot.seats] == ["ann", "bob"]
+
+
+@pytest.mark.parametrize("version", [0, 1, 127, 128, 2**40])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pb.TableEvent(seat_taken=pb.SeatTakenEvent(seat=1, player_id="bob")),
+        pb.TableEvent(seat_vacated=pb.SeatVacatedEvent(seat=0, player_id="ann", points=-3)),
+        pb.TableEvent(cards_placed=pb.CardsPlacedEvent(seat=1, street=2)),
+        pb.TableEvent(button_moved=pb.ButtonMovedEvent(from_seat=0, to_seat=1)),
+    ],
+)
+def test_a_watched_event_is_its_stored_bytes_with_its_id_spliced_in(
+    kind: pb.TableEvent, version: int
+) -> None:
+    stored = pb.TableEvent(version=version)
+    stored.MergeFrom(kind)
+    part = stored.SerializeToString()
+    field = kind.WhichOneof("kind")
+    assert field is not None
+    assert tables._event_kind(part) == pb.TableEvent.DESCRIPTOR.fields_by_name[field].number
+    spliced = [tables._with_event_id(part, f"{version}-{k}") for k in range(3)]
+    batch = pb.WatchResponse.FromString(tables._watch_events(spliced))
+    expected = []
+    for k in range(3):
+        event = pb.TableEvent.FromString(part)
+        event.event_id = f"{version}-{k}"
+        expected.append(event)
+    assert list(batch.events.events) == expected
+    single = pb.WatchResponse.FromString(tables._field(tables._WATCH_EVENT, spliced[0]))
+    assert single.event == expected[0]

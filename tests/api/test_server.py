@@ -69,6 +69,8 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_API_KEYS": "key-one, key-two",
         "OFC_EVENT_LOG_HANDS": "0",
         "OFC_REQUEST_WINDOW_SECONDS": "3600",
+        "OFC_REDIS_WAIT_REPLICAS": "1",
+        "OFC_REDIS_WAIT_TIMEOUT_MS": "250",
         "OFC_WORKERS": "2",
     }
     assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
@@ -86,6 +88,8 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         api_keys="key-one, key-two",
         event_log_hands=0,
         request_window_seconds=3600,
+        redis_wait_replicas=1,
+        redis_wait_timeout_ms=250,
         workers=2,
     )
     assert from_env.api_key_list == ("key-one", "key-two")
@@ -111,6 +115,14 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_EVENT_LOG_HANDS": "two"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: not a number"),
         ({"OFC_REQUEST_WINDOW_SECONDS": "59"}, "--request-window-seconds: must be 60 .. 86400"),
         ({"OFC_REQUEST_WINDOW_SECONDS": "86401"}, "--request-window-seconds: must be 60 .. 86400"),
+        ({"OFC_REDIS_URL": "redis+cluster://a:1/2"}, "--redis-url: a Redis Cluster has database 0"),
+        ({"OFC_REDIS_URL": "redis+cluster://a:b"}, "--redis-url: bad host:port 'a:b'"),
+        ({"OFC_REDIS_WAIT_REPLICAS": "1"}, "--redis-wait-replicas: needs a Redis URL"),
+        (
+            {"OFC_REDIS_URL": "redis://r:6379/0", "OFC_REDIS_WAIT_REPLICAS": "9"},
+            "--redis-wait-replicas: must be 0 .. 5",
+        ),
+        ({"OFC_REDIS_WAIT_TIMEOUT_MS": "0"}, "--redis-wait-timeout-ms: must be 1 .. 60000"),
         ({"OFC_WORKERS": "0", "OFC_REDIS_URL": "redis://r"}, "OFC_WORKERS / --workers: must be 1"),
         ({"OFC_WORKERS": "65", "OFC_REDIS_URL": "redis://r"}, "OFC_WORKERS / --workers: must be 1"),
         ({"OFC_WORKERS": "two"}, "OFC_WORKERS / --workers: not a number"),

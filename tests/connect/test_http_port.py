@@ -14,6 +14,8 @@ import http.client
 import json
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -210,6 +212,44 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
     assert info.reason == "MALFORMED_REQUEST"
 
 
+@pytest.mark.parametrize(
+    ("method", "body", "field"),
+    [
+        # A mistyped field is not dropped: the call is refused and the field named.
+        ("RulesService/EvaluateRow", {"cards": ["As", "Ks", "Qs"], "rulset": "standard"},
+         "rulset"),
+        ("RulesService/ValidateBoard", {"board": {"top": ["As", "Ks", "Qs"], "midle": []}},
+         "board.midle"),
+        # A value of the wrong type, and one nested under another field.
+        ("RulesService/EvaluateRow", {"cards": "As Ks Qs"}, "cards"),
+        ("RulesService/ValidateBoard", {"board": {"top": 3}}, "board.top"),
+    ],
+)  # fmt: skip
+def test_an_unknown_or_wrong_typed_json_field_is_malformed_request_naming_it(
+    url: str, method: str, body: dict[str, Any], field: str
+) -> None:
+    status, answer, _ = call(url, method, body)
+    assert (status, answer["code"]) == (400, "invalid_argument")
+    assert answer["message"].startswith("the request does not decode: ")
+    info = error_details_pb2.ErrorInfo.FromString(details(answer)["google.rpc.ErrorInfo"])
+    assert (info.reason, info.metadata["field"]) == ("MALFORMED_REQUEST", field)
+    bad = error_details_pb2.BadRequest.FromString(details(answer)["google.rpc.BadRequest"])
+    assert [v.field for v in bad.field_violations] == [field]
+
+
+def test_a_connect_json_response_is_compact_json(url: str) -> None:
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.RulesService/EvaluateRow",
+        data=b'{"cards": ["As", "Ad", "Kc"]}',
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        raw = answer.read()
+    parsed = json.loads(raw)
+    assert raw.decode() == json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
+    assert set(parsed) == {"hand"}
+
+
 def test_a_connect_call_is_counted_once_under_its_protocol(url: str) -> None:
     def handled() -> dict[str, float]:
         labels = ("unary", "ofcpoker.v1.RulesService", "ListPresets")
@@ -245,3 +285,21 @@ def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path:
         plain = f"http://127.0.0.1:{server.server.http.port}/healthz"
         with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
             urllib.request.urlopen(plain, timeout=5)
+
+
+def test_a_server_without_the_http_port_does_not_load_hypercorn_or_connectrpc() -> None:
+    """Start-up cost: the HTTP stack (about a quarter of a second of imports) is loaded only
+    when the HTTP port is on."""
+    script = (
+        "import sys\n"
+        "from ofc_service.server.background import BackgroundServer\n"
+        "from ofc_service.server.config import ServerConfig\n"
+        "config = ServerConfig(listen='127.0.0.1:0', metrics_listen='', http_listen='',"
+        " grace_seconds=1)\n"
+        "with BackgroundServer(config):\n"
+        "    print(sorted({m.split('.')[0] for m in sys.modules} & {'hypercorn', 'connectrpc'}))\n"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert got.stdout.strip() == "[]"

@@ -7,6 +7,7 @@ with bash (``set -euo pipefail``), ``localhost:8080`` pointed at the test server
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -58,8 +59,8 @@ def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None
     assert re.search(r'"playerId": "ann",.*?"points": 8,', out, re.S)
     assert re.search(r'"playerId": "bob",.*?"points": -8,', out, re.S)
     # ann's watch: the snapshot of a table she sits at, then the deadline's end message.
-    snapshot = out[out.index('{\n  "snapshot"') :]
-    assert '"viewerSeat": 0' in snapshot and '"playerId": "ann"' in snapshot
+    snapshot = out[out.index('{"snapshot"') :]
+    assert '"viewerSeat":0' in snapshot and '"playerId":"ann"' in snapshot
     assert out.rstrip().endswith(
         '{"error": {"code": "deadline_exceeded", "message": "Request timed out"}}'
     )
@@ -69,8 +70,36 @@ def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
-    table_ids = set(re.findall(r'"tableId": "([^"]+)"', out + again.stdout))
+    table_ids = set(re.findall(r'"tableId": ?"([^"]+)"', out + again.stdout))
     assert len(table_ids) == 1
+
+
+def section_curl_block(heading: str) -> str:
+    """The first ``sh`` block of a README section (its curl form; grpcurl comes second)."""
+    text = README.read_text()
+    section = text[text.index(heading) :]
+    found = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert found, f"no sh block under {heading!r}"
+    assert "grpcurl" not in found.group(1), f"the first block under {heading!r} is curl's"
+    return found.group(1)
+
+
+def test_the_table_and_feed_sections_curl_lines_work_as_written(make_run_service: Served) -> None:
+    host = make_run_service.http.removeprefix("http://")
+    script = (section_curl_block("## Live tables") + section_curl_block("## The settlement feed"))
+    got = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script.replace("localhost:8080", host)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    out = got.stdout
+    # GetTable as ann: the table with her in seat 0, seen from that seat.
+    table = json.loads(out[: out.index("\n}\n") + 2])
+    assert table["table"]["viewerSeat"] == 0, table
+    assert table["table"]["seats"][0]["playerId"] == "ann", table
+    # Subscribe: no hand settled yet, so only the deadline's end message; Acknowledge answers.
+    assert '{"error": {"code": "deadline_exceeded", "message": "Request timed out"}}' in out
+    assert out.rstrip().splitlines()[-1].startswith("{"), out
 
 
 def buf_curl_commands() -> list[str]:

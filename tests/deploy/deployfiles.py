@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 COMPOSE = DEPLOY / "compose"
 K8S = DEPLOY / "k8s"
+K8S_CLUSTER = DEPLOY / "k8s-cluster"  # the overlay on a Redis Cluster (kustomize, on K8S)
 DASHBOARD = COMPOSE / "grafana" / "dashboards" / "ofc.json"
 
 # API groups kubernetes-validate has no schema for; deploy/tools/validate_crds.mjs checks them.
@@ -190,6 +191,9 @@ def main(argv: Sequence[str]) -> int:
                 if not all(map(is_crd_object, load_documents(path)))
             )
         )
+    elif command == "builtin-documents":  # stdin: rendered manifests; out: built-in kinds only
+        documents = [d for d in yaml.safe_load_all(sys.stdin) if d and not is_crd_object(d)]
+        print(yaml.safe_dump_all(documents, sort_keys=False), end="")
     elif command == "k8s-configmap" and len(argv) == 3:
         print(find_object("ConfigMap", argv[1])["data"][argv[2]], end="")
     elif command == "k8s-crd-json":
@@ -202,7 +206,8 @@ def main(argv: Sequence[str]) -> int:
     else:
         print(
             "usage: python -m tests.deploy.deployfiles"
-            " dashboard-rules | k8s-builtin-files | k8s-crd-json | k8s-configmap NAME KEY",
+            " dashboard-rules | k8s-builtin-files | k8s-crd-json | k8s-configmap NAME KEY"
+            " | builtin-documents < rendered.yaml",
             file=sys.stderr,
         )
         return 2

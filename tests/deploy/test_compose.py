@@ -64,14 +64,17 @@ def test_replicas_listen_where_envoy_and_prometheus_look() -> None:
     assert env["OFC_LISTEN"].startswith("0.0.0.0:") and env["OFC_METRICS_LISTEN"].startswith(
         "0.0.0.0:"
     )
-    upstream = envoy_cluster("ofc")["load_assignment"]["endpoints"][0]["lb_endpoints"][0][
-        "endpoint"
-    ]
-    assert upstream["address"]["socket_address"] == {"address": "ofc", "port_value": grpc_port}
+    http_port = port_of(env["OFC_HTTP_LISTEN"])
+    assert env["OFC_HTTP_LISTEN"].startswith("0.0.0.0:")
+    for cluster, port in (("ofc", grpc_port), ("ofc_http", http_port)):
+        (locality,) = envoy_cluster(cluster)["load_assignment"]["endpoints"]
+        (upstream,) = locality["lb_endpoints"]
+        address = upstream["endpoint"]["address"]["socket_address"]
+        assert address == {"address": "ofc", "port_value": port}
     (job,) = [j for j in PROMETHEUS["scrape_configs"] if j["job_name"] == "ofc"]
     (sd,) = job["dns_sd_configs"]
     assert sd["names"] == ["ofc"] and sd["type"] == "A" and sd["port"] == metrics_port
-    assert sorted(map(str, OFC["expose"])) == sorted([str(grpc_port), str(metrics_port)])
+    assert sorted(map(str, OFC["expose"])) == sorted(map(str, (grpc_port, http_port, metrics_port)))
 
 
 def test_service_uses_redis_and_waits_for_it() -> None:
@@ -86,8 +89,12 @@ def test_docker_waits_longer_than_the_grace_period_before_sigkill() -> None:
     assert seconds(OFC["stop_grace_period"]) >= grace + 5
 
 
-def test_envoy_balances_requests_over_healthy_replicas_by_dns() -> None:
-    cluster = envoy_cluster("ofc")
+@pytest.mark.parametrize(("name", "check_kind"), [
+    ("ofc", "grpc_health_check"),  # the gRPC port, checked with grpc.health.v1.Health
+    ("ofc_http", "http_health_check"),  # the HTTP port, checked at /healthz
+])  # fmt: skip
+def test_envoy_balances_requests_over_healthy_replicas_by_dns(name: str, check_kind: str) -> None:
+    cluster = envoy_cluster(name)
     dns = cluster["cluster_type"]["typed_config"]
     assert cluster["cluster_type"]["name"] == "envoy.cluster.dns"
     assert dns["all_addresses_in_single_endpoint"] is False, "each replica is its own host"
@@ -95,21 +102,41 @@ def test_envoy_balances_requests_over_healthy_replicas_by_dns() -> None:
     protocol = cluster["typed_extension_protocol_options"][
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
     ]
-    assert "http2_protocol_options" in protocol["explicit_http_config"], "gRPC upstreams are HTTP/2"
+    assert "http2_protocol_options" in protocol["explicit_http_config"], "upstreams are HTTP/2"
     (check,) = cluster["health_checks"]
-    assert "grpc_health_check" in check
+    assert check_kind in check
+    if check_kind == "http_health_check":
+        assert check[check_kind]["path"] == "/healthz", "503 NOT_SERVING while shutting down"
     assert check["unhealthy_threshold"] >= 1 and seconds(check["interval"]) <= 10
 
 
-def test_envoy_serves_grpc_web_with_cors_before_routing() -> None:
+def routes() -> list[dict[str, Any]]:
+    (vhost,) = connection_manager()["route_config"]["virtual_hosts"]
+    return list(vhost["routes"])
+
+
+def test_envoy_sends_grpc_to_the_grpc_port_and_the_rest_to_the_http_port() -> None:
+    """Native gRPC (``application/grpc``, ``application/grpc+proto``) to the gRPC port;
+    Connect, gRPC-Web (``application/grpc-web...``), the web table and /healthz to the HTTP
+    port, which speaks them itself (so Envoy's own gRPC-Web filter is not in the chain)."""
+    grpc_route, http_route = routes()
+    assert grpc_route["route"]["cluster"] == "ofc"
+    assert grpc_route["match"]["prefix"] == "/"
+    assert grpc_route["match"]["headers"] == [
+        {"name": "content-type", "string_match": {"prefix": "application/grpc"}},
+        {"name": "content-type", "string_match": {"prefix": "application/grpc-web"},
+         "invert_match": True},
+    ]  # fmt: skip
+    assert http_route["match"] == {"prefix": "/"} and http_route["route"]["cluster"] == "ofc_http"
+    # Every other setting of the two routes is the same: affinity, timeouts, retries.
+    assert {**grpc_route["route"], "cluster": None} == {**http_route["route"], "cluster": None}
+
+
+def test_envoy_answers_cors_before_routing() -> None:
     hcm = connection_manager()
-    assert hcm["codec_type"] == "AUTO", "HTTP/1.1 (gRPC-Web) and h2c (gRPC) on one port"
+    assert hcm["codec_type"] == "AUTO", "HTTP/1.1 (curl, gRPC-Web) and h2c (gRPC) on one port"
     filters = [f["name"] for f in hcm["http_filters"]]
-    assert filters == [
-        "envoy.filters.http.grpc_web",
-        "envoy.filters.http.cors",
-        "envoy.filters.http.router",
-    ]
+    assert filters == ["envoy.filters.http.cors", "envoy.filters.http.router"]
     (vhost,) = hcm["route_config"]["virtual_hosts"]
     cors = vhost["typed_per_filter_config"]["envoy.filters.http.cors"]
     exposed = cors["expose_headers"].split(",")
@@ -119,12 +146,13 @@ def test_envoy_serves_grpc_web_with_cors_before_routing() -> None:
         "x-grpc-web",
         "content-type",
         "grpc-timeout",
+        "connect-protocol-version",
+        "connect-timeout-ms",
         "x-ofc-api-key",
         "x-ofc-seat-token",
         TABLE_ID_HEADER,
     } <= allowed
-    for route in vhost["routes"]:
-        assert route["route"]["cluster"] == "ofc"
+    for route in routes():
         assert route["route"]["timeout"] == "0s", "streams are not cut by a route timeout"
         retry_on = set(route["route"]["retry_policy"]["retry_on"].split(","))
         assert retry_on <= {"connect-failure", "refused-stream", "reset-before-request"}, (
@@ -137,12 +165,12 @@ def test_envoy_routes_a_tables_calls_to_one_replica_by_a_consistent_hash_of_its_
     tests/e2e/test_table_affinity.py checks the clients send it), the cluster places replicas
     by Maglev consistent hashing (a replica joining or leaving moves only its share of tables:
     test_envoy_affinity.py runs this config to show it), and a retry goes to another replica
-    rather than the one that failed."""
-    cluster = envoy_cluster("ofc")
-    assert cluster["lb_policy"] == "MAGLEV"
-    assert cluster["maglev_lb_config"]["table_size"] >= 65537, "a small table spreads unevenly"
-    (vhost,) = connection_manager()["route_config"]["virtual_hosts"]
-    for route in vhost["routes"]:
+    rather than the one that failed. Both ports' routes and clusters do so."""
+    for name in ("ofc", "ofc_http"):
+        cluster = envoy_cluster(name)
+        assert cluster["lb_policy"] == "MAGLEV"
+        assert cluster["maglev_lb_config"]["table_size"] >= 65537, "small tables spread unevenly"
+    for route in routes():
         assert route["route"]["hash_policy"] == [{"header": {"header_name": TABLE_ID_HEADER}}]
         retry = route["route"]["retry_policy"]
         (predicate,) = retry["retry_host_predicate"]
@@ -265,3 +293,78 @@ def test_acknowledged_writes_come_back_from_the_aof_after_a_restart(tmp_path: Pa
         assert entries == [(ANY, {b"hand": b"1", b"points": b"+6"})]
     finally:
         second.stop()
+
+
+# --- the Redis Cluster variant (docker-compose.cluster.yml over docker-compose.yml) ---------------
+CLUSTER_OVERRIDE: dict[str, Any] = load_yaml(COMPOSE / "docker-compose.cluster.yml")
+CLUSTER_PROMETHEUS: dict[str, Any] = load_yaml(COMPOSE / "prometheus" / "prometheus.cluster.yml")
+
+
+def merged_service(name: str) -> dict[str, Any]:
+    """A service as compose merges the override onto the base: mappings merge key by key,
+    a command or entrypoint is replaced, volumes are merged by their target path."""
+    base = dict(SERVICES.get(name, {}))
+    override = CLUSTER_OVERRIDE["services"].get(name, {})
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        elif key == "volumes" and key in base:
+            by_target = {v.split(":")[1]: v for v in base[key]}
+            by_target.update({v.split(":")[1]: v for v in value})
+            base[key] = list(by_target.values())
+        else:
+            base[key] = value
+    return base
+
+
+def redis_nodes() -> list[str]:
+    return ["redis", *(f"redis-node-{i}" for i in range(1, 6))]
+
+
+def test_cluster_variant_runs_six_announcing_nodes_joined_once_with_one_replica_each() -> None:
+    for node in redis_nodes():
+        command = merged_service(node)["command"]
+        assert command[:2] == ["redis-server", "/usr/local/etc/redis/redis.conf"], node
+        flags = dict(zip(command[2::2], command[3::2], strict=True))
+        assert flags["--cluster-enabled"] == "yes"
+        assert flags["--cluster-announce-hostname"] == node  # what MOVED replies carry
+        assert flags["--cluster-preferred-endpoint-type"] == "hostname"
+        data = [v for v in merged_service(node)["volumes"] if v.endswith(":/data")]
+        assert len(data) == 1, f"{node}: nodes.conf and the AOF need a volume"
+        assert data[0].split(":")[0] in {*STACK["volumes"], *CLUSTER_OVERRIDE["volumes"]}
+    create = merged_service("redis-cluster-create")
+    script = " ".join(create["command"])
+    assert all(f"{node}:6379" in script for node in redis_nodes())
+    assert "--cluster-replicas 1" in script and "cluster_state:ok" in script
+    assert set(create["depends_on"]) == set(redis_nodes())
+
+
+def test_cluster_variant_points_ofc_at_the_cluster_and_waits_for_a_replica() -> None:
+    ofc = merged_service("ofc")
+    url = ofc["environment"]["OFC_REDIS_URL"]
+    assert url.startswith("redis+cluster://")
+    seeds = [seed.split(":")[0] for seed in url.removeprefix("redis+cluster://").split(",")]
+    assert seeds and set(seeds) <= set(redis_nodes())
+    assert ofc["environment"]["OFC_REDIS_WAIT_REPLICAS"] == "1"
+    assert ofc["depends_on"]["redis-cluster-create"] == {
+        "condition": "service_completed_successfully"
+    }
+    assert ofc["environment"]["OFC_API_KEYS"].startswith("${OFC_API_KEYS:?")  # kept from base
+
+
+def test_cluster_variant_scrapes_every_node_through_the_exporter() -> None:
+    (redis_job,) = [j for j in CLUSTER_PROMETHEUS["scrape_configs"] if j["job_name"] == "redis"]
+    assert redis_job["metrics_path"] == "/scrape"
+    (targets,) = [c["targets"] for c in redis_job["static_configs"]]
+    assert targets == [f"redis://{node}:6379" for node in redis_nodes()]
+    volumes = merged_service("prometheus")["volumes"]
+    assert "./prometheus/prometheus.cluster.yml:/etc/prometheus/prometheus.yml:ro" in volumes
+    others = [j for j in CLUSTER_PROMETHEUS["scrape_configs"] if j["job_name"] != "redis"]
+    assert others == [j for j in PROMETHEUS["scrape_configs"] if j["job_name"] != "redis"]
+    for name, service in CLUSTER_OVERRIDE["services"].items():
+        image = merged_service(name)["image"]
+        assert ":" in image and not image.endswith(":latest"), name
+        for volume in service.get("volumes", []):
+            source = volume.split(":", 1)[0]
+            if source.startswith("."):
+                assert (COMPOSE / source).exists(), f"{name}: {source}"

@@ -10,15 +10,20 @@ tables spread over all of them; a backend joining takes about 1/N of the tables 
 leaving hands on only its own, while hardly any table moves between the backends that stay:
 the consistent-hashing property deploy/README.md promises. Envoy's RING_HASH fails that last
 part (its ring is resized with the number of hosts: 8-10% of the tables moved between the
-replicas that stayed when one joined), which is why the deployment uses MAGLEV.
+replicas that stayed when one joined), which is why the deployment uses MAGLEV. Last, the
+same configuration in front of a real ``ofc serve``: native gRPC reaches its gRPC port and
+Connect, gRPC-Web and the web table its HTTP port.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -31,8 +36,10 @@ import pytest
 import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ofc_client.tables import TABLE_ID_HEADER
+from ofcpoker.v1 import rules_service_pb2, rules_service_pb2_grpc
 
 from tests.conftest import free_port
+from tests.connect.conftest import serve, stop
 from tests.deploy.deployfiles import COMPOSE, REPO, load_yaml
 
 TOOLS = Path(os.environ.get("OFC_DEPLOY_TOOLS", REPO / ".tools" / "deploy"))
@@ -88,16 +95,18 @@ def local_config(listen_port: int, backends: list[Backend]) -> dict[str, Any]:
     config["admin"]["address"]["socket_address"]["port_value"] = free_port()
     (listener,) = config["static_resources"]["listeners"]
     listener["address"]["socket_address"] = {"address": "127.0.0.1", "port_value": listen_port}
-    (cluster,) = config["static_resources"]["clusters"]
-    (locality,) = cluster["load_assignment"]["endpoints"]
-    (template,) = locality["lb_endpoints"]
-    locality["lb_endpoints"] = []
-    for backend in backends:
-        endpoint = copy.deepcopy(template)
-        address = {"address": "127.0.0.1", "port_value": backend.port}
-        endpoint["endpoint"]["address"]["socket_address"] = address
-        endpoint["metadata"] = {"filter_metadata": {"envoy.lb": {"hash_key": backend.name}}}
-        locality["lb_endpoints"].append(endpoint)
+    # The gRPC cluster and the HTTP port's: the backends only speak gRPC, so the HTTP cluster
+    # (not called here) is given the same endpoints only so that the configuration loads.
+    for cluster in config["static_resources"]["clusters"]:
+        (locality,) = cluster["load_assignment"]["endpoints"]
+        (template,) = locality["lb_endpoints"]
+        locality["lb_endpoints"] = []
+        for backend in backends:
+            endpoint = copy.deepcopy(template)
+            address = {"address": "127.0.0.1", "port_value": backend.port}
+            endpoint["endpoint"]["address"]["socket_address"] = address
+            endpoint["metadata"] = {"filter_metadata": {"envoy.lb": {"hash_key": backend.name}}}
+            locality["lb_endpoints"].append(endpoint)
     return config
 
 
@@ -189,3 +198,89 @@ def test_a_replica_leaving_hands_on_only_its_own_tables(
     assert from_leaving == sum(owner == leaving.name for owner in before.values())
     assert leaving.name not in after.values()
     assert between_others <= len(TABLES) // 100, between_others
+
+
+def test_a_real_service_behind_the_envoy_serves_grpc_connect_grpc_web_and_the_table(
+    envoy_binary: Path, tmp_path: Path
+) -> None:
+    """The deployment's Envoy in front of one ``ofc serve``: native gRPC reaches the gRPC port,
+    and Connect JSON (with its strict decoding), gRPC-Web, the web table and /healthz reach the
+    HTTP port, each through the listener a browser or curl uses."""
+    listen_port = free_port()
+    served = serve(OFC_API_KEYS="")
+    config: dict[str, Any] = copy.deepcopy(load_yaml(COMPOSE / "envoy" / "envoy.yaml"))
+    config["admin"]["address"]["socket_address"]["port_value"] = free_port()
+    (listener,) = config["static_resources"]["listeners"]
+    listener["address"]["socket_address"] = {"address": "127.0.0.1", "port_value": listen_port}
+    ports = {"ofc": int(served.grpc.rsplit(":", 1)[1]),
+             "ofc_http": int(served.http.rsplit(":", 1)[1])}  # fmt: skip
+    for cluster in config["static_resources"]["clusters"]:
+        (locality,) = cluster["load_assignment"]["endpoints"]
+        (endpoint,) = locality["lb_endpoints"]
+        address = {"address": "127.0.0.1", "port_value": ports[cluster["name"]]}
+        endpoint["endpoint"]["address"]["socket_address"] = address
+    config_file = tmp_path / "envoy-real.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    log_path = tmp_path / "envoy-real.log"
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [str(envoy_binary), "-c", str(config_file), "--disable-hot-restart", "--concurrency", "1",
+         "--log-level", "warn"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{listen_port}"
+
+    def post(path: str, body: bytes, content_type: str) -> tuple[int, bytes, str]:
+        request = urllib.request.Request(
+            f"{base}{path}", data=body, headers={"content-type": content_type}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                return answer.status, answer.read(), answer.headers.get("content-type", "")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read(), error.headers.get("content-type", "")
+
+    evaluate = "/ofcpoker.v1.RulesService/EvaluateRow"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, log_path.read_text()
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as answer:
+                    if answer.read() == b"SERVING\n":
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            assert time.monotonic() < deadline, "Envoy did not reach the HTTP port"
+            time.sleep(0.2)
+        # Connect JSON, as the README's curl lines send it; an unknown field is refused.
+        status, body, _ = post(evaluate, b'{"cards": ["As", "Ad", "Kc"]}', "application/json")
+        assert status == 200 and json.loads(body)["hand"]["category"] == "HAND_CATEGORY_PAIR"
+        status, body, _ = post(evaluate, b'{"cards": ["As"], "bogus": 1}', "application/json")
+        assert (status, json.loads(body)["code"]) == (400, "invalid_argument")
+        # gRPC-Web (binary), as a browser sends it: answered by the service itself.
+        message = rules_service_pb2.EvaluateRowRequest(cards=["As", "Ad", "Kc"])
+        payload = message.SerializeToString()
+        frame = b"\0" + len(payload).to_bytes(4, "big") + payload
+        status, body, content_type = post(evaluate, frame, "application/grpc-web+proto")
+        assert status == 200 and content_type.startswith("application/grpc-web")
+        length = int.from_bytes(body[1:5], "big")
+        answer = rules_service_pb2.EvaluateRowResponse.FromString(body[5 : 5 + length])
+        assert answer.hand.name == "pair of aces, king kicker"
+        # The web table.
+        with urllib.request.urlopen(f"{base}/", timeout=5) as page:
+            assert page.headers["content-type"].startswith("text/html")
+        # Native gRPC.
+        with grpc.insecure_channel(f"127.0.0.1:{listen_port}") as channel:
+            stub = rules_service_pb2_grpc.RulesServiceStub(channel)
+            assert stub.EvaluateRow(message, timeout=5).hand.name == "pair of aces, king kicker"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+        stop(served)
+    # Which port answered what: the access log names the upstream of every request.
+    upstreams = [line.split('"')[-2] for line in log_path.read_text().splitlines()
+                 if line.startswith("[") and '"POST ' in line]  # fmt: skip
+    assert upstreams.count(f"127.0.0.1:{ports['ofc']}") == 1, upstreams
+    assert upstreams.count(f"127.0.0.1:{ports['ofc_http']}") == 3, upstreams

@@ -15,10 +15,12 @@ import yaml
 from tests.deploy.deployfiles import (
     COMPOSE,
     K8S,
+    K8S_CLUSTER,
     Document,
     find_object,
     k8s_files,
     k8s_objects,
+    load_documents,
     load_yaml,
 )
 
@@ -55,6 +57,7 @@ def test_probes_use_native_grpc_health_on_the_grpc_port() -> None:
     for probe in ("startupProbe", "livenessProbe"):
         assert CONTAINER[probe]["grpc"]["service"] == "ofcpoker.v1.RulesService", probe
     assert int(ENV["OFC_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["grpc"]
+    assert int(ENV["OFC_HTTP_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["http"]
     assert int(ENV["OFC_METRICS_LISTEN"].rsplit(":", 1)[1]) == CONTAINER_PORTS["metrics"]
 
 
@@ -106,6 +109,8 @@ def test_headless_service_for_client_side_balancing_and_clusterip_for_proxies() 
             assert port["targetPort"] in CONTAINER_PORTS, port
         grpc_port = next(p for p in service["spec"]["ports"] if p["name"] == "grpc")
         assert grpc_port["appProtocol"] == "kubernetes.io/h2c"
+        http_port = next(p for p in service["spec"]["ports"] if p["name"] == "http")
+        assert CONTAINER_PORTS[http_port["targetPort"]] == http_port["port"] == 8080
 
 
 def test_hpa_and_pdb_fit_the_deployment() -> None:
@@ -142,11 +147,12 @@ def test_only_the_platform_and_prometheus_reach_the_service() -> None:
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     assert {
         p for rule in policy["spec"]["ingress"] for p in (x["port"] for x in rule["ports"])
-    } == {"grpc", "metrics"}
-    assert ingress_peers(policy, "grpc") == [
-        {"namespaceSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
-        {"podSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
-    ]
+    } == {"grpc", "http", "metrics"}
+    for port in ("grpc", "http"):  # Envoy's pods (the platform label) reach both
+        assert ingress_peers(policy, port) == [
+            {"namespaceSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
+            {"podSelector": {"matchLabels": {"ofc.dev/platform": "true"}}},
+        ]
     assert ingress_peers(policy, "metrics") == [PROMETHEUS_PEER]
 
 
@@ -212,7 +218,9 @@ def test_everything_is_in_the_ofc_namespace_and_kustomization_lists_all_but_the_
 
 def normalized_envoy_config(text: str) -> str:
     """Envoy's config without what may differ between compose and k8s: upstream and origins."""
-    text = re.sub(r"socket_address: \{address: [\w.-]+, port_value: 50051\}", "UPSTREAM", text)
+    text = re.sub(
+        r"socket_address: \{address: [\w.-]+, port_value: (50051|8080)\}", r"UPSTREAM:\1", text
+    )
     return re.sub(r"- safe_regex: \{regex: .*\}", "ORIGINS", text)
 
 
@@ -222,9 +230,16 @@ def test_k8s_envoy_runs_the_compose_config_against_the_headless_service() -> Non
     assert normalized_envoy_config(k8s_config) == normalized_envoy_config(compose_config)
     headless = find_object("Service", "ofc-headless")
     fqdn = f"{headless['metadata']['name']}.{headless['metadata']['namespace']}.svc.cluster.local"
-    cluster = yaml.safe_load(k8s_config)["static_resources"]["clusters"][0]
-    endpoint = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
-    assert endpoint["address"]["socket_address"] == {"address": fqdn, "port_value": 50051}
+    clusters = yaml.safe_load(k8s_config)["static_resources"]["clusters"]
+    ports = {p["name"]: p["port"] for p in headless["spec"]["ports"]}
+    upstreams = {}
+    for cluster in clusters:
+        endpoint = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+        upstreams[cluster["name"]] = endpoint["address"]["socket_address"]
+    assert upstreams == {
+        "ofc": {"address": fqdn, "port_value": ports["grpc"]},
+        "ofc_http": {"address": fqdn, "port_value": ports["http"]},
+    }
 
 
 def test_k8s_envoy_pods_are_admitted_and_serve_their_listener() -> None:
@@ -250,3 +265,58 @@ def test_k8s_envoy_pods_are_admitted_and_serve_their_listener() -> None:
     )
     pre_stop = float(container["lifecycle"]["preStop"]["exec"]["command"][1])
     assert pod["spec"]["terminationGracePeriodSeconds"] > pre_stop
+
+
+# --- the Redis Cluster overlay (deploy/k8s-cluster) -----------------------------------------------
+def cluster_overlay() -> tuple[Document, dict[tuple[str, str], Document]]:
+    kustomization = load_yaml(K8S_CLUSTER / "kustomization.yaml")
+    objects = {
+        (doc["kind"], doc["metadata"]["name"]): doc
+        for doc in load_documents(K8S_CLUSTER / "redis-cluster.yaml")
+    }
+    return kustomization, objects
+
+
+def test_cluster_overlay_swaps_the_redis_pod_for_six_cluster_nodes_under_the_same_labels() -> None:
+    kustomization, objects = cluster_overlay()
+    assert kustomization["resources"] == ["../k8s", "redis-cluster.yaml"]
+    patches = [yaml.safe_load(p["patch"]) for p in kustomization["patches"]]
+    assert {"$patch": "delete", "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "redis", "namespace": "ofc"}} in patches  # fmt: skip
+    base = find_object("StatefulSet", "redis")
+    nodes = objects["StatefulSet", "redis-cluster"]
+    assert nodes["spec"]["replicas"] == 6 and nodes["spec"]["serviceName"] == "redis"
+    labels = nodes["spec"]["template"]["metadata"]["labels"]
+    assert labels == base["spec"]["template"]["metadata"]["labels"]
+    assert find_object("Service", "redis")["spec"]["selector"].items() <= labels.items()
+    (redis,) = [c for c in nodes["spec"]["template"]["spec"]["containers"] if c["name"] == "redis"]
+    flags = dict(zip(redis["command"][2::2], redis["command"][3::2], strict=False))
+    assert flags["--cluster-enabled"] == "yes"
+    assert flags["--cluster-config-file"].startswith("/data/")  # on the PersistentVolume
+    assert flags["--cluster-announce-hostname"] == "$(POD_NAME).redis.ofc.svc.cluster.local"
+    assert {p["name"]: p["containerPort"] for p in redis["ports"]} == {
+        "redis": 6379, "cluster-bus": 16379
+    }  # fmt: skip
+    exporters = [c for c in nodes["spec"]["template"]["spec"]["containers"] if c != redis]
+    assert [c["name"] for c in exporters] == ["redis-exporter"]  # one node per exporter
+
+
+def test_cluster_overlay_points_ofc_at_the_nodes_and_joins_them_once() -> None:
+    kustomization, objects = cluster_overlay()
+    patches = [yaml.safe_load(p["patch"]) for p in kustomization["patches"]]
+    (deployment,) = [p for p in patches if p["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["OFC_REDIS_WAIT_REPLICAS"] == "1"
+    seeds = env["OFC_REDIS_URL"].removeprefix("redis+cluster://").split(",")
+    assert seeds == [f"redis-cluster-{i}.redis.ofc.svc.cluster.local:6379" for i in range(3)]
+    names = {e["name"] for e in find_object("Deployment", "ofc")["spec"]["template"]["spec"][
+        "containers"][0]["env"]}  # fmt: skip
+    assert "OFC_REDIS_URL" in names  # the patch replaces the base's value by name
+    job = objects["Job", "redis-cluster-create"]["spec"]["template"]["spec"]
+    script = job["containers"][0]["command"][-1]
+    assert "--cluster-replicas 1" in script and "cluster_state:ok" in script
+    assert "for i in 0 1 2 3 4 5" in script
+    peers = objects["NetworkPolicy", "redis-cluster-peers"]["spec"]
+    assert peers["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "redis"}
+    assert {"port": "cluster-bus"} in peers["ingress"][0]["ports"]

@@ -63,14 +63,18 @@ def error_reason(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
     return err.code(), info.reason
 
 
-@pytest.fixture(params=["memory", "redis"])
+URL_FIXTURES = {"redis": "redis_url", "cluster": "redis_cluster_url"}
+
+
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def servers(request: pytest.FixtureRequest) -> Iterator[list[BackgroundServer]]:
-    """One replica on the in-memory store, or two replicas sharing one Redis."""
+    """One replica on the in-memory store, or two replicas sharing one Redis (or one Redis
+    Cluster)."""
     if request.param == "memory":
         with start_server() as one:
             yield [one]
     else:
-        url = request.getfixturevalue("redis_url")
+        url = request.getfixturevalue(URL_FIXTURES[request.param])
         with start_server(url) as a, start_server(url) as b:
             yield [a, b]
 

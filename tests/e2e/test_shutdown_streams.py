@@ -38,8 +38,8 @@ def reason_of(error: grpc.RpcError) -> str:
     return ""
 
 
-def test_stopping_ends_streams_at_once_and_watchers_resume_elsewhere(redis_url: str) -> None:
-    with start_server(redis_url) as a, start_server(redis_url) as b:
+def test_stopping_ends_streams_at_once_and_watchers_resume_elsewhere(any_redis_url: str) -> None:
+    with start_server(any_redis_url) as a, start_server(any_redis_url) as b:
         host = TableClient(b.address, api_key=API_KEY)
         table_id = host.create_table(seats=2).table_id
         TableClient(b.address).join(table_id, 0, "first")

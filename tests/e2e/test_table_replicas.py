@@ -323,8 +323,9 @@ def _as_watcher(player: SeatPlayer) -> _WatcherView:
 
 
 @pytest.fixture
-def replicas(redis_url: str) -> Iterator[list[ServeProcess]]:
-    processes = start_processes(redis_url, 3)
+def replicas(any_redis_url: str) -> Iterator[list[ServeProcess]]:
+    """Three ``ofc serve`` processes on one Redis, or on a Redis Cluster."""
+    processes = start_processes(any_redis_url, 3)
     try:
         yield processes
     finally:
@@ -333,20 +334,21 @@ def replicas(redis_url: str) -> Iterator[list[ServeProcess]]:
 
 
 def test_three_replicas_apply_every_move_exactly_once_under_concurrent_load(
-    redis_url: str, replicas: list[ServeProcess]
+    any_redis_url: str, replicas: list[ServeProcess]
 ) -> None:
-    ledger, players = run_load([p.address for p in replicas], redis_url)
+    ledger, players = run_load([p.address for p in replicas], any_redis_url)
     assert ledger.duplicates > 0 and ledger.races > 0
-    check_tables(redis_url, ledger, players)
+    check_tables(any_redis_url, ledger, players)
 
 
+@pytest.mark.parametrize("any_redis_url", ["single"], indirect=True)
 def test_a_replica_killed_mid_load_leaves_no_table_inconsistent(
-    redis_url: str, replicas: list[ServeProcess]
+    any_redis_url: str, replicas: list[ServeProcess]
 ) -> None:
     victim = replicas[0]
-    ledger, players = run_load([p.address for p in replicas], redis_url, kill=victim)
+    ledger, players = run_load([p.address for p in replicas], any_redis_url, kill=victim)
     assert victim.process.returncode == -9
     assert any(p.watch.reconnects for ps in players.values() for p in ps)
-    check_tables(redis_url, ledger, players)
+    check_tables(any_redis_url, ledger, players)
     for survivor in replicas[1:]:
         survivor.wait_ready(timeout=5)

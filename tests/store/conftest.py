@@ -1,4 +1,5 @@
-"""Fixtures for the store tests: every conformance test runs once per store.
+"""Fixtures for the store tests: every conformance test runs once per store (memory, one
+Redis, a Redis Cluster).
 
 Store tests are ``async def``; the hook below runs each in a fresh event loop, and a test
 opens its stores inside that loop with ``async with backend.open() as h`` (redis.asyncio
@@ -20,9 +21,9 @@ from ofc_service.store import (
     RedisTableStore,
     TableStore,
 )
-from redis.asyncio import Redis
+from ofc_service.store.redis_io import RedisClient, connect
 
-from tests.conftest import RedisServer
+from tests.conftest import RedisServer, flush_url
 
 START = 1_700_000_000.0
 
@@ -54,7 +55,7 @@ class Harness:
     store: TableStore
     other: TableStore
     clock: FakeClock = field(default_factory=FakeClock)
-    admin: Redis | None = None
+    admin: RedisClient | None = None
 
     async def advance(self, seconds: float) -> None:
         """Let time pass: the fake clock for memory, real time for Redis."""
@@ -69,43 +70,55 @@ class Harness:
             assert isinstance(self.store, MemoryTableStore)
             table = self.store._tables[table_id]
             return [table.expires_at - self.clock.now]
-        keys = await self.admin.keys(f"ofc:{{{table_id}}}:*")
+        # SCAN, not KEYS: a cluster client scans every master (KEYS asks one node)
+        keys = [k async for k in self.admin.scan_iter(match=f"ofc:{{{table_id}}}:*")]
         return [await self.admin.pttl(k) / 1000 for k in keys if b":req:" not in k]
 
 
 @dataclass
 class Backend:
     kind: str
-    server: RedisServer | None
+    """``memory``, ``redis`` (one server) or ``cluster`` (a Redis Cluster)."""
+    url: str | None
 
     @asynccontextmanager
     async def open(self, *, max_events: int = DEFAULT_MAX_EVENTS) -> AsyncIterator[Harness]:
-        if self.server is None:
+        if self.url is None:
             clock = FakeClock()
             memory = MemoryTableStore(clock=clock, max_events=max_events)
             yield Harness("memory", memory, memory, clock)
             await memory.close()
             return
-        url = self.server.url
+        url = self.url
         stores = [RedisTableStore.from_url(url, max_events=max_events) for _ in range(2)]
-        admin = Redis.from_url(url)
+        admin = connect(url)
         try:
-            yield Harness("redis", stores[0], stores[1], admin=admin)
+            yield Harness(self.kind, stores[0], stores[1], admin=admin)
         finally:
             for store in stores:
                 await store.close()
             await admin.aclose()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def backend(request: pytest.FixtureRequest) -> Backend:
     if request.param == "memory":
         return Backend("memory", None)
-    request.getfixturevalue("redis_url")  # an empty database for this test
-    server: RedisServer = request.getfixturevalue("redis_server")
-    return Backend("redis", server)
+    if request.param == "cluster":
+        return Backend("cluster", request.getfixturevalue("redis_cluster_url"))
+    return Backend("redis", request.getfixturevalue("redis_url"))
 
 
 @pytest.fixture
-def redis_backend(redis_url: str, redis_server: RedisServer) -> Backend:
-    return Backend("redis", redis_server)
+def redis_backend(redis_server: RedisServer) -> Backend:
+    """One local Redis process, emptied: the Redis-only tests (some restart it)."""
+    flush_url(redis_server.url)
+    return Backend("redis", redis_server.url)
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def any_redis_backend(request: pytest.FixtureRequest) -> Backend:
+    """One Redis, then a Redis Cluster."""
+    if request.param == "cluster":
+        return Backend("cluster", request.getfixturevalue("redis_cluster_url"))
+    return Backend("redis", request.getfixturevalue("redis_url"))

@@ -377,6 +377,46 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
             ))  # fmt: skip
 
 
+async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backend) -> None:
+    # With segments (hands) kept, a request is answered from its record while its hand is
+    # the current or the previous one; older records are gone, so an older retry is judged
+    # afresh (and, with its old version, refused as stale). Memory per table stays bounded.
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        await play(h.store, "t", 1, request_id="join")  # before the first hand
+        version, hands = 2, []
+        for hand in range(1, 5):
+            started = await h.store.commit(
+                Commit(
+                    "t", expected_version=version, state=b"v%d" % (version + 1),
+                    events=[b"start"], response=b"started %d" % hand,
+                    request_id=f"start-{hand}", deadline_ms=None, keep_segments=2,
+                )
+            )  # fmt: skip
+            moved = await play(h.store, "t", version + 1, request_id=f"move-{hand}")
+            hands.append((version, started, moved))
+            version += 2
+            if hand == 1:  # the hand before the first one counts as one: join is kept
+                assert (await play(h.other, "t", 1, request_id="join")).replayed
+        for hand in (3, 4):  # the previous and the current hand: replayed from the record
+            before, started, moved = hands[hand - 1]
+            again = await h.other.commit(
+                Commit(
+                    "t", expected_version=before, state=b"x", events=[b"start"],
+                    response=b"other", request_id=f"start-{hand}", deadline_ms=None,
+                    keep_segments=2,
+                )
+            )  # fmt: skip
+            assert (again.replayed, again.response, again.version) == (
+                True, b"started %d" % hand, started.version
+            )  # fmt: skip
+            assert await h.other.get_response("t", f"move-{hand}") == moved.response
+        for request_id in ("join", "start-1", "move-1", "start-2", "move-2"):
+            assert await h.other.get_response("t", request_id) is None, request_id
+        with pytest.raises(StaleVersionError):  # an older retry: judged afresh
+            await play(h.other, "t", hands[0][0] + 1, request_id="move-1")
+
+
 async def test_a_commit_can_require_the_state_it_was_computed_from(backend: Backend) -> None:
     async with backend.open() as h:
         await h.store.create_table("t", b"v1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from ofc_service.store import (
@@ -16,6 +17,7 @@ from ofc_service.store import (
     TableStore,
     open_store,
 )
+from ofc_service.store.redis_io import INDEX_SHARDS, index_shard, text
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
@@ -25,8 +27,22 @@ from .conftest import Backend, Harness
 from .test_conformance import payloads, play
 
 
+def deadline_index(table_id: str) -> str:
+    """The shard of the deadline index that holds ``table_id``'s hint."""
+    return f"ofc:{{deadlines-{index_shard(table_id):02d}}}"
+
+
+async def all_hints(admin: Redis, index: str = "deadlines") -> list[tuple[bytes, float]]:
+    """Every shard's entries, by score then member."""
+    entries: list[tuple[bytes, float]] = []
+    for shard in range(INDEX_SHARDS):
+        page: list[Any] = await admin.zrange(f"ofc:{{{index}-{shard:02d}}}", 0, -1, withscores=True)
+        entries += [(bytes(member), float(score)) for member, score in page]
+    return sorted(entries, key=lambda e: (e[1], e[0]))
+
+
 def admin_of(h: Harness) -> Redis:
-    assert h.admin is not None
+    assert isinstance(h.admin, Redis)
     return h.admin
 
 
@@ -48,19 +64,25 @@ async def test_key_layout_and_ttls(redis_backend: Backend) -> None:
         create_record = next(k for k in keys if ":req:create:" in k)
         assert keys == sorted(
             [
-                "ofc:deadlines",
+                deadline_index("t"),
                 "ofc:{t}:events",
                 "ofc:{t}:extra",
                 "ofc:{t}:extra_index",
                 "ofc:{t}:req:r1",
+                "ofc:{t}:requests",
                 "ofc:{t}:state",
                 create_record,
             ]
         )
-        assert len({key_slot(k.encode()) for k in keys if k != "ofc:deadlines"}) == 1
+        # the request log: each record's key after the table's last event at its commit
+        log = [text(entry) for entry in await admin.lrange("ofc:{t}:requests", 0, -1)]
+        assert [entry.split(" ")[1] for entry in log] == [create_record, "ofc:{t}:req:r1"]
+        table_keys = [k for k in keys if k != deadline_index("t")]
+        assert len({key_slot(k.encode()) for k in table_keys}) == 1
+        assert key_slot(deadline_index("t").encode()) != key_slot(table_keys[0].encode())
         for key in keys:
             ttl = await admin.ttl(key)
-            if key == "ofc:deadlines":
+            if key == deadline_index("t"):
                 assert ttl == -1  # shared by all tables; entries are removed by the sweep
             elif key.endswith(":req:r1"):
                 assert 50 < ttl <= 60
@@ -75,7 +97,7 @@ async def test_key_layout_and_ttls(redis_backend: Backend) -> None:
             b"last_event": (await h.store.load("t")).last_event_id.encode(),
             b"layout": b"1",
         }
-        assert await admin.zrange("ofc:deadlines", 0, -1, withscores=True) == [(b"t", 1000.0)]
+        assert await all_hints(admin) == [(b"t", 1000.0)]
 
         await admin.hset("ofc:{t}:state", "layout", "2")
         with pytest.raises(StoreError, match="unknown layout"):
@@ -98,7 +120,7 @@ async def test_scripts_reload_after_script_flush(redis_backend: Backend) -> None
         await play(h.store, "t", 4, deadline_ms=None)
         await admin.script_flush()
         assert await h.store.due_deadlines(2_000) == []  # runs the compare-and-set script
-        assert await admin.zcard("ofc:deadlines") == 0
+        assert await all_hints(admin) == []
         table = await h.store.load("t")
         assert (table.version, table.state) == (5, b"v5")
         assert payloads(await h.store.read_events("t")) == [b"e%d.0" % v for v in range(2, 6)]
@@ -215,7 +237,7 @@ async def test_deadline_hints_are_repaired(redis_backend: Backend) -> None:
         admin = admin_of(h)
 
         async def hint(table_id: str) -> float | None:
-            score: float | None = await admin.zscore("ofc:deadlines", table_id)
+            score: float | None = await admin.zscore(deadline_index(table_id), table_id)
             return score
 
         for table_id in ("early", "stale", "lost"):
@@ -227,17 +249,53 @@ async def test_deadline_hints_are_repaired(redis_backend: Backend) -> None:
         with pytest.raises(StaleVersionError):  # a later one is lowered back at once
             await play(h.other, "early", 1, request_id="y", deadline_ms=9_000)
         assert await hint("early") == 5_000
-        await admin.zadd("ofc:deadlines", {"early": 1_000})
+        await admin.zadd(deadline_index("early"), {"early": 1_000})
         await play(h.store, "stale", 1, deadline_ms=1_000)
         await play(h.store, "stale", 2, deadline_ms=None)
         await play(h.store, "lost", 1, deadline_ms=1_000)
         await admin.delete("ofc:{lost}:state")  # as if the table had expired
-        await admin.zadd("ofc:deadlines", {"absent": 1_500})
+        await admin.zadd(deadline_index("absent"), {"absent": 1_500})
 
         assert await h.store.due_deadlines(2_000) == []
-        assert await admin.zrange("ofc:deadlines", 0, -1, withscores=True) == [(b"early", 5000.0)]
+        assert await all_hints(admin) == [(b"early", 5000.0)]
         assert await h.store.due_deadlines(5_000) == [("early", 5_000)]
         assert await hint("early") == 5_000  # kept until the sweeper's commit moves it
+
+
+async def test_hints_of_the_unsharded_indexes_are_still_served_and_drained(
+    redis_backend: Backend,
+) -> None:
+    # Releases before the sharded indexes wrote every hint to ofc:deadlines / ofc:outbox.
+    # After an upgrade those tables still time out and relay; their hints move to the shards.
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        for table_id in ("due", "later", "gone", "settled"):
+            await h.store.create_table(table_id, b"v1")
+        await play(h.store, "due", 1, deadline_ms=1_000)
+        await play(h.store, "later", 1, deadline_ms=9_000)
+        await play(h.store, "settled", 1)
+        await h.store.commit(
+            Commit(
+                "settled", expected_version=2, state=b"v3", request_id="s", deadline_ms=None,
+                outbox={"settled:1": b"record"},
+            )
+        )  # fmt: skip
+        for index in ("deadlines", "outbox"):  # as the older release left them
+            for shard in range(INDEX_SHARDS):
+                await admin.delete(f"ofc:{{{index}-{shard:02d}}}")
+        await admin.zadd("ofc:deadlines", {"due": 1_000, "later": 500, "gone": 700})
+        await admin.zadd("ofc:outbox", {"settled": 1_000})
+
+        assert await h.store.deadline_count() == 3
+        assert await h.store.due_deadlines(2_000) == [("due", 1_000)]
+        # the early hint moved to its shard at the real deadline, the stale one is dropped
+        assert await admin.zrange("ofc:deadlines", 0, -1, withscores=True) == [(b"due", 1000.0)]
+        assert await all_hints(admin) == [(b"later", 9000.0)]
+        assert await h.store.due_deadlines(9_000) == [("due", 1_000), ("later", 9_000)]
+        assert await h.store.pending_outboxes(2_000) == ["settled"]
+        await h.store.remove_from_outbox("settled", ["settled:1"])
+        assert await h.store.pending_outboxes(10**13) == []
+        assert await admin.exists("ofc:outbox") == 0
 
 
 async def test_open_store_picks_the_backend(redis_url: str) -> None:

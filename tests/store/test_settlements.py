@@ -24,6 +24,8 @@ from ofc_service.application.settlements import (
     settlement_id,
 )
 
+from tests.records4 import format_4
+
 CAPPED = resolve_ruleset({"preset": "classic", "loss_cap": 5, "unit_value": 25})
 FOULED = Board.parse("Ac Ad 2c / Kc Kd 9h 8s 4c / 9c 8c 7d 6h 5s")  # middle beats bottom
 KING_HIGH = Board.parse("Ks 3c 2d / 5c 5d 9d 8h 4d / 7c 7h Qd Js 4s")
@@ -140,7 +142,7 @@ def test_every_played_hand_gives_a_zero_sum_record_matching_the_totals(
     assert sum(units) == 0 and sum(s.points for s in state.seats) == 0
 
 
-def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_3() -> None:
+def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_4() -> None:
     state, _ = engine.replay(engine.new_match(seats=2), [SitDown(0, "a"), SitDown(1, "b")])
     record = TableRecord(
         "t", state, 30_000, 120_000, b"c", 5, seat_units=(40, -40),
@@ -148,9 +150,10 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_3()
         next_server_seed=bytes(range(32)),
     )  # fmt: skip
     raw = record.to_bytes()
-    assert json.loads(raw)["format"] == 4
+    assert json.loads(raw)["format"] == 5
     assert TableRecord.from_bytes(raw) == record
-    old = json.loads(raw)
+    old = format_4(record)
+    assert TableRecord.from_bytes(json.dumps(old).encode()) == record
     for key in ("seat_changes", "hand_seat_changes", "hand_deadlines"):
         del old[key]
     old["format"] = 3  # before seat changes were collected: not known
@@ -172,8 +175,8 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_3()
     loaded = TableRecord.from_bytes(json.dumps(old).encode())
     assert loaded.seat_units == () and loaded.units_of(1) == 0
     assert dataclasses.replace(loaded, seat_units=(40, -40)) == two
-    old["format"] = 5  # a newer server's record (rolling upgrade): retryable elsewhere
-    with pytest.raises(NewerRecordError, match=r"newer server version .*format 5"):
+    old["format"] = 6  # a newer server's record (rolling upgrade): retryable elsewhere
+    with pytest.raises(NewerRecordError, match=r"newer server version .*format 6"):
         TableRecord.from_bytes(json.dumps(old).encode())
     old["format"] = 0
     with pytest.raises(ValueError, match="unknown table record format 0"):

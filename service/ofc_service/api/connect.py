@@ -20,6 +20,7 @@ same ``google.rpc.Status`` a gRPC client gets: the code, the message and its det
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
@@ -30,9 +31,10 @@ from typing import Any
 
 from connectrpc.code import Code as ConnectCode
 from connectrpc.codec import Codec
-from connectrpc.compat import google_protobuf_codecs
+from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.request import RequestContext
+from google.protobuf import json_format
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
@@ -45,12 +47,12 @@ from ofc_service.api.errors import (
     request_id_var,
     rich_status,
 )
+from ofc_service.api.serialized import Handler, parsing_bytes
 from ofc_service.auth import Credentials
 from ofc_service.metrics import RpcMetrics
 
 access_log = logging.getLogger("ofc.access")
 
-Handler = Callable[[Any, Credentials], Any]
 
 MAX_REQUEST_ID_CHARS = 128
 _CODES = {
@@ -105,9 +107,57 @@ def connect_error(status: status_pb2.Status) -> ConnectError:
     return ConnectError(_CODES.get(status.code) or ConnectCode.UNKNOWN, status.message, details)
 
 
+class _StrictJsonCodec:
+    """Connect JSON as a strict reader and a compact writer.
+
+    connectrpc's own JSON codec drops fields it does not know, so a mistyped field from curl
+    would be silently ignored; here it is an error. Responses are written on one line
+    (field names in lowerCamelCase, as the JSON mapping of protobuf gives them).
+    """
+
+    def name(self) -> str:
+        return "json"
+
+    def encode(self, message: Any) -> bytes:
+        compact = json.dumps(json_format.MessageToDict(message), separators=(",", ":"),
+                             ensure_ascii=False)  # fmt: skip
+        return compact.encode()
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        message = message_class()
+        json_format.Parse(bytes(data), message, ignore_unknown_fields=False)
+        return message
+
+
+_UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)" at "([^"]*)"')
+_FAILED_FIELD = re.compile(r"Failed to parse (\w+) field: ")
+
+
+def json_error_field(message: str) -> str:
+    """The request field a JSON parse error names ("" when it names none).
+
+    >>> json_error_field('Message type "ofcpoker.v1.Board" has no field named "midle" at '
+    ...                  '"ValidateBoardRequest.board".')
+    'board.midle'
+    >>> json_error_field("Failed to parse board field: Failed to parse top field: repeated "
+    ...                  "field top must be in [] which is 3 at ValidateBoardRequest.board..")
+    'board.top'
+    >>> json_error_field("Failed to load JSON: Expecting value: line 1 column 1 (char 0).")
+    ''
+    """
+    unknown = _UNKNOWN_FIELD.search(message)
+    if unknown is not None:
+        name, at = unknown.groups()
+        return ".".join([*at.split(".")[1:], name])
+    # A wrong-typed value: the chain of fields it was found under, outermost first.
+    chain = (m.group(1) for m in _FAILED_FIELD.finditer(message))
+    return ".".join(name for name in chain if not name.isdigit())
+
+
 class _TolerantCodec:
     """A codec whose undecodable input is the client's mistake: MALFORMED_REQUEST, with the
-    reason, as gRPC's interceptor answers it (connectrpc alone would send no details)."""
+    reason and the field named when the parser names one, as gRPC's interceptor answers it
+    (connectrpc alone would send no details)."""
 
     def __init__(self, codec: Codec[Any, Any]) -> None:
         self._codec = codec
@@ -122,13 +172,16 @@ class _TolerantCodec:
         try:
             return self._codec.decode(data, message_class)
         except Exception as exc:
-            malformed = MalformedRequestError(f"the request does not decode: {exc}")
+            text = str(exc)
+            field = json_error_field(text) if isinstance(exc, json_format.ParseError) else ""
+            malformed = MalformedRequestError(f"the request does not decode: {text}", field=field)
             raise connect_error(rich_status(api_error(malformed))) from None
 
 
 def codecs() -> list[Codec[Any, Any]]:
-    """The codecs the HTTP port speaks: protobuf binary and JSON, tolerant of bad input."""
-    return [_TolerantCodec(codec) for codec in google_protobuf_codecs()]
+    """The codecs the HTTP port speaks: protobuf binary and strict, compact JSON, each
+    answering bad input MALFORMED_REQUEST."""
+    return [_TolerantCodec(google_protobuf_binary_codec()), _TolerantCodec(_StrictJsonCodec())]
 
 
 def request_id(headers: Mapping[str, str]) -> str:
@@ -266,11 +319,14 @@ class _Method:
 
 def connect_service(handlers: object, service: ServiceDescriptor) -> Any:
     """The service object a generated ``<Service>ASGIApplication`` accepts: each RPC of
-    ``service`` is ``handlers``' method of the same name, adapted."""
+    ``service`` is ``handlers``' method of the same name, adapted (a response the handler
+    gives serialised is parsed first: the codecs encode messages)."""
     return SimpleNamespace(**{
-        snake_case(m.name): _Method(m, getattr(handlers, m.name)).adapted(m)
+        snake_case(m.name): _Method(m, parsing_bytes(m, getattr(handlers, m.name))).adapted(m)
         for m in service.methods
     })  # fmt: skip
 
 
-__all__ = ["codecs", "connect_error", "connect_service", "protocol_of", "snake_case"]
+__all__ = [
+    "codecs", "connect_error", "connect_service", "json_error_field", "protocol_of", "snake_case",
+]

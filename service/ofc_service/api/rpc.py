@@ -3,7 +3,11 @@
 A handler is an async method named after its RPC taking ``(request, credentials)`` — the
 request message and the caller's :class:`~ofc_service.auth.Credentials`, read from the
 call's metadata — and returning the response message (a server-streaming RPC: an async
-iterator of them; a client-streaming one gets an async iterator of requests). It raises
+iterator of them; a client-streaming one gets an async iterator of requests), or the
+response already serialised, as ``bytes`` (a move's response is serialised once, before its
+commit, so that a retry gets the same bytes: :func:`add_handlers` sends them as they are,
+any other adapter may send them as they are too or parse them with the method's response
+type, as :func:`grpc_servicer` does). It raises
 what it meets; :func:`~ofc_service.api.errors.api_error` maps that to one
 :class:`~ofc_service.api.errors.ApiError`, sent here as the call's rich status. Nothing
 but this module (and the server) knows grpc.
@@ -16,7 +20,9 @@ from types import SimpleNamespace
 from typing import Any, NoReturn
 
 import grpc
+from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.message import Message
 
 from ofc_service.api.errors import (
     REQUEST_ID_KEY,
@@ -27,9 +33,8 @@ from ofc_service.api.errors import (
     request_id_var,
     rich_status,
 )
+from ofc_service.api.serialized import Handler, parsing_bytes
 from ofc_service.auth import Credentials
-
-Handler = Callable[[Any, Credentials], Any]
 
 
 def status_code(code: Code) -> grpc.StatusCode:
@@ -96,10 +101,54 @@ def adapt(method: MethodDescriptor, handler: Handler) -> Callable[..., Any]:
     return (streaming if method.server_streaming else unary)(handler, method.name)
 
 
+def serialize(response: Message | bytes) -> bytes:
+    """A response's bytes: a message serialised, bytes (already serialised) as they are."""
+    if isinstance(response, bytes):
+        return response
+    data: bytes = response.SerializeToString()
+    return data
+
+
+def add_handlers(server: grpc.aio.Server, handlers: object, service: ServiceDescriptor) -> None:
+    """Serve ``service`` on ``server``: each method is ``handlers``' method of the same name,
+    adapted, its responses sent by :func:`serialize` (a handler's bytes go out unparsed)."""
+    methods: dict[str, grpc.RpcMethodHandler] = {}
+    for method in service.methods:
+        behaviour = adapt(method, getattr(handlers, method.name))
+        request_type: Any = message_factory.GetMessageClass(method.input_type)
+        kind = _METHOD_HANDLERS[method.client_streaming, method.server_streaming]
+        methods[method.name] = kind(
+            behaviour, request_deserializer=request_type.FromString, response_serializer=serialize
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, methods),)
+    )
+
+
+_METHOD_HANDLERS: dict[tuple[bool, bool], Callable[..., grpc.RpcMethodHandler]] = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
 def grpc_servicer(handlers: object, service: ServiceDescriptor) -> Any:
     """An object the generated ``add_<Service>Servicer_to_server`` accepts: each method of
-    ``service`` is ``handlers``' method of the same name, adapted."""
-    return SimpleNamespace(**{m.name: adapt(m, getattr(handlers, m.name)) for m in service.methods})
+    ``service`` is ``handlers``' method of the same name, adapted (a handler's bytes parsed
+    into the method's response type, which the generated serializer expects; the server
+    itself uses :func:`add_handlers`, which sends them as they are)."""
+    return SimpleNamespace(
+        **{m.name: adapt(m, parsing_bytes(m, getattr(handlers, m.name))) for m in service.methods}
+    )
 
 
-__all__ = ["abort", "credentials", "fail", "grpc_servicer", "status_code"]
+__all__ = [
+    "abort",
+    "add_handlers",
+    "credentials",
+    "fail",
+    "grpc_servicer",
+    "serialize",
+    "status_code",
+]

@@ -194,11 +194,18 @@ def encode_event(event: TableEvent, version: int, record: TableRecord) -> bytes:
     return struct.pack(">BI", owner, len(full)) + full + public.SerializeToString()
 
 
-def decode_event(blob: bytes, viewer: int | None, event_id: str) -> pb.TableEvent:
+def event_part(blob: bytes, viewer: int | None) -> bytes:
+    """``viewer``'s copy of a stored event (None: a spectator's), serialised, without id."""
     owner, size = struct.unpack_from(">BI", blob)
-    start = struct.calcsize(">BI")
-    part = blob[start : start + size] if owner in (_PUBLIC, viewer) else blob[start + size :]
-    event = pb.TableEvent.FromString(part)
+    start = _HEADER_SIZE
+    return blob[start : start + size] if owner in (_PUBLIC, viewer) else blob[start + size :]
+
+
+_HEADER_SIZE = struct.calcsize(">BI")
+
+
+def decode_event(blob: bytes, viewer: int | None, event_id: str) -> pb.TableEvent:
+    event = pb.TableEvent.FromString(event_part(blob, viewer))
     event.event_id = event_id
     return event
 
@@ -440,26 +447,23 @@ class TableHandlers:
 
     async def LeaveSeat(
         self, request: pb.LeaveSeatRequest, creds: auth.Credentials
-    ) -> pb.LeaveSeatResponse:
-        raw = await self._run(request, creds, commands.LeaveSeat(request.seat))
-        return pb.LeaveSeatResponse.FromString(raw)
+    ) -> bytes:  # a LeaveSeatResponse, serialised (see api.rpc)
+        return await self._run(request, creds, commands.LeaveSeat(request.seat))
 
     async def StartHand(
         self, request: pb.StartHandRequest, creds: auth.Credentials
-    ) -> pb.StartHandResponse:
-        return pb.StartHandResponse.FromString(
-            await self._run(request, creds, commands.StartHand())
-        )
+    ) -> bytes:  # a StartHandResponse, serialised (see api.rpc)
+        return await self._run(request, creds, commands.StartHand())
 
     async def SetClientSeed(
         self, request: pb.SetClientSeedRequest, creds: auth.Credentials
-    ) -> pb.SetClientSeedResponse:
+    ) -> bytes:  # a SetClientSeedResponse, serialised (see api.rpc)
         command = commands.SetClientSeed(request.seat, _client_seed(request.client_seed))
-        return pb.SetClientSeedResponse.FromString(await self._run(request, creds, command))
+        return await self._run(request, creds, command)
 
     async def PlaceCards(
         self, request: pb.PlaceCardsRequest, creds: auth.Credentials
-    ) -> pb.PlaceCardsResponse:
+    ) -> bytes:  # a PlaceCardsResponse, serialised (see api.rpc)
         placements = []
         for k, p in enumerate(parse.bounded(request.placements, MAX_PLACEMENTS, "placements")):
             card = _card(p.card, f"placements[{k}].card")
@@ -471,11 +475,11 @@ class TableHandlers:
             placements.append((card, row))
         discard = _card(request.discard, "discard") if request.discard else None
         command = commands.PlaceCards(request.seat, tuple(placements), discard)
-        return pb.PlaceCardsResponse.FromString(await self._run(request, creds, command))
+        return await self._run(request, creds, command)
 
     async def SetFantasyland(
         self, request: pb.SetFantasylandRequest, creds: auth.Credentials
-    ) -> pb.SetFantasylandResponse:
+    ) -> bytes:  # a SetFantasylandResponse, serialised (see api.rpc)
         board = convert.board_from_proto(request.board, "board")
         discards = convert.parse_cards(
             parse.bounded(request.discards, MAX_DISCARDS, "discards"), "discards"
@@ -483,7 +487,7 @@ class TableHandlers:
         command = commands.SetFantasyland(
             request.seat, board.top, board.middle, board.bottom, tuple(discards)
         )
-        return pb.SetFantasylandResponse.FromString(await self._run(request, creds, command))
+        return await self._run(request, creds, command)
 
     async def _run(self, request: Any, creds: auth.Credentials, command: commands.Command) -> bytes:
         """One mutating request: the caller authenticated first, then the command, applied
@@ -539,7 +543,7 @@ class TableHandlers:
     # --- watching -------------------------------------------------------------------------
     async def Watch(
         self, request: pb.WatchRequest, creds: auth.Credentials
-    ) -> AsyncIterator[pb.WatchResponse]:
+    ) -> AsyncIterator[pb.WatchResponse | bytes]:  # events: WatchResponses, serialised
         table_id = parse.table_id(request.table_id)
         resume = request.after_event_id
         if resume:
@@ -557,25 +561,72 @@ class TableHandlers:
             )
         follow = self.manager.follow(table_id, cursor, newest=last or "0")
         async for stored in self.shutdown.until(follow):
-            ready: list[pb.TableEvent] = []
+            # Each event's stored bytes for this audience, its id spliced in: a message of
+            # events is assembled, not parsed and serialised again (see _watch_events).
+            ready: list[bytes] = []
             for event in stored:
-                decoded = audience.decode(event)
-                if decoded.WhichOneof("kind") in _SEAT_CHANGES:
+                part = audience.part(event)
+                if _event_kind(part) in _SEAT_CHANGES:
                     # Who holds which seat token changes only here: deliver what came
                     # before, then ask the table whether the credentials still hold.
                     if ready:
-                        yield pb.WatchResponse(events=pb.EventBatch(events=ready))
+                        yield _watch_events(ready)
                         ready = []
                     await audience.recheck()
+                spliced = _with_event_id(part, event.event_id)
                 if not request.batch_events:
-                    yield pb.WatchResponse(event=decoded)
+                    yield _field(_WATCH_EVENT, spliced)
                 else:
-                    ready.append(decoded)
+                    ready.append(spliced)
             if ready:
-                yield pb.WatchResponse(events=pb.EventBatch(events=ready))
+                yield _watch_events(ready)
 
 
-_SEAT_CHANGES = ("seat_taken", "seat_vacated")
+# Field numbers (protos/ofcpoker/v1/table_service.proto): TableEvent.event_id and its kinds,
+# WatchResponse.event and .events, EventBatch.events.
+_EVENT_ID, _EVENT_VERSION = 1, 2
+_SEAT_TAKEN, _SEAT_VACATED = 3, 4
+_WATCH_EVENT, _WATCH_EVENTS, _BATCH_EVENTS = 2, 3, 1
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(number: int, data: bytes) -> bytes:
+    """A length-delimited field (a message or a string) in protobuf's wire format."""
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _with_event_id(part: bytes, event_id: str) -> bytes:
+    """A stored TableEvent (no event id) with ``event_id`` set: fields may come in any
+    order on the wire, so the id's field is put in front of the stored bytes."""
+    return _field(_EVENT_ID, event_id.encode()) + part
+
+
+def _watch_events(events: list[bytes]) -> bytes:
+    """A WatchResponse of an EventBatch of the (serialised) events."""
+    return _field(_WATCH_EVENTS, b"".join(_field(_BATCH_EVENTS, e) for e in events))
+
+
+def _event_kind(part: bytes) -> int:
+    """The field number of a stored TableEvent's kind: its version (a varint, absent when 0)
+    comes first as this server serialises it, then the kind."""
+    at = 0
+    if part[:1] == bytes([_EVENT_VERSION << 3]):
+        at = 1
+        while part[at] & 0x80:
+            at += 1
+        at += 1
+    return part[at] >> 3 if at < len(part) else 0
+
+
+_SEAT_CHANGES = (_SEAT_TAKEN, _SEAT_VACATED)
 
 
 class _Audience:
@@ -625,9 +676,10 @@ class _Audience:
                 return
             after = events[-1].event_id
 
-    def decode(self, event: store.StoredEvent) -> pb.TableEvent:
+    def part(self, event: store.StoredEvent) -> bytes:
+        """The stored event's bytes this audience is sent (a TableEvent without its id)."""
         public = store.parse_event_id(event.event_id) <= self.public_until
-        return decode_event(event.data, None if public else self.viewer, event.event_id)
+        return event_part(event.data, None if public else self.viewer)
 
     async def recheck(self) -> None:
         """The credentials against the table as it is now: raises (as GetTable would) when

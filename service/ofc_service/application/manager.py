@@ -430,10 +430,13 @@ class TableManager:
     def apply_action(record: TableRecord, action: Action) -> tuple[TableRecord, tuple[Event, ...]]:
         """``engine.apply`` plus the bookkeeping of the hand being recorded for its history."""
         match, events = engine.apply(record.match, action)
+        units = money_totals(record.seat_units, len(match.seats), events)
+        # One copy of the record per move (it has many fields): everything changed at once.
         if isinstance(action, engine.StartHand):
             record = dataclasses.replace(
                 record,
                 match=match,
+                seat_units=units,
                 hand_start=record.match,
                 hand_actions=(action,),
                 hand_seat_changes=record.seat_changes,  # written into this hand's history
@@ -442,15 +445,17 @@ class TableManager:
             )
         elif isinstance(action, engine.Place | engine.SetFantasyland | engine.Timeout):
             record = dataclasses.replace(
-                record, match=match, hand_actions=(*record.hand_actions, action)
+                record, match=match, seat_units=units, hand_actions=(*record.hand_actions, action)
             )
         else:  # a seat taken or left: the next hand's history explains the changed seat
             changes = record.seat_changes
             record = dataclasses.replace(
-                record, match=match, seat_changes=None if changes is None else (*changes, action)
+                record,
+                match=match,
+                seat_units=units,
+                seat_changes=None if changes is None else (*changes, action),
             )
-        units = money_totals(record.seat_units, len(match.seats), events)
-        return dataclasses.replace(record, seat_units=units), events
+        return record, events
 
     def encode(
         self, request: Request, command: Command, key: str, done: Change, now: int, sha1: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -23,7 +22,7 @@ from ofc.codec import action_from_dict, action_to_dict, state_from_dict, state_t
 from ofc.engine import Action, Event, MatchState
 from ofc.errors import IllegalActionError
 from ofc.policy import TIMEOUT_POLICY, identity
-from ofc.rulesets import ROWS
+from ofc.rulesets import DEFAULT_RULESET, ROWS, Ruleset, ruleset_from_dict
 from ofc.scoring import Settlement
 from ofc.shuffle import combine_client_seeds, commitment
 
@@ -42,9 +41,10 @@ class ClientSeedPolicyError(IllegalActionError):
 
 
 # 2 added seat_units, 3 the client seed policy and the next hand's seed, 4 a timeout's move
-# (and policy and deadline) in hand_actions and the seat changes between hands.
-RECORD_FORMAT = 4
-RECORD_FORMATS = (1, 2, 3, RECORD_FORMAT)  # older records load (see TableRecord.from_bytes)
+# (and policy and deadline) in hand_actions and the seat changes between hands, 5 the parts
+# laid out by size (the ruleset once, states without their deck; see TableRecord.to_bytes).
+RECORD_FORMAT = 5
+RECORD_FORMATS = (1, 2, 3, 4, RECORD_FORMAT)  # older records load (see TableRecord.from_bytes)
 POLICY_TABLE = "table"  # every hand's client seed is the table's
 POLICY_PLAYERS = "players"  # the table's seed, then each seat's own, length-prefixed
 CLIENT_SEED_POLICIES = (POLICY_TABLE, POLICY_PLAYERS)
@@ -65,10 +65,6 @@ TableEvent = Event | ClientSeedSet
 
 def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"))
-
-
-_HOLE = "\x00hole"  # a string no record field can hold (JSON escapes it as \u0000)
-_HOLE_JSON = re.compile(re.escape(_dumps(_HOLE)))
 
 
 T = TypeVar("T")
@@ -93,8 +89,87 @@ class _Fragments:
             self._texts.popitem(last=False)
         return text
 
+    def keep(self, value: object, text: str) -> None:
+        """``value`` was read from ``text``: writing it again splices the same text."""
+        self._texts[id(value)] = (value, text)
+        if len(self._texts) > self._size:
+            self._texts.popitem(last=False)
+
 
 _FRAGMENTS = _Fragments(16_384)
+
+
+class _Decoded:
+    """Values read from their JSON bytes, by those bytes: the few this replica read last
+    (the parts of a record that other replicas write again unchanged, move after move)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._values: OrderedDict[object, Any] = OrderedDict()
+
+    def get(self, text: bytes, parse: Callable[[bytes], T], *, within: bytes = b"") -> T:
+        """The value of ``text`` (read in the context of ``within``: a state's ruleset)."""
+        key = (within, text) if within else text
+        hit = self._values.get(key)
+        if hit is not None:
+            self._values.move_to_end(key)
+            return hit  # type: ignore[no-any-return]
+        value = parse(text)
+        self._values[key] = value
+        _FRAGMENTS.keep(value, text.decode())
+        if len(self._values) > self._size:
+            self._values.popitem(last=False)
+        return value
+
+
+_RULESETS = _Decoded(256)  # few tables differ in rules
+_STARTS = _Decoded(1024)  # one per table in play (KEPT_RECORDS of the manager)
+_ACTIONS = _Decoded(16_384)  # up to 17 per hand of each of those tables
+_PARTS_PREFIX = '{"format":5,"parts":['
+_PARTS_PREFIX_BYTES = _PARTS_PREFIX.encode()
+_PART_KEYS = tuple(f',"{k}":'.encode() for k in ("head", "ruleset", "match", "hand_start"))
+_ACTIONS_KEY = b',"hand_actions":['
+
+
+def _split_parts(raw: bytes) -> list[bytes]:
+    """The parts of a format-5 record: head, ruleset, match, hand start, then each action."""
+    start = len(_PARTS_PREFIX_BYTES)
+    end = raw.index(b"]", start)
+    sizes = [int(n) for n in raw[start:end].split(b",")]
+    if len(sizes) < len(_PART_KEYS):
+        raise ValueError("a table record of format 5 names fewer than four parts")
+    parts: list[bytes] = []
+    at = end + 1
+    for k, size in enumerate(sizes):
+        key = _PART_KEYS[k] if k < len(_PART_KEYS) else _ACTIONS_KEY if k == 4 else b","
+        if not raw.startswith(key, at):
+            raise ValueError(f"a table record of format 5 is not laid out by its sizes (part {k})")
+        at += len(key)
+        parts.append(raw[at : at + size])
+        at += size
+    if len(sizes) == len(_PART_KEYS):  # no action yet
+        if not raw.startswith(_ACTIONS_KEY, at):
+            raise ValueError("a table record of format 5 ends before its actions")
+        at += len(_ACTIONS_KEY)
+    if raw[at:] != b"]}":
+        raise ValueError("a table record of format 5 does not end after its last part")
+    return parts
+
+
+def _compact_state(state: MatchState) -> dict[str, Any]:
+    return state_to_dict(state, compact=True)
+
+
+def _ruleset_from_json(text: bytes) -> Ruleset:
+    return ruleset_from_dict(json.loads(text), base=DEFAULT_RULESET)
+
+
+def _state_from_json(text: bytes, ruleset: Ruleset) -> MatchState:
+    return state_from_dict(json.loads(text), ruleset=ruleset)
+
+
+def _action_from_json(text: bytes) -> Action:
+    return action_from_dict(json.loads(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,34 +228,76 @@ class TableRecord:
         return combine_client_seeds([self.client_seed, *(own.get(s, b"") for s in seats)])
 
     def to_bytes(self) -> bytes:
-        data: dict[str, Any] = {
-            "format": RECORD_FORMAT,
-            "table_id": self.table_id,
-            "match": _HOLE,
-            "turn_time_limit_ms": self.turn_time_limit_ms,
-            "fantasyland_time_limit_ms": self.fantasyland_time_limit_ms,
-            "client_seed": self.client_seed.hex(),
-            "created_at_ms": self.created_at_ms,
-            "seat_tokens": [list(t) for t in self.seat_tokens],
-            "hand_start": _HOLE,
-            "hand_actions": _HOLE,
-            "seat_deadlines": [list(d) for d in self.seat_deadlines],
-            "seat_units": list(self.seat_units),
-            "client_seed_policy": self.client_seed_policy,
-            "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
-            "next_server_seed": self.next_server_seed.hex(),
-            "seat_changes": _changes_to_list(self.seat_changes),
-            "hand_seat_changes": _changes_to_list(self.hand_seat_changes),
-            "hand_deadlines": self.hand_deadlines,
-        }
-        # The hand's start and its actions do not change while the hand goes on: their JSON
-        # is made once (per replica) and spliced in, in the order of the holes above.
+        """The record in format 5: one JSON object whose parts are laid out one after the
+        other, their sizes first, so that a reader finds each part's bytes without parsing
+        the rest. The parts that stay the same from move to move (the ruleset, the hand's
+        start, each action) are written once per replica and spliced in, and read once per
+        replica: a record another replica wrote decodes only its small head and match."""
+        head = _dumps(
+            {
+                "table_id": self.table_id,
+                "turn_time_limit_ms": self.turn_time_limit_ms,
+                "fantasyland_time_limit_ms": self.fantasyland_time_limit_ms,
+                "client_seed": self.client_seed.hex(),
+                "created_at_ms": self.created_at_ms,
+                "seat_tokens": [list(t) for t in self.seat_tokens],
+                "seat_deadlines": [list(d) for d in self.seat_deadlines],
+                "seat_units": list(self.seat_units),
+                "client_seed_policy": self.client_seed_policy,
+                "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
+                "next_server_seed": self.next_server_seed.hex(),
+                "seat_changes": _changes_to_list(self.seat_changes),
+                "hand_seat_changes": _changes_to_list(self.hand_seat_changes),
+                "hand_deadlines": self.hand_deadlines,
+            }
+        )
+        ruleset = _FRAGMENTS.json(self.match.ruleset, Ruleset.to_dict)
+        match = _dumps(state_to_dict(self.match, compact=True))
         start = self.hand_start
-        hand_start = "null" if start is None else _FRAGMENTS.json(start, state_to_dict)
-        actions = ",".join(_FRAGMENTS.json(a, action_to_dict) for a in self.hand_actions)
-        fills = iter((_dumps(state_to_dict(self.match)), hand_start, f"[{actions}]"))
-        text = _HOLE_JSON.sub(lambda _: next(fills), _dumps(data))
-        return text.encode()
+        hand_start = "null" if start is None else _FRAGMENTS.json(start, _compact_state)
+        actions = [_FRAGMENTS.json(a, action_to_dict) for a in self.hand_actions]
+        sizes = ",".join(str(len(p)) for p in (head, ruleset, match, hand_start, *actions))
+        return (
+            f'{_PARTS_PREFIX}{sizes}],"head":{head},"ruleset":{ruleset},"match":{match},'
+            f'"hand_start":{hand_start},"hand_actions":[{",".join(actions)}]}}'
+        ).encode()
+
+    @classmethod
+    def _from_parts(cls, raw: bytes) -> TableRecord:
+        """Read a record of format 5 (see :meth:`to_bytes`)."""
+        parts = _split_parts(raw)
+        head = json.loads(parts[0])
+        ruleset = _RULESETS.get(parts[1], _ruleset_from_json)
+        match = state_from_dict(json.loads(parts[2]), ruleset=ruleset)
+        hand_start = (
+            None
+            if parts[3] == b"null"
+            else _STARTS.get(
+                parts[3], lambda text: _state_from_json(text, ruleset), within=parts[1]
+            )
+        )
+        actions = tuple(_ACTIONS.get(part, _action_from_json) for part in parts[4:])
+        return cls(
+            table_id=head["table_id"],
+            match=match,
+            turn_time_limit_ms=head["turn_time_limit_ms"],
+            fantasyland_time_limit_ms=head["fantasyland_time_limit_ms"],
+            client_seed=bytes.fromhex(head["client_seed"]),
+            created_at_ms=head["created_at_ms"],
+            seat_tokens=tuple((int(s), str(h)) for s, h in head["seat_tokens"]),
+            hand_start=hand_start,
+            hand_actions=actions,
+            seat_deadlines=tuple((int(s), int(ms)) for s, ms in head["seat_deadlines"]),
+            seat_units=tuple(int(u) for u in head["seat_units"]),
+            client_seed_policy=head["client_seed_policy"],
+            seat_client_seeds=tuple(
+                (int(s), bytes.fromhex(seed)) for s, seed in head["seat_client_seeds"]
+            ),
+            next_server_seed=bytes.fromhex(head["next_server_seed"]),
+            seat_changes=_changes_from_list(head["seat_changes"]),
+            hand_seat_changes=_changes_from_list(head["hand_seat_changes"]),
+            hand_deadlines=bool(head["hand_deadlines"]),
+        )
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TableRecord:
@@ -188,6 +305,8 @@ class TableRecord:
         ``hand_actions`` was stored without its move (the engine chose it): the move is
         recovered from the stored hand (:func:`_recover_timeouts`), and the seat changes
         since the last hand are not known."""
+        if raw.startswith(_PARTS_PREFIX_BYTES):
+            return cls._from_parts(raw)
         data = json.loads(raw)
         found = data.get("format")
         if isinstance(found, int) and found > RECORD_FORMAT:
@@ -195,7 +314,7 @@ class TableRecord:
                 f"table {data.get('table_id')!r} was written by a newer server version "
                 f"(record format {found}; this replica reads up to {RECORD_FORMAT}); retry"
             )
-        if found not in RECORD_FORMATS:
+        if found not in RECORD_FORMATS or found == RECORD_FORMAT:  # format 5: parts first
             raise ValueError(f"unknown table record format {found!r}")
         match = state_from_dict(data["match"])
         hand_start = None if data["hand_start"] is None else state_from_dict(data["hand_start"])

@@ -23,7 +23,8 @@ from typing import Any
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+MAX_WAIT_REPLICAS = 5
 MIN_REQUEST_WINDOW_SECONDS = 60
 MAX_REQUEST_WINDOW_SECONDS = 24 * 3600  # the default: store.DEFAULT_REQUEST_TTL_SECONDS
 MAX_WORKERS = 64
@@ -51,6 +52,8 @@ class ServerConfig:
     api_keys: str = ""  # operator API keys, comma-separated; empty: anyone may create tables
     event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
     request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
+    redis_wait_replicas: int = 0  # WAIT for this many replicas after each commit; 0: do not
+    redis_wait_timeout_ms: int = 500  # how long one WAIT may take before the call fails
     workers: int = 1  # server processes sharing the listen port (SO_REUSEPORT); >1 needs Redis
 
     @property
@@ -117,7 +120,8 @@ OPTIONS: tuple[Option, ...] = (
         "redis_url",
         "OFC_REDIS_URL",
         "--redis-url",
-        "Redis URL for table state (redis://, rediss://, unix://); unset: in-memory",
+        "Redis URL for table state (redis://, rediss://, unix://, or a Redis Cluster: "
+        "redis+cluster://host:port,host:port, rediss+cluster:// for TLS); unset: in-memory",
         metavar="URL",
     ),
     Option("log_level", "OFC_LOG_LEVEL", "--log-level", "debug, info, warning or error"),
@@ -179,6 +183,23 @@ OPTIONS: tuple[Option, ...] = (
         "store; most of a busy table's Redis memory): 60 .. 86400",
         _number(int),
         "SECONDS",
+    ),
+    Option(
+        "redis_wait_replicas",
+        "OFC_REDIS_WAIT_REPLICAS",
+        "--redis-wait-replicas",
+        "after each commit, WAIT until this many Redis replicas have it, else fail the call "
+        "UNAVAILABLE (a retry is safe): an acknowledged move survives a failover. 0: off",
+        _number(int),
+        "N",
+    ),
+    Option(
+        "redis_wait_timeout_ms",
+        "OFC_REDIS_WAIT_TIMEOUT_MS",
+        "--redis-wait-timeout-ms",
+        "how long one WAIT for replicas may take: 1 .. 60000",
+        _number(int),
+        "MS",
     ),
     Option(
         "workers",
@@ -279,6 +300,19 @@ def _validate(c: ServerConfig) -> None:
         )
     if c.redis_url and not c.redis_url.startswith(REDIS_SCHEMES):
         raise bad("redis_url", f"must start with {', '.join(REDIS_SCHEMES)}")
+    if c.redis_url.startswith(REDIS_SCHEMES[3:]):
+        from ofc_service.store.redis_io import cluster_seeds  # only then: redis is slow to import
+
+        try:
+            cluster_seeds(c.redis_url)
+        except ValueError as error:
+            raise bad("redis_url", str(error)) from None
+    if not 0 <= c.redis_wait_replicas <= MAX_WAIT_REPLICAS:
+        raise bad("redis_wait_replicas", f"must be 0 .. {MAX_WAIT_REPLICAS} (0: no WAIT)")
+    if c.redis_wait_replicas and not c.redis_url:
+        raise bad("redis_wait_replicas", "needs a Redis URL (the in-memory store has no replicas)")
+    if not 1 <= c.redis_wait_timeout_ms <= 60_000:
+        raise bad("redis_wait_timeout_ms", "must be 1 .. 60000")
     if not 1 <= c.workers <= MAX_WORKERS:
         raise bad("workers", f"must be 1 .. {MAX_WORKERS}")
     if c.workers > 1 and not c.redis_url:

@@ -17,16 +17,17 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from ofcpoker.v1 import rules_service_pb2_grpc, settlement_feed_pb2_grpc, table_service_pb2_grpc
+from ofcpoker.v1 import rules_service_pb2_grpc, settlement_feed_pb2_grpc
 from prometheus_client import start_http_server
 
 from ofc_service.api import rules, settlement_feed, tables
-from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.rpc import add_handlers, grpc_servicer
 from ofc_service.api.rules import SERVICE_NAME, RulesHandlers
 from ofc_service.api.settlement_feed import SERVICE_NAME as FEED_SERVICE_NAME
 from ofc_service.api.settlement_feed import SettlementFeedHandlers
@@ -39,10 +40,12 @@ from ofc_service.application.settlements import SettlementRelay
 from ofc_service.auth import Authenticator
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.health import StoreHealth
-from ofc_service.server.http import HttpServer, create_http_server
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
+
+if TYPE_CHECKING:
+    from ofc_service.server.http import HttpServer
 
 log = logging.getLogger("ofc.server")
 
@@ -143,7 +146,11 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         interceptors=[ObservabilityInterceptor()],
         options=_server_options(config, reuse_port=reuse_port),
     )
-    store = open_store(config.redis_url or None)
+    store = open_store(
+        config.redis_url or None,
+        wait_replicas=config.redis_wait_replicas,
+        wait_timeout_ms=config.redis_wait_timeout_ms,
+    )
     feed = open_feed(config.redis_url or None)
     relay = SettlementRelay(store, feed)
     authenticator = Authenticator(config.api_key_list)
@@ -167,9 +174,8 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
         grpc_servicer(handlers[rules.SERVICE.full_name], rules.SERVICE), server
     )
-    table_service_pb2_grpc.add_TableServiceServicer_to_server(
-        grpc_servicer(handlers[tables.SERVICE.full_name], tables.SERVICE), server
-    )
+    # The table service's moves answer with their stored bytes: sent as they are.
+    add_handlers(server, handlers[tables.SERVICE.full_name], tables.SERVICE)
     settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
         grpc_servicer(handlers[settlement_feed.SERVICE.full_name], settlement_feed.SERVICE),
         server,
@@ -187,9 +193,14 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         raise OSError(f"cannot bind {config.listen}")
     sweeper = DeadlineSweeper(manager)
     ofc_server = OfcServer(config, server, health_servicer, port, store, sweeper)
-    ofc_server.http = create_http_server(
-        config, handlers, health_servicer, reuse_port=reuse_port
-    )
+    if config.http_listen:
+        # Hypercorn and connectrpc (about a quarter of a second of imports) only when the HTTP
+        # port is on: a gRPC-only replica, and `ofc serve --http-listen ''`, start without them.
+        from ofc_service.server.http import create_http_server
+
+        ofc_server.http = create_http_server(
+            config, handlers, health_servicer, reuse_port=reuse_port
+        )
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
         health_servicer,

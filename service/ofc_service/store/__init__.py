@@ -66,15 +66,27 @@ __all__ = [
 ]
 
 
-def open_store(redis_url: str | None, *, max_events: int = DEFAULT_MAX_EVENTS) -> TableStore:
-    """Redis when ``redis_url`` is given (no connection is made until the first call),
-    else a fresh in-memory store.
+def open_store(
+    redis_url: str | None,
+    *,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    wait_replicas: int = 0,
+    wait_timeout_ms: int = 500,
+) -> TableStore:
+    """Redis (one server, or a Redis Cluster for ``redis+cluster://``) when ``redis_url`` is
+    given (no connection is made until the first call), else a fresh in-memory store.
+    ``wait_replicas``: see :class:`RedisTableStore`.
 
     >>> type(open_store(None)).__name__, type(open_store("redis://127.0.0.1:1/0")).__name__
     ('MemoryTableStore', 'RedisTableStore')
     """
     if redis_url:
-        return RedisTableStore.from_url(redis_url, max_events=max_events)
+        return RedisTableStore.from_url(
+            redis_url,
+            max_events=max_events,
+            wait_replicas=wait_replicas,
+            wait_timeout_ms=wait_timeout_ms,
+        )
     return MemoryTableStore(max_events=max_events)
 
 

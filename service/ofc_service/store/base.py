@@ -22,8 +22,12 @@ is refused, not answered); the digest of a record written without one is ``""``.
 Retry window: a request id is remembered for ``request_ttl_seconds`` after its commit
 (:data:`DEFAULT_REQUEST_TTL_SECONDS`, 24 hours, unless the server is told a shorter one). A
 retry inside the window gets the first result; after it, the retry is judged afresh (and,
-carrying an old version, is refused as stale). A table lives ``ttl_seconds`` after its last
-write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
+carrying an old version, is refused as stale). A table whose log keeps segments (hands, see
+``keep_segments``) keeps request records only while their segment is kept: with two segments,
+the current and the previous hand, so its records take a bounded amount of memory however
+long it plays; a retry of an older move is judged afresh as well (STALE_VERSION: the table
+has moved on; its current state is what GetTable returns). A table lives ``ttl_seconds``
+after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
 
 Event ids are Redis stream ids (``"<ms>-<seq>"``) in both stores; ``"0"`` means "before the
 first event". Each table keeps at least its last ``max_events`` events

@@ -18,6 +18,17 @@ local state_key, events_key, extra_key, index_key, request_key, outbox_key =
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
 local keep, expected_sha1, digest = tonumber(ARGV[#ARGV - 2]), ARGV[#ARGV - 1], ARGV[#ARGV]
+-- The table's request log (see step 3): a key of the table's own slot, named after the state's.
+local requests_key = string.sub(state_key, 1, -#'state' - 1) .. 'requests'
+
+local REQUEST_LOG_CAP = 1000
+local function id_pair(id)  -- a stream id as two numbers ('0' is 0-0)
+  local ms, seq = string.match(id, '^(%d+)-?(%d*)$')
+  return {tonumber(ms), tonumber(seq) or 0}
+end
+local function before(a, b)
+  return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
+end
 
 -- 1. A recorded request id answers with its first result, whatever the version says, if it
 --    recorded this very request (the same digest); another request under it is refused.
@@ -53,7 +64,7 @@ end
 -- 2. The table must be at the expected version (a create expects no table at all).
 if expected == 0 then
   if current[1] then return {'exists', current[1], deadline} end
-  redis.call('DEL', events_key, extra_key, index_key)
+  redis.call('DEL', events_key, extra_key, index_key, requests_key)
 elseif not current[1] then
   return {'missing'}
 elseif tonumber(current[1]) ~= expected then
@@ -98,6 +109,17 @@ if n_events > 0 then
     redis.call('XTRIM', events_key, 'MINID', starts[1])
     fields[#fields + 1] = 'segments'
     fields[#fields + 1] = table.concat(starts, ' ')
+    -- Request records live as long as their segment: drop those made before the oldest
+    -- segment kept (the request log holds "<last event id> <record key>" in commit order).
+    local oldest = id_pair(starts[1])
+    while true do
+      local head = redis.call('LINDEX', requests_key, 0)
+      if not head then break end
+      local at, key = string.match(head, '^(%S+) (%S+)$')
+      if not before(id_pair(at), oldest) then break end
+      redis.call('LPOP', requests_key)
+      redis.call('DEL', key)
+    end
   end
   if redis.call('XLEN', events_key) < length + n_events then
     -- Whole stream nodes were trimmed: remember where the retained log now starts.
@@ -117,6 +139,14 @@ end
 local ob = at + 3 * n_extra
 for i = 1, tonumber(ARGV[ob]) do
   redis.call('HSET', outbox_key, ARGV[ob + 2 * i - 1], ARGV[ob + 2 * i])
+end
+
+do  -- list this record for the trim of its segment; a log without segments stays short
+  local last = ids[#ids] or redis.call('HGET', state_key, 'last_event') or '0'
+  if redis.call('RPUSH', requests_key, last .. ' ' .. request_key) > REQUEST_LOG_CAP then
+    redis.call('LPOP', requests_key)  -- its record still expires with the retry window
+  end
+  redis.call('EXPIRE', requests_key, ARGV[5])
 end
 
 local head = version

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from .base import check_at_least, format_event_id, parse_event_id
@@ -35,7 +34,7 @@ from .feed import (
     check_settlement_id,
     check_stream_id,
 )
-from .redis_io import lua, retry, text, unavailable
+from .redis_io import RedisClient, connect, lua, text, unavailable
 
 _BLOCK_GRACE_S: Final = 5.0
 
@@ -53,9 +52,9 @@ class RedisSettlementFeed:
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         *,
-        blocking: Redis | None = None,
+        blocking: RedisClient | None = None,
         key_prefix: str = "ofc",
         dedupe_ttl_seconds: int = DEFAULT_DEDUPE_TTL_SECONDS,
         owns_clients: bool = False,
@@ -82,11 +81,12 @@ class RedisSettlementFeed:
         key_prefix: str = "ofc",
         dedupe_ttl_seconds: int = DEFAULT_DEDUPE_TTL_SECONDS,
     ) -> RedisSettlementFeed:
-        """A feed with its own two connection pools (commands, and blocking reads)."""
+        """A feed with its own two connection pools (commands, and blocking reads), on one
+        server or a Redis Cluster (:func:`~.redis_io.connect`)."""
 
         return cls(
-            Redis.from_url(url, retry=retry()),
-            blocking=Redis.from_url(url, retry=retry(), socket_timeout=None),
+            connect(url),
+            blocking=connect(url, blocking=True),
             key_prefix=key_prefix,
             dedupe_ttl_seconds=dedupe_ttl_seconds,
             owns_clients=True,

@@ -47,6 +47,8 @@ from .base import (
     parse_event_id,
 )
 
+REQUEST_LOG_CAP: Final = 1000
+"""The request records a table lists for trimming with their segment (Redis: the same)."""
 TRIM_BATCH: Final = 100
 """Events beyond ``max_events`` are dropped once this many have piled up (Redis: one node)."""
 
@@ -64,6 +66,9 @@ class _Table:
     segments: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
     extra: dict[str, bytes] = field(default_factory=dict)
     index: dict[str, list[int]] = field(default_factory=dict)
+    # (last event id at the commit, request id) of each request record, while segments are
+    # kept: a new segment drops the records of the segments it trims away.
+    requests: list[tuple[tuple[int, int], str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,12 +166,24 @@ class MemoryTableStore:
             keep_segments=check_at_least(commit.keep_segments, 0, what="keep_segments"),
         )
         result = CommitResult(table.version, commit.response, False, ids)
+        self._forget_trimmed_requests(table_id, table, request_id)
         self._records[table_id, request_id] = _Record(
             CommitResult(result.version, commit.response, True, result.event_ids),
             now + commit.request_ttl_seconds,
             request_digest,
         )
         return result
+
+    def _forget_trimmed_requests(self, table_id: str, table: _Table, request_id: str) -> None:
+        """Request records live as long as their segment (hand) of the log: drop those made
+        before the oldest segment kept, then list this commit's."""
+        kept = 0
+        while kept < len(table.requests) and table.requests[kept][0] < table.segments[0]:
+            self._records.pop((table_id, table.requests[kept][1]), None)
+            kept += 1
+        del table.requests[:kept]
+        table.requests.append((table.last_event, request_id))
+        del table.requests[:-REQUEST_LOG_CAP]  # older records still expire with the window
 
     def _append(
         self, table_id: str, table: _Table, events: Sequence[bytes], *, keep_segments: int = 0

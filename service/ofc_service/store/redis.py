@@ -1,4 +1,5 @@
-"""The production store: Redis, one Lua script per commit, any number of stateless replicas.
+"""The production store: Redis (one server or a Redis Cluster), one Lua script per commit, any
+number of stateless replicas.
 
 Key layout (``ofc`` is ``key_prefix``; every key of a table shares the hash tag ``{<table>}``,
 so a table lives in one Redis Cluster slot and its script may touch all of them):
@@ -23,11 +24,20 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  one (older records: a hash of
                                                  ``version``, ``events``, ``response``);
                                                  expires after ``request_ttl_seconds``
+``ofc:{<table>}:requests``              list     ``<event id> <request record key>`` per
+                                                 commit (the table's last event then): a new
+                                                 hand (``keep_segments``) deletes the records
+                                                 made before the oldest hand kept; at most
+                                                 1000 entries; the table's TTL
 ``ofc:{<table>}:outbox``                hash     settlement id -> record, until relayed to the
                                                  feed (no TTL: it outlives the table)
-``ofc:deadlines``                       zset     member table id, score deadline ms: a hint
-``ofc:outbox``                          zset     member table id, score ms of the commit that
-                                                 wrote its outbox: a hint, like ``deadlines``
+``ofc:{deadlines-<nn>}``                zset     member table id, score deadline ms: a hint;
+                                                 16 shards (``nn`` = CRC-32 of the table id
+                                                 mod 16, ``00`` .. ``15``), each its own slot
+``ofc:{outbox-<nn>}``                   zset     member table id, score ms of the commit that
+                                                 wrote its outbox: a hint, sharded the same
+``ofc:deadlines``, ``ofc:outbox``       zset     the unsharded hints of earlier releases:
+                                                 still read, drained into the shards
 ``ofc:{create:<claim id>}:table``       string   the table id a create request claimed;
                                                  expires after the retry window; its own
                                                  slot, not the table's
@@ -35,12 +45,27 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  written before digests have none)
 ======================================  =======  ================================================
 
+Redis Cluster: every script touches one slot (a table's keys, a create claim's two keys, one
+index shard). Nothing global is one key: the deadline and outbox hints are split into
+:data:`~.redis_io.INDEX_SHARDS` shards, each with its own hash tag, so the ``ZADD`` every
+commit with a deadline sends spreads over the cluster, and :meth:`RedisTableStore.due_deadlines`,
+:meth:`~RedisTableStore.deadline_count` and :meth:`~RedisTableStore.pending_outboxes` read every
+shard in one pipeline per call: each sweep of each replica covers each shard once (the
+sweeper's and relay's compare-and-set make a shard swept by two replicas at once harmless, as
+before). Upgrading from the unsharded ``ofc:deadlines`` / ``ofc:outbox`` needs no migration
+step: they are read beside the shards; a due hint there is served, an early one moved into its
+shard (``ZADD LT``: never later than a commit's own), a stale one dropped, so they empty within
+one deadline of each table. The settlement feed stays one stream (``{settlements}``, see
+:mod:`.feed_redis`): it takes one write per finished hand, not per move, and its consumers
+rely on one order of stream ids.
+
 The four table keys get the table's TTL again on every commit; a request record keeps its own
 TTL (the retry window), so a retry is answered even if the table expired meanwhile.
 
-The deadline index cannot share a table's slot, so a commit with a deadline sends
-``ZADD ofc:deadlines`` *before* its script in the same pipeline (one round trip). The entry is
-therefore only a hint, and it errs early, never late, with one exception below:
+The deadline index cannot share a table's slot, so a commit with a deadline sends a ``ZADD``
+to the table's shard of the deadline index *before* its script in the same pipeline (one
+round trip; on a cluster, one to each of the two nodes at once). The entry is therefore only
+a hint, and it errs early, never late, with one exception below:
 
 - a commit that then loses (stale, replayed, missing table) may have overwritten the hint;
   when the table's real deadline is earlier it lowers the hint back (compare-and-set);
@@ -54,18 +79,29 @@ therefore only a hint, and it errs early, never late, with one exception below:
   whole pipeline a few times first) and never retried leaves a later hint than the table's
   unchanged deadline; that deadline then fires at the hint's time instead.
 
-The outbox index is a hint the same way: the commit sends ``ZADD ofc:outbox`` before its script
-in the same pipeline. :meth:`RedisTableStore.pending_outboxes` drops a hint only when the
-outbox is empty and the hint is older than :data:`~.base.OUTBOX_HINT_GRACE_MS`, by
-compare-and-set on its score; a commit cut off between the two leaves a hint with an empty
-outbox (dropped later), never an outbox without a hint, unless the ``ZADD`` alone failed: the
-``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``) restores such hints.
+The outbox index is a hint the same way: the commit sends a ``ZADD`` to the table's shard of the
+outbox index before its script in the same pipeline. :meth:`RedisTableStore.pending_outboxes`
+drops a hint only when the outbox is empty and the hint is older than
+:data:`~.base.OUTBOX_HINT_GRACE_MS`, by compare-and-set on its score; a commit cut off between
+the two leaves a hint with an empty outbox (dropped later), never an outbox without a hint,
+unless the ``ZADD`` alone failed: the ``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``)
+restores such hints.
 
 Scripts run by EVALSHA; after ``SCRIPT FLUSH`` or a server restart the ``NOSCRIPT`` reply
 makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does it for
 direct calls; the pipelined commit does it here). Connection errors are retried by redis-py
 and then raised as :class:`StoreUnavailableError`; retrying a commit is safe because of the
 request record.
+
+Replication: Redis replicates asynchronously, so a commit acknowledged just before its
+master dies may be missing on the promoted replica (the client's retry with the same request
+id then applies it afresh, or, carrying an old version, is refused as stale). With
+``wait_replicas`` (``OFC_REDIS_WAIT_REPLICAS``) the commit pipeline ends with ``WAIT n
+timeout`` on the same connection (on a cluster, the node serving the table's slot): a commit
+fewer replicas confirmed raises :class:`StoreUnavailableError` (applied or not, a retry is
+safe), so an acknowledged move is on a replica. A master left with no replica (its replica
+just promoted) then acknowledges nothing until one follows it again: run two replicas per
+master to keep writing through a failover.
 
 ``wait_events`` blocks in ``XREAD BLOCK`` on a second connection pool (one connection per
 waiting watcher), so commits through any replica wake it; the events come back in that same
@@ -83,7 +119,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
-from redis.asyncio import Redis
+from redis.asyncio import RedisCluster
 from redis.commands.core import AsyncScript
 
 from .base import (
@@ -100,6 +136,7 @@ from .base import (
     StoredEvent,
     StoredTable,
     StoreError,
+    StoreUnavailableError,
     TableExistsError,
     TableNotFoundError,
     check_at_least,
@@ -113,13 +150,15 @@ from .base import (
     format_event_id,
     parse_event_id,
 )
-from .redis_io import lua, retry, text, unavailable
+from .redis_io import INDEX_SHARDS, RedisClient, connect, index_shard, lua, text, unavailable
 
 LAYOUT: Final = b"1"
 _BLOCK_GRACE_S: Final = 5.0
 _CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
 _SCAN_COUNT: Final = 1000
 _HINT_PAGES: Final = 10
+
+_REPLAYS: Final = (b"replay", b"replayed")
 
 log = logging.getLogger("ofc.store.redis")
 
@@ -162,23 +201,37 @@ class RedisTableStore:
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         *,
-        blocking: Redis | None = None,
+        blocking: RedisClient | None = None,
         key_prefix: str = "ofc",
         max_events: int = DEFAULT_MAX_EVENTS,
         owns_clients: bool = False,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 500,
     ) -> None:
         """``client`` must not decode responses; ``blocking`` (default: ``client``) serves
-        ``XREAD BLOCK`` and should have no socket timeout."""
+        ``XREAD BLOCK`` and should have no socket timeout. ``wait_replicas`` > 0: each commit
+        is followed by ``WAIT wait_replicas wait_timeout_ms`` on its connection, and a write
+        fewer replicas confirmed raises :class:`StoreUnavailableError` (see the module
+        docstring)."""
         check_at_least(max_events, 1, what="max_events")
+        self._wait = (
+            check_at_least(wait_replicas, 0, what="wait_replicas"),
+            check_at_least(wait_timeout_ms, 1, what="wait_timeout_ms"),
+        )
         self._client = client
         self._blocking = blocking if blocking is not None else client
         self._prefix = key_prefix
         self._max_events = max_events
         self._owns_clients = owns_clients
-        self._deadlines_key = f"{key_prefix}:deadlines"
-        self._outbox_index_key = f"{key_prefix}:outbox"
+        # The global hint indexes, each in INDEX_SHARDS shards of their own hash tag (and
+        # slot), so no one Redis Cluster node takes every commit's ZADD; the unsharded key
+        # of releases before the shards is still read (and drained) beside them.
+        self._deadline_shards = [f"{key_prefix}:{{deadlines-{i:02d}}}" for i in range(INDEX_SHARDS)]
+        self._outbox_shards = [f"{key_prefix}:{{outbox-{i:02d}}}" for i in range(INDEX_SHARDS)]
+        self._legacy_deadlines = f"{key_prefix}:deadlines"
+        self._legacy_outboxes = f"{key_prefix}:outbox"
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
         self._fix: AsyncScript = client.register_script(lua("fix_deadlines.lua"))
@@ -186,17 +239,27 @@ class RedisTableStore:
 
     @classmethod
     def from_url(
-        cls, url: str, *, key_prefix: str = "ofc", max_events: int = DEFAULT_MAX_EVENTS
+        cls,
+        url: str,
+        *,
+        key_prefix: str = "ofc",
+        max_events: int = DEFAULT_MAX_EVENTS,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 500,
     ) -> RedisTableStore:
-        """A store with its own two connection pools (commands, and blocking reads); calls
-        cut by a dropped connection are retried :data:`~.redis_io.RETRIES` times, then reported."""
+        """A store with its own two connection pools (commands, and blocking reads) on one
+        server or, for a ``redis+cluster://`` URL, a Redis Cluster (:func:`~.redis_io.connect`);
+        calls cut by a dropped connection are retried :data:`~.redis_io.RETRIES` times, then
+        reported."""
 
         return cls(
-            Redis.from_url(url, retry=retry()),
-            blocking=Redis.from_url(url, retry=retry(), socket_timeout=None),
+            connect(url),
+            blocking=connect(url, blocking=True),
             key_prefix=key_prefix,
             max_events=max_events,
             owns_clients=True,
+            wait_replicas=wait_replicas,
+            wait_timeout_ms=wait_timeout_ms,
         )
 
     # --- keys ---------------------------------------------------------------------------------
@@ -207,6 +270,12 @@ class RedisTableStore:
         """state, events, extra, extra_index: the keys that share the table's TTL."""
         check_id(table_id, what="table id")
         return [self._table_key(table_id, p) for p in ("state", "events", "extra", "extra_index")]
+
+    def _deadline_index(self, table_id: str) -> str:
+        return self._deadline_shards[index_shard(table_id)]
+
+    def _outbox_index(self, table_id: str) -> str:
+        return self._outbox_shards[index_shard(table_id)]
 
     def _request_key(self, table_id: str, request_id: str) -> str:
         return self._table_key(table_id, f"req:{check_id(request_id, what='request id')}")
@@ -278,9 +347,9 @@ class RedisTableStore:
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:
-            hints[self._deadlines_key] = deadline_ms
+            hints[self._deadline_index(table_id)] = deadline_ms
         if records:
-            hints[self._outbox_index_key] = time.time_ns() // 1_000_000
+            hints[self._outbox_index(table_id)] = time.time_ns() // 1_000_000
         with unavailable():
             reply = await self._run_commit(table_id, keys, args, hints)
             status = reply[0]
@@ -291,7 +360,9 @@ class RedisTableStore:
             current = int(reply[2]) if len(reply) > 2 and reply[2] else None
             if deadline_ms is not None and current is not None and current < deadline_ms:
                 # Our hint lost to a table whose deadline is earlier: lower it back.
-                await self._fix(keys=[self._deadlines_key], args=[table_id, deadline_ms, current])
+                await self._fix(
+                    keys=[self._deadline_index(table_id)], args=[table_id, deadline_ms, current]
+                )
         if status in (b"replay", b"replayed"):
             first = reply[3] if status == b"replay" else zlib.decompress(reply[3])
             return CommitResult(int(reply[1]), first, True, tuple(map(text, reply[4:])))
@@ -316,24 +387,64 @@ class RedisTableStore:
         args: list[bytes | str | int],
         hints: Mapping[str, int],
     ) -> list[Any]:
-        """The commit script, after a ``ZADD`` of the table to each hint index (score)."""
-        if not hints:
+        """The commit script, after a ``ZADD`` of the table to each hint index (score), and
+        with ``wait_replicas``, a ``WAIT`` behind it on the same connection."""
+        if not hints and not self._wait[0]:
             reply: list[Any] = await self._commit(keys=keys, args=args)
             return reply
+        reply, confirmed = await self._pipelined_commit(table_id, keys, args, hints)
+        if isinstance(reply, redis_errors.NoScriptError):
+            await self._client.script_load(self._commit.script)  # every master of a cluster
+            reply, confirmed = await self._pipelined_commit(table_id, keys, args, {})
+        if isinstance(reply, Exception):
+            raise reply
+        wanted = self._wait[0]
+        if wanted and reply[0] != b"ok" and reply[0] not in _REPLAYS:
+            return reply  # nothing was written: nothing to confirm
+        if wanted and (isinstance(confirmed, Exception) or int(confirmed) < wanted):
+            log.warning(
+                "commit not confirmed by replicas",
+                extra={"fields": {"table_id": table_id, "confirmed": str(confirmed)}},
+            )
+            raise StoreUnavailableError(
+                f"the commit to table {table_id!r} was not confirmed by {wanted} Redis "
+                f"replica(s) within {self._wait[1]} ms ({confirmed!r}); it may be applied, "
+                "and a retry with the same request id is safe"
+            )
+        return reply
+
+    async def _pipelined_commit(
+        self,
+        table_id: str,
+        keys: list[str],
+        args: list[bytes | str | int],
+        hints: Mapping[str, int],
+    ) -> tuple[Any, Any]:
+        """One pipeline: the hints' ``ZADD``, ``EVALSHA`` and (``wait_replicas``) ``WAIT``;
+        the script's reply (or error) and the ``WAIT`` count (``None`` without one)."""
         async with self._client.pipeline(transaction=False) as pipe:
             for index_key, score in hints.items():
                 pipe.zadd(index_key, {table_id: score})
-            pipe.evalsha(self._commit.sha, len(keys), *keys, *args)
-            *added, reply = await pipe.execute(raise_on_error=False)
+            # execute_command: a cluster pipeline refuses pipe.evalsha by name, but routes
+            # EVALSHA by its keys (the table's slot) like any keyed command
+            pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
+            if self._wait[0]:
+                # WAIT counts the replicas that have every write of *this connection*: on a
+                # cluster it must go to the node serving the table's slot, where the
+                # pipeline sends the EVALSHA on the same connection just before it.
+                target = (
+                    {"target_nodes": self._client.get_node_from_key(keys[0])}
+                    if isinstance(self._client, RedisCluster)
+                    else {}
+                )
+                pipe.execute_command("WAIT", *self._wait, **target)
+            results = await pipe.execute(raise_on_error=False)
+        added, results = results[: len(hints)], results[len(hints) :]
         for index_key, result in zip(hints, added, strict=True):
-            if isinstance(result, Exception) and index_key == self._outbox_index_key:
+            if isinstance(result, Exception) and index_key == self._outbox_index(table_id):
                 # The outbox record is written all the same; the rescan backstop finds it.
                 log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
-        if isinstance(reply, redis_errors.NoScriptError):
-            reply = await self._commit(keys=keys, args=args)  # loads the script, runs it once
-        elif isinstance(reply, Exception):
-            raise reply
-        return reply
+        return results[0], results[1] if self._wait[0] else None
 
     # --- reads --------------------------------------------------------------------------------
     async def load(self, table_id: str) -> StoredTable:
@@ -440,75 +551,118 @@ class RedisTableStore:
     # --- deadlines ----------------------------------------------------------------------------
     async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
         check_at_least(limit, 1, what="limit")
+        indexes = [*self._deadline_shards, self._legacy_deadlines]
         with unavailable():
-            hints: list[Any] = await self._client.zrangebyscore(
-                self._deadlines_key, "-inf", now_ms, start=0, num=limit, withscores=True
-            )
+            # Every shard in one pipeline (one round trip per cluster node): each sweep
+            # covers each shard once, whichever replica runs it.
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in indexes:
+                    pipe.zrangebyscore(key, "-inf", now_ms, start=0, num=limit, withscores=True)
+                pages: list[list[Any]] = await pipe.execute()
+            hints = [
+                (key, text(member), int(score))
+                for key, page in zip(indexes, pages, strict=True)
+                for member, score in page
+            ]
             if not hints:
                 return []
-            table_ids = [text(member) for member, _ in hints]
+            table_ids = list(dict.fromkeys(table_id for _, table_id, _ in hints))
             async with self._client.pipeline(transaction=False) as pipe:
                 for table_id in table_ids:
                     pipe.hget(self._table_key(table_id, "state"), "deadline")
-                deadlines: list[bytes | None] = await pipe.execute()
-            due: list[tuple[str, int]] = []
-            fixes: list[str | int] = []
-            for table_id, (_, hint), stored in zip(table_ids, hints, deadlines, strict=True):
-                deadline = None if stored is None else int(stored)
+                stored: list[bytes | None] = await pipe.execute()
+            deadlines = {
+                t: None if d is None else int(d) for t, d in zip(table_ids, stored, strict=True)
+            }
+            due: dict[str, int] = {}
+            fixes: dict[str, list[str | int]] = {}
+            moved: dict[str, dict[str, int]] = {}
+            for key, table_id, hint in hints:
+                deadline = deadlines[table_id]
                 if deadline is not None and deadline <= now_ms:
-                    due.append((table_id, deadline))
+                    due[table_id] = deadline
+                elif key == self._legacy_deadlines:  # an older release's hint: into its shard
+                    if deadline is not None:
+                        moved.setdefault(self._deadline_index(table_id), {})[table_id] = deadline
+                    fixes.setdefault(key, []).extend([table_id, hint, ""])
                 elif deadline != hint:  # early (move it) or stale (drop it)
-                    fixes += [table_id, int(hint), "" if deadline is None else deadline]
-            if fixes:
-                await self._fix(keys=[self._deadlines_key], args=fixes)
-        return sorted(due, key=lambda item: (item[1], item[0]))
+                    fixes.setdefault(key, []).extend(
+                        [table_id, hint, "" if deadline is None else deadline]
+                    )
+            if moved:  # LT: a hint a commit wrote meanwhile is never made later
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for key, entries in moved.items():
+                        pipe.zadd(key, entries, lt=True)
+                    await pipe.execute()
+            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in fixes.items()))
+        return sorted(due.items(), key=lambda item: (item[1], item[0]))[:limit]
 
     async def deadline_count(self) -> int:
         with unavailable():
-            return int(await self._client.zcard(self._deadlines_key))
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in [*self._deadline_shards, self._legacy_deadlines]:
+                    pipe.zcard(key)
+                counts: list[int] = await pipe.execute()
+        return sum(counts)
 
     # --- outboxes -----------------------------------------------------------------------------
     async def pending_outboxes(
         self, now_ms: int, *, limit: int = 100, rescan: bool = False
     ) -> list[str]:
         check_at_least(limit, 1, what="limit")
-        pending: list[str] = []
-        drops: list[str | int] = []
+        pending: dict[str, float] = {}
+        drops: dict[str, list[str | int]] = {}
         with unavailable():
             if rescan:
                 await self._rescan_outboxes()
             # Hints of outboxes already relayed wait out the grace period at the front of
-            # the index: look past them (at most _HINT_PAGES pages) for outboxes with records.
-            for page in range(_HINT_PAGES):
-                hints: list[Any] = await self._client.zrange(
-                    self._outbox_index_key, page * limit, (page + 1) * limit - 1, withscores=True
-                )
-                table_ids = [text(member) for member, _ in hints]
+            # each shard: look past them (at most _HINT_PAGES pages) for outboxes with records.
+            starts = dict.fromkeys([*self._outbox_shards, self._legacy_outboxes], 0)
+            for _ in range(_HINT_PAGES):
                 async with self._client.pipeline(transaction=False) as pipe:
-                    for table_id in table_ids:
-                        pipe.hlen(self._table_key(table_id, "outbox"))
-                    sizes: list[int] = await pipe.execute()
-                for table_id, (_, score), size in zip(table_ids, hints, sizes, strict=True):
+                    for key, start in starts.items():
+                        pipe.zrange(key, start, start + limit - 1, withscores=True)
+                    pages: list[list[Any]] = await pipe.execute()
+                hints = [
+                    (key, text(member), score)
+                    for key, page in zip(starts, pages, strict=True)
+                    for member, score in page
+                ]
+                sizes: list[int] = []
+                if hints:
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        for _, table_id, _ in hints:
+                            pipe.hlen(self._table_key(table_id, "outbox"))
+                        sizes = await pipe.execute()
+                for (key, table_id, score), size in zip(hints, sizes, strict=True):
                     if size:
-                        pending.append(table_id)
+                        pending[table_id] = min(score, pending.get(table_id, score))
                     elif score <= now_ms - OUTBOX_HINT_GRACE_MS:
-                        drops += [table_id, int(score), ""]
-                if len(hints) < limit or len(pending) >= limit:
+                        drops.setdefault(key, []).extend([table_id, int(score), ""])
+                starts = {
+                    key: start + limit
+                    for (key, start), page in zip(starts.items(), pages, strict=True)
+                    if len(page) == limit
+                }
+                if not starts or len(pending) >= limit:
                     break
-            if drops:
-                await self._fix(keys=[self._outbox_index_key], args=drops)
-        return pending[:limit]
+            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in drops.items()))
+        oldest_first = sorted(pending.items(), key=lambda item: (item[1], item[0]))
+        return [table_id for table_id, _ in oldest_first[:limit]]
 
     async def _rescan_outboxes(self) -> None:
         """Give every non-empty outbox a hint (``ZADD NX`` at score 0: first in line)."""
-        found: dict[str, int] = {}
+        found: dict[str, dict[str, int]] = {}
         pattern = f"{self._prefix}:{{*}}:outbox"
         async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT, _type="hash"):
             name = text(key)
             table_id = name[len(self._prefix) + 2 : -len("}:outbox")]
-            found[table_id] = 0
+            found.setdefault(self._outbox_index(table_id), {})[table_id] = 0
         if found:
-            await self._client.zadd(self._outbox_index_key, found, nx=True)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for index_key, entries in found.items():
+                    pipe.zadd(index_key, entries, nx=True)
+                await pipe.execute()
 
     async def read_outbox(self, table_id: str) -> dict[str, bytes]:
         key = self._table_key(check_id(table_id, what="table id"), "outbox")

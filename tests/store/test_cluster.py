@@ -1,0 +1,142 @@
+"""Faults only a Redis Cluster has: a master killed mid-game, a table's slot moved mid-game.
+
+With ``wait_replicas=1`` a commit is acknowledged only once a replica has it, so the failover
+(SIGKILL of the master, its replica promoted) cannot lose an acknowledged move; and a master
+without a replica refuses to acknowledge anything until one follows it again.
+
+Each test gets a cluster of its own (``fresh_cluster``). A writer commits moves to a few
+tables while the fault happens; a commit that fails UNAVAILABLE is retried with the same
+request id, as a client does. Afterwards every acknowledged move must be in the store: the
+version, the state and the event log of each table say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from ofc_service.store import RedisTableStore, StoreUnavailableError, TableStore
+
+from tests.conftest import LocalRedisCluster
+
+from .conftest import Backend
+from .test_conformance import payloads, play
+
+TABLES = ("alpha", "bravo", "charlie")
+
+
+class Writer:
+    """Moves to :data:`TABLES` in turn, each retried (same request id) until acknowledged."""
+
+    def __init__(self, store: TableStore) -> None:
+        self.store = store
+        self.versions = dict.fromkeys(TABLES, 1)
+        self.acknowledged = 0
+        self.unavailable = 0
+
+    async def create(self) -> None:
+        for table_id in TABLES:
+            await self.store.create_table(table_id, b"v1")
+
+    async def run(self, moves: int, *, timeout_s: float = 40.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        for n in range(moves):
+            table_id = TABLES[n % len(TABLES)]
+            version = self.versions[table_id]
+            while True:
+                assert time.monotonic() < deadline, "the store did not come back"
+                try:
+                    result = await play(
+                        self.store,
+                        table_id,
+                        version,
+                        request_id=f"{table_id}-{version + 1}",
+                        deadline_ms=None if n % 2 else 10**13 + n,  # half through the pipeline
+                    )
+                    break
+                except StoreUnavailableError:
+                    self.unavailable += 1
+                    await asyncio.sleep(0.02)
+            assert result.version == version + 1
+            self.versions[table_id] = result.version
+            self.acknowledged += 1
+            await asyncio.sleep(0.002)
+
+    async def check(self, store: TableStore) -> None:
+        """Every acknowledged move is there: version, state and the whole event log."""
+        for table_id, version in self.versions.items():
+            table = await store.load(table_id)
+            assert (table.version, table.state) == (version, b"v%d" % version)
+            events = await store.read_events(table_id, limit=10_000)
+            assert payloads(events) == [b"e%d.0" % v for v in range(2, version + 1)]
+
+
+async def test_a_killed_master_fails_over_and_no_acknowledged_move_is_lost(
+    fresh_cluster: LocalRedisCluster,
+) -> None:
+    cluster = fresh_cluster
+    victim = cluster.master_of("ofc:{alpha}:state")
+    replica = cluster.replica_of(victim)
+    store = RedisTableStore.from_url(cluster.url, wait_replicas=1, wait_timeout_ms=200)
+    try:
+        writer = Writer(store)
+        await writer.create()
+        await writer.run(30)
+        playing = asyncio.create_task(writer.run(60))
+        await asyncio.sleep(0.05)  # the kill lands mid-game, between or inside commits
+        await asyncio.to_thread(cluster.kill, victim)
+        await asyncio.to_thread(cluster.wait_promoted, replica)
+        # With WAIT 1 the promoted master takes no write until it has a replica again: the
+        # old master comes back (as its orchestrator would restart it) and follows it.
+        await asyncio.to_thread(cluster.start, victim)
+        await asyncio.to_thread(cluster.wait_replicas_online)
+        await playing
+        assert writer.unavailable > 0  # the game met the failover, and went on
+        assert cluster.master_of("ofc:{alpha}:state") == replica
+    finally:
+        await store.close()
+    reader = RedisTableStore.from_url(cluster.url)
+    try:
+        await writer.check(reader)
+    finally:
+        await reader.close()
+
+
+async def test_a_table_slot_moved_mid_game_loses_nothing(fresh_cluster: LocalRedisCluster) -> None:
+    cluster = fresh_cluster
+    source = cluster.master_of("ofc:{alpha}:state")
+    target = next(port for port in cluster.masters() if port != source)
+    store = RedisTableStore.from_url(cluster.url)
+    try:
+        writer = Writer(store)
+        await writer.create()
+        await writer.run(60)  # a few dozen request records to move with the table
+        playing = asyncio.create_task(writer.run(90))
+        moved = await asyncio.to_thread(cluster.migrate_slot, "ofc:{alpha}:state", target)
+        await playing
+        assert moved > 20
+        assert cluster.master_of("ofc:{alpha}:state") == target
+        await writer.check(store)  # through the client that followed the move
+    finally:
+        await store.close()
+
+
+async def test_wait_replicas_refuses_what_no_replica_confirmed(redis_backend: Backend) -> None:
+    # One Redis without replicas: WAIT 1 never succeeds, so the commit is applied but not
+    # acknowledged; the retry (same request id) is answered from its record, and refused the
+    # same way until a replica confirms it.
+    assert redis_backend.url is not None
+    store = RedisTableStore.from_url(redis_backend.url, wait_replicas=1, wait_timeout_ms=20)
+    plain = RedisTableStore.from_url(redis_backend.url)
+    try:
+        await plain.create_table("t", b"v1")
+        for _ in range(2):
+            with pytest.raises(StoreUnavailableError, match="not confirmed by 1 Redis replica"):
+                await play(store, "t", 1, request_id="r")
+        assert (await plain.load("t")).version == 2  # applied once
+        replayed = await play(plain, "t", 1, request_id="r")
+        assert (replayed.version, replayed.replayed) == (2, True)
+    finally:
+        await store.close()
+        await plain.close()

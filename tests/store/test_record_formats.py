@@ -1,0 +1,153 @@
+"""Table records across record formats: format 4 (tests/store/format4_records, written by
+that release's own code) loads, is written back in format 5 and finishes its hands with
+histories that verify; format 5 reads back exactly what was written, its shared parts
+read once per replica but never across tables' rules."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ofc import engine
+from ofc.verify import check_history
+from ofc_service.application import commands
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import NewerRecordError, TableRecord, unpack_history
+from ofc_service.auth import Authenticator, Credentials
+from ofc_service.store import MemoryTableStore
+
+from tests.silent import SilentPresenter
+
+FORMAT4 = sorted((Path(__file__).parent / "format4_records").glob("*.json"))
+OPERATOR = Credentials(api_key="formats-key")
+
+
+def test_the_format_4_records_are_there() -> None:
+    assert [p.name for p in FORMAT4] == [
+        "942c985-classic-hand-over.json",
+        "942c985-classic-mid-hand.json",
+    ]
+    assert all(json.loads(p.read_text())["format"] == 4 for p in FORMAT4)
+
+
+@pytest.mark.parametrize("path", FORMAT4, ids=[p.stem for p in FORMAT4])
+def test_a_format_4_record_loads_and_is_written_as_format_5(path: Path) -> None:
+    stored = json.loads(path.read_text())
+    record = TableRecord.from_bytes(path.read_bytes())
+    assert record.table_id == "t4" and record.match.pair_units == ((0, 1, 25),)
+    assert len(record.hand_actions) == len(stored["hand_actions"])
+    assert any(isinstance(a, engine.Timeout) for a in record.hand_actions)
+    assert record.hand_seat_changes is not None and len(record.hand_seat_changes) == 2
+    assert record.hand_start is not None
+    replayed, _ = engine.replay(record.hand_start, record.hand_actions)
+    assert replayed == record.match
+    written = record.to_bytes()
+    assert json.loads(written)["format"] == 5
+    assert TableRecord.from_bytes(written) == record
+    # the ruleset once, no deck: smaller than the format-4 record it came from
+    assert len(written) < len(path.read_bytes())
+    assert "deck" not in written.decode()
+
+
+async def finish(raw: bytes) -> list[dict[str, Any]]:
+    """The table of ``raw``'s current hand left to its clocks until it is over, then one more
+    hand likewise; the histories written."""
+    clock = [raw_clock(raw) + 1]
+    store = MemoryTableStore(clock=lambda: clock[0] / 1000)
+    manager = TableManager(
+        store, Authenticator(("formats-key",)), SilentPresenter(), clock_ms=lambda: clock[0]
+    )
+    await store.create_table("t4", raw)
+    histories = []
+    for _ in range(2):
+        record, version, _ = await manager.load("t4")
+        hand = record.match.hand
+        assert hand is not None
+        if hand.over:
+            await manager.run(
+                Request("t4", version, f"start-{version}"), commands.StartHand(), OPERATOR
+            )
+        for _ in range(100):
+            record, _, _ = await manager.load("t4")
+            if record.match.hand is not None and record.match.hand.over:
+                break
+            clock[0] += 200_000
+            await manager.apply_due_timeouts("t4")
+        stored = await store.get_extra("t4", f"hand:{record.match.hands_played}")
+        assert stored is not None
+        histories.append(json.loads(unpack_history(stored)))
+    return histories
+
+
+def raw_clock(raw: bytes) -> int:
+    return int(json.loads(raw)["match"]["hand"]["updated_at_ms"])
+
+
+@pytest.mark.parametrize("path", FORMAT4, ids=[p.stem for p in FORMAT4])
+def test_a_format_4_table_plays_on_and_its_histories_verify(path: Path) -> None:
+    histories = asyncio.run(finish(path.read_bytes()))
+    numbers = [h["hand_number"] for h in histories]
+    assert numbers == ([3, 4] if "hand-over" in path.name else [2, 3])
+    for history in histories:
+        verdict = check_history(history, check_policy=True)
+        assert verdict.ok, str(verdict.discrepancy)
+        assert history["initial_state"]["pair_unit_values"] == [{"a": 0, "b": 1, "unit_value": 25}]
+    if "mid-hand" in path.name:  # the hand begun by the format-4 release: its seat changes
+        assert [c["type"] for c in histories[0]["seat_changes"]] == ["stand_up", "sit_down"]
+
+
+def _table(ruleset: str) -> TableRecord:
+    match, _ = engine.replay(
+        engine.new_match(ruleset, seats=2),
+        [engine.SitDown(0, "ann", 1), engine.SitDown(1, "bob", 2)],
+    )
+    return TableRecord("t", match, 30_000, 120_000, b"seed", 0, hand_start=match)
+
+
+def test_equal_parts_of_tables_with_other_rules_read_as_their_own() -> None:
+    classic, pineapple = _table("classic"), _table("pineapple")
+    # the same seats before a first hand: the same hand start but for its ruleset
+    for record in (classic, pineapple, classic):
+        again = TableRecord.from_bytes(record.to_bytes())
+        assert again == record
+        assert again.hand_start is not None and again.hand_start.ruleset == record.match.ruleset
+
+
+def test_a_format_5_record_reads_back_whatever_its_fields() -> None:
+    record = dataclasses.replace(
+        _table("classic"),
+        seat_tokens=((0, "a" * 64),),
+        seat_deadlines=((1, 99),),
+        seat_units=(5, -5),
+        client_seed_policy="players",
+        seat_client_seeds=((1, b"\x00\xff"),),
+        next_server_seed=b"\x01" * 32,
+        seat_changes=None,
+        hand_seat_changes=(engine.SitDown(0, "ann", 1),),
+        hand_deadlines=False,
+    )
+    assert TableRecord.from_bytes(record.to_bytes()) == record
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"format":5,"parts":[2],"head":{}}',
+        b'{"format":5,"parts":[2,2,2,4],"head":{},"ruleset":{},"match":{},"hand_start":null}',
+        b'{"format":5,"parts":[2,2,2,4],"head":{},"ruleset":{},"match":{},"hand_start":null,'
+        b'"hand_actions":[]}x',
+        b'{"format":5,"head":{}}',
+    ],
+)
+def test_a_format_5_record_not_laid_out_by_its_sizes_is_refused(raw: bytes) -> None:
+    with pytest.raises(ValueError, match=r"format 5|record format 5"):
+        TableRecord.from_bytes(raw)
+
+
+def test_a_record_of_a_newer_format_is_refused_as_retryable() -> None:
+    with pytest.raises(NewerRecordError, match="record format 6"):
+        TableRecord.from_bytes(b'{"format":6,"parts":[2],"head":{}}')
