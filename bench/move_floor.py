@@ -91,12 +91,13 @@ class FloorServer:
         table = self.table(table_id)
         if stored and table.reader is None:
             table.reader = asyncio.create_task(self._read(table_id, table))
+        yield b"open"  # the client moves only once its watchers are open: no wake-up missed
         while True:
             await asyncio.shield(table.changed)
             yield b"event"
 
     async def _read(self, table_id: bytes, table: _Table) -> None:
-        last: bytes | str = "$"
+        last: bytes | str = "0-0"  # a fresh table: from its first event, which may come first
         while True:
             async with self.blocking.pipeline(transaction=False) as pipe:
                 pipe.xread({b"floor:events:" + table_id: last}, block=5000)
@@ -188,7 +189,8 @@ def _moves(channel: grpc.aio.Channel, method: str, tag: bytes, tables: int) -> A
             nonlocal calls
             table_id = f"{tag.decode()}{round_number}-{k}".encode()
             watchers = [watch(tag + table_id) for _ in range(2)]
-            await asyncio.sleep(0.2)  # the watches are open before the first move
+            for watcher in watchers:  # each says it is open before the first move
+                await watcher.read()
             try:
                 while loop.time() < stop_at:
                     await move(table_id)
@@ -250,7 +252,9 @@ def run(redis_url: str, *, tables: int = 64, seconds: float = 4.0) -> list[Row]:
         stderr=subprocess.DEVNULL,  # the watches cancelled at the end of a row log a line each
     )
     try:
-        return asyncio.run(drive(f"127.0.0.1:{port}", server.pid, tables, seconds))
+        # Bounded: a stuck row is an error, never a bench (or a test) that waits forever.
+        rows = drive(f"127.0.0.1:{port}", server.pid, tables, seconds)
+        return asyncio.run(asyncio.wait_for(rows, timeout=120 + 6 * (seconds + 1)))
     finally:
         server.terminate()
         server.wait(timeout=30)
