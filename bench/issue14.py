@@ -34,11 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import batch, move_floor, open_loop, tables
+from bench import batch, move_path, open_loop, tables
 
-TARGET_FLOOR_RATIO = 1.5
-TARGET_ALTERNATING_RATIO = 1.15
-IN_FLIGHT = 64
+IN_FLIGHT = move_path.IN_FLIGHT
 WORKER_CONNECTIONS = 8
 
 
@@ -82,30 +80,6 @@ def start_workers(redis_url: str, workers: int) -> tuple[subprocess.Popen[str], 
     return process, address, pids
 
 
-def _moves(
-    redis_url: str, servers: int, settings: Settings, *, alternate: bool = False
-) -> tables.Row:
-    processes = tables.start_servers(redis_url, servers)
-    try:
-        addresses, pids = [a for _, a in processes], [p.pid for p, _ in processes]
-        rows = asyncio.run(
-            tables.load(
-                addresses,
-                [IN_FLIGHT],
-                settings.seconds,
-                settings.rounds,
-                True,
-                pids,
-                alternate=alternate,
-            )
-        )
-    finally:
-        for process, _ in processes:
-            process.terminate()
-            process.wait(timeout=30)
-    return next(r for r in rows if r.rpc == "PlaceCards")
-
-
 def _worker_moves(redis_url: str, workers: int, settings: Settings) -> tables.Row:
     if workers == 1:
         processes = tables.start_servers(redis_url, 1)
@@ -130,10 +104,6 @@ def _worker_moves(redis_url: str, workers: int, settings: Settings) -> tables.Ro
     return next(r for r in rows if r.rpc == "PlaceCards")
 
 
-def verdict(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
-
-
 def run(redis_url: str, settings: Settings) -> list[str]:
     lines: list[str] = []
 
@@ -141,24 +111,13 @@ def run(redis_url: str, settings: Settings) -> list[str]:
         lines.append(text)
         print(text, flush=True)
 
-    floor_rows = move_floor.run(redis_url, tables=IN_FLIGHT, seconds=settings.seconds)
-    floor = next(r for r in floor_rows if r.name == "stored empty move")
-    place = _moves(redis_url, 1, settings)
-    ratio = place.cpu_ms_per_call / floor.cpu_ms
-    say(
-        f"1. PlaceCards / no-logic floor (server CPU per call, {IN_FLIGHT} tables, one server): "
-        f"{place.cpu_ms_per_call:.2f} ms / {floor.cpu_ms:.2f} ms = {ratio:.2f}x  "
-        f"[target <= {TARGET_FLOOR_RATIO}x: {verdict(ratio <= TARGET_FLOOR_RATIO)}]"
-    )
-    affine = _moves(redis_url, 2, settings)
-    alternating = _moves(redis_url, 2, settings, alternate=True)
-    ratio = alternating.cpu_ms_per_call / affine.cpu_ms_per_call
-    say(
-        f"2. moves alternating between two replicas / one replica per table (server CPU per "
-        f"move): {alternating.cpu_ms_per_call:.2f} ms / {affine.cpu_ms_per_call:.2f} ms = "
-        f"{ratio:.2f}x  [target <= {TARGET_ALTERNATING_RATIO}x: "
-        f"{verdict(ratio <= TARGET_ALTERNATING_RATIO)}]; moves/s {alternating.per_second:.0f}"
-        f" vs {affine.per_second:.0f}"
+    # 1 and 2 are bench.move_path's two ratios, numbered here as each is measured.
+    numbered = iter(range(1, 3))
+    move_path.figures(
+        redis_url,
+        seconds=settings.seconds,
+        rounds=settings.rounds,
+        say=lambda line: say(f"{next(numbered)}. {line}"),
     )
     one, two = (_worker_moves(redis_url, n, settings) for n in (1, 2))
     say(
