@@ -141,7 +141,7 @@ def test_the_api_key_goes_with_every_call(
     key = ["--api-key", "key-on-the-command-line"] if how == "flag" else []
     if how == "env":
         monkeypatch.setenv("OFC_API_KEY", "key-from-the-environment")
-    status = main(["export-match", "--server", proxy.address, *key, table_id, str(tmp_path)])
+    status = main(["export-match", "--server", proxy.address, *key, "--", table_id, str(tmp_path)])
     assert status == 0, capsys.readouterr().err
     sent = {call.metadata.get("x-ofc-api-key") for call in proxy.calls}
     expected = "key-on-the-command-line" if how == "flag" else "key-from-the-environment"
