@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from .base import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
+    AlreadyAppliedError,
     Commit,
     CommitResult,
     EventsTrimmedError,
@@ -76,6 +78,8 @@ class _Record:
     result: CommitResult
     expires_at: float
     digest: str = ""
+    compact: bool = False  # may shrink to a marker once its segment is not the newest
+    marker: bool = False  # shrunk: the request was applied, its response is not kept
 
 
 class MemoryTableStore:
@@ -135,6 +139,8 @@ class MemoryTableStore:
         if record is not None:
             if record.digest != request_digest:
                 raise RequestIdReusedError()
+            if record.marker:
+                raise AlreadyAppliedError(table_id, version=record.result.version)
             return record.result
         table = self._live(table_id)
         if table is None:
@@ -166,22 +172,37 @@ class MemoryTableStore:
             keep_segments=check_at_least(commit.keep_segments, 0, what="keep_segments"),
         )
         result = CommitResult(table.version, commit.response, False, ids)
-        self._forget_trimmed_requests(table_id, table, request_id)
+        self._forget_trimmed_requests(
+            table_id, table, request_id, new_segment=bool(ids) and commit.keep_segments > 0
+        )
         self._records[table_id, request_id] = _Record(
             CommitResult(result.version, commit.response, True, result.event_ids),
             now + commit.request_ttl_seconds,
             request_digest,
+            # as on Redis: only records made once the table has segments (hands) shrink
+            compact=commit.compact_response and table.segments != [(0, 0)],
         )
         return result
 
-    def _forget_trimmed_requests(self, table_id: str, table: _Table, request_id: str) -> None:
+    def _forget_trimmed_requests(
+        self, table_id: str, table: _Table, request_id: str, *, new_segment: bool
+    ) -> None:
         """Request records live as long as their segment (hand) of the log: drop those made
-        before the oldest segment kept, then list this commit's."""
+        before the oldest segment kept, shrink those that may in the segments before the
+        newest (``new_segment``: this commit began it), then list this commit's."""
         kept = 0
         while kept < len(table.requests) and table.requests[kept][0] < table.segments[0]:
             self._records.pop((table_id, table.requests[kept][1]), None)
             kept += 1
         del table.requests[:kept]
+        if new_segment:
+            for at, listed in table.requests:
+                record = self._records.get((table_id, listed))
+                if at < table.segments[-1] and record is not None and record.compact:
+                    marker = dataclasses.replace(record.result, response=b"", event_ids=())
+                    self._records[table_id, listed] = dataclasses.replace(
+                        record, result=marker, compact=False, marker=True
+                    )
         table.requests.append((table.last_event, request_id))
         del table.requests[:-REQUEST_LOG_CAP]  # older records still expire with the window
 
@@ -264,6 +285,8 @@ class MemoryTableStore:
             return None
         if request_digest is not None and record.digest != check_digest(request_digest):
             raise RequestIdReusedError()
+        if record.marker:
+            raise AlreadyAppliedError(table_id, version=record.result.version)
         return record.result.response
 
     async def read_events(
