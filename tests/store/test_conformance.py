@@ -528,6 +528,33 @@ async def test_a_marker_expires_with_the_retry_window(backend: Backend) -> None:
         assert await h.other.get_response("t", "start-2") == b"S2"  # 24 hours
 
 
+async def test_numbered_extras_with_a_ttl_go_at_a_commit_after_it(backend: Backend) -> None:
+    # Hand histories may be given their own life (OFC_HISTORY_TTL_SECONDS): a table that
+    # plays for weeks then keeps only its recent ones; blob and listing go together.
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+
+        async def commit(version: int, extra: dict[str, bytes], ttl: int) -> None:
+            await h.store.commit(Commit(
+                "t", expected_version=version, state=b"s", events=[], response=b"",
+                request_id=f"r{version}", deadline_ms=None, extra=extra, extra_ttl_seconds=ttl,
+            ))  # fmt: skip
+
+        await commit(1, {"hand:1": b"h1", "seed": b"s"}, 1)
+        await commit(2, {"hand:2": b"h2"}, 0)  # without one: as long as the table
+        await commit(3, {"hand:3": b"h3"}, 60)
+        await h.advance(1.3)
+        # due, but nothing has removed it yet: still there until the table's next commit
+        assert await h.other.get_extra("t", "hand:1") == b"h1"
+        await commit(4, {}, 60)
+        assert await h.other.get_extra("t", "hand:1") is None
+        page = await h.other.list_extra("t", "hand")
+        assert page == ExtraPage(((2, b"h2"), (3, b"h3")), None, 2)
+        assert await h.other.get_extra("t", "seed") == b"s"  # not numbered: no ttl
+        with pytest.raises(ValueError, match="extra_ttl_seconds"):
+            await commit(4, {}, -1)
+
+
 async def test_a_commit_can_require_the_state_it_was_computed_from(backend: Backend) -> None:
     async with backend.open() as h:
         await h.store.create_table("t", b"v1")

@@ -166,6 +166,7 @@ class TableManager:
         event_log_hands: int = DEFAULT_EVENT_LOG_HANDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         policy: DefaultMovePolicy = DEFAULT_POLICY,
+        history_ttl_seconds: int = 0,
     ) -> None:
         self.store = store
         self.auth = authenticator
@@ -175,6 +176,8 @@ class TableManager:
         self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
         self.event_log_hands = event_log_hands  # 0: no per-hand trim (the store's cap only)
         self.request_ttl_seconds = request_ttl_seconds  # the retry window of request ids
+        # how long a hand's history stays after it was written; 0: as long as its table
+        self.history_ttl_seconds = history_ttl_seconds
         self.policy = policy  # chooses the move of a seat whose clock ran out
         self.hub = WatchHub(store)  # one log reader per watched table, shared by watchers
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
@@ -493,6 +496,7 @@ class TableManager:
             compact_response=self.event_log_hands > 0
             and done.record.hand_start is not None
             and not isinstance(command, JoinSeat | LeaveSeat),
+            extra_ttl_seconds=self.history_ttl_seconds,
             expected_state_sha1=sha1,
             request_digest=request.digest,
             request_ttl_seconds=self.request_ttl_seconds,

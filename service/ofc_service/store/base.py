@@ -240,6 +240,7 @@ class Commit:
     outbox: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
     keep_segments: int = 0
     compact_response: bool = False
+    extra_ttl_seconds: int = 0
     expected_state_sha1: str = ""
     request_digest: str = ""
     ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS
@@ -297,6 +298,12 @@ class TableStore(Protocol):
         one included; the events before the first segment count as one), dropping what came
         before as trimming does (reads after a dropped id fail with
         :class:`EventsTrimmedError`). Finished hands live on in their histories.
+
+        ``extra_ttl_seconds`` > 0: this commit's numbered extra blobs (``"<prefix>:<n>"``,
+        hand histories) expire that long after this commit: each commit of the table removes
+        those due (blob and listing), so a table that plays on keeps only its recent ones (a
+        table that stops keeps them until it expires itself). 0: they live as long as the
+        table.
 
         ``compact_response``: once a later segment begins (the commit's hand is no longer the
         current one), the record may keep only a marker (the version it made and its digest)

@@ -10,7 +10,8 @@
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
 --       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
 --       then '1' if the response may shrink to a marker once its hand is not the current
---       one ('' = keep it whole), then the expected SHA-1 of the stored state ('' = not
+--       one ('' = keep it whole), then the numbered extra blobs' ttl s (0 = the table's),
+--       then the expected SHA-1 of the stored state ('' = not
 --       checked), then the request's digest ('' = none)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        (from an old hash record; 'replayed' from a string record, response as stored)
@@ -21,13 +22,16 @@ local state_key, events_key, extra_key, index_key, request_key, outbox_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
-local keep, compact = tonumber(ARGV[#ARGV - 3]), ARGV[#ARGV - 2] == '1'
+local keep, compact = tonumber(ARGV[#ARGV - 4]), ARGV[#ARGV - 3] == '1'
+local extra_ttl = tonumber(ARGV[#ARGV - 2])
 local expected_sha1, digest = ARGV[#ARGV - 1], ARGV[#ARGV]
 -- The table's other keys, in its own slot, named after the state's: the request log of
 -- string records (step 3) and one hash of request records per kept segment (hand),
 -- '<base>replies:<first event id of the segment>', field = the request id.
 local base = string.sub(state_key, 1, -#'state' - 1)
 local requests_key = base .. 'requests'
+-- When numbered extra blobs (hand histories) expire: member = their index member, score = ms.
+local expiry_key = base .. 'extra_expiry'
 local field = string.sub(request_key, #base + #'req:' + 1)
 
 local REQUEST_LOG_CAP = 1000
@@ -95,7 +99,7 @@ end
 -- 2. The table must be at the expected version (a create expects no table at all).
 if expected == 0 then
   if current[1] then return {'exists', current[1], deadline} end
-  redis.call('DEL', events_key, extra_key, index_key, requests_key)
+  redis.call('DEL', events_key, extra_key, index_key, requests_key, expiry_key)
 elseif not current[1] then
   return {'missing'}
 elseif tonumber(current[1]) ~= expected then
@@ -187,11 +191,21 @@ if n_events > 0 then
 end
 redis.call('HSET', state_key, unpack(fields))
 
+-- Numbered extra blobs past their time go first (blob, listing, expiry), a page a commit.
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', expiry_key, '-inf', now_ms, 'LIMIT', 0, 100)) do
+  local prefix, number = string.match(member, '^(.*):(%d+)$')
+  redis.call('HDEL', extra_key, prefix .. ':' .. tostring(tonumber(number)))
+  redis.call('ZREM', index_key, member)
+  redis.call('ZREM', expiry_key, member)
+end
 local at = 10 + n_events
 for i = 0, n_extra - 1 do
   local k = at + 3 * i
   redis.call('HSET', extra_key, ARGV[k], ARGV[k + 1])
-  if ARGV[k + 2] ~= '' then redis.call('ZADD', index_key, 0, ARGV[k + 2]) end
+  if ARGV[k + 2] ~= '' then
+    redis.call('ZADD', index_key, 0, ARGV[k + 2])
+    if extra_ttl > 0 then redis.call('ZADD', expiry_key, now_ms + extra_ttl * 1000, ARGV[k + 2]) end
+  end
 end
 
 local ob = at + 3 * n_extra
@@ -221,7 +235,7 @@ else
   redis.call('EXPIRE', requests_key, ttl)
   redis.call('SET', request_key, head .. '\n' .. ARGV[3], 'EX', request_ttl)
 end
-for _, key in ipairs({state_key, events_key, extra_key, index_key}) do
+for _, key in ipairs({state_key, events_key, extra_key, index_key, expiry_key}) do
   redis.call('EXPIRE', key, ttl)
 end
 

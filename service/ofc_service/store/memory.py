@@ -68,6 +68,8 @@ class _Table:
     segments: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
     extra: dict[str, bytes] = field(default_factory=dict)
     index: dict[str, list[int]] = field(default_factory=dict)
+    # (prefix, number) of a numbered extra blob written with a ttl -> when it expires
+    extra_expiry: dict[tuple[str, int], float] = field(default_factory=dict)
     # (last event id at the commit, request id) of each request record, while segments are
     # kept: a new segment drops the records of the segments it trims away.
     requests: list[tuple[tuple[int, int], str]] = field(default_factory=list)
@@ -135,6 +137,7 @@ class MemoryTableStore:
             extra=commit.extra,
         )
         records = check_outbox(commit.outbox)
+        extra_ttl = check_at_least(commit.extra_ttl_seconds, 0, what="extra_ttl_seconds")
         record = self._record(table_id, request_id)
         if record is not None:
             if record.digest != request_digest:
@@ -156,6 +159,14 @@ class MemoryTableStore:
         table.state = commit.state
         table.deadline_ms = commit.deadline_ms
         table.expires_at = now + commit.ttl_seconds
+        due = sorted((at, named) for named, at in table.extra_expiry.items() if at <= now)
+        for _, (prefix, number) in due[:100]:  # as on Redis: a page a commit
+            del table.extra_expiry[prefix, number]
+            table.extra.pop(f"{prefix}:{number}", None)
+            numbers = table.index.get(prefix, [])
+            at = bisect.bisect_left(numbers, number)
+            if at < len(numbers) and numbers[at] == number:
+                del numbers[at]
         for key, value, indexed in blobs:
             table.extra[key] = value
             if indexed is not None:
@@ -163,6 +174,8 @@ class MemoryTableStore:
                 at = bisect.bisect_left(numbers, indexed[1])
                 if at == len(numbers) or numbers[at] != indexed[1]:
                     numbers.insert(at, indexed[1])
+                if extra_ttl > 0:
+                    table.extra_expiry[indexed] = now + extra_ttl
         if records:
             self._outboxes.setdefault(table_id, {}).update(records)
         ids = self._append(

@@ -18,6 +18,10 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
 ``ofc:{<table>}:extra_index``           zset     ``<prefix>:<16-digit number>`` at score 0,
                                                  paged with ZRANGEBYLEX by :meth:`list_extra`
+``ofc:{<table>}:extra_expiry``          zset     the same members written with
+                                                 ``extra_ttl_seconds``, at the ms they expire:
+                                                 each commit removes those due (blob, index,
+                                                 expiry), at most 100 at a time
 ``ofc:{<table>}:replies:<event id>``    hash     the request records of one kept segment
                                                  (hand; named by its first event id):
                                                  request id -> ``<version> <event id>...
@@ -376,6 +380,7 @@ class RedisTableStore:
             args += [record_id, record]
         args.append(check_at_least(commit.keep_segments, 0, what="keep_segments"))
         args.append("1" if commit.compact_response else "")
+        args.append(check_at_least(commit.extra_ttl_seconds, 0, what="extra_ttl_seconds"))
         args.append(commit.expected_state_sha1)
         args.append(check_digest(commit.request_digest))
 
