@@ -299,7 +299,9 @@ class TableManager:
         credentials: the server's own request) and only for the same request
         (``request.digest``; another request with the id is
         :class:`~ofc_service.store.RequestIdReusedError`). Anyone else is judged as if there
-        were no record.
+        were no record. Once the request's hand is the previous one, a move's record keeps
+        only that it was applied, and its retry gets the response with the table as it is
+        now (:meth:`_as_table_is`); records of older hands are gone (judged afresh).
         """
         caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
         key = request_key(request.request_id, caller)

@@ -77,7 +77,7 @@ one deadline of each table. The settlement feed stays one stream (``{settlements
 :mod:`.feed_redis`): it takes one write per finished hand, not per move, and its consumers
 rely on one order of stream ids.
 
-The four table keys get the table's TTL again on every commit; a request record keeps its own
+The table's keys get the table's TTL again on every commit; a request record keeps its own
 retry window (a string's TTL; a hand's hash lives at least as long), so a retry is answered
 even if the table expired meanwhile.
 
