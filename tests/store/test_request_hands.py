@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from ofc import engine
-from ofc.rulesets import Row
 from ofc_service.api.tables import ProtobufPresenter, table_view
 from ofc_service.application import commands
 from ofc_service.application.manager import Request, TableManager
@@ -30,6 +29,8 @@ from ofc_service.application.requests import unmask_secret
 from ofc_service.auth import Authenticator, AuthError, Credentials, PermissionDeniedError
 from ofc_service.store import RequestIdReusedError, StaleVersionError
 from ofcpoker.v1 import table_service_pb2 as pb
+
+from tests.api.test_turn_clocks import batch_placed
 
 from .conftest import Backend
 
@@ -70,23 +71,12 @@ class Table:
         return Credentials(seat_token=self.tokens[seat])
 
     async def move(self, name: str) -> int:
-        """The seat to act places its batch (bottom first, the last card discarded on a
-        street that has a discard); the seat."""
+        """The seat to act places its batch (:func:`batch_placed`); the seat."""
         record, _, _ = await self.manager.load("t")
         hand = record.match.hand
         assert hand is not None and not hand.over
         seat = next(s.seat for s in hand.seats if s.pending)
-        me = hand.seat(seat)
-        batch = list(me.pending)
-        street = record.match.ruleset.streets[hand.street]
-        discard = batch.pop() if street.deal > street.place else None
-        room = {r: r.size - len(me.board.row(r)) for r in (Row.BOTTOM, Row.MIDDLE, Row.TOP)}
-        placements = []
-        for card in batch:
-            row = next(r for r, free in room.items() if free)
-            room[row] -= 1
-            placements.append((card, row))
-        await self.run(name, commands.PlaceCards(seat, tuple(placements), discard), self.seat(seat))
+        await self.run(name, batch_placed(record.match, seat), self.seat(seat))
         self.moved[seat] = name
         return seat
 
