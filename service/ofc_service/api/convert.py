@@ -14,7 +14,7 @@ import re
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from ofc import errors as core
 from ofc.cards import CODES, RANK_CHARS, Card
@@ -79,6 +79,9 @@ def read_board(board: cards_pb2.Board) -> Board | None:
     return _board_from_wire(board.SerializeToString())
 
 
+_BOARD_ALONE = b"\x0a\x36\x12\x34"  # a PlayerHand of a board alone: 54 bytes, the board 52
+
+
 def _players_from_wire(raw: bytes) -> tuple[list[Board], list[str], int] | None:
     """The boards and player ids at the start of a ``Hand``'s wire bytes, and where they
     end: ``Hand.players`` is field 1 (tag 0x0a), serialised first; each ``PlayerHand`` under
@@ -88,25 +91,34 @@ def _players_from_wire(raw: bytes) -> tuple[list[Board], list[str], int] | None:
     boards: list[Board] = []
     ids: list[str] = []
     pos, end = 0, len(raw)
-    while pos < end and raw[pos] == 0x0A:
-        size = raw[pos + 1]
-        start, pos = pos + 2, pos + 2 + size
-        if size & 0x80 or pos > end:
-            return None
-        pid = ""
-        if start < pos and raw[start] == 0x0A:  # an empty player is b"\x0a\x00"
-            pid_size = raw[start + 1]
-            if pid_size & 0x80:
-                return None
-            pid = raw[start + 2 : start + 2 + pid_size].decode()
-            start += 2 + pid_size
-        if pos - start != 2 + _BOARD_WIRE_BYTES or raw[start : start + 2] != b"\x12\x34":
-            return None
-        board = _board_from_wire(raw[start + 2 : pos])
-        if board is None:
-            return None
-        boards.append(board)
-        ids.append(pid)
+    unpack, tables, lookup = _BOARD_WORDS.unpack_from, _WORD_TABLES, _lookup
+    try:
+        while pos < end:
+            pid = ""
+            if raw.startswith(_BOARD_ALONE, pos):
+                start = pos + 4
+                pos = start + _BOARD_WIRE_BYTES
+            elif raw[pos] == 0x0A:
+                size = raw[pos + 1]
+                start, pos = pos + 2, pos + 2 + size
+                if size & 0x80 or pos > end:
+                    return None
+                if start < pos and raw[start] == 0x0A:  # an empty player is b"\x0a\x00"
+                    pid_size = raw[start + 1]
+                    if pid_size & 0x80:
+                        return None
+                    pid = raw[start + 2 : start + 2 + pid_size].decode()
+                    start += 2 + pid_size
+                if pos - start != 2 + _BOARD_WIRE_BYTES or raw[start : start + 2] != b"\x12\x34":
+                    return None
+                start += 2
+            else:
+                break
+            cards = tuple(map(lookup, tables, unpack(raw, start)))
+            boards.append(Board(cards[:3], cards[3:8], cards[8:]))
+            ids.append(pid)
+    except (KeyError, struct.error):  # a code that is not canonical, or a short board
+        return None
     return boards, ids, pos
 
 
@@ -490,8 +502,7 @@ def ruleset_to_proto(r: Ruleset) -> ruleset_pb2.RulesetParameters:
 
 
 # --- hands ----------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class SettledHand:
+class SettledHand(NamedTuple):  # a tuple: a batch makes one a hand
     settlement: Settlement
     ids: tuple[str, ...]
     ruleset_label: str
@@ -534,11 +545,14 @@ def settle_boards(
     n = len(boards)
     if not ruleset.min_players <= n <= ruleset.max_players:
         _wrong_player_count(ruleset, n, path)
-    for i, pid in enumerate(ids):
-        if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i]):
-            _bad_player_id(path, i)
+    if any(ids):
+        for i, pid in enumerate(ids):
+            if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i]):
+                _bad_player_id(path, i)
     settlement = _settle(boards, ruleset, path)
-    fouls = sum([p.board.fouled for p in settlement.players])
+    fouls = 0
+    for player in settlement.players:
+        fouls += player[1][1]  # PlayerResult.board.fouled
     return SettledHand(settlement, tuple(ids), resolved.label, fouls)
 
 

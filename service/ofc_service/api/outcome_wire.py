@@ -132,20 +132,29 @@ _TOP, _MIDDLE, _BOTTOM = (
 )
 
 
-def _verdict(key: tuple[bool, tuple[int, int, int], FantasylandResult]) -> bytes:
+def _verdict(
+    fouled: bool, royalties: tuple[int, int, int], fantasyland: FantasylandResult
+) -> bytes:
     """BoardAssessment's fouled, royalties and fantasyland fields."""
-    fouled, (top, middle, bottom), (qualifies, cards) = key
-    royalties = (
+    (top, middle, bottom), (qualifies, cards) = royalties, fantasyland
+    royalties_body = (
         _field_uint(1, top)
         + _field_uint(2, middle)
         + _field_uint(3, bottom)
         + _field_uint(4, top + middle + bottom)
     )
-    fantasyland = _field_bool(1, qualifies) + _field_uint(2, cards)
-    return _field_bool(4, fouled) + _field_message(5, royalties) + _field_message(6, fantasyland)
+    fantasyland_body = _field_bool(1, qualifies) + _field_uint(2, cards)
+    return (
+        _field_bool(4, fouled)
+        + _field_message(5, royalties_body)
+        + _field_message(6, fantasyland_body)
+    )
 
 
-_VERDICTS = _Made(_verdict)  # keyed by a BoardResult's (fouled, royalties, fantasyland)
+# A board's verdict: a fouled board has no royalties and no Fantasyland (scoring._assess), any
+# other is keyed by its (royalties, fantasyland).
+_FOULED_VERDICT = _verdict(True, (0, 0, 0), FantasylandResult(False, 0))
+_VERDICTS = _Made(lambda key: _verdict(False, *key))
 
 
 @functools.lru_cache(maxsize=1 << 16)  # pair results repeat: small numbers in few shapes
@@ -195,7 +204,8 @@ def settlement_bytes(settlement: Settlement, ids: Sequence[str]) -> bytes:
     short, small = _SHORT, _SMALL
     for index, board, points, units in players:
         top, middle, bottom = board[0]
-        assessment = b"".join((_TOP[top], _MIDDLE[middle], _BOTTOM[bottom], _VERDICTS[board[1:]]))
+        verdict = _FOULED_VERDICT if board[1] else _VERDICTS[board[2], board[3]]
+        assessment = b"".join((_TOP[top], _MIDDLE[middle], _BOTTOM[bottom], verdict))
         size = len(assessment)
         body = b"".join(
             (
