@@ -71,7 +71,7 @@ from ofc.engine import (
     replay,
 )
 from ofc.errors import InvalidInputError, OfcError
-from ofc.evaluator import HandValue
+from ofc.evaluator import Category, HandValue
 from ofc.rulesets import (
     BOARD_SIZE,
     DEFAULT_RULESET,
@@ -279,7 +279,10 @@ def _score_tier(player: Mapping[str, Any], ruleset: Ruleset, place: str) -> int:
 
 def hand_to_dict(value: int) -> dict[str, Any]:
     hand = HandValue(value)
-    return {"category": hand.category.name.lower(), "name": str(hand), "value": value}
+    return {"category": _CATEGORY_NAMES[hand.category], "name": str(hand), "value": value}
+
+
+_CATEGORY_NAMES = {category: category.name.lower() for category in Category}
 
 
 def settlement_to_dict(settlement: Settlement, ids: Sequence[str]) -> dict[str, Any]:

@@ -227,7 +227,9 @@ def settlement_bytes(settlement: Settlement, ids: Sequence[str]) -> bytes:
 
 def outcome_bytes(settlement: Settlement, ids: Sequence[str]) -> bytes:
     """A ``HandOutcome`` holding the settlement, as wire bytes."""
-    return _field_message(1, settlement_bytes(settlement, ids))
+    body = settlement_bytes(settlement, ids)
+    size = len(body)
+    return b"".join((b"\x0a", _SHORT[size] if size < _TWO_BYTES else varint(size), body))
 
 
 def error_outcome_bytes(detail: errors_pb2.ErrorDetail) -> bytes:
