@@ -10,8 +10,10 @@ rounds of one run, each figure the best round:
 - **in process**: ``ofc.scoring.settle`` on ready boards, the core's settle rate;
 - **SettleHands**: one call of 1,000 hands at a time (two in flight, so the client's send
   overlaps the server's work), against ``ofc serve``;
-- **SettleHandsStream**: one stream, every hand its own message, the client writing
-  while it reads (a back office pipelining its day), against the same server;
+- **SettleHandsStream**: one stream, the client writing while it reads (a back office
+  pipelining its day), against the same server: ``--stream-hands`` hands a message (100:
+  ``SettleHandsStreamRequest.hands``), and, beside it, every hand its own message (the
+  one-hand form, whose cost is gRPC's per message);
 - **ofc score --jsonl**: the command on a file of ``--cli-hands`` lines, output to
   /dev/null; its figure leaves out the command's start-up (timed on an empty file, and
   printed beside it).
@@ -21,7 +23,8 @@ figures are the server's. Each path is measured twice: hands per second of wall 
 hands per CPU second of the process doing the work (the in-process loop's thread, the
 server process with gRPC's own threads, the ``ofc score`` process). On a machine other
 work shares, the wall clock also measures the neighbours, so the targets (SettleHands >=
-40% of the in-process rate, SettleHandsStream >= 25%, ofc score --jsonl >= 30%) are judged
+40% of the in-process rate, SettleHandsStream with many hands a message >= 25%, ofc score
+--jsonl >= 30%) are judged
 on the CPU rates, as the live-table figures are; both are printed. ``run()`` returns the
 figures for the aggregate ``python -m bench``.
 """
@@ -53,8 +56,24 @@ from bench.grpc_load import start_server
 
 SETTLE_HANDS = "/ofcpoker.v1.RulesService/SettleHands"
 SETTLE_STREAM = "/ofcpoker.v1.RulesService/SettleHandsStream"
-TARGETS = {"SettleHands": 0.40, "SettleHandsStream": 0.25, "ofc score --jsonl": 0.30}
+STREAM_HANDS = 100  # hands a message on the stream (SettleHandsStreamRequest.hands)
 BATCH_IN_FLIGHT = 2
+
+
+def stream_path(hands_a_message: int) -> str:
+    """The figure's name: ``SettleHandsStream, 100 a message`` (or ``1 a message``)."""
+    return f"SettleHandsStream, {hands_a_message} a message"
+
+
+def targets(stream_hands: int) -> dict[str, float | None]:
+    """Each path's target (share of the in-process rate per CPU second); the one-hand
+    stream is printed beside the one that has it, without."""
+    return {
+        "SettleHands": 0.40,
+        stream_path(stream_hands): 0.25,
+        stream_path(1): None,
+        "ofc score --jsonl": 0.30,
+    }
 
 
 @dataclass(frozen=True)
@@ -145,9 +164,10 @@ async def _batches(
 
 
 async def _stream(
-    channel: grpc.aio.Channel, messages: Sequence[bytes], seconds: float
+    channel: grpc.aio.Channel, messages: Sequence[bytes], seconds: float, hands_a_message: int
 ) -> tuple[int, float]:
-    """One stream: the messages, again and again for ``seconds``, written while read."""
+    """One stream: the messages (of ``hands_a_message`` hands each), again and again for
+    ``seconds``, written while read; returns the hands settled."""
     call = channel.stream_stream(SETTLE_STREAM)()
     sent = 0
     loop = asyncio.get_running_loop()
@@ -168,7 +188,7 @@ async def _stream(
         received += 1
     await writer
     assert received == sent, (received, sent)
-    return received, time.perf_counter() - started
+    return received * hands_a_message, time.perf_counter() - started
 
 
 def _cli_seconds(path: Path) -> tuple[float, float]:
@@ -179,17 +199,37 @@ def _cli_seconds(path: Path) -> tuple[float, float]:
     return time.perf_counter() - started, _children_cpu() - cpu
 
 
+def stream_messages(deals: Sequence[Sequence[Board]], hands_a_message: int) -> list[bytes]:
+    """The hands as stream messages: one-hand messages for 1, else ``hands`` of that many."""
+    if hands_a_message == 1:
+        return [
+            pb.SettleHandsStreamRequest(hand_id=f"h{k}", hand=proto_hand(d)).SerializeToString()
+            for k, d in enumerate(deals)
+        ]
+    entries = [pb.IdentifiedHand(hand_id=f"h{k}", hand=proto_hand(d)) for k, d in enumerate(deals)]
+    return [
+        pb.SettleHandsStreamRequest(hands=entries[k : k + hands_a_message]).SerializeToString()
+        for k in range(0, len(entries) - hands_a_message + 1, hands_a_message)
+    ]
+
+
 def run(
-    *, hands: int = 1000, rounds: int = 3, seconds: float = 1.0, cli_hands: int = 20_000
+    *,
+    hands: int = 1000,
+    rounds: int = 3,
+    seconds: float = 1.0,
+    cli_hands: int = 20_000,
+    stream_hands: int = STREAM_HANDS,
 ) -> list[Figure]:
+    if not 1 < stream_hands <= hands:
+        raise ValueError(f"stream_hands must be 2..{hands} (hands), got {stream_hands}")
     deals = _deals(hands, 2, 4)
     request = pb.SettleHandsRequest(hands=[proto_hand(d) for d in deals]).SerializeToString()
-    messages = [
-        pb.SettleHandsStreamRequest(hand_id=f"h{k}", hand=proto_hand(d)).SerializeToString()
-        for k, d in enumerate(deals)
-    ]
+    one_a_message = stream_messages(deals, 1)
+    many_a_message = stream_messages(deals, stream_hands)
+    many, one = stream_path(stream_hands), stream_path(1)
     process, address = start_server()
-    paths = ("in process", "SettleHands", "SettleHandsStream", "ofc score --jsonl")
+    paths = ("in process", "SettleHands", many, one, "ofc score --jsonl")
     wall = dict.fromkeys(paths, 0.0)
     per_cpu = dict.fromkeys(paths, 0.0)
     startup = (float("inf"), float("inf"))
@@ -214,11 +254,14 @@ def run(
             async with grpc.aio.insecure_channel(address) as channel:
                 await asyncio.wait_for(channel.channel_ready(), timeout=30)
                 await _batches(channel, request, hands, 0.3)  # warm-up
-                await _stream(channel, messages, 0.3)
+                await _stream(channel, many_a_message, 0.3, stream_hands)
+                await _stream(channel, one_a_message, 0.3, 1)
                 for _ in range(rounds):
                     keep("in process", _in_process(deals, seconds))
                     keep("SettleHands", await served(_batches(channel, request, hands, seconds)))
-                    keep("SettleHandsStream", await served(_stream(channel, messages, seconds)))
+                    streamed = _stream(channel, many_a_message, seconds, stream_hands)
+                    keep(many, await served(streamed))
+                    keep(one, await served(_stream(channel, one_a_message, seconds, 1)))
                     empty_wall, empty_cpu = _cli_seconds(empty)
                     startup = (min(startup[0], empty_wall), min(startup[1], empty_cpu))
                     cli_wall, cli_cpu = _cli_seconds(lines)
@@ -237,13 +280,16 @@ def run(
             process.wait(timeout=30)
     core, core_wall = per_cpu["in process"], wall["in process"]
     figures = [Figure("in process (ofc.scoring.settle)", core_wall, core)]
+    goals = targets(stream_hands)
     for path in paths[1:]:
         note = ""
         if path == "ofc score --jsonl":
             note = f"{cli_hands:,} lines; start-up {startup[1]:.2f} CPU s left out"
+        elif path == one:
+            note = "the one-hand form: gRPC's cost per message"
         share, wall_share = per_cpu[path] / core, wall[path] / core_wall
         figures.append(
-            Figure(path, wall[path], per_cpu[path], share, wall_share, TARGETS[path], note)
+            Figure(path, wall[path], per_cpu[path], share, wall_share, goals[path], note)
         )
     return figures
 
@@ -277,11 +323,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds, best kept")
     parser.add_argument("--seconds", type=float, default=1.0, help="seconds per path per round")
     parser.add_argument("--cli-hands", type=int, default=20_000, help="lines for ofc score")
+    parser.add_argument(
+        "--stream-hands",
+        type=int,
+        help=f"hands a stream message, 2..--hands (default {STREAM_HANDS}, at most --hands)",
+    )
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
     args = parser.parse_args(argv)
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     figures = run(
-        hands=args.hands, rounds=args.rounds, seconds=args.seconds, cli_hands=args.cli_hands
+        hands=args.hands,
+        rounds=args.rounds,
+        seconds=args.seconds,
+        cli_hands=args.cli_hands,
+        stream_hands=args.stream_hands or min(STREAM_HANDS, args.hands),
     )
     if args.json:
         print(json.dumps([{**asdict(f), "met": f.met} for f in figures]))

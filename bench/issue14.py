@@ -11,8 +11,9 @@ Everything on one private ``redis-server``, each figure beside its target:
 3. **Worker processes**: PlaceCards/s with ``ofc serve`` and with ``ofc serve --workers 2``
    on one port, 64 tables over 8 connections (the kernel spreads connections over the
    workers; a table's moves stay on one).
-4. **Batch scoring** (``bench.batch``): SettleHands, SettleHandsStream and ``ofc score
-   --jsonl`` against the core's in-process settle rate. Targets 40%, 25%, 30%.
+4. **Batch scoring** (``bench.batch``): SettleHands, SettleHandsStream (100 hands a message,
+   and beside it one a message) and ``ofc score --jsonl`` against the core's in-process
+   settle rate. Targets 40%, 25% (many hands a message), 30%.
 5. **p99 under an open-loop load** (``bench.open_loop``) at 50% and 80% of the measured
    maximum, PlaceCards next to SettleHand.
 

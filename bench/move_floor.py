@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.rpc import add_handlers
 from ofc_service.api.rules import SERVICE as RULES_SERVICE
 from ofc_service.api.rules import RulesHandlers
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import configure_logging
-from ofcpoker.v1 import rules_service_pb2_grpc
 from redis.asyncio import Redis
 
 from bench.grpc_load import SETTLE, settle_request
@@ -126,8 +125,7 @@ async def serve(port: int, redis_url: str) -> None:
     blocking = Redis.from_url(redis_url, max_connections=1000)
     floor = FloorServer(redis, blocking, await redis.script_load(APPEND_TWO_EVENTS))
     server = grpc.aio.server(interceptors=[ObservabilityInterceptor()])
-    rules = grpc_servicer(RulesHandlers(), RULES_SERVICE)
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(rules, server)
+    add_handlers(server, RulesHandlers(), RULES_SERVICE)
     handlers = {
         "Move": grpc.unary_unary_rpc_method_handler(floor.move),
         "StoredMove": grpc.unary_unary_rpc_method_handler(floor.stored_move),

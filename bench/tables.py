@@ -63,7 +63,7 @@ import grpc
 from ofc.cards import Card
 from ofc.solver import solve_fantasyland
 from ofc_service.api import tables as table_api
-from ofc_service.api.rpc import grpc_servicer
+from ofc_service.api.rpc import add_handlers
 from ofc_service.api.tables import ProtobufPresenter, TableHandlers
 from ofc_service.application.manager import TableManager
 from ofc_service.auth import Authenticator
@@ -119,8 +119,7 @@ class InProcess:
         self.store = RedisTableStore(client, key_prefix=self.prefix, owns_clients=True)
         manager = TableManager(self.store, Authenticator([API_KEY]), ProtobufPresenter())
         self.server = grpc.aio.server()
-        servicer = grpc_servicer(TableHandlers(manager), table_api.SERVICE)
-        pb_grpc.add_TableServiceServicer_to_server(servicer, self.server)
+        add_handlers(self.server, TableHandlers(manager), table_api.SERVICE)
         port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")

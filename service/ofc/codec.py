@@ -71,7 +71,7 @@ from ofc.engine import (
     replay,
 )
 from ofc.errors import InvalidInputError, OfcError
-from ofc.evaluator import HandValue
+from ofc.evaluator import Category, HandValue
 from ofc.rulesets import (
     BOARD_SIZE,
     DEFAULT_RULESET,
@@ -166,6 +166,7 @@ def cards_from_json(raw: Any, *, field: str) -> tuple[Card, ...]:
 
 _ROW_NAMES = tuple(row.value for row in ROWS)
 _MISSING = object()
+_PLAIN_PLAYER_KEYS = frozenset({"id", *_ROW_NAMES})
 
 
 def _row_cards(raw: Any, place: str, name: str) -> tuple[Card, ...]:
@@ -202,6 +203,29 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
     tiers: list[int] = []
     streaks: list[int] = []
     for i, player in enumerate(players):
+        if type(player) is dict and player.keys() <= _PLAIN_PLAYER_KEYS:
+            # The common shape (an id and three rows of codes, nobody in Fantasyland) read
+            # straight through; anything this does not take, the loop below reads again,
+            # with the same result or the error that names the field.
+            player_id = player.get("id", str(i))
+            top, middle, bottom = player.get("top"), player.get("middle"), player.get("bottom")
+            if (
+                type(player_id) is str
+                and player_id not in ids
+                and type(top) is str
+                and type(middle) is str
+                and type(bottom) is str
+            ):
+                try:
+                    board = Board(parse_cards(top), parse_cards(middle), parse_cards(bottom))
+                except OfcError:
+                    pass
+                else:
+                    ids.append(player_id)
+                    boards.append(board)
+                    tiers.append(0)
+                    streaks.append(0)
+                    continue
         place = f"players[{i}]"
         if type(player) is not dict and not isinstance(player, Mapping):
             raise InvalidInputError(f"{place} must be an object", field=place)
@@ -255,7 +279,10 @@ def _score_tier(player: Mapping[str, Any], ruleset: Ruleset, place: str) -> int:
 
 def hand_to_dict(value: int) -> dict[str, Any]:
     hand = HandValue(value)
-    return {"category": hand.category.name.lower(), "name": str(hand), "value": value}
+    return {"category": _CATEGORY_NAMES[hand.category], "name": str(hand), "value": value}
+
+
+_CATEGORY_NAMES = {category: category.name.lower() for category in Category}
 
 
 def settlement_to_dict(settlement: Settlement, ids: Sequence[str]) -> dict[str, Any]:
@@ -316,12 +343,18 @@ def _json_bool(flag: bool) -> str:
 
 
 @functools.lru_cache(maxsize=1 << 14)  # a board's verdict: few shapes
-def _board_json(fouled: bool, royalties: tuple[int, int, int], qualifies: bool, cards: int) -> str:
+def _board_json(fouled: bool, royalties: tuple[int, int, int]) -> str:
     top, middle, bottom = royalties
     return (
         f'"fouled": {_json_bool(fouled)}, "royalties": {{"top": {top}, "middle": {middle}, '
         f'"bottom": {bottom}, "total": {top + middle + bottom}}}, "hands": '
     )
+
+
+@functools.lru_cache(maxsize=256)  # (qualifies, cards): a handful
+def _fantasyland_json(fantasyland: tuple[bool, int]) -> str:
+    qualifies, cards = fantasyland
+    return f'"fantasyland_next": {{"qualifies": {_json_bool(qualifies)}, "cards": {cards}}}}}'
 
 
 @functools.lru_cache(maxsize=1 << 16)  # pair results repeat: small numbers in few shapes
@@ -348,15 +381,15 @@ def settlement_json(settlement: Settlement, ids: Sequence[str]) -> str:
     """
     ruleset, players, pairs = settlement
     names = [_json_string(i) for i in ids]
+    hand_json = _hand_json
     player_parts = []
     for index, (values, fouled, royalties, fantasyland), points, units in players:
         top, middle, bottom = values
         player_parts.append(
             f'{{"id": {names[index]}, "points": {points}, "units": {units}, '
-            f"{_board_json(fouled, royalties, *fantasyland)}"
-            f'{{"top": {_hand_json(top)}, "middle": {_hand_json(middle)}, '
-            f'"bottom": {_hand_json(bottom)}}}, "fantasyland_next": '
-            f'{{"qualifies": {_json_bool(fantasyland[0])}, "cards": {fantasyland[1]}}}}}'
+            f"{_board_json(fouled, royalties)}"
+            f'{{"top": {hand_json(top)}, "middle": {hand_json(middle)}, '
+            f'"bottom": {hand_json(bottom)}}}, {_fantasyland_json(fantasyland)}'
         )
     pair_parts = [
         f'{{"a": {names[pair[0]]}, "b": {names[pair[1]]}, '

@@ -259,9 +259,17 @@ def rank_row(cards: Sequence[int]) -> int:
     raise WrongRowSizeError(f"a row has 3 or 5 cards, not {len(cards)}")
 
 
+# Enum lookups by value cost a Python call each; names are built ~10^4 times a second.
+_CATEGORIES: tuple[Category, ...] = tuple(Category)
+_RANKS: tuple[Rank, ...] = tuple(Rank)
+
+
 def category_of(value: int) -> Category:
     """The category of a value from :func:`rank5` / :func:`rank3`."""
-    return Category(value >> _CATEGORY_SHIFT)
+    category = value >> _CATEGORY_SHIFT
+    if 0 <= category < len(_CATEGORIES):
+        return _CATEGORIES[category]
+    return Category(category)  # the ValueError naming it
 
 
 def primary_rank(value: int) -> Rank:
@@ -287,8 +295,9 @@ class HandValue:
     @property
     def ranks(self) -> tuple[Rank, ...]:
         """Category ranks then kickers, highest first; each distinct rank once."""
-        nibbles = ((self.value >> shift) & 15 for shift in (16, 12, 8, 4, 0))
-        return tuple(Rank(n - 1) for n in nibbles if n)
+        value, ranks = self.value, _RANKS
+        nibbles = [(value >> shift) & 15 for shift in (16, 12, 8, 4, 0)]
+        return tuple([ranks[n - 1] if n <= len(ranks) else Rank(n - 1) for n in nibbles if n])
 
     def __str__(self) -> str:
         cat, ranks = self.category, self.ranks

@@ -16,7 +16,6 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from ofc.shuffle import commitment
 from ofc_service.api.errors import STATUS_DETAILS_KEY
-from ofc_service.api.rpc import grpc_servicer
 from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
 from ofc_service.application.manager import TableManager
 from ofc_service.application.records import TableRecord
@@ -25,6 +24,7 @@ from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS, MemoryTableStore, Sto
 from ofcpoker.v1 import settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
+from tests.in_process import InProcess
 from tests.records4 import format_4
 
 KEYS = ("key-of-platform-a", "key-of-platform-b")
@@ -88,7 +88,7 @@ class Service:
             request_ttl_seconds=window_s,
         )
         self.handlers = TableHandlers(manager)
-        self.servicer = grpc_servicer(self.handlers, SERVICE)
+        self.servicer = InProcess(self.handlers, SERVICE)
 
     def create(
         self, request: pb.CreateTableRequest, *, key: str = KEYS[0]

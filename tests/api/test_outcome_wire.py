@@ -1,9 +1,10 @@
 """Batch settlement's fast paths give exactly what the message API gives.
 
-``SettleHands`` and ``SettleHandsStream`` read boards from their wire bytes and write
-outcomes as wire bytes (``ofc_service.api.outcome_wire``); ``SettleHand`` fills messages
-field by field. The bytes must be the same, hand for hand, on random hands of every shape:
-legal and fouled boards, 2-4 players, loss caps, pair unit values, Fantasyland, player ids.
+``SettleHands`` and ``SettleHandsStream`` (a hand a message, or many) read boards from their
+wire bytes and write outcomes as wire bytes (``ofc_service.api.outcome_wire``); ``SettleHand``
+fills messages field by field. The bytes must be the same, hand for hand, on random hands of
+every shape: legal and fouled boards, 2-4 players, loss caps, pair unit values, Fantasyland,
+player ids.
 """
 
 from __future__ import annotations
@@ -170,10 +171,14 @@ def test_a_batch_answers_each_hand_as_settle_hand_does(
             iter([pb.SettleHandsStreamRequest(hand_id=str(k), hand=h) for k, h in enumerate(hands)])
         )
     ]
-    assert len(batch) == len(streamed) == len(hands)
-    for hand, one, other in zip(hands, batch, streamed, strict=True):
-        assert one == other
-        assert one.SerializeToString() == other.SerializeToString()
+    entries = [pb.IdentifiedHand(hand_id=str(k), hand=h) for k, h in enumerate(hands)]
+    (together,) = stub.SettleHandsStream(iter([pb.SettleHandsStreamRequest(hands=entries)]))
+    assert [r.hand_id for r in together.results] == [str(k) for k in range(len(hands))]
+    in_one_message = [r.outcome for r in together.results]
+    assert len(batch) == len(streamed) == len(in_one_message) == len(hands)
+    for hand, one, other, grouped in zip(hands, batch, streamed, in_one_message, strict=True):
+        assert one == other == grouped
+        assert one.SerializeToString() == other.SerializeToString() == grouped.SerializeToString()
         try:
             single = stub.SettleHand(pb.SettleHandRequest(hand=hand))
         except grpc.RpcError as exc:  # the same error, its field under "hand."

@@ -17,7 +17,6 @@ from typing import Any
 
 import grpc
 import pytest
-from ofc_service.api.rpc import grpc_servicer
 from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
 from ofc_service.application.manager import TableManager
 from ofc_service.application.requests import request_key
@@ -27,6 +26,7 @@ from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
 from tests.api.test_create_table import Aborted, Context
+from tests.in_process import InProcess
 
 KEY = "operator-key"
 OPERATOR = (("x-ofc-api-key", KEY),)
@@ -36,7 +36,7 @@ class Service:
     def __init__(self) -> None:
         self.store = MemoryTableStore()
         manager = TableManager(self.store, Authenticator([KEY]), ProtobufPresenter())
-        self.servicer = grpc_servicer(TableHandlers(manager), SERVICE)
+        self.servicer = InProcess(TableHandlers(manager), SERVICE)
 
     def call(self, method: str, request: Any, metadata: Sequence[tuple[str, str]] = ()) -> Any:
         async def run() -> Any:

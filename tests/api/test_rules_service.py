@@ -226,6 +226,27 @@ def test_settle_hands_one_bad_hand_does_not_fail_the_batch(stub: RulesServiceStu
     assert [p.points for p in third.settlement.players] == [6, -6]
 
 
+def test_a_player_with_nothing_set_is_a_wrong_row_size_wherever_it_sits(
+    stub: RulesServiceStub,
+) -> None:
+    # An empty PlayerHand is two bytes on the wire; last in the hand, the fast reader once
+    # read past the end of the hand (INTERNAL instead of the client's mistake).
+    empty_last = hand(EXAMPLE_A)
+    empty_last.players.add()
+    empty_first = settlement_pb2.Hand(players=[settlement_pb2.PlayerHand()])
+    empty_first.players.add().CopyFrom(hand(EXAMPLE_A).players[0])
+    for message in (empty_last, empty_first):
+        seat = 1 if message is empty_last else 0
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.SettleHand(pb.SettleHandRequest(hand=message))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        (result,) = stub.SettleHands(pb.SettleHandsRequest(hands=[message])).results
+        assert (result.error.reason, result.error.field) == (
+            "WRONG_ROW_SIZE",
+            f"players[{seat}].board.top",
+        )
+
+
 def test_settle_hands_stream_answers_in_order_with_ids(stub: RulesServiceStub) -> None:
     requests = [
         pb.SettleHandsStreamRequest(hand_id="h1", hand=hand(EXAMPLE_A, EXAMPLE_1_B)),
@@ -238,6 +259,68 @@ def test_settle_hands_stream_answers_in_order_with_ids(stub: RulesServiceStub) -
     assert responses[1].outcome.error.reason == "WRONG_PLAYER_COUNT"
     assert responses[1].outcome.error.field == "players"
     assert responses[2].outcome.settlement.players[0].points == 6
+
+
+def test_settle_hands_stream_takes_many_hands_a_message_beside_one_hand_ones(
+    stub: RulesServiceStub,
+) -> None:
+    many = pb.SettleHandsStreamRequest(
+        hands=[
+            pb.IdentifiedHand(hand_id="m1", hand=hand(EXAMPLE_A, EXAMPLE_1_B)),
+            pb.IdentifiedHand(hand_id="m2", hand=hand(EXAMPLE_A, EXAMPLE_A)),  # A's cards twice
+            pb.IdentifiedHand(hand_id="x" * 129, hand=hand(EXAMPLE_5_A, EXAMPLE_5_B)),
+            pb.IdentifiedHand(hand=hand(EXAMPLE_5_A, EXAMPLE_5_B, ids=("ann", "bob"))),
+        ]
+    )
+    requests = [
+        pb.SettleHandsStreamRequest(hand_id="h1", hand=hand(EXAMPLE_A, EXAMPLE_1_B)),
+        many,
+        pb.SettleHandsStreamRequest(hand_id="h3", hand=hand(EXAMPLE_5_A, EXAMPLE_5_B)),
+    ]
+    first, second, third = stub.SettleHandsStream(iter(requests))
+    assert (first.hand_id, first.outcome.settlement.players[0].points) == ("h1", 8)
+    assert not first.results
+    # a message of hands: one result per hand, in order, and nothing in the one-hand fields
+    assert (second.hand_id, second.HasField("outcome")) == ("", False)
+    assert [r.hand_id for r in second.results] == ["m1", "m2", "x" * 128, ""]
+    m1, m2, long_id, ids = second.results
+    assert [p.points for p in m1.outcome.settlement.players] == [8, -8]
+    assert (m2.outcome.error.reason, m2.outcome.error.field) == (
+        "DUPLICATE_CARD",
+        "players[1].board.top",
+    )
+    assert (long_id.outcome.error.reason, long_id.outcome.error.field) == (
+        "INVALID_INPUT",
+        "hand_id",
+    )
+    assert [(p.player_id, p.points) for p in ids.outcome.settlement.players] == [
+        ("ann", 6),
+        ("bob", -6),
+    ]
+    assert (third.hand_id, third.outcome.settlement.players[0].points) == ("h3", 6)
+
+
+def test_a_stream_message_of_both_forms_or_too_many_hands_is_refused_alone(
+    stub: RulesServiceStub,
+) -> None:
+    entry = pb.IdentifiedHand(hand_id="e", hand=hand(EXAMPLE_A, EXAMPLE_1_B))
+    alone = pb.IdentifiedHand(hand_id="e", hand=hand(EXAMPLE_A))  # a short answer: an error
+    requests = [
+        pb.SettleHandsStreamRequest(hand_id="both", hands=[entry]),
+        pb.SettleHandsStreamRequest(hand=hand(EXAMPLE_A, EXAMPLE_1_B), hands=[entry]),
+        pb.SettleHandsStreamRequest(hands=[alone] * 1001),
+        pb.SettleHandsStreamRequest(hands=[alone] * 999 + [entry]),
+    ]
+    both_id, both_hand, too_many, most = stub.SettleHandsStream(iter(requests))
+    for refused, reason in ((both_id, "INVALID_INPUT"), (both_hand, "INVALID_INPUT"),
+                            (too_many, "BATCH_TOO_LARGE")):  # fmt: skip
+        assert not refused.results
+        assert (refused.outcome.error.reason, refused.outcome.error.field) == (reason, "hands")
+        assert refused.outcome.error.code == 3  # INVALID_ARGUMENT
+    assert both_id.hand_id == "both"
+    assert len(most.results) == 1000 and not most.HasField("outcome")
+    assert {r.outcome.error.reason for r in most.results[:999]} == {"WRONG_PLAYER_COUNT"}
+    assert [p.points for p in most.results[999].outcome.settlement.players] == [8, -8]
 
 
 # --- rulesets --------------------------------------------------------------------------------

@@ -55,10 +55,18 @@ def test_batch_bench_prints_the_three_paths_with_their_targets(
     assert batch.main(argv) == 0
     out = capsys.readouterr().out
     assert re.search(r"^  in process \(ofc.scoring.settle\) +\d+\.\d +\d+\.\d", out, re.M), out
-    for path, target in (("SettleHands", 40), ("SettleHandsStream", 25), ("ofc score --jsonl", 30)):
+    targets = (
+        ("SettleHands", 40),
+        ("SettleHandsStream, 50 a message", 25),
+        ("ofc score --jsonl", 30),
+    )
+    for path, target in targets:
         pattern = rf"^  {re.escape(path)} +(\d+\.\d) +(\d+\.\d)% .* target >= {target}%"
         row = re.search(pattern, out, re.M)
         assert row is not None and float(row[1]) > 0, out
+    # the one-hand form, printed beside it without a target
+    one = re.search(r"^  SettleHandsStream, 1 a message +(\d+\.\d) +\d+\.\d%(.*)$", out, re.M)
+    assert one is not None and float(one[1]) > 0 and "target" not in one[2], out
 
 
 def test_open_loop_bench_prints_p99_of_both_rpcs_at_each_load(

@@ -21,7 +21,6 @@ from ofc import engine
 from ofc.engine import SitDown, StartHand
 from ofc.rulesets import Row
 from ofc_cli.main import main as cli_main
-from ofc_service.api.rpc import grpc_servicer
 from ofc_service.api.settlement_feed import SERVICE, SettlementFeedHandlers
 from ofc_service.application.settlements import PairSettlement, SeatSettlement, SettlementRecord
 from ofc_service.auth import Authenticator
@@ -35,6 +34,8 @@ from ofcpoker.v1 import settlement_feed_pb2_grpc as feed_grpc
 from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 from prometheus_client import REGISTRY
+
+from tests.in_process import InProcess
 
 API_KEY = "feed-operator-key"
 OPERATOR = (("x-ofc-api-key", API_KEY),)
@@ -476,7 +477,7 @@ def test_an_idle_subscription_picks_up_records_a_cut_off_call_left_pending() -> 
     async def scenario() -> list[tuple[str, bool]]:
         feed = MemorySettlementFeed()
         handlers = SettlementFeedHandlers(feed, Authenticator(), poll_s=0.05)
-        servicer = grpc_servicer(handlers, SERVICE)
+        servicer = InProcess(handlers, SERVICE)
         context: Any = QuietContext()
         for n in (1, 2):
             await feed.publish(f"t:{n}", record_bytes(f"t:{n}"))

@@ -74,14 +74,19 @@ def run_score(args: argparse.Namespace) -> int:
     if not args.jsonl:
         print(_score_one(_load_json(read_text(args.file))))
         return 0
-    write = sys.stdout.write
+    write, loads = sys.stdout.write, json.loads
     with open_lines(args.file) as stream:
         failed = False
         for line in stream:
-            if not line.strip():
-                continue
             try:
-                out = _score_one(_load_json(line))
+                try:
+                    data = loads(line)
+                except json.JSONDecodeError:
+                    if not line.strip():
+                        continue  # a blank line
+                    data = _load_json(line)  # the error, as for one hand
+                request = score_request_from_dict(data)
+                out = settlement_json(request.settle(), request.ids)
             except OfcError as error:
                 failed = True
                 out = json.dumps({"error": error_to_dict(error)})

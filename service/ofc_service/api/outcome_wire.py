@@ -20,9 +20,10 @@ cannot tell the two apart. Only this module knows the field numbers of
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from ofc.scoring import BoardResult, FantasylandResult, PairResult, Settlement
+from ofc.scoring import FantasylandResult, PairResult, Settlement
 from ofcpoker.v1 import errors_pb2
 
 from ofc_service.api.convert import hand_value_bytes
@@ -109,42 +110,51 @@ FIELD_NUMBERS = {
 """Each message's fields in field-number order from 1: what the encoders below assume."""
 
 
-@functools.cache  # under 10,000 row values exist, times three rows
-def _row(field: int, value: int) -> bytes:
-    return _field_message(field, hand_value_bytes(value))
+class _Made(dict[Any, bytes]):
+    """A dict that makes each missing entry once, with ``make`` (for keys of a bounded set:
+    row values, royalty and Fantasyland shapes); a plain dict lookup on a hit."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[Any], bytes]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key: Any) -> bytes:
+        value = self[key] = self.make(key)
+        return value
 
 
-@functools.cache  # royalty triples: a few hundred at most
-def _royalties_and_fantasyland(
-    royalties: tuple[int, int, int], fantasyland: FantasylandResult
+# A row's HandValue as BoardAssessment.top, .middle or .bottom: under 10,000 values each.
+_TOP, _MIDDLE, _BOTTOM = (
+    _Made(functools.partial(lambda f, v: _field_message(f, hand_value_bytes(v)), field))
+    for field in (1, 2, 3)
+)
+
+
+def _verdict(
+    fouled: bool, royalties: tuple[int, int, int], fantasyland: FantasylandResult
 ) -> bytes:
-    top, middle, bottom = royalties
-    qualifies, cards = fantasyland
-    body = (
+    """BoardAssessment's fouled, royalties and fantasyland fields."""
+    (top, middle, bottom), (qualifies, cards) = royalties, fantasyland
+    royalties_body = (
         _field_uint(1, top)
         + _field_uint(2, middle)
         + _field_uint(3, bottom)
         + _field_uint(4, top + middle + bottom)
     )
-    return _field_message(5, body) + _field_message(
-        6, _field_bool(1, qualifies) + _field_uint(2, cards)
+    fantasyland_body = _field_bool(1, qualifies) + _field_uint(2, cards)
+    return (
+        _field_bool(4, fouled)
+        + _field_message(5, royalties_body)
+        + _field_message(6, fantasyland_body)
     )
 
 
-_FOULED = _field_bool(4, True)
-
-
-def _assessment(result: BoardResult) -> bytes:
-    (top, middle, bottom), fouled, royalties, fantasyland = result
-    return b"".join(
-        (
-            _row(1, top),
-            _row(2, middle),
-            _row(3, bottom),
-            _FOULED if fouled else b"",
-            _royalties_and_fantasyland(royalties, fantasyland),
-        )
-    )
+# A board's verdict: a fouled board has no royalties and no Fantasyland (scoring._assess), any
+# other is keyed by its (royalties, fantasyland).
+_FOULED_VERDICT = _verdict(True, (0, 0, 0), FantasylandResult(False, 0))
+_VERDICTS = _Made(lambda key: _verdict(False, *key))
 
 
 @functools.lru_cache(maxsize=1 << 16)  # pair results repeat: small numbers in few shapes
@@ -171,33 +181,41 @@ def _pair(pair: PairResult, a_fouled: bool, b_fouled: bool) -> bytes:
     return _field_message(3, body)
 
 
-@functools.cache  # small numbers: seat indexes, points, units
-def _number(field: int, value: int, signed: bool) -> bytes:
-    return _field_sint(field, value) if signed else _field_uint(field, value)
+_SMALL = 4096  # PlayerResult.points and .units in -_SMALL.._SMALL come from tables
+_POINTS = {v: _field_sint(4, v) for v in range(-_SMALL, _SMALL + 1)}
+_UNITS = {v: _field_sint(5, v) for v in range(-_SMALL, _SMALL + 1)}
+_INDEXES = tuple(_field_uint(1, i) for i in range(16))
 
 
-@functools.lru_cache(maxsize=4096)  # rulesets and player ids come back batch after batch
-def _string(field: int, text: str) -> bytes:
-    return _field_string(field, text)
+@functools.lru_cache(maxsize=4096)  # player ids come back batch after batch
+def _player_id(text: str) -> bytes:
+    return _field_string(2, text)
+
+
+@functools.lru_cache(maxsize=256)
+def _ruleset_name(text: str) -> bytes:
+    return _field_string(1, text)
 
 
 def settlement_bytes(settlement: Settlement, ids: Sequence[str]) -> bytes:
     """A ``Settlement`` message's wire bytes; ``ids[i]`` is player ``i``'s id ("" for none)."""
     ruleset, players, pairs = settlement
-    parts = [_string(1, ruleset)]
-    number, short = _number, _SHORT
+    parts = [_ruleset_name(ruleset)]
+    short, small = _SHORT, _SMALL
     for index, board, points, units in players:
-        assessment = _assessment(board)
+        top, middle, bottom = board[0]
+        verdict = _FOULED_VERDICT if board[1] else _VERDICTS[board[2], board[3]]
+        assessment = b"".join((_TOP[top], _MIDDLE[middle], _BOTTOM[bottom], verdict))
         size = len(assessment)
         body = b"".join(
             (
-                number(1, index, False),
-                _string(2, ids[index]),
+                _INDEXES[index] if index < 16 else _field_uint(1, index),
+                _player_id(ids[index]),
                 b"\x1a",  # board: field 3, length-delimited
                 short[size] if size < _TWO_BYTES else varint(size),
                 assessment,
-                number(4, points, True),
-                number(5, units, True),
+                _POINTS[points] if -small <= points <= small else _field_sint(4, points),
+                _UNITS[units] if -small <= units <= small else _field_sint(5, units),
             )
         )
         size = len(body)
@@ -209,12 +227,50 @@ def settlement_bytes(settlement: Settlement, ids: Sequence[str]) -> bytes:
 
 def outcome_bytes(settlement: Settlement, ids: Sequence[str]) -> bytes:
     """A ``HandOutcome`` holding the settlement, as wire bytes."""
-    return _field_message(1, settlement_bytes(settlement, ids))
+    body = settlement_bytes(settlement, ids)
+    size = len(body)
+    return b"".join((b"\x0a", _SHORT[size] if size < _TWO_BYTES else varint(size), body))
 
 
 def error_outcome_bytes(detail: errors_pb2.ErrorDetail) -> bytes:
     """A ``HandOutcome`` holding an error, as wire bytes."""
     return _field_message(2, detail.SerializeToString())
+
+
+def identified_outcome(hand_id: str, outcome: bytes) -> bytes:
+    """``IdentifiedOutcome{hand_id = 1, outcome = 2}`` (and the one-hand
+    ``SettleHandsStreamResponse``, whose first two fields are the same) as wire bytes."""
+    return _field_string(1, hand_id) + _field_message(2, outcome)
+
+
+def length_delimited(raw: bytes) -> list[tuple[int, bytes]] | None:
+    """A message's fields as (field number, bytes), when every field is length-delimited
+    (strings, bytes, messages) with a number below 16, as in the batch requests; else
+    ``None`` (a field of another wire type: the caller reads the message API instead).
+
+    >>> length_delimited(b"\\x0a\\x02hi\\x12\\x00")
+    [(1, b'hi'), (2, b'')]
+    """
+    fields: list[tuple[int, bytes]] = []
+    pos, end = 0, len(raw)
+    while pos < end:
+        tag = raw[pos]
+        if tag & 0x87 != _BYTES:
+            return None
+        size, shift, pos = 0, 0, pos + 1
+        while True:  # the length, a varint
+            if pos >= end:
+                return None
+            byte = raw[pos]
+            size |= (byte & 0x7F) << shift
+            pos, shift = pos + 1, shift + 7
+            if byte < 0x80:
+                break
+        if pos + size > end:
+            return None
+        fields.append((tag >> 3, raw[pos : pos + size]))
+        pos += size
+    return fields
 
 
 def repeated_field(field: int, items: Sequence[bytes]) -> bytes:
@@ -226,6 +282,8 @@ def repeated_field(field: int, items: Sequence[bytes]) -> bytes:
 __all__ = [
     "FIELD_NUMBERS",
     "error_outcome_bytes",
+    "identified_outcome",
+    "length_delimited",
     "outcome_bytes",
     "repeated_field",
     "settlement_bytes",

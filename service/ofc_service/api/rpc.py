@@ -5,10 +5,11 @@ request message and the caller's :class:`~ofc_service.auth.Credentials`, read fr
 call's metadata — and returning the response message (a server-streaming RPC: an async
 iterator of them; a client-streaming one gets an async iterator of requests), or the
 response already serialised, as ``bytes`` (a move's response is serialised once, before its
-commit, so that a retry gets the same bytes: :func:`add_handlers` sends them as they are,
-any other adapter may send them as they are too or parse them with the method's response
-type, as :func:`grpc_servicer` does). It raises
-what it meets; :func:`~ofc_service.api.errors.api_error` maps that to one
+commit, so that a retry gets the same bytes: :func:`add_handlers` sends them as they are).
+:func:`add_handlers` is the one way a service is served over gRPC: the server's three
+services, the benches' servers, and (through :func:`method_handlers`, what it registers) the
+tests that call a method in process. A handler raises what it meets;
+:func:`~ofc_service.api.errors.api_error` maps that to one
 :class:`~ofc_service.api.errors.ApiError`, sent here as the call's rich status. Nothing
 but this module (and the server) knows grpc.
 """
@@ -16,7 +17,6 @@ but this module (and the server) knows grpc.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from types import SimpleNamespace
 from typing import Any, NoReturn
 
 import grpc
@@ -33,7 +33,7 @@ from ofc_service.api.errors import (
     request_id_var,
     rich_status,
 )
-from ofc_service.api.serialized import Handler, parsing_bytes
+from ofc_service.api.serialized import Handler
 from ofc_service.auth import Credentials
 
 
@@ -109,9 +109,12 @@ def serialize(response: Message | bytes) -> bytes:
     return data
 
 
-def add_handlers(server: grpc.aio.Server, handlers: object, service: ServiceDescriptor) -> None:
-    """Serve ``service`` on ``server``: each method is ``handlers``' method of the same name,
-    adapted, its responses sent by :func:`serialize` (a handler's bytes go out unparsed)."""
+def method_handlers(
+    handlers: object, service: ServiceDescriptor
+) -> dict[str, grpc.RpcMethodHandler]:
+    """The grpc method handler of each method of ``service``, by method name: ``handlers``'
+    method of the same name, adapted, its requests parsed with the method's request type and
+    its responses sent by :func:`serialize` (a handler's bytes go out unparsed)."""
     methods: dict[str, grpc.RpcMethodHandler] = {}
     for method in service.methods:
         behaviour = adapt(method, getattr(handlers, method.name))
@@ -120,9 +123,17 @@ def add_handlers(server: grpc.aio.Server, handlers: object, service: ServiceDesc
         methods[method.name] = kind(
             behaviour, request_deserializer=request_type.FromString, response_serializer=serialize
         )
+    return methods
+
+
+def add_handlers(server: grpc.aio.Server, handlers: object, service: ServiceDescriptor) -> None:
+    """Serve ``service`` on ``server`` with :func:`method_handlers` (registered as the
+    generated ``add_*Servicer_to_server`` would: generic, and by name before the start)."""
+    methods = method_handlers(handlers, service)
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(service.full_name, methods),)
     )
+    server.add_registered_method_handlers(service.full_name, methods)
 
 
 _METHOD_HANDLERS: dict[tuple[bool, bool], Callable[..., grpc.RpcMethodHandler]] = {
@@ -133,22 +144,12 @@ _METHOD_HANDLERS: dict[tuple[bool, bool], Callable[..., grpc.RpcMethodHandler]] 
 }
 
 
-def grpc_servicer(handlers: object, service: ServiceDescriptor) -> Any:
-    """An object the generated ``add_<Service>Servicer_to_server`` accepts: each method of
-    ``service`` is ``handlers``' method of the same name, adapted (a handler's bytes parsed
-    into the method's response type, which the generated serializer expects; the server
-    itself uses :func:`add_handlers`, which sends them as they are)."""
-    return SimpleNamespace(
-        **{m.name: adapt(m, parsing_bytes(m, getattr(handlers, m.name))) for m in service.methods}
-    )
-
-
 __all__ = [
     "abort",
     "add_handlers",
     "credentials",
     "fail",
-    "grpc_servicer",
+    "method_handlers",
     "serialize",
     "status_code",
 ]

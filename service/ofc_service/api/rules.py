@@ -84,17 +84,106 @@ def settle_outcome(hand: settlement_pb2.Hand, tally: SettledTally) -> bytes:
     try:
         settled = convert.settle_hand(hand, "")
     except core.OfcError as exc:
-        REQUEST_ERRORS.labels(exc.reason).inc()
-        return outcome_wire.error_outcome_bytes(error_detail(exc))
+        return _error_outcome(exc)
     tally.add(settled)
     return outcome_wire.outcome_bytes(settled.settlement, settled.ids)
 
 
-def _stream_response(hand_id: str, outcome: bytes) -> pb.SettleHandsStreamResponse:
-    """``SettleHandsStreamResponse{hand_id = 1, outcome = 2}`` from the outcome's bytes."""
-    response = pb.SettleHandsStreamResponse(hand_id=hand_id)
-    response.outcome.MergeFromString(outcome)
-    return response
+def _error_outcome(error: core.OfcError) -> bytes:
+    REQUEST_ERRORS.labels(error.reason).inc()
+    return outcome_wire.error_outcome_bytes(error_detail(error))
+
+
+def settle_outcome_bytes(raw: bytes, tally: SettledTally) -> bytes:
+    """:func:`settle_outcome` of a ``Hand``'s wire bytes: a hand of players alone (the
+    classic preset, boards of canonical codes, maybe ids; a back office's batch) is read
+    from its bytes, any other is parsed and takes the message API's way."""
+    read = convert.players_only(raw)
+    if read is None:
+        return settle_outcome(settlement_pb2.Hand.FromString(raw), tally)
+    try:
+        settled = convert.settle_boards(read[0], read[1], convert.CLASSIC, "")
+    except core.OfcError as exc:
+        return _error_outcome(exc)
+    tally.add(settled)
+    return outcome_wire.outcome_bytes(settled.settlement, settled.ids)
+
+
+def _hands_of(request: pb.SettleHandsRequest) -> list[bytes]:
+    """Each hand of the request as its wire bytes (one serialisation of the request, split)."""
+    fields = outcome_wire.length_delimited(request.SerializeToString())
+    if fields is None or any(number != 1 for number, _ in fields):
+        return [hand.SerializeToString() for hand in request.hands]
+    return [value for _, value in fields]
+
+
+def _identified(entry: bytes) -> tuple[str, bytes] | None:
+    """An ``IdentifiedHand``'s (hand_id, hand bytes), or ``None`` for anything but those
+    two fields (then the message API reads it)."""
+    fields = outcome_wire.length_delimited(entry)
+    if fields is None:
+        return None
+    hand_id, hand = "", b""
+    for number, value in fields:
+        if number == 1:
+            hand_id = value.decode()
+        elif number == 2:
+            hand = value
+        else:
+            return None
+    return hand_id, hand
+
+
+def _stream_item(hand_id: str, hand: bytes, tally: SettledTally) -> tuple[str, bytes]:
+    """One hand of a stream: its (hand_id, outcome), the id cut to its limit when too long
+    (the outcome then says so)."""
+    if len(hand_id) > MAX_HAND_ID_CHARS:
+        error = core.InvalidInputError(
+            f"hand_id has at most {MAX_HAND_ID_CHARS} characters", field="hand_id"
+        )
+        return hand_id[:MAX_HAND_ID_CHARS], _error_outcome(error)
+    return hand_id, settle_outcome_bytes(hand, tally)
+
+
+def _stream_hands(request: pb.SettleHandsStreamRequest) -> list[tuple[str, bytes]]:
+    """The (hand_id, hand bytes) of each entry of ``request.hands``."""
+    entries = outcome_wire.length_delimited(request.SerializeToString())
+    items: list[tuple[str, bytes]] = []
+    if entries is not None and all(number == 3 for number, _ in entries):
+        for _, entry in entries:
+            item = _identified(entry)
+            if item is None:
+                break
+            items.append(item)
+        else:
+            return items
+    return [(h.hand_id, h.hand.SerializeToString()) for h in request.hands]
+
+
+def stream_response(request: pb.SettleHandsStreamRequest, tally: SettledTally) -> bytes:
+    """The ``SettleHandsStreamResponse`` of one stream message, as wire bytes."""
+    if not request.hands:
+        hand_id, outcome = _stream_item(request.hand_id, request.hand.SerializeToString(), tally)
+        return outcome_wire.identified_outcome(hand_id, outcome)
+    refused: core.OfcError | None = None
+    if len(request.hands) > MAX_BATCH_HANDS:
+        refused = BatchTooLargeError(
+            f"at most {MAX_BATCH_HANDS} hands per message, got {len(request.hands)}; "
+            "split them over several messages",
+            field="hands",
+        )
+    elif request.hand_id or request.HasField("hand"):
+        refused = core.InvalidInputError(
+            "a message holds one hand (hand_id, hand) or many (hands), not both", field="hands"
+        )
+    if refused is not None:
+        echoed = request.hand_id[:MAX_HAND_ID_CHARS]
+        return outcome_wire.identified_outcome(echoed, _error_outcome(refused))
+    results = [
+        outcome_wire.identified_outcome(*_stream_item(hand_id, hand, tally))
+        for hand_id, hand in _stream_hands(request)
+    ]
+    return outcome_wire.repeated_field(3, results)
 
 
 def _fantasyland_values(request: pb.SolveFantasylandRequest, value: int) -> int | dict[int, int]:
@@ -221,9 +310,7 @@ class RulesHandlers:
         convert.write_settlement(settled, response.settlement)
         return response
 
-    async def SettleHands(
-        self, request: pb.SettleHandsRequest, creds: Credentials
-    ) -> pb.SettleHandsResponse:
+    async def SettleHands(self, request: pb.SettleHandsRequest, creds: Credentials) -> bytes:
         if len(request.hands) > MAX_BATCH_HANDS:
             raise BatchTooLargeError(
                 f"at most {MAX_BATCH_HANDS} hands per call, got {len(request.hands)}; "
@@ -231,31 +318,21 @@ class RulesHandlers:
                 field="hands",
             )
         tally = SettledTally()
-        results = [settle_outcome(h, tally) for h in request.hands]
+        results = [settle_outcome_bytes(hand, tally) for hand in _hands_of(request)]
         tally.flush()
-        # The outcomes are already wire bytes: protobuf reads them back in C (a fraction
-        # of what filling the messages in Python costs) for gRPC to serialise.
-        return pb.SettleHandsResponse.FromString(outcome_wire.repeated_field(1, results))
+        # The outcomes are wire bytes already: the response is those bytes, sent as they are.
+        return outcome_wire.repeated_field(1, results)
 
     async def SettleHandsStream(
         self,
         request_iterator: AsyncIterator[pb.SettleHandsStreamRequest],
         creds: Credentials,
-    ) -> AsyncIterator[pb.SettleHandsStreamResponse]:
+    ) -> AsyncIterator[bytes]:
         tally = SettledTally()
         async for request in request_iterator:
-            hand_id = request.hand_id
-            if len(hand_id) > MAX_HAND_ID_CHARS:
-                error = core.InvalidInputError(
-                    f"hand_id has at most {MAX_HAND_ID_CHARS} characters", field="hand_id"
-                )
-                REQUEST_ERRORS.labels(error.reason).inc()
-                outcome = outcome_wire.error_outcome_bytes(error_detail(error))
-                hand_id = hand_id[:MAX_HAND_ID_CHARS]
-            else:
-                outcome = settle_outcome(request.hand, tally)
-                tally.flush()
-            yield _stream_response(hand_id, outcome)
+            response = stream_response(request, tally)
+            tally.flush()
+            yield response
 
     async def ListPresets(
         self, request: pb.ListPresetsRequest, creds: Credentials

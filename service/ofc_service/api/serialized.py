@@ -2,9 +2,9 @@
 
 A handler may return (or, streaming, yield) a response as ``bytes``: a move's response is
 serialised once, before its commit, and a watched event is its stored bytes. The gRPC
-adapter sends those bytes as they are (:func:`ofc_service.api.rpc.add_handlers`); an adapter
-whose encoder takes messages only (the Connect adapter's codecs, JSON among them; the
-generated ``add_*Servicer_to_server``) wraps each handler with :func:`parsing_bytes`.
+adapter sends those bytes as they are (:func:`ofc_service.api.rpc.add_handlers`); the
+Connect adapter, whose codecs (JSON among them) encode messages only, wraps each handler
+with :func:`parsing_bytes`.
 """
 
 from __future__ import annotations

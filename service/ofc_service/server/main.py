@@ -23,11 +23,10 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from ofcpoker.v1 import rules_service_pb2_grpc, settlement_feed_pb2_grpc
 from prometheus_client import start_http_server
 
 from ofc_service.api import rules, settlement_feed, tables
-from ofc_service.api.rpc import add_handlers, grpc_servicer
+from ofc_service.api.rpc import add_handlers
 from ofc_service.api.rules import SERVICE_NAME, RulesHandlers
 from ofc_service.api.settlement_feed import SERVICE_NAME as FEED_SERVICE_NAME
 from ofc_service.api.settlement_feed import SettlementFeedHandlers
@@ -172,15 +171,10 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
             feed, authenticator, shutdown=shutdown
         ),
     }
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
-        grpc_servicer(handlers[rules.SERVICE.full_name], rules.SERVICE), server
-    )
-    # The table service's moves answer with their stored bytes: sent as they are.
-    add_handlers(server, handlers[tables.SERVICE.full_name], tables.SERVICE)
-    settlement_feed_pb2_grpc.add_SettlementFeedServiceServicer_to_server(
-        grpc_servicer(handlers[settlement_feed.SERVICE.full_name], settlement_feed.SERVICE),
-        server,
-    )
+    # A handler's bytes (a move's stored response, a watched event, a batch's outcomes)
+    # are sent as they are.
+    for service in (rules.SERVICE, tables.SERVICE, settlement_feed.SERVICE):
+        add_handlers(server, handlers[service.full_name], service)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(SERVICE_NAMES, server)

@@ -78,8 +78,10 @@ class RulesService(Protocol):
     def settle_hands_stream(self, request: AsyncIterator[SettleHandsStreamRequest], ctx: RequestContext[SettleHandsStreamRequest, SettleHandsStreamResponse], /) -> AsyncIterator[SettleHandsStreamResponse]:
         """
         Settle a stream of hands: one response per request, in request order, each carrying the
-        request's correlation id and a settlement or an error. For jobs too large for one
-        message; the call stays open until the client closes its side.
+        request's correlation id and a settlement or an error. A request carries one hand or up
+        to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+        per hand than a message each). For jobs too large for one message; the call stays open
+        until the client closes its side.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -449,8 +451,10 @@ class RulesServiceClient(ConnectClient):
     ) -> AsyncIterator[SettleHandsStreamResponse]:
         """
         Settle a stream of hands: one response per request, in request order, each carrying the
-        request's correlation id and a settlement or an error. For jobs too large for one
-        message; the call stays open until the client closes its side.
+        request's correlation id and a settlement or an error. A request carries one hand or up
+        to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+        per hand than a message each). For jobs too large for one message; the call stays open
+        until the client closes its side.
         """
         return self.execute_bidi_stream(
             request=request,
@@ -694,8 +698,10 @@ class RulesServiceSync(Protocol):
     def settle_hands_stream(self, request: Iterator[SettleHandsStreamRequest], ctx: RequestContext[SettleHandsStreamRequest, SettleHandsStreamResponse], /) -> Iterator[SettleHandsStreamResponse]:
         """
         Settle a stream of hands: one response per request, in request order, each carrying the
-        request's correlation id and a settlement or an error. For jobs too large for one
-        message; the call stays open until the client closes its side.
+        request's correlation id and a settlement or an error. A request carries one hand or up
+        to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+        per hand than a message each). For jobs too large for one message; the call stays open
+        until the client closes its side.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1063,8 +1069,10 @@ class RulesServiceClientSync(ConnectClientSync):
     ) -> Iterator[SettleHandsStreamResponse]:
         """
         Settle a stream of hands: one response per request, in request order, each carrying the
-        request's correlation id and a settlement or an error. For jobs too large for one
-        message; the call stays open until the client closes its side.
+        request's correlation id and a settlement or an error. A request carries one hand or up
+        to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+        per hand than a message each). For jobs too large for one message; the call stays open
+        until the client closes its side.
         """
         return self.execute_bidi_stream(
             request=request,

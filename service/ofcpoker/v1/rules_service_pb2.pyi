@@ -291,14 +291,57 @@ Global___SettleHandsResponse: _TypeAlias = SettleHandsResponse  # noqa: Y015
 
 @_typing.final
 class SettleHandsStreamRequest(_message.Message):
-    """One hand on a SettleHandsStream."""
+    """One message on a SettleHandsStream: one hand (`hand_id` and `hand`) or, to settle many
+    hands for the cost of one message, up to 1000 of them in `hands`. A message holds one form
+    or the other; each message gets one response, in order.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HAND_ID_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
+    HANDS_FIELD_NUMBER: _builtins.int
+    hand_id: _builtins.str
+    """A correlation id chosen by the client (0..128 characters), echoed in the response.
+    Unset when `hands` is used.
+    """
+    @_builtins.property
+    def hand(self) -> _settlement_pb2.Hand:
+        """The hand to settle. Unset when `hands` is used."""
+
+    @_builtins.property
+    def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___IdentifiedHand]:
+        """Many hands in one message, 1..1000 of them, each with its correlation id: the response
+        holds one result per entry, in this order. With `hand_id` or `hand` set as well, the
+        message is refused as a whole (INVALID_INPUT at `hands`), as it is with more than 1000
+        entries (BATCH_TOO_LARGE at `hands`): the response's `outcome` holds the error.
+        """
+
+    def __init__(
+        self,
+        *,
+        hand_id: _builtins.str = ...,
+        hand: _settlement_pb2.Hand | None = ...,
+        hands: _abc.Iterable[Global___IdentifiedHand] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["hand", b"hand"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand", b"hand", "hand_id", b"hand_id", "hands", b"hands"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SettleHandsStreamRequest: _TypeAlias = SettleHandsStreamRequest  # noqa: Y015
+
+@_typing.final
+class IdentifiedHand(_message.Message):
+    """A hand with the client's correlation id (an entry of `SettleHandsStreamRequest.hands`)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     HAND_ID_FIELD_NUMBER: _builtins.int
     HAND_FIELD_NUMBER: _builtins.int
     hand_id: _builtins.str
-    """A correlation id chosen by the client (0..128 characters), echoed in the response."""
+    """A correlation id chosen by the client (0..128 characters), echoed in the result."""
     @_builtins.property
     def hand(self) -> _settlement_pb2.Hand:
         """The hand to settle."""
@@ -315,18 +358,54 @@ class SettleHandsStreamRequest(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___SettleHandsStreamRequest: _TypeAlias = SettleHandsStreamRequest  # noqa: Y015
+Global___IdentifiedHand: _TypeAlias = IdentifiedHand  # noqa: Y015
 
 @_typing.final
 class SettleHandsStreamResponse(_message.Message):
-    """One result on a SettleHandsStream."""
+    """One response on a SettleHandsStream, for the request message at the same place."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HAND_ID_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    hand_id: _builtins.str
+    """The request's hand_id (one-hand form)."""
+    @_builtins.property
+    def outcome(self) -> Global___HandOutcome:
+        """The settlement or the hand's error (one-hand form); for a message of `hands`, set only
+        when the message is refused as a whole, with the error.
+        """
+
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___IdentifiedOutcome]:
+        """One result per entry of the request's `hands`, in order (empty for the one-hand form)."""
+
+    def __init__(
+        self,
+        *,
+        hand_id: _builtins.str = ...,
+        outcome: Global___HandOutcome | None = ...,
+        results: _abc.Iterable[Global___IdentifiedOutcome] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand_id", b"hand_id", "outcome", b"outcome", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SettleHandsStreamResponse: _TypeAlias = SettleHandsStreamResponse  # noqa: Y015
+
+@_typing.final
+class IdentifiedOutcome(_message.Message):
+    """A hand's outcome with its correlation id (an entry of `SettleHandsStreamResponse.results`)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     HAND_ID_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     hand_id: _builtins.str
-    """The request's hand_id."""
+    """The entry's hand_id."""
     @_builtins.property
     def outcome(self) -> Global___HandOutcome:
         """The settlement or the hand's error."""
@@ -343,7 +422,7 @@ class SettleHandsStreamResponse(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___SettleHandsStreamResponse: _TypeAlias = SettleHandsStreamResponse  # noqa: Y015
+Global___IdentifiedOutcome: _TypeAlias = IdentifiedOutcome  # noqa: Y015
 
 @_typing.final
 class ListPresetsRequest(_message.Message):

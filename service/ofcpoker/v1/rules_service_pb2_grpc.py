@@ -143,8 +143,10 @@ class RulesServiceServicer:
 
     def SettleHandsStream(self, request_iterator, context):
         """Settle a stream of hands: one response per request, in request order, each carrying the
-        request's correlation id and a settlement or an error. For jobs too large for one
-        message; the call stays open until the client closes its side.
+        request's correlation id and a settlement or an error. A request carries one hand or up
+        to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+        per hand than a message each). For jobs too large for one message; the call stays open
+        until the client closes its side.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

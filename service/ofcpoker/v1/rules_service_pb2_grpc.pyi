@@ -58,8 +58,10 @@ class RulesServiceStub:
     """
     SettleHandsStream: _grpc.StreamStreamMultiCallable[_rules_service_pb2.SettleHandsStreamRequest, _rules_service_pb2.SettleHandsStreamResponse]
     """Settle a stream of hands: one response per request, in request order, each carrying the
-    request's correlation id and a settlement or an error. For jobs too large for one
-    message; the call stays open until the client closes its side.
+    request's correlation id and a settlement or an error. A request carries one hand or up
+    to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+    per hand than a message each). For jobs too large for one message; the call stays open
+    until the client closes its side.
     """
     ListPresets: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.ListPresetsRequest, _rules_service_pb2.ListPresetsResponse]
     """Every preset with all its parameters."""
@@ -138,8 +140,10 @@ class RulesServiceAsyncStub(RulesServiceStub):
     """
     SettleHandsStream: _aio.StreamStreamMultiCallable[_rules_service_pb2.SettleHandsStreamRequest, _rules_service_pb2.SettleHandsStreamResponse]  # type: ignore[assignment]
     """Settle a stream of hands: one response per request, in request order, each carrying the
-    request's correlation id and a settlement or an error. For jobs too large for one
-    message; the call stays open until the client closes its side.
+    request's correlation id and a settlement or an error. A request carries one hand or up
+    to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+    per hand than a message each). For jobs too large for one message; the call stays open
+    until the client closes its side.
     """
     ListPresets: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.ListPresetsRequest, _rules_service_pb2.ListPresetsResponse]  # type: ignore[assignment]
     """Every preset with all its parameters."""
@@ -245,8 +249,10 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_rules_service_pb2.SettleHandsStreamResponse], _abc.AsyncIterator[_rules_service_pb2.SettleHandsStreamResponse]]:
         """Settle a stream of hands: one response per request, in request order, each carrying the
-        request's correlation id and a settlement or an error. For jobs too large for one
-        message; the call stays open until the client closes its side.
+        request's correlation id and a settlement or an error. A request carries one hand or up
+        to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+        per hand than a message each). For jobs too large for one message; the call stays open
+        until the client closes its side.
         """
 
     @_abc_1.abstractmethod

@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ofcpoker/v1/rules_service.proto.
  */
 export const file_ofcpoker_v1_rules_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9vZmNwb2tlci92MS9ydWxlc19zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSJ1ChJFdmFsdWF0ZVJvd1JlcXVlc3QSDQoFY2FyZHMYASADKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24SKQoHcnVsZXNldBgDIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjIkwKE0V2YWx1YXRlUm93UmVzcG9uc2USJAoEaGFuZBgBIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRIPCgdyb3lhbHR5GAIgASgNIrMBChRWYWxpZGF0ZUJvYXJkUmVxdWVzdBIhCgVib2FyZBgBIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIaChJmYW50YXN5bGFuZF9zdHJlYWsYBCABKA0SGQoRZmFudGFzeWxhbmRfY2FyZHMYBSABKA0iSQoVVmFsaWRhdGVCb2FyZFJlc3BvbnNlEjAKCmFzc2Vzc21lbnQYASABKAsyHC5vZmNwb2tlci52MS5Cb2FyZEFzc2Vzc21lbnQiNAoRU2V0dGxlSGFuZFJlcXVlc3QSHwoEaGFuZBgBIAEoCzIRLm9mY3Bva2VyLnYxLkhhbmQiQQoSU2V0dGxlSGFuZFJlc3BvbnNlEisKCnNldHRsZW1lbnQYASABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50IjYKElNldHRsZUhhbmRzUmVxdWVzdBIgCgVoYW5kcxgBIAMoCzIRLm9mY3Bva2VyLnYxLkhhbmQicQoLSGFuZE91dGNvbWUSLQoKc2V0dGxlbWVudBgBIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRIABIpCgVlcnJvchgCIAEoCzIYLm9mY3Bva2VyLnYxLkVycm9yRGV0YWlsSABCCAoGcmVzdWx0IkAKE1NldHRsZUhhbmRzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLm9mY3Bva2VyLnYxLkhhbmRPdXRjb21lIkwKGFNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBIPCgdoYW5kX2lkGAEgASgJEh8KBGhhbmQYAiABKAsyES5vZmNwb2tlci52MS5IYW5kIlcKGVNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2USDwoHaGFuZF9pZBgBIAEoCRIpCgdvdXRjb21lGAIgASgLMhgub2ZjcG9rZXIudjEuSGFuZE91dGNvbWUiFAoSTGlzdFByZXNldHNSZXF1ZXN0IkYKE0xpc3RQcmVzZXRzUmVzcG9uc2USLwoHcHJlc2V0cxgBIAMoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzIkIKFVJlc29sdmVSdWxlc2V0UmVxdWVzdBIpCgdydWxlc2V0GAEgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMiSQoWUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRIvCgdydWxlc2V0GAEgASgLMh4ub2ZjcG9rZXIudjEuUnVsZXNldFBhcmFtZXRlcnMilAIKF1NvbHZlRmFudGFzeWxhbmRSZXF1ZXN0Eg0KBWNhcmRzGAEgAygJEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIeChFmYW50YXN5bGFuZF92YWx1ZRgEIAEoDUgAiAEBEh8KEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDUgBiAEBEjkKEmZhbnRhc3lsYW5kX3ZhbHVlcxgGIAMoCzIdLm9mY3Bva2VyLnYxLkZhbnRhc3lsYW5kVmFsdWVCFAoSX2ZhbnRhc3lsYW5kX3ZhbHVlQhUKE19mYW50YXN5bGFuZF9zdHJlYWsiMAoQRmFudGFzeWxhbmRWYWx1ZRINCgVjYXJkcxgBIAEoDRINCgV2YWx1ZRgCIAEoDSKvAQoYU29sdmVGYW50YXN5bGFuZFJlc3BvbnNlEiEKBWJvYXJkGAEgASgLMhIub2ZjcG9rZXIudjEuQm9hcmQSEAoIZGlzY2FyZHMYAiADKAkSEQoJcm95YWx0aWVzGAMgASgNEhgKEGZhbnRhc3lsYW5kX25leHQYBCABKAgSEQoJb2JqZWN0aXZlGAUgASgFEh4KFmZhbnRhc3lsYW5kX25leHRfY2FyZHMYBiABKA0i3gEKEURlcml2ZURlY2tSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASGgoQY2xpZW50X3NlZWRfdGV4dBgDIAEoCUgBEhsKEWNsaWVudF9zZWVkX2J5dGVzGAQgASgMSAESDQoFbm9uY2UYBSABKAQSGwoTaW5jbHVkZV9maXJzdF9ibG9jaxgGIAEoCBIOCgZqb2tlcnMYByABKA1CDQoLc2VydmVyX3NlZWRCDQoLY2xpZW50X3NlZWQiYgoSRGVyaXZlRGVja1Jlc3BvbnNlEhEKCWFsZ29yaXRobRgBIAEoCRISCgpjb21taXRtZW50GAIgASgJEgwKBGRlY2sYAyADKAkSFwoPZmlyc3RfYmxvY2tfaGV4GAQgASgJInQKF1ZlcmlmeUNvbW1pdG1lbnRSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASEgoKY29tbWl0bWVudBgDIAEoCUINCgtzZXJ2ZXJfc2VlZCJGChhWZXJpZnlDb21taXRtZW50UmVzcG9uc2USDQoFdmFsaWQYASABKAgSGwoTY29tcHV0ZWRfY29tbWl0bWVudBgCIAEoCSJ6ChhWZXJpZnlIYW5kSGlzdG9yeVJlcXVlc3QSFAoMaGlzdG9yeV9qc29uGAEgASgJEjIKEGV4cGVjdGVkX3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIUCgxjaGVja19wb2xpY3kYAyABKAgiRQoSSGlzdG9yeURpc2NyZXBhbmN5EgwKBGNvZGUYASABKAkSEAoIbG9jYXRpb24YAiABKAkSDwoHbWVzc2FnZRgDIAEoCSJsChlWZXJpZnlIYW5kSGlzdG9yeVJlc3BvbnNlEgoKAm9rGAEgASgIEjQKC2Rpc2NyZXBhbmN5GAIgASgLMh8ub2ZjcG9rZXIudjEuSGlzdG9yeURpc2NyZXBhbmN5Eg0KBW5vdGVzGAMgAygJIsQBChJWZXJpZnlNYXRjaFJlcXVlc3QSFQoNaGlzdG9yeV9qc29ucxgBIAMoCRIyCgtzZXR0bGVtZW50cxgCIAMoCzIdLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRSZWNvcmQSGQoRY2hlY2tfc2V0dGxlbWVudHMYAyABKAgSMgoQZXhwZWN0ZWRfcnVsZXNldBgEIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjEhQKDGNoZWNrX3BvbGljeRgFIAEoCCJoChBNYXRjaERpc2NyZXBhbmN5EgwKBGNvZGUYASABKAkSDgoGc291cmNlGAIgASgJEhMKC2hhbmRfbnVtYmVyGAMgASgEEhAKCGxvY2F0aW9uGAQgASgJEg8KB21lc3NhZ2UYBSABKAkifgoTVmVyaWZ5TWF0Y2hSZXNwb25zZRIKCgJvaxgBIAEoCBIWCg5oYW5kc192ZXJpZmllZBgCIAEoDRI0Cg1kaXNjcmVwYW5jaWVzGAMgAygLMh0ub2ZjcG9rZXIudjEuTWF0Y2hEaXNjcmVwYW5jeRINCgVub3RlcxgEIAMoCTK1CAoMUnVsZXNTZXJ2aWNlElAKC0V2YWx1YXRlUm93Eh8ub2ZjcG9rZXIudjEuRXZhbHVhdGVSb3dSZXF1ZXN0GiAub2ZjcG9rZXIudjEuRXZhbHVhdGVSb3dSZXNwb25zZRJWCg1WYWxpZGF0ZUJvYXJkEiEub2ZjcG9rZXIudjEuVmFsaWRhdGVCb2FyZFJlcXVlc3QaIi5vZmNwb2tlci52MS5WYWxpZGF0ZUJvYXJkUmVzcG9uc2USTQoKU2V0dGxlSGFuZBIeLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRSZXF1ZXN0Gh8ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZFJlc3BvbnNlElAKC1NldHRsZUhhbmRzEh8ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNSZXF1ZXN0GiAub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNSZXNwb25zZRJmChFTZXR0bGVIYW5kc1N0cmVhbRIlLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBomLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2UoATABElAKC0xpc3RQcmVzZXRzEh8ub2ZjcG9rZXIudjEuTGlzdFByZXNldHNSZXF1ZXN0GiAub2ZjcG9rZXIudjEuTGlzdFByZXNldHNSZXNwb25zZRJZCg5SZXNvbHZlUnVsZXNldBIiLm9mY3Bva2VyLnYxLlJlc29sdmVSdWxlc2V0UmVxdWVzdBojLm9mY3Bva2VyLnYxLlJlc29sdmVSdWxlc2V0UmVzcG9uc2USXwoQU29sdmVGYW50YXN5bGFuZBIkLm9mY3Bva2VyLnYxLlNvbHZlRmFudGFzeWxhbmRSZXF1ZXN0GiUub2ZjcG9rZXIudjEuU29sdmVGYW50YXN5bGFuZFJlc3BvbnNlEk0KCkRlcml2ZURlY2sSHi5vZmNwb2tlci52MS5EZXJpdmVEZWNrUmVxdWVzdBofLm9mY3Bva2VyLnYxLkRlcml2ZURlY2tSZXNwb25zZRJfChBWZXJpZnlDb21taXRtZW50EiQub2ZjcG9rZXIudjEuVmVyaWZ5Q29tbWl0bWVudFJlcXVlc3QaJS5vZmNwb2tlci52MS5WZXJpZnlDb21taXRtZW50UmVzcG9uc2USYgoRVmVyaWZ5SGFuZEhpc3RvcnkSJS5vZmNwb2tlci52MS5WZXJpZnlIYW5kSGlzdG9yeVJlcXVlc3QaJi5vZmNwb2tlci52MS5WZXJpZnlIYW5kSGlzdG9yeVJlc3BvbnNlElAKC1ZlcmlmeU1hdGNoEh8ub2ZjcG9rZXIudjEuVmVyaWZ5TWF0Y2hSZXF1ZXN0GiAub2ZjcG9rZXIudjEuVmVyaWZ5TWF0Y2hSZXNwb25zZWIGcHJvdG8z", [file_ofcpoker_v1_cards, file_ofcpoker_v1_errors, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement, file_ofcpoker_v1_settlement_feed]);
+  fileDesc("Ch9vZmNwb2tlci92MS9ydWxlc19zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSJ1ChJFdmFsdWF0ZVJvd1JlcXVlc3QSDQoFY2FyZHMYASADKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24SKQoHcnVsZXNldBgDIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjIkwKE0V2YWx1YXRlUm93UmVzcG9uc2USJAoEaGFuZBgBIAEoCzIWLm9mY3Bva2VyLnYxLkhhbmRWYWx1ZRIPCgdyb3lhbHR5GAIgASgNIrMBChRWYWxpZGF0ZUJvYXJkUmVxdWVzdBIhCgVib2FyZBgBIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIaChJmYW50YXN5bGFuZF9zdHJlYWsYBCABKA0SGQoRZmFudGFzeWxhbmRfY2FyZHMYBSABKA0iSQoVVmFsaWRhdGVCb2FyZFJlc3BvbnNlEjAKCmFzc2Vzc21lbnQYASABKAsyHC5vZmNwb2tlci52MS5Cb2FyZEFzc2Vzc21lbnQiNAoRU2V0dGxlSGFuZFJlcXVlc3QSHwoEaGFuZBgBIAEoCzIRLm9mY3Bva2VyLnYxLkhhbmQiQQoSU2V0dGxlSGFuZFJlc3BvbnNlEisKCnNldHRsZW1lbnQYASABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50IjYKElNldHRsZUhhbmRzUmVxdWVzdBIgCgVoYW5kcxgBIAMoCzIRLm9mY3Bva2VyLnYxLkhhbmQicQoLSGFuZE91dGNvbWUSLQoKc2V0dGxlbWVudBgBIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRIABIpCgVlcnJvchgCIAEoCzIYLm9mY3Bva2VyLnYxLkVycm9yRGV0YWlsSABCCAoGcmVzdWx0IkAKE1NldHRsZUhhbmRzUmVzcG9uc2USKQoHcmVzdWx0cxgBIAMoCzIYLm9mY3Bva2VyLnYxLkhhbmRPdXRjb21lIngKGFNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBIPCgdoYW5kX2lkGAEgASgJEh8KBGhhbmQYAiABKAsyES5vZmNwb2tlci52MS5IYW5kEioKBWhhbmRzGAMgAygLMhsub2ZjcG9rZXIudjEuSWRlbnRpZmllZEhhbmQiQgoOSWRlbnRpZmllZEhhbmQSDwoHaGFuZF9pZBgBIAEoCRIfCgRoYW5kGAIgASgLMhEub2ZjcG9rZXIudjEuSGFuZCKIAQoZU2V0dGxlSGFuZHNTdHJlYW1SZXNwb25zZRIPCgdoYW5kX2lkGAEgASgJEikKB291dGNvbWUYAiABKAsyGC5vZmNwb2tlci52MS5IYW5kT3V0Y29tZRIvCgdyZXN1bHRzGAMgAygLMh4ub2ZjcG9rZXIudjEuSWRlbnRpZmllZE91dGNvbWUiTwoRSWRlbnRpZmllZE91dGNvbWUSDwoHaGFuZF9pZBgBIAEoCRIpCgdvdXRjb21lGAIgASgLMhgub2ZjcG9rZXIudjEuSGFuZE91dGNvbWUiFAoSTGlzdFByZXNldHNSZXF1ZXN0IkYKE0xpc3RQcmVzZXRzUmVzcG9uc2USLwoHcHJlc2V0cxgBIAMoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzIkIKFVJlc29sdmVSdWxlc2V0UmVxdWVzdBIpCgdydWxlc2V0GAEgASgLMhgub2ZjcG9rZXIudjEuUnVsZXNldFNwZWMiSQoWUmVzb2x2ZVJ1bGVzZXRSZXNwb25zZRIvCgdydWxlc2V0GAEgASgLMh4ub2ZjcG9rZXIudjEuUnVsZXNldFBhcmFtZXRlcnMilAIKF1NvbHZlRmFudGFzeWxhbmRSZXF1ZXN0Eg0KBWNhcmRzGAEgAygJEikKB3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIWCg5pbl9mYW50YXN5bGFuZBgDIAEoCBIeChFmYW50YXN5bGFuZF92YWx1ZRgEIAEoDUgAiAEBEh8KEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDUgBiAEBEjkKEmZhbnRhc3lsYW5kX3ZhbHVlcxgGIAMoCzIdLm9mY3Bva2VyLnYxLkZhbnRhc3lsYW5kVmFsdWVCFAoSX2ZhbnRhc3lsYW5kX3ZhbHVlQhUKE19mYW50YXN5bGFuZF9zdHJlYWsiMAoQRmFudGFzeWxhbmRWYWx1ZRINCgVjYXJkcxgBIAEoDRINCgV2YWx1ZRgCIAEoDSKvAQoYU29sdmVGYW50YXN5bGFuZFJlc3BvbnNlEiEKBWJvYXJkGAEgASgLMhIub2ZjcG9rZXIudjEuQm9hcmQSEAoIZGlzY2FyZHMYAiADKAkSEQoJcm95YWx0aWVzGAMgASgNEhgKEGZhbnRhc3lsYW5kX25leHQYBCABKAgSEQoJb2JqZWN0aXZlGAUgASgFEh4KFmZhbnRhc3lsYW5kX25leHRfY2FyZHMYBiABKA0i3gEKEURlcml2ZURlY2tSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASGgoQY2xpZW50X3NlZWRfdGV4dBgDIAEoCUgBEhsKEWNsaWVudF9zZWVkX2J5dGVzGAQgASgMSAESDQoFbm9uY2UYBSABKAQSGwoTaW5jbHVkZV9maXJzdF9ibG9jaxgGIAEoCBIOCgZqb2tlcnMYByABKA1CDQoLc2VydmVyX3NlZWRCDQoLY2xpZW50X3NlZWQiYgoSRGVyaXZlRGVja1Jlc3BvbnNlEhEKCWFsZ29yaXRobRgBIAEoCRISCgpjb21taXRtZW50GAIgASgJEgwKBGRlY2sYAyADKAkSFwoPZmlyc3RfYmxvY2tfaGV4GAQgASgJInQKF1ZlcmlmeUNvbW1pdG1lbnRSZXF1ZXN0EhkKD3NlcnZlcl9zZWVkX2hleBgBIAEoCUgAEhsKEXNlcnZlcl9zZWVkX2J5dGVzGAIgASgMSAASEgoKY29tbWl0bWVudBgDIAEoCUINCgtzZXJ2ZXJfc2VlZCJGChhWZXJpZnlDb21taXRtZW50UmVzcG9uc2USDQoFdmFsaWQYASABKAgSGwoTY29tcHV0ZWRfY29tbWl0bWVudBgCIAEoCSJ6ChhWZXJpZnlIYW5kSGlzdG9yeVJlcXVlc3QSFAoMaGlzdG9yeV9qc29uGAEgASgJEjIKEGV4cGVjdGVkX3J1bGVzZXQYAiABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxIUCgxjaGVja19wb2xpY3kYAyABKAgiRQoSSGlzdG9yeURpc2NyZXBhbmN5EgwKBGNvZGUYASABKAkSEAoIbG9jYXRpb24YAiABKAkSDwoHbWVzc2FnZRgDIAEoCSJsChlWZXJpZnlIYW5kSGlzdG9yeVJlc3BvbnNlEgoKAm9rGAEgASgIEjQKC2Rpc2NyZXBhbmN5GAIgASgLMh8ub2ZjcG9rZXIudjEuSGlzdG9yeURpc2NyZXBhbmN5Eg0KBW5vdGVzGAMgAygJIsQBChJWZXJpZnlNYXRjaFJlcXVlc3QSFQoNaGlzdG9yeV9qc29ucxgBIAMoCRIyCgtzZXR0bGVtZW50cxgCIAMoCzIdLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRSZWNvcmQSGQoRY2hlY2tfc2V0dGxlbWVudHMYAyABKAgSMgoQZXhwZWN0ZWRfcnVsZXNldBgEIAEoCzIYLm9mY3Bva2VyLnYxLlJ1bGVzZXRTcGVjEhQKDGNoZWNrX3BvbGljeRgFIAEoCCJoChBNYXRjaERpc2NyZXBhbmN5EgwKBGNvZGUYASABKAkSDgoGc291cmNlGAIgASgJEhMKC2hhbmRfbnVtYmVyGAMgASgEEhAKCGxvY2F0aW9uGAQgASgJEg8KB21lc3NhZ2UYBSABKAkifgoTVmVyaWZ5TWF0Y2hSZXNwb25zZRIKCgJvaxgBIAEoCBIWCg5oYW5kc192ZXJpZmllZBgCIAEoDRI0Cg1kaXNjcmVwYW5jaWVzGAMgAygLMh0ub2ZjcG9rZXIudjEuTWF0Y2hEaXNjcmVwYW5jeRINCgVub3RlcxgEIAMoCTK1CAoMUnVsZXNTZXJ2aWNlElAKC0V2YWx1YXRlUm93Eh8ub2ZjcG9rZXIudjEuRXZhbHVhdGVSb3dSZXF1ZXN0GiAub2ZjcG9rZXIudjEuRXZhbHVhdGVSb3dSZXNwb25zZRJWCg1WYWxpZGF0ZUJvYXJkEiEub2ZjcG9rZXIudjEuVmFsaWRhdGVCb2FyZFJlcXVlc3QaIi5vZmNwb2tlci52MS5WYWxpZGF0ZUJvYXJkUmVzcG9uc2USTQoKU2V0dGxlSGFuZBIeLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRSZXF1ZXN0Gh8ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZFJlc3BvbnNlElAKC1NldHRsZUhhbmRzEh8ub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNSZXF1ZXN0GiAub2ZjcG9rZXIudjEuU2V0dGxlSGFuZHNSZXNwb25zZRJmChFTZXR0bGVIYW5kc1N0cmVhbRIlLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRzU3RyZWFtUmVxdWVzdBomLm9mY3Bva2VyLnYxLlNldHRsZUhhbmRzU3RyZWFtUmVzcG9uc2UoATABElAKC0xpc3RQcmVzZXRzEh8ub2ZjcG9rZXIudjEuTGlzdFByZXNldHNSZXF1ZXN0GiAub2ZjcG9rZXIudjEuTGlzdFByZXNldHNSZXNwb25zZRJZCg5SZXNvbHZlUnVsZXNldBIiLm9mY3Bva2VyLnYxLlJlc29sdmVSdWxlc2V0UmVxdWVzdBojLm9mY3Bva2VyLnYxLlJlc29sdmVSdWxlc2V0UmVzcG9uc2USXwoQU29sdmVGYW50YXN5bGFuZBIkLm9mY3Bva2VyLnYxLlNvbHZlRmFudGFzeWxhbmRSZXF1ZXN0GiUub2ZjcG9rZXIudjEuU29sdmVGYW50YXN5bGFuZFJlc3BvbnNlEk0KCkRlcml2ZURlY2sSHi5vZmNwb2tlci52MS5EZXJpdmVEZWNrUmVxdWVzdBofLm9mY3Bva2VyLnYxLkRlcml2ZURlY2tSZXNwb25zZRJfChBWZXJpZnlDb21taXRtZW50EiQub2ZjcG9rZXIudjEuVmVyaWZ5Q29tbWl0bWVudFJlcXVlc3QaJS5vZmNwb2tlci52MS5WZXJpZnlDb21taXRtZW50UmVzcG9uc2USYgoRVmVyaWZ5SGFuZEhpc3RvcnkSJS5vZmNwb2tlci52MS5WZXJpZnlIYW5kSGlzdG9yeVJlcXVlc3QaJi5vZmNwb2tlci52MS5WZXJpZnlIYW5kSGlzdG9yeVJlc3BvbnNlElAKC1ZlcmlmeU1hdGNoEh8ub2ZjcG9rZXIudjEuVmVyaWZ5TWF0Y2hSZXF1ZXN0GiAub2ZjcG9rZXIudjEuVmVyaWZ5TWF0Y2hSZXNwb25zZWIGcHJvdG8z", [file_ofcpoker_v1_cards, file_ofcpoker_v1_errors, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement, file_ofcpoker_v1_settlement_feed]);
 
 /**
  * EvaluateRow input.
@@ -283,13 +283,54 @@ export const SettleHandsResponseSchema: GenMessage<SettleHandsResponse> = /*@__P
   messageDesc(file_ofcpoker_v1_rules_service, 8);
 
 /**
- * One hand on a SettleHandsStream.
+ * One message on a SettleHandsStream: one hand (`hand_id` and `hand`) or, to settle many
+ * hands for the cost of one message, up to 1000 of them in `hands`. A message holds one form
+ * or the other; each message gets one response, in order.
  *
  * @generated from message ofcpoker.v1.SettleHandsStreamRequest
  */
 export type SettleHandsStreamRequest = Message<"ofcpoker.v1.SettleHandsStreamRequest"> & {
   /**
    * A correlation id chosen by the client (0..128 characters), echoed in the response.
+   * Unset when `hands` is used.
+   *
+   * @generated from field: string hand_id = 1;
+   */
+  handId: string;
+
+  /**
+   * The hand to settle. Unset when `hands` is used.
+   *
+   * @generated from field: ofcpoker.v1.Hand hand = 2;
+   */
+  hand?: Hand | undefined;
+
+  /**
+   * Many hands in one message, 1..1000 of them, each with its correlation id: the response
+   * holds one result per entry, in this order. With `hand_id` or `hand` set as well, the
+   * message is refused as a whole (INVALID_INPUT at `hands`), as it is with more than 1000
+   * entries (BATCH_TOO_LARGE at `hands`): the response's `outcome` holds the error.
+   *
+   * @generated from field: repeated ofcpoker.v1.IdentifiedHand hands = 3;
+   */
+  hands: IdentifiedHand[];
+};
+
+/**
+ * Describes the message ofcpoker.v1.SettleHandsStreamRequest.
+ * Use `create(SettleHandsStreamRequestSchema)` to create a new message.
+ */
+export const SettleHandsStreamRequestSchema: GenMessage<SettleHandsStreamRequest> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 9);
+
+/**
+ * A hand with the client's correlation id (an entry of `SettleHandsStreamRequest.hands`).
+ *
+ * @generated from message ofcpoker.v1.IdentifiedHand
+ */
+export type IdentifiedHand = Message<"ofcpoker.v1.IdentifiedHand"> & {
+  /**
+   * A correlation id chosen by the client (0..128 characters), echoed in the result.
    *
    * @generated from field: string hand_id = 1;
    */
@@ -304,20 +345,56 @@ export type SettleHandsStreamRequest = Message<"ofcpoker.v1.SettleHandsStreamReq
 };
 
 /**
- * Describes the message ofcpoker.v1.SettleHandsStreamRequest.
- * Use `create(SettleHandsStreamRequestSchema)` to create a new message.
+ * Describes the message ofcpoker.v1.IdentifiedHand.
+ * Use `create(IdentifiedHandSchema)` to create a new message.
  */
-export const SettleHandsStreamRequestSchema: GenMessage<SettleHandsStreamRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 9);
+export const IdentifiedHandSchema: GenMessage<IdentifiedHand> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 10);
 
 /**
- * One result on a SettleHandsStream.
+ * One response on a SettleHandsStream, for the request message at the same place.
  *
  * @generated from message ofcpoker.v1.SettleHandsStreamResponse
  */
 export type SettleHandsStreamResponse = Message<"ofcpoker.v1.SettleHandsStreamResponse"> & {
   /**
-   * The request's hand_id.
+   * The request's hand_id (one-hand form).
+   *
+   * @generated from field: string hand_id = 1;
+   */
+  handId: string;
+
+  /**
+   * The settlement or the hand's error (one-hand form); for a message of `hands`, set only
+   * when the message is refused as a whole, with the error.
+   *
+   * @generated from field: ofcpoker.v1.HandOutcome outcome = 2;
+   */
+  outcome?: HandOutcome | undefined;
+
+  /**
+   * One result per entry of the request's `hands`, in order (empty for the one-hand form).
+   *
+   * @generated from field: repeated ofcpoker.v1.IdentifiedOutcome results = 3;
+   */
+  results: IdentifiedOutcome[];
+};
+
+/**
+ * Describes the message ofcpoker.v1.SettleHandsStreamResponse.
+ * Use `create(SettleHandsStreamResponseSchema)` to create a new message.
+ */
+export const SettleHandsStreamResponseSchema: GenMessage<SettleHandsStreamResponse> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 11);
+
+/**
+ * A hand's outcome with its correlation id (an entry of `SettleHandsStreamResponse.results`).
+ *
+ * @generated from message ofcpoker.v1.IdentifiedOutcome
+ */
+export type IdentifiedOutcome = Message<"ofcpoker.v1.IdentifiedOutcome"> & {
+  /**
+   * The entry's hand_id.
    *
    * @generated from field: string hand_id = 1;
    */
@@ -332,11 +409,11 @@ export type SettleHandsStreamResponse = Message<"ofcpoker.v1.SettleHandsStreamRe
 };
 
 /**
- * Describes the message ofcpoker.v1.SettleHandsStreamResponse.
- * Use `create(SettleHandsStreamResponseSchema)` to create a new message.
+ * Describes the message ofcpoker.v1.IdentifiedOutcome.
+ * Use `create(IdentifiedOutcomeSchema)` to create a new message.
  */
-export const SettleHandsStreamResponseSchema: GenMessage<SettleHandsStreamResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 10);
+export const IdentifiedOutcomeSchema: GenMessage<IdentifiedOutcome> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_rules_service, 12);
 
 /**
  * ListPresets input (no parameters).
@@ -351,7 +428,7 @@ export type ListPresetsRequest = Message<"ofcpoker.v1.ListPresetsRequest"> & {
  * Use `create(ListPresetsRequestSchema)` to create a new message.
  */
 export const ListPresetsRequestSchema: GenMessage<ListPresetsRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 11);
+  messageDesc(file_ofcpoker_v1_rules_service, 13);
 
 /**
  * ListPresets result.
@@ -372,7 +449,7 @@ export type ListPresetsResponse = Message<"ofcpoker.v1.ListPresetsResponse"> & {
  * Use `create(ListPresetsResponseSchema)` to create a new message.
  */
 export const ListPresetsResponseSchema: GenMessage<ListPresetsResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 12);
+  messageDesc(file_ofcpoker_v1_rules_service, 14);
 
 /**
  * ResolveRuleset input.
@@ -393,7 +470,7 @@ export type ResolveRulesetRequest = Message<"ofcpoker.v1.ResolveRulesetRequest">
  * Use `create(ResolveRulesetRequestSchema)` to create a new message.
  */
 export const ResolveRulesetRequestSchema: GenMessage<ResolveRulesetRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 13);
+  messageDesc(file_ofcpoker_v1_rules_service, 15);
 
 /**
  * ResolveRuleset result.
@@ -414,7 +491,7 @@ export type ResolveRulesetResponse = Message<"ofcpoker.v1.ResolveRulesetResponse
  * Use `create(ResolveRulesetResponseSchema)` to create a new message.
  */
 export const ResolveRulesetResponseSchema: GenMessage<ResolveRulesetResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 14);
+  messageDesc(file_ofcpoker_v1_rules_service, 16);
 
 /**
  * SolveFantasyland input.
@@ -477,7 +554,7 @@ export type SolveFantasylandRequest = Message<"ofcpoker.v1.SolveFantasylandReque
  * Use `create(SolveFantasylandRequestSchema)` to create a new message.
  */
 export const SolveFantasylandRequestSchema: GenMessage<SolveFantasylandRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 15);
+  messageDesc(file_ofcpoker_v1_rules_service, 17);
 
 /**
  * The value the solver's objective gives a next Fantasyland hand of `cards` cards.
@@ -505,7 +582,7 @@ export type FantasylandValue = Message<"ofcpoker.v1.FantasylandValue"> & {
  * Use `create(FantasylandValueSchema)` to create a new message.
  */
 export const FantasylandValueSchema: GenMessage<FantasylandValue> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 16);
+  messageDesc(file_ofcpoker_v1_rules_service, 18);
 
 /**
  * SolveFantasyland result.
@@ -564,7 +641,7 @@ export type SolveFantasylandResponse = Message<"ofcpoker.v1.SolveFantasylandResp
  * Use `create(SolveFantasylandResponseSchema)` to create a new message.
  */
 export const SolveFantasylandResponseSchema: GenMessage<SolveFantasylandResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 17);
+  messageDesc(file_ofcpoker_v1_rules_service, 19);
 
 /**
  * DeriveDeck input.
@@ -648,7 +725,7 @@ export type DeriveDeckRequest = Message<"ofcpoker.v1.DeriveDeckRequest"> & {
  * Use `create(DeriveDeckRequestSchema)` to create a new message.
  */
 export const DeriveDeckRequestSchema: GenMessage<DeriveDeckRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 18);
+  messageDesc(file_ofcpoker_v1_rules_service, 20);
 
 /**
  * DeriveDeck result.
@@ -690,7 +767,7 @@ export type DeriveDeckResponse = Message<"ofcpoker.v1.DeriveDeckResponse"> & {
  * Use `create(DeriveDeckResponseSchema)` to create a new message.
  */
 export const DeriveDeckResponseSchema: GenMessage<DeriveDeckResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 19);
+  messageDesc(file_ofcpoker_v1_rules_service, 21);
 
 /**
  * VerifyCommitment input.
@@ -734,7 +811,7 @@ export type VerifyCommitmentRequest = Message<"ofcpoker.v1.VerifyCommitmentReque
  * Use `create(VerifyCommitmentRequestSchema)` to create a new message.
  */
 export const VerifyCommitmentRequestSchema: GenMessage<VerifyCommitmentRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 20);
+  messageDesc(file_ofcpoker_v1_rules_service, 22);
 
 /**
  * VerifyCommitment result.
@@ -762,7 +839,7 @@ export type VerifyCommitmentResponse = Message<"ofcpoker.v1.VerifyCommitmentResp
  * Use `create(VerifyCommitmentResponseSchema)` to create a new message.
  */
 export const VerifyCommitmentResponseSchema: GenMessage<VerifyCommitmentResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 21);
+  messageDesc(file_ofcpoker_v1_rules_service, 23);
 
 /**
  * VerifyHandHistory input.
@@ -801,7 +878,7 @@ export type VerifyHandHistoryRequest = Message<"ofcpoker.v1.VerifyHandHistoryReq
  * Use `create(VerifyHandHistoryRequestSchema)` to create a new message.
  */
 export const VerifyHandHistoryRequestSchema: GenMessage<VerifyHandHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 22);
+  messageDesc(file_ofcpoker_v1_rules_service, 24);
 
 /**
  * The first check a hand history fails.
@@ -841,7 +918,7 @@ export type HistoryDiscrepancy = Message<"ofcpoker.v1.HistoryDiscrepancy"> & {
  * Use `create(HistoryDiscrepancySchema)` to create a new message.
  */
 export const HistoryDiscrepancySchema: GenMessage<HistoryDiscrepancy> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 23);
+  messageDesc(file_ofcpoker_v1_rules_service, 25);
 
 /**
  * VerifyHandHistory result.
@@ -877,7 +954,7 @@ export type VerifyHandHistoryResponse = Message<"ofcpoker.v1.VerifyHandHistoryRe
  * Use `create(VerifyHandHistoryResponseSchema)` to create a new message.
  */
 export const VerifyHandHistoryResponseSchema: GenMessage<VerifyHandHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 24);
+  messageDesc(file_ofcpoker_v1_rules_service, 26);
 
 /**
  * VerifyMatch input.
@@ -929,7 +1006,7 @@ export type VerifyMatchRequest = Message<"ofcpoker.v1.VerifyMatchRequest"> & {
  * Use `create(VerifyMatchRequestSchema)` to create a new message.
  */
 export const VerifyMatchRequestSchema: GenMessage<VerifyMatchRequest> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 25);
+  messageDesc(file_ofcpoker_v1_rules_service, 27);
 
 /**
  * One discrepancy of a match.
@@ -982,7 +1059,7 @@ export type MatchDiscrepancy = Message<"ofcpoker.v1.MatchDiscrepancy"> & {
  * Use `create(MatchDiscrepancySchema)` to create a new message.
  */
 export const MatchDiscrepancySchema: GenMessage<MatchDiscrepancy> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 26);
+  messageDesc(file_ofcpoker_v1_rules_service, 28);
 
 /**
  * VerifyMatch result.
@@ -1024,7 +1101,7 @@ export type VerifyMatchResponse = Message<"ofcpoker.v1.VerifyMatchResponse"> & {
  * Use `create(VerifyMatchResponseSchema)` to create a new message.
  */
 export const VerifyMatchResponseSchema: GenMessage<VerifyMatchResponse> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_rules_service, 27);
+  messageDesc(file_ofcpoker_v1_rules_service, 29);
 
 /**
  * The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
@@ -1084,8 +1161,10 @@ export const RulesService: GenService<{
   },
   /**
    * Settle a stream of hands: one response per request, in request order, each carrying the
-   * request's correlation id and a settlement or an error. For jobs too large for one
-   * message; the call stays open until the client closes its side.
+   * request's correlation id and a settlement or an error. A request carries one hand or up
+   * to 1000 (`hands`, each with its id: a response with one result per hand, far cheaper
+   * per hand than a message each). For jobs too large for one message; the call stays open
+   * until the client closes its side.
    *
    * @generated from rpc ofcpoker.v1.RulesService.SettleHandsStream
    */
