@@ -162,7 +162,7 @@ class LocalRedisCluster:
                 ["redis-cli", "--cluster", "create",
                  *(f"127.0.0.1:{p}" for p in self.ports),
                  "--cluster-replicas", "1", "--cluster-yes"],
-                check=True, capture_output=True, timeout=60,
+                check=True, capture_output=True, timeout=180,  # slow only on a saturated machine
             )  # fmt: skip
             self.wait_ok()
             self.wait_replicas_online()
