@@ -19,6 +19,7 @@ from ofc_service.store import (
     RequestIdReusedError,
     StaleVersionError,
     StoredEvent,
+    StoredTable,
     TableExistsError,
     TableNotFoundError,
     TableStore,
@@ -605,6 +606,44 @@ async def test_wait_events_wakes_on_a_commit_through_another_replica(backend: Ba
                 b"e2.0",
                 b"e2.1",
             ]
+
+
+async def test_wait_events_brings_the_table_as_stored_after_its_events(backend: Backend) -> None:
+    async with backend.open() as h:
+        created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        tables: list[StoredTable] = []
+        waiter = asyncio.create_task(
+            h.store.wait_events(
+                "t", after=created.event_ids[0], timeout_s=10, on_table=tables.append
+            )
+        )
+        await asyncio.sleep(0.1)
+        done = await play(h.other, "t", 1, events=2, deadline_ms=1_900_000_000_000)
+        events = await asyncio.wait_for(waiter, 5)
+        assert payloads(events)[:1] == [b"e2.0"]
+        assert tables == [await h.store.load("t")]
+        assert (tables[0].version, tables[0].state, tables[0].deadline_ms) == (
+            2,
+            b"v2",
+            1_900_000_000_000,
+        )
+        assert tables[0].last_event_id == done.event_ids[-1]
+        # No events, no table: a wait that timed out, or one without on_table.
+        assert (
+            await h.store.wait_events(
+                "t", after=done.event_ids[-1], timeout_s=0.1, on_table=tables.append
+            )
+            == []
+        )
+        assert payloads(await h.store.wait_events("t", after="0", timeout_s=1)) == [
+            b"e1.0",
+            b"e2.0",
+            b"e2.1",
+        ]
+        assert len(tables) == 1
+        # Pending events come back at once, with the table.
+        await h.store.wait_events("t", after="0", timeout_s=1, on_table=tables.append)
+        assert [t.version for t in tables] == [2, 2]
 
 
 # --- extra blobs ----------------------------------------------------------------------------------

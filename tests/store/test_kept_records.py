@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -116,3 +117,56 @@ async def overwrite_state(h: Any, state: bytes) -> None:
         h.store._tables["t"].state = state
     else:
         await h.admin.hset("ofc:{t}:state", "state", state)
+
+
+async def test_a_replica_watching_a_table_moves_after_another_replica_without_loading_it(
+    backend: Backend,
+) -> None:
+    async def test(h: Any, counted: CountingLoads, manager: TableManager, other: Any) -> None:
+        assert await join(manager, 1, 0, "ann") == b"v2"
+        newest = (await h.store.load("t")).last_event_id
+        feed = manager.follow("t", newest, newest=newest)
+        try:
+            seen = asyncio.create_task(anext(feed))
+            await asyncio.sleep(0.1)  # the feed waits on the log
+            assert await join(other, 2, 1, "bob") == b"v3"  # the other replica moves
+            await asyncio.wait_for(seen, 5)  # its events (and the table) came through the feed
+            loads = counted.loads
+            assert await join(manager, 3, 2, "cy") == b"v4"  # the commit only: no load
+            assert counted.loads == loads
+        finally:
+            await feed.aclose()
+        stored, version, _ = await other.load("t")
+        assert version == 4 and [s.player_id for s in stored.match.seats] == ["ann", "bob", "cy"]
+
+    await open_table(backend, test)
+
+
+async def test_a_table_offered_by_a_feed_is_not_trusted(backend: Backend) -> None:
+    async def test(h: Any, counted: CountingLoads, manager: TableManager, other: Any) -> None:
+        await join(manager, 1, 0, "ann")
+        await join(other, 2, 1, "bob")
+        real = await h.store.load("t")
+        # A feed's table that is not the stored one at its version (bytes of another state):
+        # the commit refuses it, the table is loaded and the move judged against it.
+        theirs = TableRecord.from_bytes(real.state)
+        theirs = dataclasses.replace(
+            theirs,
+            match=engine.apply(engine.new_match("classic", seats=3), engine.SitDown(0, "zed"))[0],
+        )
+        manager.offer(dataclasses.replace(real, state=theirs.to_bytes()))
+        loads = counted.loads
+        assert await join(manager, 3, 2, "cy") == b"v4"
+        assert counted.loads == loads + 1
+        stored, _, _ = await other.load("t")
+        assert [s.player_id for s in stored.match.seats] == ["ann", "bob", "cy"]
+        # An older table than the one kept is ignored; a table never moved here is not kept.
+        manager.offer(real)
+        loads = counted.loads
+        assert await leave(manager, 4, 2) == b"v5"  # on the record kept of its own commit
+        assert counted.loads == loads
+        assert not manager.wants("elsewhere")
+        manager.offer(dataclasses.replace(real, table_id="elsewhere"))
+        assert not manager.wants("elsewhere")
+
+    await open_table(backend, test)

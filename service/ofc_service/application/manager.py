@@ -86,6 +86,7 @@ from ofc_service.store import (
     Commit,
     StaleVersionError,
     StoredEvent,
+    StoredTable,
     TableExistsError,
     TableNotFoundError,
     TableStore,
@@ -106,12 +107,18 @@ class HandNotFoundError(OfcError):
 
 @dataclass(slots=True)
 class _Kept:
-    """A table's record as this replica last wrote or read it."""
+    """A table's record as this replica last wrote or read it; ``record`` None: bytes a watch
+    feed read with the table's events, decoded when a move needs them."""
 
     raw: bytes
-    record: TableRecord
+    record: TableRecord | None
     version: int
     _sha1: str = ""
+
+    def decoded(self) -> TableRecord:
+        if self.record is None:
+            self.record = TableRecord.from_bytes(self.raw)
+        return self.record
 
     def sha1(self) -> str:
         if not self._sha1:
@@ -179,7 +186,9 @@ class TableManager:
         # how long a hand's history stays after it was written; 0: as long as its table
         self.history_ttl_seconds = history_ttl_seconds
         self.policy = policy  # chooses the move of a seat whose clock ran out
-        self.hub = WatchHub(store)  # one log reader per watched table, shared by watchers
+        # One log reader per watched table, shared by its watchers; it reads the state of a
+        # table kept here with its events (see offer).
+        self.hub = WatchHub(store, self)
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
     # --- reads ----------------------------------------------------------------------------
@@ -197,16 +206,34 @@ class TableManager:
         if kept is not None and kept.raw == raw:
             self._kept.move_to_end(table_id)
             kept.version = version
-            return kept.record
+            return kept.decoded()
         record = TableRecord.from_bytes(raw)
         self._keep(table_id, raw, record, version)
         return record
 
-    def _keep(self, table_id: str, raw: bytes, record: TableRecord, version: int) -> None:
+    def _keep(self, table_id: str, raw: bytes, record: TableRecord | None, version: int) -> None:
         self._kept[table_id] = _Kept(raw, record, version)
         self._kept.move_to_end(table_id)
         if len(self._kept) > KEPT_RECORDS:
             self._kept.popitem(last=False)
+
+    def wants(self, table_id: str) -> bool:
+        """Whether a watch feed of the table should read its state too: a table kept here
+        (one this replica moves), so that its next move here need not load it."""
+        return table_id in self._kept
+
+    def offer(self, table: StoredTable) -> None:
+        """A table as a watch feed read it with its newest events (another replica's move,
+        usually). Kept undecoded, in place of an older version; the next move at its version
+        decodes it and commits with one store round trip. Nothing is trusted: the commit
+        still requires the stored state to have these bytes' SHA-1 at that version."""
+        kept = self._kept.get(table.table_id)
+        if kept is None or table.version <= kept.version:
+            return
+        if kept.raw == table.state:
+            kept.version = table.version
+        else:
+            self._keep(table.table_id, table.state, None, table.version)
 
     def viewer(self, creds: Credentials, record: TableRecord, as_seat: int | None) -> int | None:
         """The seat whose view the caller gets: the seat token's, or ``as_seat`` for an
@@ -307,13 +334,14 @@ class TableManager:
         key = request_key(request.request_id, caller)
         table_id = request.table_id
         # One store round trip when this replica holds the record at that version (it made
-        # or read the table's last change): the commit itself checks the request id, the
-        # version and the state (by its SHA-1, so a store that lost writes cannot fool it).
+        # or read the table's last change, or its watch feed read it with the change's
+        # events): the commit itself checks the request id, the version and the state (by
+        # its SHA-1, so neither a store that lost writes nor a stale feed can fool it).
         kept = self._kept.get(table_id)
         if kept is not None and kept.version == request.expected_version:
             now = self.clock_ms()
             try:
-                done = self.decide(kept.record, command, creds, now)
+                done = self.decide(kept.decoded(), command, creds, now)
             except Exception:  # judged against the store's table below, as a retry may be
                 done = None
             if done is not None:

@@ -7,6 +7,10 @@ window); each watcher takes what follows its own cursor from that window. A watc
 cursor is older than the window (a resume from long ago) reads the log directly until it
 catches up, so every watcher still gets each event exactly once, in order, with no gap.
 
+A feed reads the table as stored along with its events, in the same round trip, when the
+replica's :class:`TableStates` wants it (the manager: a table it moves here), so the replica
+that did not make a table's last move need not load the table for its next one.
+
 Store errors of the shared read (the table expired, the log was trimmed, the store is
 unavailable) end every stream of that table with the error, as a direct read would; the
 feed is dropped and the next watcher starts a new one.
@@ -19,8 +23,9 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator
+from typing import Protocol
 
-from ofc_service.store import StoredEvent, TableStore, parse_event_id
+from ofc_service.store import StoredEvent, StoredTable, TableStore, parse_event_id
 
 log = logging.getLogger("ofc.watch")
 
@@ -28,12 +33,27 @@ POLL_S = 5.0  # the shared read re-arms this often (and notices a table that exp
 WINDOW = 128  # events a feed keeps for watchers a little behind (a few hands)
 
 
+class TableStates(Protocol):
+    """Who takes the tables the feeds read with their events."""
+
+    def wants(self, table_id: str) -> bool:
+        """Whether the next read of this table's log should bring its state too."""
+        ...
+
+    def offer(self, table: StoredTable) -> None:
+        """The table as stored right after its newest events were read."""
+        ...
+
+
 class _Feed:
     """The shared read of one table's event log, and the window of its newest entries."""
 
-    def __init__(self, store: TableStore, table_id: str, start: str) -> None:
+    def __init__(
+        self, store: TableStore, table_id: str, start: str, states: TableStates | None = None
+    ) -> None:
         self.store = store
         self.table_id = table_id
+        self.states = states
         self.window: deque[tuple[tuple[int, int], StoredEvent]] = deque(maxlen=WINDOW)
         self.base = parse_event_id(start)  # the window covers (base, last]
         self.last = self.base
@@ -47,7 +67,11 @@ class _Feed:
         try:
             while not self._stopping:
                 after = f"{self.last[0]}-{self.last[1]}" if self.last != (0, 0) else "0"
-                events = await self.store.wait_events(self.table_id, after=after, timeout_s=POLL_S)
+                states = self.states
+                offer = states.offer if states is not None and states.wants(self.table_id) else None
+                events = await self.store.wait_events(
+                    self.table_id, after=after, timeout_s=POLL_S, on_table=offer
+                )
                 if not events:
                     continue
                 for event in events:
@@ -94,8 +118,9 @@ class _Feed:
 class WatchHub:
     """The feeds of the tables watched through this replica."""
 
-    def __init__(self, store: TableStore) -> None:
+    def __init__(self, store: TableStore, states: TableStates | None = None) -> None:
         self.store = store
+        self.states = states
         self._feeds: dict[str, _Feed] = {}
 
     async def follow(
@@ -108,7 +133,7 @@ class WatchHub:
         position = parse_event_id(after)
         feed = self._feeds.get(table_id)
         if feed is None or feed.error is not None:
-            feed = self._feeds[table_id] = _Feed(self.store, table_id, newest)
+            feed = self._feeds[table_id] = _Feed(self.store, table_id, newest, self.states)
         feed.watchers += 1
         try:
             while True:
@@ -137,4 +162,4 @@ class WatchHub:
             await feed.stop()
 
 
-__all__ = ["POLL_S", "WINDOW", "WatchHub"]
+__all__ = ["POLL_S", "WINDOW", "TableStates", "WatchHub"]

@@ -69,7 +69,7 @@ after the window gets a new table id: table ids are never reused.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Protocol
@@ -335,10 +335,21 @@ class TableStore(Protocol):
         ...
 
     async def wait_events(
-        self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
+        self,
+        table_id: str,
+        *,
+        after: str,
+        timeout_s: float,
+        limit: int = 1000,
+        on_table: Callable[[StoredTable], None] | None = None,
     ) -> list[StoredEvent]:
         """Like :meth:`read_events`, but waits up to ``timeout_s`` for at least one event
-        (committed through any store instance on the same backend); ``[]`` on timeout."""
+        (committed through any store instance on the same backend); ``[]`` on timeout.
+
+        ``on_table``: when events came, called before returning with the table as
+        :meth:`load` would read it then (read after the events, so at their version or a
+        later one), in the same round trip: a replica following a table's log so learns of
+        its state without loading it."""
         ...
 
     async def get_extra(self, table_id: str, key: str) -> bytes | None:

@@ -316,17 +316,25 @@ class MemoryTableStore:
         return [event for _, event in table.events[at : at + limit]]
 
     async def wait_events(
-        self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
+        self,
+        table_id: str,
+        *,
+        after: str,
+        timeout_s: float,
+        limit: int = 1000,
+        on_table: Callable[[StoredTable], None] | None = None,
     ) -> list[StoredEvent]:
         events = await self.read_events(table_id, after=after, limit=limit)
-        if events or timeout_s <= 0:
-            return events
-        signal = self._signals.setdefault(table_id, asyncio.Event())
-        try:
-            await asyncio.wait_for(signal.wait(), timeout_s)
-        except TimeoutError:
-            return []
-        return await self.read_events(table_id, after=after, limit=limit)
+        if not events and timeout_s > 0:
+            signal = self._signals.setdefault(table_id, asyncio.Event())
+            try:
+                await asyncio.wait_for(signal.wait(), timeout_s)
+            except TimeoutError:
+                return []
+            events = await self.read_events(table_id, after=after, limit=limit)
+        if on_table is not None and events:
+            on_table(await self.load(table_id))
+        return events
 
     async def get_extra(self, table_id: str, key: str) -> bytes | None:
         check_id(table_id, what="table id")

@@ -124,7 +124,9 @@ master to keep writing through a failover.
 
 ``wait_events`` blocks in ``XREAD BLOCK`` on a second connection pool (one connection per
 waiting watcher), so commits through any replica wake it; the events come back in that same
-reply (one round trip per wake-up).
+reply (one round trip per wake-up), with the trim mark and, when asked (``on_table``), the
+table as :meth:`~RedisTableStore.load` reads it, all from one ``HMGET`` pipelined behind the
+``XREAD``.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ import logging
 import secrets
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
@@ -191,6 +193,28 @@ _HINT_PAGES: Final = 10
 _REPLAYS: Final = (b"replay", b"replayed")
 
 log = logging.getLogger("ofc.store.redis")
+
+
+# What a load reads of a table's state hash (see _stored_table), and what a wait for events
+# reads after them: the trim mark, and with it (on_table) the rest of a load.
+_TABLE_FIELDS: Final = ("version", "state", "deadline", "last_event", "layout")
+_WAIT_FIELDS: Final = ("version", "events_from", *_TABLE_FIELDS[1:])
+
+
+def _stored_table(table_id: str, fields: Sequence[Any]) -> StoredTable:
+    """The table of a state hash's :data:`_TABLE_FIELDS` (:class:`TableNotFoundError`)."""
+    version, state, deadline, last_event, layout = fields
+    if version is None:
+        raise TableNotFoundError(table_id)
+    if layout != LAYOUT:
+        raise StoreError(f"table {table_id!r} has an unknown layout {layout!r}")
+    return StoredTable(
+        table_id=table_id,
+        version=int(version),
+        state=_blob(state) or b"",
+        deadline_ms=None if deadline is None else int(deadline),
+        last_event_id=text(last_event or "0"),
+    )
 
 
 def _blob(value: bytes | str | None) -> bytes | None:
@@ -491,20 +515,8 @@ class RedisTableStore:
     async def load(self, table_id: str) -> StoredTable:
         state_key = self._table_keys(table_id)[0]
         with unavailable():
-            version, state, deadline, last_event, layout = await self._client.hmget(
-                state_key, ["version", "state", "deadline", "last_event", "layout"]
-            )
-        if version is None:
-            raise TableNotFoundError(table_id)
-        if layout != LAYOUT:
-            raise StoreError(f"table {table_id!r} has an unknown layout {layout!r}")
-        return StoredTable(
-            table_id=table_id,
-            version=int(version),
-            state=_blob(state) or b"",
-            deadline_ms=None if deadline is None else int(deadline),
-            last_event_id=text(last_event or "0"),
-        )
+            fields = await self._client.hmget(state_key, _TABLE_FIELDS)
+        return _stored_table(table_id, fields)
 
     async def get_response(
         self, table_id: str, request_id: str, *, request_digest: str | None = None
@@ -557,11 +569,18 @@ class RedisTableStore:
         return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in entries]
 
     async def wait_events(
-        self, table_id: str, *, after: str, timeout_s: float, limit: int = 1000
+        self,
+        table_id: str,
+        *,
+        after: str,
+        timeout_s: float,
+        limit: int = 1000,
+        on_table: Callable[[StoredTable], None] | None = None,
     ) -> list[StoredEvent]:
         # One round trip: XREAD (blocking until an event comes, or not at all when events
-        # are there already) and, pipelined behind it, the trim mark. The mark is read after
-        # the events, so a log trimmed past ``after`` before they were read is always seen.
+        # are there already) and, pipelined behind it, the trim mark (with ``on_table``, in
+        # the same HMGET, the table as load reads it). The mark is read after the events, so
+        # a log trimmed past ``after`` before they were read is always seen.
         state_key, events_key = self._table_keys(table_id)[:2]
         position = parse_event_id(after)
         check_at_least(limit, 1, what="limit")
@@ -574,12 +593,15 @@ class RedisTableStore:
                         count=limit,
                         block=max(1, block_ms) if block_ms is not None else None,
                     )
-                    pipe.hmget(state_key, ["version", "events_from"])
-                    read, (version, events_from) = await pipe.execute()
+                    pipe.hmget(state_key, _WAIT_FIELDS if on_table else _WAIT_FIELDS[:2])
+                    read, (version, events_from, *table) = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
         _check_retained(table_id, after, position, events_from)
-        return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
+        events = [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
+        if on_table is not None and events:
+            on_table(_stored_table(table_id, [version, *table]))
+        return events
 
     async def get_extra(self, table_id: str, key: str) -> bytes | None:
         extra_key = self._table_keys(table_id)[2]
