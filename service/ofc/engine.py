@@ -162,6 +162,7 @@ __all__ = [
     "apply",
     "can_apply",
     "deal_positions",
+    "dealt_batches",
     "event_for_viewer",
     "hand_settlement",
     "new_match",
@@ -1352,6 +1353,28 @@ def deal_positions(hand: HandState, ruleset: Ruleset) -> dict[tuple[int, int | N
             positions[(seat, street_index)] = fantasyland + len(normal) * before + j * street.deal
         before += street.deal
     return positions
+
+
+def dealt_batches(hand: HandState, ruleset: Ruleset) -> tuple[CardsDealt, ...]:
+    """Every batch dealt so far in ``hand``, in the order dealt, as the :class:`CardsDealt`
+    events (cards included) that the hand's actions emitted: read from the hand itself,
+    since a batch's place in the deck is fixed in advance (:func:`deal_positions`) and
+    batches leave the deck in the order of their positions. What a history needs of a hand
+    without replaying it.
+
+    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
+    >>> state, events = replay(new_match(seats=2), setup)
+    >>> dealt_batches(state.hand, state.ruleset) == events[-1:]
+    True
+    """
+    batches = []
+    for (seat, street), position in deal_positions(hand, ruleset).items():
+        count = hand.seat(seat).fantasyland if street is None else ruleset.streets[street].deal
+        if position + count <= hand.dealt:
+            cards = hand.deck[position : position + count]
+            batches.append(CardsDealt(seat, street, position, count, cards))
+    batches.sort(key=lambda batch: batch.position)
+    return tuple(batches)
 
 
 # --- views ----------------------------------------------------------------------------------

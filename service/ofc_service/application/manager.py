@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ofc import engine
-from ofc.codec import HandContext, TurnClock, hand_history
+from ofc.codec import HandContext, TurnClock, history_of_hand
 from ofc.engine import Action, Event
 from ofc.errors import InvalidInputError, OfcError, UnknownSeatError
 from ofc.policy import DEFAULT_POLICY, DefaultMovePolicy, timeout
@@ -603,7 +603,11 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
         seat_units=before,
         seat_changes=record.hand_seat_changes,
     )
-    history = hand_history(record.hand_start, record.hand_actions, context)
+    # The hand was just played move by move: its history is written from the final state
+    # and the actions kept, not from a replay of them (the same bytes, see history_of_hand).
+    history = history_of_hand(
+        record.hand_start, record.hand_actions, record.match, settled, context
+    )
     history["table_id"] = record.table_id
     history["settled_at_ms"] = now
     return {f"{HAND_PREFIX}:{hand.number}": pack_history(history)}
