@@ -8,7 +8,6 @@ or event carries another seat's hidden cards, the undealt deck or an unrevealed 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import struct
 from collections.abc import AsyncIterator
@@ -288,11 +287,22 @@ def _hand_viewer(record: TableRecord, viewer: int | None) -> int | None:
     return viewer
 
 
-@functools.lru_cache(maxsize=256)
 def _ruleset_bytes(ruleset: Ruleset) -> bytes:
-    """A ruleset's parameters, serialised once: every view carries them, few tables differ."""
+    """A ruleset's parameters, serialised once: every view carries them, few tables differ.
+    Kept by the ruleset object (a table's record keeps its one ruleset from move to move):
+    hashing a ruleset, as a cache by value would, costs more than a view's other fields."""
+    hit = _RULESET_BYTES.get(id(ruleset))
+    if hit is not None and hit[0] is ruleset:
+        return hit[1]
     data: bytes = convert.ruleset_to_proto(ruleset).SerializeToString()
+    _RULESET_BYTES[id(ruleset)] = (ruleset, data)  # the ruleset held: its id stays its own
+    if len(_RULESET_BYTES) > _KEPT_RULESETS:
+        del _RULESET_BYTES[next(iter(_RULESET_BYTES))]
     return data
+
+
+_KEPT_RULESETS = 1024  # the rulesets of the tables in play (records keep theirs)
+_RULESET_BYTES: dict[int, tuple[Ruleset, bytes]] = {}
 
 
 def _player_ids(record: TableRecord) -> tuple[str, ...]:

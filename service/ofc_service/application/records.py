@@ -197,7 +197,7 @@ class TableRecord:
     # before format 4 did not collect them).
     seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
     hand_seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
-    # Whether the current hand's deadlines follow this server's clock rule (with_deadlines),
+    # Whether the current hand's deadlines follow this server's clock rule (seat_deadlines),
     # so that its timeouts can record them: false for a hand begun before format 4.
     hand_deadlines: bool = True
 
