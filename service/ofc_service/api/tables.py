@@ -370,12 +370,12 @@ class ProtobufPresenter:
             assert change.seat_token is not None
             token = mask_secret(change.seat_token, outcome.request_id)
             return pb.JoinSeatResponse(seat_token=token, table=view).SerializeToString()
-        response_type = _RESPONSES.get(type(command))
-        if response_type is None:  # the server's own move (a timeout): nobody reads it
+        if type(command) not in _RESPONSES:  # the server's own move (a timeout): nobody reads it
             return b""
-        message: Any = response_type(table=view)
-        data: bytes = message.SerializeToString()
-        return data
+        # The response's one field is the view: its wire form is the view's bytes behind the
+        # field's key, the very bytes SerializeToString writes, without copying the view into
+        # a response message first (a deep copy that cost more than the serialisation).
+        return _field(_RESPONSE_TABLE, view.SerializeToString())
 
 
 _RESPONSES: dict[type, Any] = {
@@ -385,6 +385,11 @@ _RESPONSES: dict[type, Any] = {
     commands.PlaceCards: pb.PlaceCardsResponse,
     commands.SetFantasyland: pb.SetFantasylandResponse,
 }
+_RESPONSE_TABLE = 1  # the field number of each of those responses' only field, `table`
+assert all(
+    [(f.name, f.number) for f in r.DESCRIPTOR.fields] == [("table", _RESPONSE_TABLE)]
+    for r in _RESPONSES.values()
+), "a move's response has a field besides its table view: build the message instead"
 
 
 class TableHandlers:
