@@ -64,7 +64,12 @@ TableEvent = Event | ClientSeedSet
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"))
+    """Compact JSON, as ``json.dumps(data, separators=(",", ":"))`` writes it (which makes a
+    new encoder every call)."""
+    return _COMPACT.encode(data)
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 T = TypeVar("T")
@@ -428,7 +433,7 @@ def pack_history(history: Mapping[str, Any]) -> bytes:
     >>> unpack_history(b'{"hand_number":1}')  # as stored before compression
     b'{"hand_number":1}'
     """
-    return zlib.compress(json.dumps(history, separators=(",", ":")).encode(), 6)
+    return zlib.compress(_dumps(history).encode(), 6)
 
 
 def unpack_history(raw: bytes) -> bytes:
