@@ -693,7 +693,10 @@ class _Audience:
 
     def part(self, event: store.StoredEvent) -> bytes:
         """The stored event's bytes this audience is sent (a TableEvent without its id)."""
-        public = store.parse_event_id(event.event_id) <= self.public_until
+        # Nothing is public by position unless resume() found the seat taken in the log: a
+        # stored event's id is always after "0-0", so the id is read only then.
+        until = self.public_until
+        public = until != (0, 0) and store.parse_event_id(event.event_id) <= until
         return event_part(event.data, None if public else self.viewer)
 
     async def recheck(self) -> None:
