@@ -67,9 +67,17 @@ SERVICE = pb.DESCRIPTOR.services_by_name["TableService"]
 
 # --- events ---------------------------------------------------------------------------------
 def _board_proto(board: Board) -> cards_pb2.Board:
-    return cards_pb2.Board(
-        top=card_codes(board.top), middle=card_codes(board.middle), bottom=card_codes(board.bottom)
-    )
+    return cards_pb2.Board(**_board_fields(board))
+
+
+def _board_fields(board: Board) -> dict[str, list[str]]:
+    """A board's fields, for a message constructor to fill its Board field in place (a Board
+    message given instead is built, then copied)."""
+    return {
+        "top": card_codes(board.top),
+        "middle": card_codes(board.middle),
+        "bottom": card_codes(board.bottom),
+    }
 
 
 def _placements(placements: tuple[tuple[Card, Row], ...]) -> list[pb.Placement]:
@@ -261,7 +269,7 @@ def table_view(
             h.seats.add(
                 seat=hs.seat,
                 fantasyland_cards=hs.fantasyland,
-                board=_board_proto(hs.board),
+                board=_board_fields(hs.board),
                 board_hidden=hs.board_hidden,
                 pending=card_codes(hs.pending),
                 pending_count=hs.pending_count,
