@@ -376,7 +376,16 @@ def error_to_dict(error: OfcError) -> dict[str, Any]:
 
 
 def board_to_dict(board: Board) -> dict[str, list[str]]:
-    return {r.value: card_codes(board.row(r)) for r in ROWS}
+    """The rows in ``ROWS`` order, by name.
+
+    >>> board_to_dict(Board.parse("As / Kd Qc /"))
+    {'top': ['As'], 'middle': ['Kd', 'Qc'], 'bottom': []}
+    """
+    return {
+        "top": card_codes(board.top),
+        "middle": card_codes(board.middle),
+        "bottom": card_codes(board.bottom),
+    }
 
 
 def format_version(state: MatchState) -> int:
@@ -513,7 +522,10 @@ def _hand_to_dict(hand: HandState, *, deck: bool = True) -> dict[str, Any]:
         "button": hand.button,
         "server_seed": hand.server_seed.hex(),
         "client_seed": hand.client_seed.hex(),
-        "deck": card_codes(hand.deck),
+    }
+    if deck:
+        data["deck"] = card_codes(hand.deck)
+    data |= {
         "dealt": hand.dealt,
         "seats": [
             {
@@ -531,8 +543,6 @@ def _hand_to_dict(hand: HandState, *, deck: bool = True) -> dict[str, Any]:
         "started_at_ms": hand.started_at_ms,
         "updated_at_ms": hand.updated_at_ms,
     }
-    if not deck:
-        del data["deck"]
     return data
 
 
