@@ -59,12 +59,20 @@ class _Table:
     """One table's watchers, woken by a move (empty moves) or by the shared XREAD."""
 
     def __init__(self) -> None:
+        self.moves = 0  # a watcher compares it with what it last saw: no wake-up can be missed
         self.changed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.reader: asyncio.Task[None] | None = None
 
     def wake(self) -> None:
+        self.moves += 1
         changed, self.changed = self.changed, asyncio.get_running_loop().create_future()
         changed.set_result(None)
+
+    async def moved_since(self, seen: int) -> int:
+        """Wait until a move after ``seen`` (at once if one already came); the count now."""
+        while self.moves == seen:
+            await asyncio.shield(self.changed)
+        return self.moves
 
 
 class FloorServer:
@@ -91,9 +99,13 @@ class FloorServer:
         table = self.table(table_id)
         if stored and table.reader is None:
             table.reader = asyncio.create_task(self._read(table_id, table))
-        yield b"open"  # the client moves only once its watchers are open: no wake-up missed
+        seen = table.moves
+        yield b"open"  # the client moves only once its watchers are open
         while True:
-            await asyncio.shield(table.changed)
+            # A move may wake the table while this generator still waits to resume after
+            # its last yield (a loaded machine): counting moves, not waiting for the next
+            # wake-up, answers it anyway.
+            seen = await table.moved_since(seen)
             yield b"event"
 
     async def _read(self, table_id: bytes, table: _Table) -> None:
