@@ -978,12 +978,13 @@ def apply(state: MatchState, action: Action) -> tuple[MatchState, Events]:
     if isinstance(action, SitDown):
         seat = _check_sit_down(state, action)
         seats = _replace_at(state.seats, seat, Seat(action.player_id))
-        return _with_seats(state, seats), (SeatTaken(seat, action.player_id),)
+        return _next_match(state, state.hand, seats=seats), (SeatTaken(seat, action.player_id),)
     if isinstance(action, StandUp):
         seat = _check_stand_up(state, action)
         left = state.seats[seat]
         seats = _replace_at(state.seats, seat, Seat())
-        return _with_seats(state, seats), (SeatVacated(seat, left.player_id, left.points),)
+        vacated = SeatVacated(seat, left.player_id, left.points)
+        return _next_match(state, state.hand, seats=seats), (vacated,)
     if isinstance(action, StartHand):
         _check_start(state, action)
         return _start(state, action)
@@ -1015,27 +1016,22 @@ def _turn_order(state: MatchState) -> tuple[int, ...]:
     return tuple(s for s in order if state.seats[s].occupied)
 
 
-def _with_seats(state: MatchState, seats: tuple[Seat, ...]) -> MatchState:
-    """``state`` with other seats. The reducers below build each new value directly (a
-    constructor call) rather than with ``dataclasses.replace``, which costs about twice as
-    much: a move makes a handful of them."""
+def _next_match(
+    state: MatchState,
+    hand: HandState | None,
+    *,
+    seats: tuple[Seat, ...] | None = None,
+    button: int | None = None,
+    hands_played: int | None = None,
+) -> MatchState:
+    """``state`` with ``hand``, and the seats, button or hand count given (None: as they
+    are). The reducers below build each new value directly (a constructor call) rather than
+    with ``dataclasses.replace``, which costs about twice as much: a move makes several."""
     return MatchState(
         ruleset=state.ruleset,
-        seats=seats,
-        button=state.button,
-        hands_played=state.hands_played,
-        max_hands=state.max_hands,
-        hand=state.hand,
-        pair_units=state.pair_units,
-    )
-
-
-def _with_hand(state: MatchState, hand: HandState) -> MatchState:
-    return MatchState(
-        ruleset=state.ruleset,
-        seats=state.seats,
-        button=state.button,
-        hands_played=state.hands_played,
+        seats=state.seats if seats is None else seats,
+        button=state.button if button is None else button,
+        hands_played=state.hands_played if hands_played is None else hands_played,
         max_hands=state.max_hands,
         hand=hand,
         pair_units=state.pair_units,
@@ -1126,18 +1122,7 @@ def _start(state: MatchState, action: StartHand) -> tuple[MatchState, Events]:
         started_at_ms=action.at_ms,
         updated_at_ms=action.at_ms,
     )
-    return (
-        MatchState(
-            ruleset=state.ruleset,
-            seats=state.seats,
-            button=state.button,
-            hands_played=number,
-            max_hands=state.max_hands,
-            hand=hand,
-            pair_units=state.pair_units,
-        ),
-        (started, *events),
-    )
+    return _next_match(state, hand, hands_played=number), (started, *events)
 
 
 def _deal_into(
@@ -1224,7 +1209,7 @@ def _maybe_finish(
     state: MatchState, hand: HandState, events: list[Event], at_ms: int
 ) -> tuple[MatchState, Events]:
     if not hand.over:
-        return _with_hand(state, hand), tuple(events)
+        return _next_match(state, hand), tuple(events)
     events.extend(FantasylandRevealed(s.seat, s.board) for s in hand.seats if s.in_fantasyland)
     result = hand_settlement(hand, state.ruleset, pair_units=state.pair_units)
     seats = list(state.seats)
@@ -1256,16 +1241,7 @@ def _maybe_finish(
     if state.ruleset.button_moves_in_fantasyland or not played_fantasyland:
         button = _next_occupied(seats, button)
     events.append(ButtonMoved(state.button, button))
-    new_state = MatchState(
-        ruleset=state.ruleset,
-        seats=tuple(seats),
-        button=button,
-        hands_played=state.hands_played,
-        max_hands=state.max_hands,
-        hand=hand,
-        pair_units=state.pair_units,
-    )
-    return new_state, tuple(events)
+    return _next_match(state, hand, seats=tuple(seats), button=button), tuple(events)
 
 
 def _next_occupied(seats: Sequence[Seat], button: int) -> int:
