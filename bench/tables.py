@@ -14,11 +14,14 @@ nothing, so give it an empty database):
    calls included). Target: at most 2 round trips per move (1 when the replica holds the
    table's record at the move's version, as when it made the table's last move: the
    commit checks the stored state's SHA-1 instead of loading it).
-2. **Memory**, in process: ``MEMORY USAGE`` of a table's keys when it is idle (created, two
-   seats joined) and after ``--hands`` finished hands, per hand: the hand history, the
-   event stream (a new hand trims the log to the previous hand and itself, so its share
-   per hand falls as hands go on), and the request records (kept for the 24-hour retry
-   window, then expired). Target: under 4 KiB per finished hand.
+2. **Memory**, in process (``--memory-only``: this part alone): ``MEMORY USAGE`` of a
+   table's keys when it is idle (created, two seats joined) and after ``--hands`` finished
+   hands, per hand: the hand history, the event stream (a new hand trims the log to the
+   previous hand and itself, so its share per hand falls as hands go on), and the request
+   records (the current hand's whole, the previous hand's as markers); and what the table
+   keeps live (state, event log, request records and log: everything but its histories and
+   settlement outbox), after the last hand and the most after any hand. Targets: under 4 KiB
+   per finished hand; at most 32 KiB live per table, however many hands it played.
 3. **Throughput and latency**, against ``ofc serve`` processes (1 and 2, on the same
    Redis): PlaceCards with N tables in play at once (N = "in flight"; each table's two
    seats are driven by their own Watch streams, on the other replica when there are two:
@@ -282,12 +285,16 @@ class Memory:
     idle_requests: int
     hands: int
     per_hand: dict[str, float]  # what each finished hand adds for the table's lifetime
-    requests_per_hand: float  # request records: kept for the 24-hour retry window
+    requests_per_hand: float  # request records: kept for the table's current and previous hand
     outbox_per_hand: float  # settlement records: kept until the relay moves them to the feed
     history_blob: float
+    live: dict[str, int]  # what the table keeps live after its last hand, by part
+    live_max: int  # the most it kept live after any hand
 
 
 KEPT_PER_HAND = ("events", "extra", "extra_index")  # the event log, the hand history + index
+LIVE_PARTS = ("state", "events", "req", "requests")  # all but the histories and the outbox
+TARGET_LIVE_BYTES = 32 * 1024
 
 
 async def measure_memory(url: str, hands: int) -> Memory:
@@ -297,7 +304,7 @@ async def measure_memory(url: str, hands: int) -> Memory:
         out: dict[str, int] = {}
         async for key in admin.scan_iter(match=f"{prefix}:{{{table_id}}}:*", count=1000):
             part = key.decode().split("}:", 1)[1]
-            part = "req" if part.startswith("req:") else part
+            part = "req" if part.startswith(("req:", "replies:")) else part
             out[part] = out.get(part, 0) + int(await admin.memory_usage(key, samples=0) or 0)
         return out
 
@@ -305,9 +312,11 @@ async def measure_memory(url: str, hands: int) -> Memory:
         assert live.stub is not None
         table_id, version, seats = await open_table(live.stub)
         idle = await usage(live.prefix, table_id)
+        live_max = 0
         for _ in range(hands):
             version = await play_sequentially(live.stub, table_id, version, seats)
-        after = await usage(live.prefix, table_id)
+            after = await usage(live.prefix, table_id)
+            live_max = max(live_max, sum(after.get(part, 0) for part in LIVE_PARTS))
         blobs = await admin.hvals(f"{live.prefix}:{{{table_id}}}:extra")
     await admin.aclose()
     grown = {k: (after.get(k, 0) - idle.get(k, 0)) / hands for k in set(after) | set(idle)}
@@ -319,6 +328,8 @@ async def measure_memory(url: str, hands: int) -> Memory:
         requests_per_hand=grown.get("req", 0.0),
         outbox_per_hand=grown.get("outbox", 0.0),
         history_blob=sum(len(b) for b in blobs) / max(1, len(blobs)),
+        live={part: after.get(part, 0) for part in LIVE_PARTS},
+        live_max=live_max,
     )
 
 
@@ -635,14 +646,18 @@ def redis_for(url: str | None) -> Iterator[str]:
 
 
 # --- report --------------------------------------------------------------------------------
-def report(trips: RoundTrips, memory: Memory, rows: Sequence[Row]) -> list[str]:
-    lines = [
-        f"Redis round trips per PlaceCards (in process, {trips.moves} moves): "
-        f"{trips.round_trips:.2f}  [target <= {TARGET_ROUND_TRIPS}: "
-        f"{'PASS' if trips.round_trips <= TARGET_ROUND_TRIPS else 'MISS'}]",
-        f"Redis commands per PlaceCards, script calls included: {trips.commands:.1f} "
-        f"({', '.join(f'{k} {v:.2f}' for k, v in trips.by_command.items())})",
-        "",
+def report(trips: RoundTrips | None, memory: Memory, rows: Sequence[Row]) -> list[str]:
+    lines = []
+    if trips is not None:
+        lines += [
+            f"Redis round trips per PlaceCards (in process, {trips.moves} moves): "
+            f"{trips.round_trips:.2f}  [target <= {TARGET_ROUND_TRIPS}: "
+            f"{'PASS' if trips.round_trips <= TARGET_ROUND_TRIPS else 'MISS'}]",
+            f"Redis commands per PlaceCards, script calls included: {trips.commands:.1f} "
+            f"({', '.join(f'{k} {v:.2f}' for k, v in trips.by_command.items())})",
+            "",
+        ]
+    lines += [
         f"Redis memory, idle table (2 seats joined): {sum(memory.idle_table.values())} B "
         f"({', '.join(f'{k} {v}' for k, v in memory.idle_table.items())}) + join request "
         f"records {memory.idle_requests} B (expire after 24 h)",
@@ -657,9 +672,20 @@ def report(trips: RoundTrips, memory: Memory, rows: Sequence[Row]) -> list[str]:
         f"[{'PASS' if kept < TARGET_HAND_BYTES else 'MISS'}]"
     )
     lines.append(
-        f"  + transient per hand: request records {memory.requests_per_hand:.0f} B (24-hour "
-        f"retry window), settlement outbox {memory.outbox_per_hand:.0f} B (until relayed)"
+        f"  + transient per hand: request records {memory.requests_per_hand:.0f} B (current "
+        f"and previous hand only), settlement outbox {memory.outbox_per_hand:.0f} B (until "
+        "relayed)"
     )
+    live = sum(memory.live.values())
+    verdict = "PASS" if memory.live_max <= TARGET_LIVE_BYTES else "MISS"
+    lines.append(
+        f"Redis memory per table, live (all but its histories and outbox) after "
+        f"{memory.hands} hands: {live} B ({', '.join(f'{k} {v}' for k, v in memory.live.items())}"
+        f"); the most after any hand {memory.live_max} B [target <= {TARGET_LIVE_BYTES}: "
+        f"{verdict}]"
+    )
+    if not rows:
+        return lines
     lines.append("")
     lines.append(
         f"{'servers':>7} {'rpc':<11}{'in flight':>10}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
@@ -697,6 +723,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--moves", type=int, default=180, help="moves counted for round trips")
     parser.add_argument("--hands", type=int, default=10, help="hands for the memory figure")
     parser.add_argument(
+        "--memory-only", action="store_true", help="only the memory figure (part 2; seconds)"
+    )
+    parser.add_argument(
         "--event-messages",
         action="store_true",
         help="watch with one message per event (default: WatchRequest.batch_events)",
@@ -705,6 +734,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     levels = [int(n) for n in args.in_flight.split(",") if n.strip()]
     server_counts = [int(n) for n in args.servers.split(",") if n.strip()]
     with redis_for(args.redis_url) as url:
+        if args.memory_only:
+            print("\n".join(report(None, asyncio.run(measure_memory(url, args.hands)), [])))
+            return 0
         trips = asyncio.run(count_round_trips(url, args.moves))
         memory = asyncio.run(measure_memory(url, args.hands))
         rows: list[Row] = []

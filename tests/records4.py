@@ -13,7 +13,7 @@ from ofc_service.application.records import TableRecord
 def format_4(record: TableRecord) -> dict[str, Any]:
     """``record`` as a format-4 record's JSON object: the head's fields at the top, the
     match and the hand's start whole (ruleset and deck included), the actions in a list."""
-    head = json.loads(record.to_bytes())["head"]
+    head = json.loads(record.parts_bytes())["head"]
     start = record.hand_start
     return {
         "format": 4,

@@ -32,6 +32,24 @@ KEY = "clock-key"
 OPERATOR = Credentials(api_key=KEY)
 
 
+def batch_placed(match: engine.MatchState, seat: int) -> commands.PlaceCards:
+    """The seat's batch placed bottom first (the last card discarded on a street with a
+    discard)."""
+    hand = match.hand
+    assert hand is not None
+    me = hand.seat(seat)
+    batch = list(me.pending)
+    street = match.ruleset.streets[hand.street]
+    discard = batch.pop() if street.deal > street.place else None
+    room = {r: r.size - len(me.board.row(r)) for r in (Row.BOTTOM, Row.MIDDLE, Row.TOP)}
+    placements = []
+    for card in batch:
+        row = next(r for r, free in room.items() if free)
+        room[row] -= 1
+        placements.append((card, row))
+    return commands.PlaceCards(seat, tuple(placements), discard)
+
+
 class Table:
     """One table on an in-memory store, its manager reading ``self.now``."""
 
@@ -78,21 +96,9 @@ class Table:
         self.run(job)
 
     def place(self, seat: int, at: int) -> None:
-        """The seat places its batch at ``at`` (bottom first; discards the last card)."""
+        """The seat places its batch at ``at`` (:func:`batch_placed`)."""
         self.now = at
-        hand = self.record.match.hand
-        assert hand is not None
-        me = hand.seat(seat)
-        batch = list(me.pending)
-        street = self.record.match.ruleset.streets[hand.street]
-        discard = batch.pop() if street.deal > street.place else None
-        room = {r: r.size - len(me.board.row(r)) for r in (Row.BOTTOM, Row.MIDDLE, Row.TOP)}
-        placements = []
-        for card in batch:
-            row = next(r for r, free in room.items() if free)
-            room[row] -= 1
-            placements.append((card, row))
-        move = commands.PlaceCards(seat, tuple(placements), discard)
+        move = batch_placed(self.record.match, seat)
         self.run(lambda: self._change(move))
 
     def sweep(self, at: int) -> int:

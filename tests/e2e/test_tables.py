@@ -157,13 +157,38 @@ class Table:
             expected_version=table.version, request_id=f"place-{table.version}",
         )  # fmt: skip
 
+    def fantasyland_board_for(self, seat: int) -> pb.SetFantasylandRequest | None:
+        """A Fantasyland seat's whole board in dealt order, once it has its cards."""
+        table = self.view(seat)
+        me = next(s for s in table.hand.seats if s.seat == seat)
+        if not me.fantasyland_cards or len(me.pending) < me.fantasyland_cards:
+            return None
+        cards = list(me.pending)
+        board = cards_pb2.Board(bottom=cards[:5], middle=cards[5:10], top=cards[10:13])
+        return pb.SetFantasylandRequest(
+            table_id=self.id, seat=seat, board=board, discards=cards[13:],
+            expected_version=table.version, request_id=f"fantasyland-{table.version}",
+        )  # fmt: skip
+
     def play_hand(self) -> pb.TableView:
+        """Play a hand to its end: naive placements; a Fantasyland seat (the naive play
+        earns one now and then) sets its whole board when dealt."""
         table = self.start()
         while not table.hand.over:
-            seat = table.hand.turn
-            table = self.stub.PlaceCards(
-                self.placement_for(seat), metadata=seat_md(self.tokens[seat])
-            ).table
+            fantasyland = (
+                request
+                for s in table.hand.seats
+                if s.fantasyland_cards and (request := self.fantasyland_board_for(s.seat))
+            )
+            if (set_board := next(fantasyland, None)) is not None:
+                table = self.stub.SetFantasyland(
+                    set_board, metadata=seat_md(self.tokens[set_board.seat])
+                ).table
+            else:
+                seat = table.hand.turn
+                table = self.stub.PlaceCards(
+                    self.placement_for(seat), metadata=seat_md(self.tokens[seat])
+                ).table
             self.version = table.version
         return table
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from ofc_service.store import (
+    AlreadyAppliedError,
     Commit,
     CommitResult,
     EventsTrimmedError,
@@ -415,6 +416,143 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backe
             assert await h.other.get_response("t", request_id) is None, request_id
         with pytest.raises(StaleVersionError):  # an older retry: judged afresh
             await play(h.other, "t", hands[0][0] + 1, request_id="move-1")
+
+
+async def hand(
+    store: TableStore, version: int, name: str, *, compact: bool = True, digest: str = ""
+) -> tuple[int, CommitResult]:
+    """A hand begins (a segment of the log) with a compactable StartHand-like commit, then
+    one move; the version after it and the move's result."""
+    await store.commit(
+        Commit(
+            "t", expected_version=version, state=b"s", events=[b"start"],
+            response=b"S" + name.encode(), request_id=f"start-{name}", deadline_ms=None,
+            keep_segments=2, compact_response=True,
+        )
+    )  # fmt: skip
+    moved = await store.commit(
+        Commit(
+            "t", expected_version=version + 1, state=b"m", events=[b"move"],
+            response=b"M" + name.encode(), request_id=f"move-{name}", deadline_ms=None,
+            compact_response=compact, request_digest=digest,
+        )
+    )  # fmt: skip
+    return version + 2, moved
+
+
+async def test_the_previous_hand_keeps_markers_of_compactable_records(backend: Backend) -> None:
+    # A record committed with compact_response keeps its whole answer while its hand is the
+    # current one; once the next hand begins it keeps "applied, version n" (and its digest):
+    # a retry is refused as applied (the caller answers from the table now), never applied
+    # again; a record without it stays whole for as long as its hand is kept.
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        await h.store.commit(  # before the first hand: never shrunk, whatever it asks
+            Commit(
+                "t", expected_version=1, state=b"j", events=[b"join"], response=b"joined",
+                request_id="join", deadline_ms=None, compact_response=True,
+            )
+        )  # fmt: skip
+        version, first = await hand(h.store, 2, "1", digest="d1")
+        same = await h.other.commit(  # the current hand: the first answer, whole
+            Commit(
+                "t", expected_version=3, state=b"x", events=[b"x"], response=b"other",
+                request_id="move-1", deadline_ms=None, request_digest="d1",
+            )
+        )  # fmt: skip
+        assert (same.replayed, same.response, same.version) == (True, b"M1", first.version)
+        assert same.event_ids == first.event_ids
+        assert await h.other.get_response("t", "start-1") == b"S1"
+        # what came before the first hand is the segment before it: whole, and stays whole
+        assert await h.other.get_response("t", "join") == b"joined"
+        version, second = await hand(h.store, version, "2", compact=False)
+        # hand 1 is now the previous hand
+        with pytest.raises(AlreadyAppliedError) as applied:
+            await h.other.commit(
+                Commit(
+                    "t", expected_version=3, state=b"x", events=[b"x"], response=b"other",
+                    request_id="move-1", deadline_ms=None, request_digest="d1",
+                )
+            )  # fmt: skip
+        assert (applied.value.version, applied.value.table_id) == (first.version, "t")
+        with pytest.raises(AlreadyAppliedError):
+            await h.other.get_response("t", "move-1", request_digest="d1")
+        with pytest.raises(AlreadyAppliedError):
+            await h.other.get_response("t", "start-1")
+        with pytest.raises(RequestIdReusedError):  # the marker keeps the request's digest
+            await h.other.get_response("t", "move-1", request_digest="another")
+        with pytest.raises(RequestIdReusedError):
+            await play(h.other, "t", 3, request_id="move-1")
+        # hand 2 is the current one; what came before hand 1 is older: gone
+        assert await h.other.get_response("t", "move-2") == b"M2"
+        assert await h.other.get_response("t", "join") is None
+        version, _ = await hand(h.store, version, "3")
+        # hand 2 is the previous one: its record without compact_response is still whole
+        assert await h.other.get_response("t", "move-2") == b"M2"
+        assert (await play(h.other, "t", second.version - 1, request_id="move-2")).replayed
+        with pytest.raises(AlreadyAppliedError):
+            await h.other.get_response("t", "start-2")
+        # hand 1 and what came before it are older: no record at all, judged afresh
+        for gone in ("join", "start-1", "move-1"):
+            assert await h.other.get_response("t", gone) is None
+        with pytest.raises(StaleVersionError):
+            await play(h.other, "t", 3, request_id="move-1")
+        assert (await h.other.load("t")).version == version  # nothing applied twice
+
+
+async def test_a_marker_expires_with_the_retry_window(backend: Backend) -> None:
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        await h.store.commit(
+            Commit(
+                "t", expected_version=1, state=b"s", events=[b"start"], response=b"S",
+                request_id="start", deadline_ms=None, keep_segments=2, compact_response=True,
+                request_ttl_seconds=1,
+            )
+        )  # fmt: skip
+        await play(h.store, "t", 2, request_id="move", request_ttl_seconds=1)
+        await h.store.commit(
+            Commit(
+                "t", expected_version=3, state=b"s", events=[b"start"], response=b"S2",
+                request_id="start-2", deadline_ms=None, keep_segments=2,
+            )
+        )  # fmt: skip
+        with pytest.raises(AlreadyAppliedError):
+            await h.other.get_response("t", "start")
+        assert await h.other.get_response("t", "move") == b"r3"
+        await h.advance(1.3)
+        assert await h.other.get_response("t", "start") is None  # outside its window
+        assert await h.other.get_response("t", "move") is None
+        with pytest.raises(StaleVersionError):  # judged afresh
+            await play(h.other, "t", 2, request_id="move")
+        assert await h.other.get_response("t", "start-2") == b"S2"  # 24 hours
+
+
+async def test_numbered_extras_with_a_ttl_go_at_a_commit_after_it(backend: Backend) -> None:
+    # Hand histories may be given their own life (OFC_HISTORY_TTL_SECONDS): a table that
+    # plays for weeks then keeps only its recent ones; blob and listing go together.
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+
+        async def commit(version: int, extra: dict[str, bytes], ttl: int) -> None:
+            await h.store.commit(Commit(
+                "t", expected_version=version, state=b"s", events=[], response=b"",
+                request_id=f"r{version}", deadline_ms=None, extra=extra, extra_ttl_seconds=ttl,
+            ))  # fmt: skip
+
+        await commit(1, {"hand:1": b"h1", "seed": b"s"}, 1)
+        await commit(2, {"hand:2": b"h2"}, 0)  # without one: as long as the table
+        await commit(3, {"hand:3": b"h3"}, 60)
+        await h.advance(1.3)
+        # due, but nothing has removed it yet: still there until the table's next commit
+        assert await h.other.get_extra("t", "hand:1") == b"h1"
+        await commit(4, {}, 60)
+        assert await h.other.get_extra("t", "hand:1") is None
+        page = await h.other.list_extra("t", "hand")
+        assert page == ExtraPage(((2, b"h2"), (3, b"h3")), None, 2)
+        assert await h.other.get_extra("t", "seed") == b"s"  # not numbered: no ttl
+        with pytest.raises(ValueError, match="extra_ttl_seconds"):
+            await commit(4, {}, -1)
 
 
 async def test_a_commit_can_require_the_state_it_was_computed_from(backend: Backend) -> None:

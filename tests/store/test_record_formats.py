@@ -1,13 +1,16 @@
 """Table records across record formats: format 4 (tests/store/format4_records, written by
-that release's own code) loads, is written back in format 5 and finishes its hands with
-histories that verify; format 5 reads back exactly what was written, its shared parts
-read once per replica but never across tables' rules."""
+that release's own code) loads, is written back in format 6 and finishes its hands with
+histories that verify; format 5 still loads; format 6 (format 5 compressed) reads back
+exactly what was written, its shared parts read once per replica but never across tables'
+rules."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,7 @@ def test_the_format_4_records_are_there() -> None:
 
 
 @pytest.mark.parametrize("path", FORMAT4, ids=[p.stem for p in FORMAT4])
-def test_a_format_4_record_loads_and_is_written_as_format_5(path: Path) -> None:
+def test_a_format_4_record_loads_and_is_written_as_format_6(path: Path) -> None:
     stored = json.loads(path.read_text())
     record = TableRecord.from_bytes(path.read_bytes())
     assert record.table_id == "t4" and record.match.pair_units == ((0, 1, 25),)
@@ -46,11 +49,14 @@ def test_a_format_4_record_loads_and_is_written_as_format_5(path: Path) -> None:
     replayed, _ = engine.replay(record.hand_start, record.hand_actions)
     assert replayed == record.match
     written = record.to_bytes()
-    assert json.loads(written)["format"] == 5
+    assert json.loads(written)["format"] == 6  # JSON: a release before reads its format
     assert TableRecord.from_bytes(written) == record
-    # the ruleset once, no deck: smaller than the format-4 record it came from
-    assert len(written) < len(path.read_bytes())
-    assert "deck" not in written.decode()
+    # the ruleset once, no deck: smaller than the format-4 record it came from, and its
+    # format-5 bytes (still read) smaller again once compressed
+    parts = record.parts_bytes()
+    assert json.loads(parts)["format"] == 5 and "deck" not in parts.decode()
+    assert TableRecord.from_bytes(parts) == record
+    assert len(written) < len(parts) / 2 < len(path.read_bytes())
 
 
 async def finish(raw: bytes) -> list[dict[str, Any]]:
@@ -148,6 +154,19 @@ def test_a_format_5_record_not_laid_out_by_its_sizes_is_refused(raw: bytes) -> N
         TableRecord.from_bytes(raw)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"format":6,"z":"' + base64.b64encode(zlib.compress(b'{"format":4}')) + b'"}',
+        b'{"format":6,"z":"' + base64.b64encode(b"not zlib") + b'"}',
+        b'{"format":6,"z":"' + base64.b64encode(zlib.compress(b'{"format":5,"parts":[2]')),
+    ],
+)
+def test_a_format_6_record_that_holds_no_format_5_record_is_refused(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        TableRecord.from_bytes(raw)
+
+
 def test_a_record_of_a_newer_format_is_refused_as_retryable() -> None:
-    with pytest.raises(NewerRecordError, match="record format 6"):
-        TableRecord.from_bytes(b'{"format":6,"parts":[2],"head":{}}')
+    with pytest.raises(NewerRecordError, match="record format 7"):
+        TableRecord.from_bytes(b'{"format":7,"z":"","head":{}}')

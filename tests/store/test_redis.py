@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import zlib
 from typing import Any
 
 import pytest
 from ofc_service.store import (
     Commit,
+    CommitResult,
     RedisTableStore,
     RequestIdReusedError,
     StaleVersionError,
@@ -17,7 +20,13 @@ from ofc_service.store import (
     TableStore,
     open_store,
 )
-from ofc_service.store.redis_io import INDEX_SHARDS, index_shard, text
+from ofc_service.store.redis_io import (
+    INDEX_SHARDS,
+    RESPONSE_DICTIONARY,
+    index_shard,
+    text,
+    unpack_response,
+)
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
@@ -369,6 +378,63 @@ async def test_request_records_are_compact_strings_and_old_hash_records_still_an
         assert await h.other.get_response("t", "old", request_digest="") == b"first"
 
 
+async def test_a_table_playing_hands_keeps_one_hash_of_records_per_hand(
+    redis_backend: Backend,
+) -> None:
+    # Upgrading: string records of the release before (listed in the request log) still
+    # answer and go with their hand; new records go to their hand's hash, which the next
+    # hand shrinks to markers (a listpack again) and the one after deletes.
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        await h.store.create_table("t", b"v1", ttl_seconds=600)
+        view = RESPONSE_DICTIONARY[:665]  # the first of the dictionary's responses
+
+        async def start(version: int, name: str) -> CommitResult:
+            return await h.store.commit(Commit(
+                "t", expected_version=version, state=b"s", events=[b"start"], response=view,
+                request_id=name, deadline_ms=None, keep_segments=2, compact_response=True,
+                ttl_seconds=600, request_ttl_seconds=60,
+            ))  # fmt: skip
+
+        first = await start(1, "start-1")
+        hand_1 = f"ofc:{{t}}:replies:{first.event_ids[0]}"
+        # a record of the release before, written during hand 1 (a string and its log entry)
+        old = b"3 " + first.event_ids[0].encode() + b" #d\n" + zlib.compress(b"old view")
+        await admin.set("ofc:{t}:req:old", old, ex=60)
+        await admin.rpush("ofc:{t}:requests", f"{first.event_ids[0]} ofc:{{t}}:req:old")
+        assert await h.other.get_response("t", "old", request_digest="d") == b"old view"
+        replay = await h.other.commit(Commit(
+            "t", expected_version=2, state=b"x", events=[], response=b"x", request_id="old",
+            deadline_ms=None, request_digest="d",
+        ))  # fmt: skip
+        assert (replay.replayed, replay.response, replay.version) == (True, b"old view", 3)
+
+        assert await admin.type(hand_1) == b"hash"
+        assert not await admin.exists("ofc:{t}:req:start-1")
+        assert 590 < await admin.ttl(hand_1) <= 600  # the table's, the longer
+        stored = await admin.hget(hand_1, "start-1")
+        assert isinstance(stored, bytes)
+        head, packed = stored.split(b"\n", 1)
+        tokens = head.split()
+        assert tokens[:2] == [b"2", first.event_ids[0].encode()] and tokens[-1] == b"~"
+        assert tokens[2].startswith(b"@")  # the end of its retry window, in ms
+        assert packed[1] & 0x20  # packed with the preset dictionary (FDICT)
+        assert len(packed) < len(zlib.compress(view, 1))
+        assert unpack_response(packed) == view == await h.other.get_response("t", "start-1")
+
+        second = await start(2, "start-2")
+        assert await admin.object("encoding", hand_1) == b"listpack"  # markers only
+        marker = await admin.hget(hand_1, "start-1")
+        assert isinstance(marker, bytes) and b"\n" not in marker
+        assert marker.split()[0] == b"2" and marker.split()[1].startswith(b"@")
+        assert await h.other.get_response("t", "old", request_digest="d") == b"old view"
+        await start(3, "start-3")
+        assert not await admin.exists(hand_1, "ofc:{t}:req:old")  # hand 1 is gone
+        assert await admin.llen("ofc:{t}:requests") == 0
+        hand_2 = f"ofc:{{t}}:replies:{second.event_ids[0]}"
+        assert await admin.hkeys(hand_2) == [b"start-2"]
+
+
 async def test_create_claims_keep_the_digest_beside_the_claimed_table_id(
     redis_backend: Backend,
 ) -> None:
@@ -386,3 +452,11 @@ async def test_create_claims_keep_the_digest_beside_the_claimed_table_id(
         await admin.set("ofc:{create:old}:table", "t-0", ex=60)
         assert await h.other.claim_table_id("old", "t-2", request_digest="d2") == "t-0"
         assert await admin.get("ofc:{create:old}:digest") is None
+
+
+def test_the_response_dictionary_never_changes() -> None:
+    # Records name it by its Adler-32 and need its exact bytes to unpack: a new dictionary
+    # is a new file beside it, never an edit of this one.
+    digest = hashlib.sha256(RESPONSE_DICTIONARY).hexdigest()
+    assert digest == "dbb671a30dd204c3b70d85339f26d3bad5e5adbcf240fc2feaea4a4793739c97"
+    assert zlib.adler32(RESPONSE_DICTIONARY) == 3660550935

@@ -328,5 +328,10 @@ def connect_service(handlers: object, service: ServiceDescriptor) -> Any:
 
 
 __all__ = [
-    "codecs", "connect_error", "connect_service", "json_error_field", "protocol_of", "snake_case",
+    "codecs",
+    "connect_error",
+    "connect_service",
+    "json_error_field",
+    "protocol_of",
+    "snake_case",
 ]

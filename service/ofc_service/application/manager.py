@@ -82,6 +82,7 @@ from ofc_service.auth import (
 from ofc_service.metrics import MOVES_BY_KIND
 from ofc_service.store import (
     DEFAULT_REQUEST_TTL_SECONDS,
+    AlreadyAppliedError,
     Commit,
     StaleVersionError,
     StoredEvent,
@@ -165,6 +166,7 @@ class TableManager:
         event_log_hands: int = DEFAULT_EVENT_LOG_HANDS,
         request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS,
         policy: DefaultMovePolicy = DEFAULT_POLICY,
+        history_ttl_seconds: int = 0,
     ) -> None:
         self.store = store
         self.auth = authenticator
@@ -174,6 +176,8 @@ class TableManager:
         self.relay = relay  # relays a settling commit's outbox at once (else: its sweep)
         self.event_log_hands = event_log_hands  # 0: no per-hand trim (the store's cap only)
         self.request_ttl_seconds = request_ttl_seconds  # the retry window of request ids
+        # how long a hand's history stays after it was written; 0: as long as its table
+        self.history_ttl_seconds = history_ttl_seconds
         self.policy = policy  # chooses the move of a seat whose clock ran out
         self.hub = WatchHub(store)  # one log reader per watched table, shared by watchers
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
@@ -295,7 +299,9 @@ class TableManager:
         credentials: the server's own request) and only for the same request
         (``request.digest``; another request with the id is
         :class:`~ofc_service.store.RequestIdReusedError`). Anyone else is judged as if there
-        were no record.
+        were no record. Once the request's hand is the previous one, a move's record keeps
+        only that it was applied, and its retry gets the response with the table as it is
+        now (:meth:`_as_table_is`); records of older hands are gone (judged afresh).
         """
         caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
         key = request_key(request.request_id, caller)
@@ -312,7 +318,7 @@ class TableManager:
                 done = None
             if done is not None:
                 try:
-                    return await self._commit(request, command, key, done, now, kept.sha1())
+                    return await self._commit(request, command, creds, key, done, now, kept.sha1())
                 except (StaleVersionError, TableNotFoundError):
                     self._kept.pop(table_id, None)
         # Otherwise two: the load and the commit. The request record is read only when the
@@ -323,7 +329,7 @@ class TableManager:
         try:
             stored = await self.store.load(table_id)
         except TableNotFoundError as missing:
-            return await self._replayed(request, key, missing)
+            return await self._replayed(request, command, creds, key, missing)
         record = self.decode(table_id, stored.state, stored.version)
         now = self.clock_ms()
         # Credentials first, even for a request that is stale: a caller the table refuses
@@ -332,12 +338,12 @@ class TableManager:
         try:
             done = self.decide(record, command, creds, now)
         except AuthError as refused:
-            return await self._replayed(request, key, refused)
+            return await self._replayed(request, command, creds, key, refused)
         except Exception as refused:
             error = refused
         else:
             if stored.version == request.expected_version:
-                return await self._commit(request, command, key, done, now, "")
+                return await self._commit(request, command, creds, key, done, now, "")
         if stored.version != request.expected_version:
             error = StaleVersionError(
                 table_id,
@@ -346,7 +352,7 @@ class TableManager:
             )
         # The caller passed the table's credential checks: a record of the release before
         # records were bound to callers may answer it too (see docs/security.md).
-        return await self._replayed(request, key, error, legacy=True)
+        return await self._replayed(request, command, creds, key, error, legacy=True)
 
     def decide(
         self, record: TableRecord, command: Command, creds: Credentials | None, now: int
@@ -493,6 +499,15 @@ class TableManager:
             keep_segments=self.event_log_hands
             if any(isinstance(e, engine.HandStarted) for e in done.events)
             else 0,
+            # Once its hand is over, a move's record may keep just "applied at version n": a
+            # retry then gets the table as it is now. A seat change's answer stays whole (a
+            # JoinSeat's holds the seat token; a LeaveSeat's caller has lost its seat).
+            # Only once the table has played a hand (its log has segments: its records are
+            # then ones the release before never reads).
+            compact_response=self.event_log_hands > 0
+            and done.record.hand_start is not None
+            and not isinstance(command, JoinSeat | LeaveSeat),
+            extra_ttl_seconds=self.history_ttl_seconds,
             expected_state_sha1=sha1,
             request_digest=request.digest,
             request_ttl_seconds=self.request_ttl_seconds,
@@ -500,11 +515,21 @@ class TableManager:
         return commit, done
 
     async def _commit(
-        self, request: Request, command: Command, key: str, done: Change, now: int, sha1: str
+        self,
+        request: Request,
+        command: Command,
+        creds: Credentials | None,
+        key: str,
+        done: Change,
+        now: int,
+        sha1: str,
     ) -> bytes:
         """Stages 4 to 6: encode, the one store commit, fan-out."""
         commit, done = self.encode(request, command, key, done, now, sha1)
-        result = await self.store.commit(commit)
+        try:
+            result = await self.store.commit(commit)
+        except AlreadyAppliedError:
+            return await self._as_table_is(request, command, creds)
         if not result.replayed:
             await self.fan_out(commit, done, result.version)
         return result.response
@@ -524,19 +549,43 @@ class TableManager:
                 log.exception("relay failed", extra={"fields": {"table_id": commit.table_id}})
 
     async def _replayed(
-        self, request: Request, key: str, error: Exception, *, legacy: bool = False
+        self,
+        request: Request,
+        command: Command,
+        creds: Credentials | None,
+        key: str,
+        error: Exception,
+        *,
+        legacy: bool = False,
     ) -> bytes:
         """The first response of the caller's request already committed (another request
-        under its id: RequestIdReusedError); else ``error`` is raised. ``legacy``: a record
-        written before records named their caller and request (a rolling upgrade) answers
-        too; the caller passed the credential checks of a new request just now."""
+        under its id: RequestIdReusedError; one of an earlier hand whose response is no
+        longer kept: the table as it is now, see :meth:`_as_table_is`); else ``error`` is
+        raised. ``legacy``: a record written before records named their caller and request
+        (a rolling upgrade) answers too; the caller passed the credential checks of a new
+        request just now."""
         table_id = request.table_id
-        prior = await self.store.get_response(table_id, key, request_digest=request.digest)
+        try:
+            prior = await self.store.get_response(table_id, key, request_digest=request.digest)
+        except AlreadyAppliedError:
+            return await self._as_table_is(request, command, creds)
         if prior is None and legacy:
             prior = await self.store.get_response(table_id, request_key(request.request_id))
         if prior is None:
             raise error
         return prior
+
+    async def _as_table_is(
+        self, request: Request, command: Command, creds: Credentials | None
+    ) -> bytes:
+        """The answer to a retry of a request applied in an earlier hand, whose record kept
+        only that it was applied: the command's response with the table as it is now, as the
+        caller's credentials see it now (credentials that no longer pass the command's checks
+        are refused as a new request would be). Nothing is applied again."""
+        record, version, _ = await self.load(request.table_id)
+        actor = self.authorise(record, command, _seat(command, record), creds)
+        now = Change(record, (), actor)
+        return self.presenter.response(Outcome(command, request.request_id, now, version))
 
     # --- deadlines ------------------------------------------------------------------------
     async def apply_due_timeouts(self, table_id: str) -> int:

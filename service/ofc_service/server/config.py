@@ -27,6 +27,8 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss
 MAX_WAIT_REPLICAS = 5
 MIN_REQUEST_WINDOW_SECONDS = 60
 MAX_REQUEST_WINDOW_SECONDS = 24 * 3600  # the default: store.DEFAULT_REQUEST_TTL_SECONDS
+MIN_HISTORY_TTL_SECONDS = 60
+MAX_HISTORY_TTL_SECONDS = 366 * 24 * 3600
 MAX_WORKERS = 64
 
 
@@ -52,6 +54,7 @@ class ServerConfig:
     api_keys: str = ""  # operator API keys, comma-separated; empty: anyone may create tables
     event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
     request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
+    history_ttl_seconds: int = 0  # a hand history's life after it was written; 0: its table's
     redis_wait_replicas: int = 0  # WAIT for this many replicas after each commit; 0: do not
     redis_wait_timeout_ms: int = 500  # how long one WAIT may take before the call fails
     workers: int = 1  # server processes sharing the listen port (SO_REUSEPORT); >1 needs Redis
@@ -179,8 +182,18 @@ OPTIONS: tuple[Option, ...] = (
         "request_window_seconds",
         "OFC_REQUEST_WINDOW_SECONDS",
         "--request-window-seconds",
-        "how long a request id keeps returning its first result (its record's life in the "
-        "store; most of a busy table's Redis memory): 60 .. 86400",
+        "how long a request id keeps returning its first result (within its table's "
+        "current and previous hand): 60 .. 86400",
+        _number(int),
+        "SECONDS",
+    ),
+    Option(
+        "history_ttl_seconds",
+        "OFC_HISTORY_TTL_SECONDS",
+        "--history-ttl-seconds",
+        "how long a finished hand's history stays in the store after it was written (then "
+        "the table's next move removes it; copy histories to cold storage first). 0: as "
+        f"long as its table; else {MIN_HISTORY_TTL_SECONDS} .. {MAX_HISTORY_TTL_SECONDS}",
         _number(int),
         "SECONDS",
     ),
@@ -297,6 +310,13 @@ def _validate(c: ServerConfig) -> None:
         raise bad(
             "request_window_seconds",
             f"must be {MIN_REQUEST_WINDOW_SECONDS} .. {MAX_REQUEST_WINDOW_SECONDS}",
+        )
+    ttl = c.history_ttl_seconds
+    if ttl != 0 and not MIN_HISTORY_TTL_SECONDS <= ttl <= MAX_HISTORY_TTL_SECONDS:
+        raise bad(
+            "history_ttl_seconds",
+            f"must be 0 (as long as the table) or {MIN_HISTORY_TTL_SECONDS} .. "
+            f"{MAX_HISTORY_TTL_SECONDS}",
         )
     if c.redis_url and not c.redis_url.startswith(REDIS_SCHEMES):
         raise bad("redis_url", f"must start with {', '.join(REDIS_SCHEMES)}")

@@ -161,6 +161,7 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         relay=relay,
         event_log_hands=config.event_log_hands,
         request_ttl_seconds=config.request_window_seconds,
+        history_ttl_seconds=config.history_ttl_seconds,
     )
     shutdown = Shutdown()
     # One handlers object per service, served on both ports (gRPC here, HTTP below).

@@ -26,7 +26,10 @@ carrying an old version, is refused as stale). A table whose log keeps segments 
 ``keep_segments``) keeps request records only while their segment is kept: with two segments,
 the current and the previous hand, so its records take a bounded amount of memory however
 long it plays; a retry of an older move is judged afresh as well (STALE_VERSION: the table
-has moved on; its current state is what GetTable returns). A table lives ``ttl_seconds``
+has moved on; its current state is what GetTable returns). A record committed with
+``compact_response`` keeps its whole response only while its segment is the newest: in the
+segments before, a marker (version made, digest) says it was applied
+(:class:`AlreadyAppliedError`) and the table as it is now answers. A table lives ``ttl_seconds``
 after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
 
 Event ids are Redis stream ids (``"<ms>-<seq>"``) in both stores; ``"0"`` means "before the
@@ -169,6 +172,22 @@ class RequestIdReusedError(StoreError):
         super().__init__(message)
 
 
+class AlreadyAppliedError(StoreError):
+    """The request was applied (its commit made ``version``), but only a marker of it is kept,
+    not its response: its hand is no longer the table's current one. The table as it is now
+    answers the retry; nothing was changed."""
+
+    reason = "ALREADY_APPLIED"
+
+    def __init__(self, table_id: str, *, version: int) -> None:
+        super().__init__(
+            f"this request was applied to table {table_id!r} (version {version}); its "
+            "response is no longer kept"
+        )
+        self.table_id = table_id
+        self.version = version
+
+
 class StoreUnavailableError(StoreError):
     """The backing server could not be reached; the operation may or may not have happened
     (a retry with the same request id is safe)."""
@@ -220,6 +239,8 @@ class Commit:
     extra: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
     outbox: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
     keep_segments: int = 0
+    compact_response: bool = False
+    extra_ttl_seconds: int = 0
     expected_state_sha1: str = ""
     request_digest: str = ""
     ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS
@@ -278,6 +299,19 @@ class TableStore(Protocol):
         before as trimming does (reads after a dropped id fail with
         :class:`EventsTrimmedError`). Finished hands live on in their histories.
 
+        ``extra_ttl_seconds`` > 0: this commit's numbered extra blobs (``"<prefix>:<n>"``,
+        hand histories) expire that long after this commit: each commit of the table removes
+        those due (blob and listing), so a table that plays on keeps only its recent ones (a
+        table that stops keeps them until it expires itself). 0: they live as long as the
+        table.
+
+        ``compact_response``: once a later segment begins (the commit's hand is no longer the
+        current one), the record may keep only a marker (the version it made and its digest)
+        instead of ``response``; a replay then raises :class:`AlreadyAppliedError` instead of
+        answering (the caller answers from the table as it is now). Only for responses that
+        hold nothing the table cannot show again (not a new seat token). Records made before
+        the table's first segment are kept whole until they are dropped.
+
         ``expected_state_sha1`` (hex; empty: not checked): the commit also requires the stored
         state to have this SHA-1, else :class:`StaleVersionError` (even at the expected
         version). A caller that kept the state it last wrote can so commit without loading
@@ -290,7 +324,8 @@ class TableStore(Protocol):
     ) -> bytes | None:
         """The recorded response of a request inside the retry window, else ``None``. With
         ``request_digest``, a record of another request raises :class:`RequestIdReusedError`
-        (as :meth:`commit` does); ``None`` reads the record whatever its digest."""
+        (as :meth:`commit` does); ``None`` reads the record whatever its digest. A record
+        shrunk to its marker (``compact_response``) raises :class:`AlreadyAppliedError`."""
         ...
 
     async def read_events(

@@ -1,25 +1,38 @@
 -- One change to one table, atomically: the whole of TableStore.commit (and create_table,
 -- which is a commit expecting version 0). Every key shares the table's hash tag.
 --
--- KEYS: 1 state hash, 2 event stream, 3 extra hash, 4 extra index (zset), 5 request record,
---       6 outbox hash (no TTL: it outlives the table until the relay empties it)
+-- KEYS: 1 state hash, 2 event stream, 3 extra hash, 4 extra index (zset), 5 request record
+--       (the layout before hand records; its name ends with the request id), 6 outbox hash
+--       (no TTL: it outlives the table until the relay empties it)
 -- ARGV: 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
 --       10 .. 9+n events, then m triples (extra key, value, index member or ''),
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
 --       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
---       then the expected SHA-1 of the stored state ('' = not checked), then the request's
---       digest ('' = none)
+--       then '1' if the response may shrink to a marker once its hand is not the current
+--       one ('' = keep it whole), then the numbered extra blobs' ttl s (0 = the table's),
+--       then the expected SHA-1 of the stored state ('' = not
+--       checked), then the request's digest ('' = none)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        (from an old hash record; 'replayed' from a string record, response as stored)
---        | {'stale' | 'exists' | 'reused', current version, deadline} | {'missing'}
+--        | {'applied', version, deadline} (a marker: the request made that version, its
+--        response is no longer kept) | {'stale' | 'exists' | 'reused', current version,
+--        deadline} | {'missing'}
 local state_key, events_key, extra_key, index_key, request_key, outbox_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
-local keep, expected_sha1, digest = tonumber(ARGV[#ARGV - 2]), ARGV[#ARGV - 1], ARGV[#ARGV]
--- The table's request log (see step 3): a key of the table's own slot, named after the state's.
-local requests_key = string.sub(state_key, 1, -#'state' - 1) .. 'requests'
+local keep, compact = tonumber(ARGV[#ARGV - 4]), ARGV[#ARGV - 3] == '1'
+local extra_ttl = tonumber(ARGV[#ARGV - 2])
+local expected_sha1, digest = ARGV[#ARGV - 1], ARGV[#ARGV]
+-- The table's other keys, in its own slot, named after the state's: the request log of
+-- string records (step 3) and one hash of request records per kept segment (hand),
+-- '<base>replies:<first event id of the segment>', field = the request id.
+local base = string.sub(state_key, 1, -#'state' - 1)
+local requests_key = base .. 'requests'
+-- When numbered extra blobs (hand histories) expire: member = their index member, score = ms.
+local expiry_key = base .. 'extra_expiry'
+local field = string.sub(request_key, #base + #'req:' + 1)
 
 local REQUEST_LOG_CAP = 1000
 local function id_pair(id)  -- a stream id as two numbers ('0' is 0-0)
@@ -29,42 +42,64 @@ end
 local function before(a, b)
   return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
 end
+local function hand_key(start) return base .. 'replies:' .. start end
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+-- A request record's first line: "<version> <event id>... [#<digest>] [@<expires ms>] [~]"
+-- ('~': may shrink to a marker); a marker is that line alone, a whole record adds
+-- "\n<response>".
+local function parse(head)
+  local r = {version = '', ids = {}, digest = '', expires = nil, compact = false}
+  for token in string.gmatch(head, '%S+') do
+    local mark = string.sub(token, 1, 1)
+    if mark == '#' then r.digest = string.sub(token, 2)
+    elseif mark == '@' then r.expires = tonumber(string.sub(token, 2))
+    elseif mark == '~' then r.compact = true
+    elseif r.version == '' then r.version = token
+    else r.ids[#r.ids + 1] = token end
+  end
+  return r
+end
 
 -- 1. A recorded request id answers with its first result, whatever the version says, if it
 --    recorded this very request (the same digest); another request under it is refused.
-local current = redis.call('HMGET', state_key, 'version', 'deadline')
+local current = redis.call('HMGET', state_key, 'version', 'deadline', 'segments')
 local deadline = current[2] or ''
--- A request record is one string, "<version> <event id>... [#<digest>]\n<response>";
--- records written before that layout are hashes (version, events, response) until they
--- expire. Either without a digest records ''.
-local record = redis.pcall('GET', request_key)
-if type(record) == 'table' and record.err then
-  record = redis.call('HMGET', request_key, 'version', 'events', 'response')
-  if digest ~= '' then return {'reused', current[1] or '', deadline} end
-  local reply = {'replay', record[1], deadline, record[3]}
-  for id in string.gmatch(record[2], '%S+') do reply[#reply + 1] = id end
-  return reply
-elseif record then
-  local split = string.find(record, '\n', 1, true)
-  local reply = {'replayed', '', deadline, string.sub(record, split + 1)}
-  local recorded = ''
-  for id in string.gmatch(string.sub(record, 1, split - 1), '%S+') do
-    if string.sub(id, 1, 1) == '#' then
-      recorded = string.sub(id, 2)
-    elseif reply[2] == '' then
-      reply[2] = id
-    else
-      reply[#reply + 1] = id
-    end
+local kept_starts = {}
+for id in string.gmatch(current[3] or '', '%S+') do kept_starts[#kept_starts + 1] = id end
+local record = nil
+for i = #kept_starts, 1, -1 do
+  record = redis.call('HGET', hand_key(kept_starts[i]), field)
+  if record then break end
+end
+if not record then
+  -- The layout before hand records: one string (or, older still, one hash) per request.
+  record = redis.pcall('GET', request_key)
+  if type(record) == 'table' and record.err then
+    record = redis.call('HMGET', request_key, 'version', 'events', 'response')
+    if digest ~= '' then return {'reused', current[1] or '', deadline} end
+    local reply = {'replay', record[1], deadline, record[3]}
+    for id in string.gmatch(record[2], '%S+') do reply[#reply + 1] = id end
+    return reply
   end
-  if recorded ~= digest then return {'reused', current[1] or '', deadline} end
-  return reply
+end
+if record then
+  local split = string.find(record, '\n', 1, true)
+  local r = parse(string.sub(record, 1, (split or #record + 1) - 1))
+  if r.expires == nil or r.expires > now_ms then
+    if r.digest ~= digest then return {'reused', current[1] or '', deadline} end
+    if not split then return {'applied', r.version, deadline} end
+    local reply = {'replayed', r.version, deadline, string.sub(record, split + 1)}
+    for _, id in ipairs(r.ids) do reply[#reply + 1] = id end
+    return reply
+  end
 end
 
 -- 2. The table must be at the expected version (a create expects no table at all).
 if expected == 0 then
   if current[1] then return {'exists', current[1], deadline} end
-  redis.call('DEL', events_key, extra_key, index_key, requests_key)
+  redis.call('DEL', events_key, extra_key, index_key, requests_key, expiry_key)
 elseif not current[1] then
   return {'missing'}
 elseif tonumber(current[1]) ~= expected then
@@ -99,18 +134,45 @@ if n_events > 0 then
   fields[#fields + 1] = ids[n_events]
   if keep > 0 then
     local starts = {'0'}  -- what came before the first segment counts as one
-    local kept = redis.call('HGET', state_key, 'segments')
-    if kept then starts = {} end
-    for id in string.gmatch(kept or '', '%S+') do
-      starts[#starts + 1] = id
-    end
+    if current[3] then starts = {unpack(kept_starts)} end
+    local newest = starts[#starts]
     starts[#starts + 1] = ids[1]
-    while #starts > keep do table.remove(starts, 1) end
+    while #starts > keep do
+      redis.call('DEL', hand_key(table.remove(starts, 1)))  -- its hand's records go with it
+    end
+    -- The hand that was the current one is now the previous one: its records that may shrink
+    -- keep their first line only (the request was applied; the table answers the rest).
+    -- The hash is written afresh, so that a hash of markers alone takes Redis's compact
+    -- encoding (a listpack) again.
+    if #starts > 1 and starts[#starts - 1] == newest then
+      local previous = redis.call('HGETALL', hand_key(newest))
+      for i = 2, #previous, 2 do
+        local value = previous[i]
+        local split = string.find(value, '\n', 1, true)
+        if split then
+          local r = parse(string.sub(value, 1, split - 1))
+          if r.compact then
+            local marker = r.version
+            if r.digest ~= '' then marker = marker .. ' #' .. r.digest end
+            if r.expires then marker = marker .. ' @' .. r.expires end
+            previous[i] = marker
+          end
+        end
+      end
+      if #previous > 0 then
+        local ttl_left = redis.call('PTTL', hand_key(newest))
+        redis.call('DEL', hand_key(newest))
+        redis.call('HSET', hand_key(newest), unpack(previous))
+        if ttl_left > 0 then redis.call('PEXPIRE', hand_key(newest), ttl_left) end
+      end
+    end
     redis.call('XTRIM', events_key, 'MINID', starts[1])
     fields[#fields + 1] = 'segments'
     fields[#fields + 1] = table.concat(starts, ' ')
-    -- Request records live as long as their segment: drop those made before the oldest
-    -- segment kept (the request log holds "<last event id> <record key>" in commit order).
+    kept_starts = starts
+    -- String records (written before any segment, or by the release before) live as long
+    -- as their segment: drop those made before the oldest segment kept (the request log
+    -- holds "<last event id> <record key>" in commit order).
     local oldest = id_pair(starts[1])
     while true do
       local head = redis.call('LINDEX', requests_key, 0)
@@ -129,11 +191,21 @@ if n_events > 0 then
 end
 redis.call('HSET', state_key, unpack(fields))
 
+-- Numbered extra blobs past their time go first (blob, listing, expiry), a page a commit.
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', expiry_key, '-inf', now_ms, 'LIMIT', 0, 100)) do
+  local prefix, number = string.match(member, '^(.*):(%d+)$')
+  redis.call('HDEL', extra_key, prefix .. ':' .. tostring(tonumber(number)))
+  redis.call('ZREM', index_key, member)
+  redis.call('ZREM', expiry_key, member)
+end
 local at = 10 + n_events
 for i = 0, n_extra - 1 do
   local k = at + 3 * i
   redis.call('HSET', extra_key, ARGV[k], ARGV[k + 1])
-  if ARGV[k + 2] ~= '' then redis.call('ZADD', index_key, 0, ARGV[k + 2]) end
+  if ARGV[k + 2] ~= '' then
+    redis.call('ZADD', index_key, 0, ARGV[k + 2])
+    if extra_ttl > 0 then redis.call('ZADD', expiry_key, now_ms + extra_ttl * 1000, ARGV[k + 2]) end
+  end
 end
 
 local ob = at + 3 * n_extra
@@ -141,20 +213,30 @@ for i = 1, tonumber(ARGV[ob]) do
   redis.call('HSET', outbox_key, ARGV[ob + 2 * i - 1], ARGV[ob + 2 * i])
 end
 
-do  -- list this record for the trim of its segment; a log without segments stays short
+local head = version
+if #ids > 0 then head = head .. ' ' .. table.concat(ids, ' ') end
+if digest ~= '' then head = head .. ' #' .. digest end
+local ttl, request_ttl = tonumber(ARGV[5]), tonumber(ARGV[6])
+if #kept_starts > 0 then
+  -- A table playing hands: the record goes to its current hand's hash (which lives as long
+  -- as the table, or the retry window if longer); the record's own window is in its line.
+  local hand = hand_key(kept_starts[#kept_starts])
+  head = head .. ' @' .. (now_ms + request_ttl * 1000)
+  if compact then head = head .. ' ~' end
+  redis.call('HSET', hand, field, head .. '\n' .. ARGV[3])
+  redis.call('EXPIRE', hand, math.max(ttl, request_ttl))
+else
+  -- No segment yet (or a log that keeps them all): one string per record, listed for the
+  -- trim of its segment; a log without segments stays short
   local last = ids[#ids] or redis.call('HGET', state_key, 'last_event') or '0'
   if redis.call('RPUSH', requests_key, last .. ' ' .. request_key) > REQUEST_LOG_CAP then
     redis.call('LPOP', requests_key)  -- its record still expires with the retry window
   end
-  redis.call('EXPIRE', requests_key, ARGV[5])
+  redis.call('EXPIRE', requests_key, ttl)
+  redis.call('SET', request_key, head .. '\n' .. ARGV[3], 'EX', request_ttl)
 end
-
-local head = version
-if #ids > 0 then head = head .. ' ' .. table.concat(ids, ' ') end
-if digest ~= '' then head = head .. ' #' .. digest end
-redis.call('SET', request_key, head .. '\n' .. ARGV[3], 'EX', ARGV[6])
-for _, key in ipairs({state_key, events_key, extra_key, index_key}) do
-  redis.call('EXPIRE', key, ARGV[5])
+for _, key in ipairs({state_key, events_key, extra_key, index_key, expiry_key}) do
+  redis.call('EXPIRE', key, ttl)
 end
 
 local reply = {'ok', version, '', ''}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from .base import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
+    AlreadyAppliedError,
     Commit,
     CommitResult,
     EventsTrimmedError,
@@ -66,6 +68,8 @@ class _Table:
     segments: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
     extra: dict[str, bytes] = field(default_factory=dict)
     index: dict[str, list[int]] = field(default_factory=dict)
+    # (prefix, number) of a numbered extra blob written with a ttl -> when it expires
+    extra_expiry: dict[tuple[str, int], float] = field(default_factory=dict)
     # (last event id at the commit, request id) of each request record, while segments are
     # kept: a new segment drops the records of the segments it trims away.
     requests: list[tuple[tuple[int, int], str]] = field(default_factory=list)
@@ -76,6 +80,8 @@ class _Record:
     result: CommitResult
     expires_at: float
     digest: str = ""
+    compact: bool = False  # may shrink to a marker once its segment is not the newest
+    marker: bool = False  # shrunk: the request was applied, its response is not kept
 
 
 class MemoryTableStore:
@@ -131,10 +137,13 @@ class MemoryTableStore:
             extra=commit.extra,
         )
         records = check_outbox(commit.outbox)
+        extra_ttl = check_at_least(commit.extra_ttl_seconds, 0, what="extra_ttl_seconds")
         record = self._record(table_id, request_id)
         if record is not None:
             if record.digest != request_digest:
                 raise RequestIdReusedError()
+            if record.marker:
+                raise AlreadyAppliedError(table_id, version=record.result.version)
             return record.result
         table = self._live(table_id)
         if table is None:
@@ -150,6 +159,14 @@ class MemoryTableStore:
         table.state = commit.state
         table.deadline_ms = commit.deadline_ms
         table.expires_at = now + commit.ttl_seconds
+        due = sorted((at, named) for named, at in table.extra_expiry.items() if at <= now)
+        for _, (prefix, number) in due[:100]:  # as on Redis: a page a commit
+            del table.extra_expiry[prefix, number]
+            table.extra.pop(f"{prefix}:{number}", None)
+            numbers = table.index.get(prefix, [])
+            at = bisect.bisect_left(numbers, number)
+            if at < len(numbers) and numbers[at] == number:
+                del numbers[at]
         for key, value, indexed in blobs:
             table.extra[key] = value
             if indexed is not None:
@@ -157,6 +174,8 @@ class MemoryTableStore:
                 at = bisect.bisect_left(numbers, indexed[1])
                 if at == len(numbers) or numbers[at] != indexed[1]:
                     numbers.insert(at, indexed[1])
+                if extra_ttl > 0:
+                    table.extra_expiry[indexed] = now + extra_ttl
         if records:
             self._outboxes.setdefault(table_id, {}).update(records)
         ids = self._append(
@@ -166,22 +185,37 @@ class MemoryTableStore:
             keep_segments=check_at_least(commit.keep_segments, 0, what="keep_segments"),
         )
         result = CommitResult(table.version, commit.response, False, ids)
-        self._forget_trimmed_requests(table_id, table, request_id)
+        self._forget_trimmed_requests(
+            table_id, table, request_id, new_segment=bool(ids) and commit.keep_segments > 0
+        )
         self._records[table_id, request_id] = _Record(
             CommitResult(result.version, commit.response, True, result.event_ids),
             now + commit.request_ttl_seconds,
             request_digest,
+            # as on Redis: only records made once the table has segments (hands) shrink
+            compact=commit.compact_response and table.segments != [(0, 0)],
         )
         return result
 
-    def _forget_trimmed_requests(self, table_id: str, table: _Table, request_id: str) -> None:
+    def _forget_trimmed_requests(
+        self, table_id: str, table: _Table, request_id: str, *, new_segment: bool
+    ) -> None:
         """Request records live as long as their segment (hand) of the log: drop those made
-        before the oldest segment kept, then list this commit's."""
+        before the oldest segment kept, shrink those that may in the segments before the
+        newest (``new_segment``: this commit began it), then list this commit's."""
         kept = 0
         while kept < len(table.requests) and table.requests[kept][0] < table.segments[0]:
             self._records.pop((table_id, table.requests[kept][1]), None)
             kept += 1
         del table.requests[:kept]
+        if new_segment:
+            for at, listed in table.requests:
+                record = self._records.get((table_id, listed))
+                if at < table.segments[-1] and record is not None and record.compact:
+                    marker = dataclasses.replace(record.result, response=b"", event_ids=())
+                    self._records[table_id, listed] = dataclasses.replace(
+                        record, result=marker, compact=False, marker=True
+                    )
         table.requests.append((table.last_event, request_id))
         del table.requests[:-REQUEST_LOG_CAP]  # older records still expire with the window
 
@@ -264,6 +298,8 @@ class MemoryTableStore:
             return None
         if request_digest is not None and record.digest != check_digest(request_digest):
             raise RequestIdReusedError()
+        if record.marker:
+            raise AlreadyAppliedError(table_id, version=record.result.version)
         return record.result.response
 
     async def read_events(

@@ -18,15 +18,33 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
 ``ofc:{<table>}:extra_index``           zset     ``<prefix>:<16-digit number>`` at score 0,
                                                  paged with ZRANGEBYLEX by :meth:`list_extra`
-``ofc:{<table>}:req:<request id>``      string   ``<version> <event id>... #<digest>\n``
-                                                 ``<response>``, the response
-                                                 zlib-compressed, ``#<digest>`` only with
-                                                 one (older records: a hash of
-                                                 ``version``, ``events``, ``response``);
-                                                 expires after ``request_ttl_seconds``
-``ofc:{<table>}:requests``              list     ``<event id> <request record key>`` per
-                                                 commit (the table's last event then): a new
-                                                 hand (``keep_segments``) deletes the records
+``ofc:{<table>}:extra_expiry``          zset     the same members written with
+                                                 ``extra_ttl_seconds``, at the ms they expire:
+                                                 each commit removes those due (blob, index,
+                                                 expiry), at most 100 at a time
+``ofc:{<table>}:replies:<event id>``    hash     the request records of one kept segment
+                                                 (hand; named by its first event id):
+                                                 request id -> ``<version> <event id>...
+                                                 #<digest> @<expires ms> ~\n<response>``
+                                                 (zlib); ``#<digest>`` only with one, ``~``:
+                                                 may shrink; when the next hand begins a
+                                                 ``~`` record keeps its first line only (a
+                                                 marker: ``<version> #<digest> @<ms>``); a
+                                                 hand dropped from the log deletes its hash;
+                                                 ``@``: the end of its retry window (a
+                                                 record past it is absent); the table's TTL
+                                                 (or the window, if longer)
+``ofc:{<table>}:req:<request id>``      string   a record made while the table had no
+                                                 segment yet (before its first hand, or with
+                                                 ``keep_segments`` never set), and the
+                                                 records of earlier releases: the same line
+                                                 (without ``@``/``~``) and response (older
+                                                 still: a hash of ``version``, ``events``,
+                                                 ``response``); expires after
+                                                 ``request_ttl_seconds``
+``ofc:{<table>}:requests``              list     ``<event id> <request record key>`` per such
+                                                 string record (the table's last event then):
+                                                 a new hand (``keep_segments``) deletes those
                                                  made before the oldest hand kept; at most
                                                  1000 entries; the table's TTL
 ``ofc:{<table>}:outbox``                hash     settlement id -> record, until relayed to the
@@ -59,8 +77,9 @@ one deadline of each table. The settlement feed stays one stream (``{settlements
 :mod:`.feed_redis`): it takes one write per finished hand, not per move, and its consumers
 rely on one order of stream ids.
 
-The four table keys get the table's TTL again on every commit; a request record keeps its own
-TTL (the retry window), so a retry is answered even if the table expired meanwhile.
+The table's keys get the table's TTL again on every commit; a request record keeps its own
+retry window (a string's TTL; a hand's hash lives at least as long), so a retry is answered
+even if the table expired meanwhile.
 
 The deadline index cannot share a table's slot, so a commit with a deadline sends a ``ZADD``
 to the table's shard of the deadline index *before* its script in the same pipeline (one
@@ -127,6 +146,7 @@ from .base import (
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
     OUTBOX_HINT_GRACE_MS,
+    AlreadyAppliedError,
     Commit,
     CommitResult,
     EventsTrimmedError,
@@ -150,7 +170,17 @@ from .base import (
     format_event_id,
     parse_event_id,
 )
-from .redis_io import INDEX_SHARDS, RedisClient, connect, index_shard, lua, text, unavailable
+from .redis_io import (
+    INDEX_SHARDS,
+    RedisClient,
+    connect,
+    index_shard,
+    lua,
+    pack_response,
+    text,
+    unavailable,
+    unpack_response,
+)
 
 LAYOUT: Final = b"1"
 _BLOCK_GRACE_S: Final = 5.0
@@ -277,6 +307,9 @@ class RedisTableStore:
     def _outbox_index(self, table_id: str) -> str:
         return self._outbox_shards[index_shard(table_id)]
 
+    def _hand_key(self, table_id: str, start: str) -> str:
+        return self._table_key(table_id, f"replies:{start}")
+
     def _request_key(self, table_id: str, request_id: str) -> str:
         return self._table_key(table_id, f"req:{check_id(request_id, what='request id')}")
 
@@ -327,7 +360,11 @@ class RedisTableStore:
         args: list[bytes | str | int] = [
             commit.expected_version,
             commit.state,
-            zlib.compress(commit.response, 1),  # a request record's bulk (views compress well)
+            # a request record's bulk (views compress well; better still with the dictionary,
+            # kept to records an earlier release never reads: see compact_response)
+            pack_response(commit.response)
+            if commit.compact_response
+            else zlib.compress(commit.response, 1),
             "" if deadline_ms is None else deadline_ms,
             commit.ttl_seconds,
             commit.request_ttl_seconds,
@@ -342,6 +379,8 @@ class RedisTableStore:
         for record_id, record in records:
             args += [record_id, record]
         args.append(check_at_least(commit.keep_segments, 0, what="keep_segments"))
+        args.append("1" if commit.compact_response else "")
+        args.append(check_at_least(commit.extra_ttl_seconds, 0, what="extra_ttl_seconds"))
         args.append(commit.expected_state_sha1)
         args.append(check_digest(commit.request_digest))
 
@@ -364,8 +403,10 @@ class RedisTableStore:
                     keys=[self._deadline_index(table_id)], args=[table_id, deadline_ms, current]
                 )
         if status in (b"replay", b"replayed"):
-            first = reply[3] if status == b"replay" else zlib.decompress(reply[3])
+            first = reply[3] if status == b"replay" else unpack_response(reply[3])
             return CommitResult(int(reply[1]), first, True, tuple(map(text, reply[4:])))
+        if status == b"applied":
+            raise AlreadyAppliedError(table_id, version=int(reply[1]))
         if status == b"stale":
             raise StaleVersionError(
                 table_id,
@@ -472,19 +513,31 @@ class RedisTableStore:
         if request_digest is not None:
             check_digest(request_digest)
         with unavailable():
-            try:
-                record = _blob(await self._client.get(key))
-            except redis_errors.ResponseError:  # WRONGTYPE: a record of the older hash layout
-                old = _blob(await self._client.hget(key, "response"))
-                if old is not None and request_digest:
-                    raise RequestIdReusedError() from None
-                return old
+            segments = _blob(await self._client.hget(self._table_keys(table_id)[0], "segments"))
+            record = None
+            for start in reversed(text(segments or b"").split()):  # the newest hand first
+                record = _blob(await self._client.hget(self._hand_key(table_id, start), request_id))
+                if record is not None:
+                    break
+            if record is None:
+                try:
+                    record = _blob(await self._client.get(key))
+                except redis_errors.ResponseError:  # WRONGTYPE: a record of the older hash layout
+                    old = _blob(await self._client.hget(key, "response"))
+                    if old is not None and request_digest:
+                        raise RequestIdReusedError() from None
+                    return old
         if record is None:
             return None
-        head, response = record.split(b"\n", 1)
+        head, _, response = record.partition(b"\n")
+        expires = [int(token[1:]) for token in head.split() if token.startswith(b"@")]
+        if expires and expires[0] <= time.time_ns() // 1_000_000:
+            return None  # past its retry window (its hand's hash outlives it)
         if request_digest is not None and _recorded_digest(head) != request_digest:
             raise RequestIdReusedError()
-        return zlib.decompress(response)
+        if b"\n" not in record:  # a marker: applied, its response no longer kept
+            raise AlreadyAppliedError(table_id, version=int(head.split()[0]))
+        return unpack_response(response)
 
     async def read_events(
         self, table_id: str, *, after: str = "0", limit: int = 1000

@@ -16,7 +16,7 @@ from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from .base import StoreUnavailableError
+from .base import StoreError, StoreUnavailableError
 
 RETRIES: Final = 3  # per call, with 20-500 ms jittered backoff: a reconnect, not an outage
 CLUSTER_SCHEMES: Final = ("redis+cluster://", "rediss+cluster://")
@@ -36,6 +36,37 @@ RedisClient: TypeAlias = Redis | RedisCluster
 def lua(name: str) -> str:
     """The source of a Lua script shipped beside this module."""
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+RESPONSE_DICTIONARY: Final = resources.files(__package__).joinpath("responses-1.zdict").read_bytes()
+"""A preset zlib dictionary for request records' responses: three serialised responses of
+one classic two-seat hand (the view's ruleset and layout repeat in every answer), which
+halves a compressed response (≈ 480 -> 250 B). Its bytes never change: a record names it
+by its Adler-32 in the zlib header; a new dictionary is a new file beside it."""
+_DICTIONARIES: Final = {zlib.adler32(RESPONSE_DICTIONARY): RESPONSE_DICTIONARY}
+_PACK_WBITS: Final = 13  # an 8 KiB window holds the dictionary and a response; cheap to set up
+
+
+def pack_response(response: bytes) -> bytes:
+    """``response`` zlib-compressed with :data:`RESPONSE_DICTIONARY` (level 1: ~20 µs)."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, _PACK_WBITS, 6, zdict=RESPONSE_DICTIONARY)
+    return packer.compress(response) + packer.flush()
+
+
+def unpack_response(stored: bytes) -> bytes:
+    """A stored response: :func:`pack_response`'s, or plain zlib (records of earlier
+    releases, and those not packed with the dictionary).
+
+    >>> unpack_response(pack_response(b"view")), unpack_response(zlib.compress(b"view"))
+    (b'view', b'view')
+    """
+    if len(stored) >= 6 and stored[1] & 0x20:  # FDICT: the dictionary's Adler-32 follows
+        dictionary = _DICTIONARIES.get(int.from_bytes(stored[2:6], "big"))
+        if dictionary is None:
+            raise StoreError("a request record packed with a dictionary this release lacks")
+        unpacker = zlib.decompressobj(zdict=dictionary)
+        return unpacker.decompress(stored) + unpacker.flush()
+    return zlib.decompress(stored)
 
 
 def retry() -> Retry:
