@@ -68,6 +68,7 @@ from ofc.engine import (
     StartHand,
     Timeout,
     TimeoutApplied,
+    dealt_batches,
     replay,
 )
 from ofc.errors import InvalidInputError, OfcError
@@ -104,6 +105,7 @@ __all__ = [
     "hand_history",
     "history_format_version",
     "history_from_replay",
+    "history_of_hand",
     "score_request_from_dict",
     "settlement_json",
     "settlement_to_dict",
@@ -407,7 +409,16 @@ def error_to_dict(error: OfcError) -> dict[str, Any]:
 
 
 def board_to_dict(board: Board) -> dict[str, list[str]]:
-    return {r.value: card_codes(board.row(r)) for r in ROWS}
+    """The rows in ``ROWS`` order, by name.
+
+    >>> board_to_dict(Board.parse("As / Kd Qc /"))
+    {'top': ['As'], 'middle': ['Kd', 'Qc'], 'bottom': []}
+    """
+    return {
+        "top": card_codes(board.top),
+        "middle": card_codes(board.middle),
+        "bottom": card_codes(board.bottom),
+    }
 
 
 def format_version(state: MatchState) -> int:
@@ -544,7 +555,10 @@ def _hand_to_dict(hand: HandState, *, deck: bool = True) -> dict[str, Any]:
         "button": hand.button,
         "server_seed": hand.server_seed.hex(),
         "client_seed": hand.client_seed.hex(),
-        "deck": card_codes(hand.deck),
+    }
+    if deck:
+        data["deck"] = card_codes(hand.deck)
+    data |= {
         "dealt": hand.dealt,
         "seats": [
             {
@@ -562,8 +576,6 @@ def _hand_to_dict(hand: HandState, *, deck: bool = True) -> dict[str, Any]:
         "started_at_ms": hand.started_at_ms,
         "updated_at_ms": hand.updated_at_ms,
     }
-    if not deck:
-        del data["deck"]
     return data
 
 
@@ -1188,6 +1200,41 @@ def history_from_replay(
     if final.ruleset.jokers:  # version 4: only a deck with jokers says its size
         history["deck_size"] = final.ruleset.deck_size
     return history
+
+
+def history_of_hand(
+    initial: MatchState,
+    actions: Sequence[Action],
+    final: MatchState,
+    settled: HandSettled,
+    context: HandContext | None = None,
+    *,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """:func:`hand_history` of a hand its caller has just played, without replaying it:
+    ``final`` is the match after the last of ``actions`` (applied from ``initial``, the
+    match before the hand's StartHand) and ``settled`` the :class:`HandSettled` event that
+    action produced. The dealt batches are read from the final hand (their positions are
+    fixed in advance, :func:`~ofc.engine.dealt_batches`), so the history is the one
+    :func:`hand_history` writes from a replay, byte for byte; a table that played the hand
+    move by move has everything else already.
+
+    >>> from ofc.engine import SitDown, StartHand, apply, new_match, replay, seats_to_act
+    >>> from ofc.policy import timeout
+    >>> table, _ = replay(new_match(seats=2), [SitDown(0, "ann"), SitDown(1, "bob")])
+    >>> actions: list[Action] = [StartHand(bytes(32), b"table-7")]
+    >>> state, events = apply(table, actions[0])
+    >>> while waiting := seats_to_act(state):
+    ...     actions.append(timeout(state, waiting[0], at_ms=len(actions)))
+    ...     state, events = apply(state, actions[-1])
+    >>> settled = next(e for e in events if isinstance(e, HandSettled))
+    >>> history_of_hand(table, actions, state, settled) == hand_history(table, actions)
+    True
+    """
+    start = initial if initial.hand is None else dataclasses.replace(initial, hand=None)
+    hand = final.hand
+    batches = () if hand is None else dealt_batches(hand, final.ruleset)
+    return history_from_replay(start, actions, final, (*batches, settled), context, version=version)
 
 
 def _history_action(action: Action, version: int) -> dict[str, Any]:

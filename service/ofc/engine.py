@@ -95,7 +95,6 @@ to the seat, the rows have room.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
@@ -163,6 +162,7 @@ __all__ = [
     "apply",
     "can_apply",
     "deal_positions",
+    "dealt_batches",
     "event_for_viewer",
     "hand_settlement",
     "new_match",
@@ -637,11 +637,11 @@ def event_for_viewer(event: _E, viewer: int | None) -> _E:
         return event
     redacted: Event
     if isinstance(event, CardsDealt):
-        redacted = dataclasses.replace(event, cards=())
+        redacted = CardsDealt(event.seat, event.street, event.position, event.count)
     elif isinstance(event, DiscardMade):
-        redacted = dataclasses.replace(event, card=None)
+        redacted = DiscardMade(event.seat, event.street, None)
     elif isinstance(event, TimeoutApplied):
-        redacted = dataclasses.replace(event, action=None)
+        redacted = TimeoutApplied(event.seat, None)
     else:
         assert isinstance(event, FantasylandSet)
         redacted = FantasylandSet(event.seat, Board(), ())
@@ -978,14 +978,13 @@ def apply(state: MatchState, action: Action) -> tuple[MatchState, Events]:
     if isinstance(action, SitDown):
         seat = _check_sit_down(state, action)
         seats = _replace_at(state.seats, seat, Seat(action.player_id))
-        return dataclasses.replace(state, seats=seats), (SeatTaken(seat, action.player_id),)
+        return _next_match(state, state.hand, seats=seats), (SeatTaken(seat, action.player_id),)
     if isinstance(action, StandUp):
         seat = _check_stand_up(state, action)
         left = state.seats[seat]
         seats = _replace_at(state.seats, seat, Seat())
-        return dataclasses.replace(state, seats=seats), (
-            SeatVacated(seat, left.player_id, left.points),
-        )
+        vacated = SeatVacated(seat, left.player_id, left.points)
+        return _next_match(state, state.hand, seats=seats), (vacated,)
     if isinstance(action, StartHand):
         _check_start(state, action)
         return _start(state, action)
@@ -1017,6 +1016,65 @@ def _turn_order(state: MatchState) -> tuple[int, ...]:
     return tuple(s for s in order if state.seats[s].occupied)
 
 
+def _next_match(
+    state: MatchState,
+    hand: HandState | None,
+    *,
+    seats: tuple[Seat, ...] | None = None,
+    button: int | None = None,
+    hands_played: int | None = None,
+) -> MatchState:
+    """``state`` with ``hand``, and the seats, button or hand count given (None: as they
+    are). The reducers below build each new value directly (a constructor call) rather than
+    with ``dataclasses.replace``, which costs about twice as much: a move makes several."""
+    return MatchState(
+        ruleset=state.ruleset,
+        seats=state.seats if seats is None else seats,
+        button=state.button if button is None else button,
+        hands_played=state.hands_played if hands_played is None else hands_played,
+        max_hands=state.max_hands,
+        hand=hand,
+        pair_units=state.pair_units,
+    )
+
+
+def _next_hand(
+    hand: HandState,
+    seats: tuple[HandSeat, ...],
+    *,
+    dealt: int,
+    street: int,
+    turn: int | None,
+    updated_at_ms: int,
+) -> HandState:
+    return HandState(
+        number=hand.number,
+        button=hand.button,
+        server_seed=hand.server_seed,
+        client_seed=hand.client_seed,
+        deck=hand.deck,
+        dealt=dealt,
+        seats=seats,
+        street=street,
+        turn=turn,
+        started_at_ms=hand.started_at_ms,
+        updated_at_ms=updated_at_ms,
+    )
+
+
+def _hand_seat_with(
+    seat: HandSeat, board: Board, pending: tuple[Card, ...], discards: tuple[Card, ...]
+) -> HandSeat:
+    return HandSeat(
+        seat=seat.seat,
+        fantasyland=seat.fantasyland,
+        fantasyland_streak=seat.fantasyland_streak,
+        board=board,
+        pending=pending,
+        discards=discards,
+    )
+
+
 def _start(state: MatchState, action: StartHand) -> tuple[MatchState, Events]:
     number = state.hands_played + 1
     deck = deal_deck(action.server_seed, action.client_seed, number, jokers=state.ruleset.jokers)
@@ -1044,6 +1102,13 @@ def _start(state: MatchState, action: StartHand) -> tuple[MatchState, Events]:
         action.client_seed,
         action.at_ms,
     )
+    streets = state.ruleset.streets
+    street, turn = 0, None
+    first = next((i for i, s in enumerate(seats) if not s.in_fantasyland), None)
+    if first is None:  # every seat plays Fantasyland: no street is dealt
+        street = len(streets)
+    else:
+        turn, dealt = _deal_into(seats, first, deck, dealt, 0, streets[0].deal, events)
     hand = HandState(
         number=number,
         button=state.button,
@@ -1052,26 +1117,31 @@ def _start(state: MatchState, action: StartHand) -> tuple[MatchState, Events]:
         deck=deck,
         dealt=dealt,
         seats=tuple(seats),
-        street=0,
-        turn=None,
+        street=street,
+        turn=turn,
         started_at_ms=action.at_ms,
         updated_at_ms=action.at_ms,
     )
-    normal = [i for i, s in enumerate(hand.seats) if not s.in_fantasyland]
-    if normal:
-        hand, dealt_event = _deal_batch(hand, normal[0], state.ruleset.streets[0].deal)
-        events.append(dealt_event)
-    else:
-        hand = dataclasses.replace(hand, street=len(state.ruleset.streets))
-    return dataclasses.replace(state, hands_played=number, hand=hand), (started, *events)
+    return _next_match(state, hand, hands_played=number), (started, *events)
 
 
-def _deal_batch(hand: HandState, index: int, count: int) -> tuple[HandState, CardsDealt]:
-    cards = hand.deck[hand.dealt : hand.dealt + count]
-    seat = hand.seats[index]
-    seats = _replace_at(hand.seats, index, dataclasses.replace(seat, pending=cards))
-    event = CardsDealt(seat.seat, hand.street, hand.dealt, count, cards)
-    return dataclasses.replace(hand, seats=seats, dealt=hand.dealt + count, turn=seat.seat), event
+def _deal_into(
+    seats: list[HandSeat],
+    index: int,
+    deck: tuple[Card, ...],
+    dealt: int,
+    street: int,
+    count: int,
+    events: list[Event],
+) -> tuple[int, int]:
+    """Deal the next ``count`` cards of ``deck`` (``dealt`` are gone) to ``seats[index]``,
+    in place, and add its :class:`CardsDealt`; the seat whose turn it is, and the new
+    ``dealt``."""
+    seat = seats[index]
+    cards = deck[dealt : dealt + count]
+    seats[index] = _hand_seat_with(seat, seat.board, cards, seat.discards)
+    events.append(CardsDealt(seat.seat, street, dealt, count, cards))
+    return seat.seat, dealt + count
 
 
 def _place(
@@ -1083,35 +1153,36 @@ def _place(
     at_ms: int,
 ) -> tuple[MatchState, Events]:
     seat = hand.seats[index]
-    rows = {row: seat.board.row(row) for row in ROWS}
+    top, middle, bottom = seat.board.top, seat.board.middle, seat.board.bottom
     for card, row in placements:
-        rows[row] = (*rows[row], card)
-    placed = dataclasses.replace(
-        seat,
-        board=Board(rows[Row.TOP], rows[Row.MIDDLE], rows[Row.BOTTOM]),
-        pending=(),
-        discards=seat.discards if discard is None else (*seat.discards, discard),
-    )
+        if row is Row.TOP:
+            top = (*top, card)
+        elif row is Row.MIDDLE:
+            middle = (*middle, card)
+        else:
+            bottom = (*bottom, card)
+    discards = seat.discards if discard is None else (*seat.discards, discard)
+    seats = list(hand.seats)
+    seats[index] = _hand_seat_with(seat, Board(top, middle, bottom), (), discards)
     events: list[Event] = [CardsPlaced(seat.seat, hand.street, placements)]
     if discard is not None:
         events.append(DiscardMade(seat.seat, hand.street, discard))
-    hand = dataclasses.replace(
-        hand, seats=_replace_at(hand.seats, index, placed), updated_at_ms=at_ms, turn=None
-    )
     # The turn passes to the next seat playing street by street; after the last of them,
     # to the first of them on the next street.
     streets = state.ruleset.streets
-    normal = [i for i, s in enumerate(hand.seats) if not s.in_fantasyland]
-    after = [i for i in normal if i > index]
-    if after:
-        hand, dealt = _deal_batch(hand, after[0], streets[hand.street].deal)
-        events.append(dealt)
-    else:
-        hand = dataclasses.replace(hand, street=hand.street + 1)
-        if hand.street < len(streets):
-            hand, dealt = _deal_batch(hand, normal[0], streets[hand.street].deal)
-            events.append(dealt)
-    return _maybe_finish(state, hand, events, at_ms)
+    street, dealt, turn = hand.street, hand.dealt, None
+    after = next((i for i in range(index + 1, len(seats)) if not seats[i].in_fantasyland), None)
+    if after is None:
+        street += 1
+        if street < len(streets):
+            after = next(i for i, s in enumerate(seats) if not s.in_fantasyland)
+    if after is not None:
+        deal = streets[street].deal
+        turn, dealt = _deal_into(seats, after, hand.deck, dealt, street, deal, events)
+    new_hand = _next_hand(
+        hand, tuple(seats), dealt=dealt, street=street, turn=turn, updated_at_ms=at_ms
+    )
+    return _maybe_finish(state, new_hand, events, at_ms)
 
 
 def _set_fantasyland(
@@ -1122,9 +1193,14 @@ def _set_fantasyland(
     discards: tuple[Card, ...],
     at_ms: int,
 ) -> tuple[MatchState, Events]:
-    seat = dataclasses.replace(hand.seats[index], board=board, pending=(), discards=discards)
-    hand = dataclasses.replace(
-        hand, seats=_replace_at(hand.seats, index, seat), updated_at_ms=at_ms
+    seat = _hand_seat_with(hand.seats[index], board, (), discards)
+    hand = _next_hand(
+        hand,
+        _replace_at(hand.seats, index, seat),
+        dealt=hand.dealt,
+        street=hand.street,
+        turn=hand.turn,
+        updated_at_ms=at_ms,
     )
     return _maybe_finish(state, hand, [FantasylandSet(seat.seat, board, discards)], at_ms)
 
@@ -1133,15 +1209,15 @@ def _maybe_finish(
     state: MatchState, hand: HandState, events: list[Event], at_ms: int
 ) -> tuple[MatchState, Events]:
     if not hand.over:
-        return dataclasses.replace(state, hand=hand), tuple(events)
+        return _next_match(state, hand), tuple(events)
     events.extend(FantasylandRevealed(s.seat, s.board) for s in hand.seats if s.in_fantasyland)
     result = hand_settlement(hand, state.ruleset, pair_units=state.pair_units)
     seats = list(state.seats)
     for hand_seat, player in zip(hand.seats, result.players, strict=True):
         before = seats[hand_seat.seat]
         fantasyland = player.fantasyland
-        seats[hand_seat.seat] = dataclasses.replace(
-            before,
+        seats[hand_seat.seat] = Seat(
+            player_id=before.player_id,
             points=before.points + player.points,
             fantasyland=fantasyland.cards if fantasyland.qualifies else 0,
             fantasyland_streak=hand_seat.fantasyland_streak if hand_seat.in_fantasyland else 0,
@@ -1165,8 +1241,7 @@ def _maybe_finish(
     if state.ruleset.button_moves_in_fantasyland or not played_fantasyland:
         button = _next_occupied(seats, button)
     events.append(ButtonMoved(state.button, button))
-    new_state = dataclasses.replace(state, seats=tuple(seats), button=button, hand=hand)
-    return new_state, tuple(events)
+    return _next_match(state, hand, seats=tuple(seats), button=button), tuple(events)
 
 
 def _next_occupied(seats: Sequence[Seat], button: int) -> int:
@@ -1254,6 +1329,28 @@ def deal_positions(hand: HandState, ruleset: Ruleset) -> dict[tuple[int, int | N
             positions[(seat, street_index)] = fantasyland + len(normal) * before + j * street.deal
         before += street.deal
     return positions
+
+
+def dealt_batches(hand: HandState, ruleset: Ruleset) -> tuple[CardsDealt, ...]:
+    """Every batch dealt so far in ``hand``, in the order dealt, as the :class:`CardsDealt`
+    events (cards included) that the hand's actions emitted: read from the hand itself,
+    since a batch's place in the deck is fixed in advance (:func:`deal_positions`) and
+    batches leave the deck in the order of their positions. What a history needs of a hand
+    without replaying it.
+
+    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
+    >>> state, events = replay(new_match(seats=2), setup)
+    >>> dealt_batches(state.hand, state.ruleset) == events[-1:]
+    True
+    """
+    batches = []
+    for (seat, street), position in deal_positions(hand, ruleset).items():
+        count = hand.seat(seat).fantasyland if street is None else ruleset.streets[street].deal
+        if position + count <= hand.dealt:
+            cards = hand.deck[position : position + count]
+            batches.append(CardsDealt(seat, street, position, count, cards))
+    batches.sort(key=lambda batch: batch.position)
+    return tuple(batches)
 
 
 # --- views ----------------------------------------------------------------------------------

@@ -88,8 +88,8 @@ REQUEST_ERRORS = Counter(
 
 
 MOVES = Counter("ofc_moves_total", "Moves accepted at live tables, by kind", ["kind"])
-for _kind in ("place", "set_fantasyland", "timeout"):
-    MOVES.labels(_kind)
+# Each kind's child, looked up once: ``labels()`` takes a lock and builds a key every call.
+MOVES_BY_KIND = {kind: MOVES.labels(kind) for kind in ("place", "set_fantasyland", "timeout")}
 
 # Cluster-wide, not per replica: every replica reports the size of the shared deadline index,
 # so dashboards aggregate it with max(), never sum(); the workers of one `ofc serve --workers N`

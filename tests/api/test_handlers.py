@@ -8,12 +8,15 @@ import asyncio
 from typing import Any
 
 import pytest
+from ofc import engine
 from ofc_service import store
 from ofc_service.api import tables
 from ofc_service.api.errors import ApiError, Code, api_error
 from ofc_service.api.rules import RulesHandlers
 from ofc_service.api.tables import ProtobufPresenter, TableHandlers
+from ofc_service.application import commands
 from ofc_service.application.manager import TableManager
+from ofc_service.application.records import TableRecord
 from ofc_service.auth import Authenticator, Credentials
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import rules_service_pb2 as rules_pb
@@ -167,3 +170,28 @@ def test_a_watched_event_is_its_stored_bytes_with_its_id_spliced_in(
     assert list(batch.events.events) == expected
     single = pb.WatchResponse.FromString(tables._field(tables._WATCH_EVENT, spliced[0]))
     assert single.event == expected[0]
+
+
+def test_a_move_s_response_is_the_bytes_of_its_message() -> None:
+    """The presenter writes a move's response as its view's bytes behind the `table` key:
+    exactly what serialising the response message writes."""
+    match, _ = engine.replay(
+        engine.new_match(seats=2),
+        [engine.SitDown(0, "ann"), engine.SitDown(1, "bob"), engine.StartHand(bytes(32))],
+    )
+    record = TableRecord("t1", match, 30_000, 120_000, b"seed", 0, seat_deadlines=((1, 99),))
+    moves: list[tuple[commands.Command, Any, int | None]] = [
+        (commands.LeaveSeat(0), pb.LeaveSeatResponse, None),
+        (commands.StartHand(), pb.StartHandResponse, 1),
+        (commands.SetClientSeed(1, b"mine"), pb.SetClientSeedResponse, 1),
+        (commands.PlaceCards(1, (), None), pb.PlaceCardsResponse, 1),
+        (commands.SetFantasyland(0, (), (), (), ()), pb.SetFantasylandResponse, 0),
+    ]
+    for command, response_type, seat in moves:
+        change = commands.Change(record, (), seat)
+        raw = ProtobufPresenter().response(commands.Outcome(command, "r", change, 7))
+        expected = response_type(table=tables.table_view(record, 7, seat)).SerializeToString()
+        assert raw == expected, command
+        assert response_type.FromString(raw).table.version == 7
+    timeout = commands.Outcome(commands.TimeOut(1), "r", commands.Change(record, ()), 7)
+    assert ProtobufPresenter().response(timeout) == b""  # nobody reads the server's own

@@ -3,7 +3,8 @@
 Random legal play from random seeds, seats, buttons and owed Fantasylands, for every preset:
 every hand completes with 13 cards a board, no card is ever in two places, settlement is
 zero-sum, the state survives JSON, views and events never show a seat a card it may not see,
-and replaying the actions gives the same state and events. Random actions are accepted
+and replaying the actions gives the same state and events; a history written from the
+played hand (no replay) is the replayed one, byte for byte. Random actions are accepted
 exactly when an independent legality check says so, and a rejected one changes nothing.
 """
 
@@ -19,9 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc.cards import ALL_CARDS, Card, deck_cards
 from ofc.codec import (
+    HandContext,
+    TurnClock,
     action_from_dict,
     action_to_dict,
     event_to_dict,
+    hand_history,
+    history_of_hand,
     state_from_dict,
     state_to_dict,
 )
@@ -45,6 +50,7 @@ from ofc.engine import (
     Timeout,
     TimeoutApplied,
     apply,
+    dealt_batches,
     event_for_viewer,
     replay,
     seats_to_act,
@@ -406,3 +412,38 @@ def test_a_corrupted_state_is_refused_on_load() -> None:
         with pytest.raises(OfcError) as caught:
             state_from_dict(broken)
         assert caught.value.field == field
+
+
+@st.composite
+def contexts(draw: st.DrawFn, state: MatchState) -> HandContext | None:
+    """What a table adds to a history, or nothing (a history of format 1, 2 or 4)."""
+    if draw(st.booleans()):
+        return None
+    clock = draw(st.none() | st.builds(TurnClock, st.integers(1, 10**6), st.integers(1, 10**6)))
+    units = draw(st.none() | st.tuples(*(st.integers(-(10**6), 10**6) for _ in state.seats)))
+    changes = draw(st.none() | st.just((SitDown(0, NAMES[0], 5), StandUp(1, 9))))
+    return HandContext(draw(st.sampled_from(["", "ab" * 32])), clock, units, changes)
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+@settings(max_examples=20)
+@given(data=st.data())
+def test_a_history_of_the_played_hand_is_the_replayed_one(name: str, data: st.DataObject) -> None:
+    state = data.draw(tables(PRESETS[name]))
+    for _ in range(2):  # the second hand starts from a table holding the first, over
+        initial = state
+        actions: list[Action] = []
+        dealt: list[Event] = []
+        for step, action, events in play_hand(data.draw, initial, checks=False):
+            actions.append(action)
+            dealt += [e for e in events if isinstance(e, CardsDealt)]
+            state = step
+            assert state.hand is not None
+            # The batches read from the hand are the ones dealt so far, in order.
+            assert dealt_batches(state.hand, state.ruleset) == tuple(dealt)
+        settled = next(e for e in events if isinstance(e, HandSettled))
+        context = data.draw(contexts(state))
+        version = data.draw(st.none() | st.sampled_from([3, 4]))
+        replayed = hand_history(initial, actions, context, version=version)
+        played = history_of_hand(initial, actions, state, settled, context, version=version)
+        assert json.dumps(played) == json.dumps(replayed)

@@ -8,7 +8,6 @@ or event carries another seat's hidden cards, the undealt deck or an unrevealed 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import struct
 from collections.abc import AsyncIterator
@@ -68,9 +67,17 @@ SERVICE = pb.DESCRIPTOR.services_by_name["TableService"]
 
 # --- events ---------------------------------------------------------------------------------
 def _board_proto(board: Board) -> cards_pb2.Board:
-    return cards_pb2.Board(
-        top=card_codes(board.top), middle=card_codes(board.middle), bottom=card_codes(board.bottom)
-    )
+    return cards_pb2.Board(**_board_fields(board))
+
+
+def _board_fields(board: Board) -> dict[str, list[str]]:
+    """A board's fields, for a message constructor to fill its Board field in place (a Board
+    message given instead is built, then copied)."""
+    return {
+        "top": card_codes(board.top),
+        "middle": card_codes(board.middle),
+        "bottom": card_codes(board.bottom),
+    }
 
 
 def _placements(placements: tuple[tuple[Card, Row], ...]) -> list[pb.Placement]:
@@ -262,7 +269,7 @@ def table_view(
             h.seats.add(
                 seat=hs.seat,
                 fantasyland_cards=hs.fantasyland,
-                board=_board_proto(hs.board),
+                board=_board_fields(hs.board),
                 board_hidden=hs.board_hidden,
                 pending=card_codes(hs.pending),
                 pending_count=hs.pending_count,
@@ -288,11 +295,22 @@ def _hand_viewer(record: TableRecord, viewer: int | None) -> int | None:
     return viewer
 
 
-@functools.lru_cache(maxsize=256)
 def _ruleset_bytes(ruleset: Ruleset) -> bytes:
-    """A ruleset's parameters, serialised once: every view carries them, few tables differ."""
+    """A ruleset's parameters, serialised once: every view carries them, few tables differ.
+    Kept by the ruleset object (a table's record keeps its one ruleset from move to move):
+    hashing a ruleset, as a cache by value would, costs more than a view's other fields."""
+    hit = _RULESET_BYTES.get(id(ruleset))
+    if hit is not None and hit[0] is ruleset:
+        return hit[1]
     data: bytes = convert.ruleset_to_proto(ruleset).SerializeToString()
+    _RULESET_BYTES[id(ruleset)] = (ruleset, data)  # the ruleset held: its id stays its own
+    if len(_RULESET_BYTES) > _KEPT_RULESETS:
+        del _RULESET_BYTES[next(iter(_RULESET_BYTES))]
     return data
+
+
+_KEPT_RULESETS = 1024  # the rulesets of the tables in play (records keep theirs)
+_RULESET_BYTES: dict[int, tuple[Ruleset, bytes]] = {}
 
 
 def _player_ids(record: TableRecord) -> tuple[str, ...]:
@@ -360,12 +378,12 @@ class ProtobufPresenter:
             assert change.seat_token is not None
             token = mask_secret(change.seat_token, outcome.request_id)
             return pb.JoinSeatResponse(seat_token=token, table=view).SerializeToString()
-        response_type = _RESPONSES.get(type(command))
-        if response_type is None:  # the server's own move (a timeout): nobody reads it
+        if type(command) not in _RESPONSES:  # the server's own move (a timeout): nobody reads it
             return b""
-        message: Any = response_type(table=view)
-        data: bytes = message.SerializeToString()
-        return data
+        # The response's one field is the view: its wire form is the view's bytes behind the
+        # field's key, the very bytes SerializeToString writes, without copying the view into
+        # a response message first (a deep copy that cost more than the serialisation).
+        return _field(_RESPONSE_TABLE, view.SerializeToString())
 
 
 _RESPONSES: dict[type, Any] = {
@@ -375,6 +393,11 @@ _RESPONSES: dict[type, Any] = {
     commands.PlaceCards: pb.PlaceCardsResponse,
     commands.SetFantasyland: pb.SetFantasylandResponse,
 }
+_RESPONSE_TABLE = 1  # the field number of each of those responses' only field, `table`
+assert all(
+    [(f.name, f.number) for f in r.DESCRIPTOR.fields] == [("table", _RESPONSE_TABLE)]
+    for r in _RESPONSES.values()
+), "a move's response has a field besides its table view: build the message instead"
 
 
 class TableHandlers:
@@ -678,7 +701,10 @@ class _Audience:
 
     def part(self, event: store.StoredEvent) -> bytes:
         """The stored event's bytes this audience is sent (a TableEvent without its id)."""
-        public = store.parse_event_id(event.event_id) <= self.public_until
+        # Nothing is public by position unless resume() found the seat taken in the log: a
+        # stored event's id is always after "0-0", so the id is read only then.
+        until = self.public_until
+        public = until != (0, 0) and store.parse_event_id(event.event_id) <= until
         return event_part(event.data, None if public else self.viewer)
 
     async def recheck(self) -> None:

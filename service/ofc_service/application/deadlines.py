@@ -5,11 +5,11 @@ replica's timeout win; docs/hand-history.md, "Turn clocks", is the rule the veri
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ofc import engine
+from ofc.engine import MatchState
 
 from ofc_service.application.periodic import Periodic
 from ofc_service.application.records import TableEvent, TableRecord
@@ -19,16 +19,19 @@ if TYPE_CHECKING:
     from ofc_service.application.manager import TableManager
 
 
-def with_deadlines(record: TableRecord, now: int, events: Iterable[TableEvent] = ()) -> TableRecord:
-    """The deadline of every seat the table waits for, after a change made at ``now`` that
+def seat_deadlines(
+    record: TableRecord, match: MatchState, now: int, events: Iterable[TableEvent] = ()
+) -> tuple[tuple[int, int], ...]:
+    """The deadline of every seat the table waits for in ``match``, after a change made at
+    ``now`` to ``record`` (the table before it: its clocks and running deadlines) that
     produced ``events``: a seat playing street by street gets a full turn for each batch,
     from the change that dealt it; a Fantasyland seat has one clock for the hand, from its
     start. Other seats' clocks keep running. (docs/hand-history.md, "Turn clocks": the
     verifier checks every timeout's deadline by this rule.)"""
-    waiting = engine.seats_to_act(record.match)
-    hand = record.match.hand
+    waiting = engine.seats_to_act(match)
+    hand = match.hand
     if not waiting or hand is None:
-        return dataclasses.replace(record, seat_deadlines=())
+        return ()
     running = dict(record.seat_deadlines)
     dealt = {e.seat for e in events if isinstance(e, engine.CardsDealt) and e.street is not None}
     deadlines = []
@@ -40,7 +43,7 @@ def with_deadlines(record: TableRecord, now: int, events: Iterable[TableEvent] =
         else:
             deadline = running[seat]
         deadlines.append((seat, deadline))
-    return dataclasses.replace(record, seat_deadlines=tuple(deadlines))
+    return tuple(deadlines)
 
 
 class DeadlineSweeper:
@@ -73,4 +76,4 @@ class DeadlineSweeper:
         self._loop.wake()
 
 
-__all__ = ["DeadlineSweeper", "with_deadlines"]
+__all__ = ["DeadlineSweeper", "seat_deadlines"]

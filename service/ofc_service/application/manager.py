@@ -6,7 +6,7 @@ A command goes through these stages, each a method below, in this order:
    (:meth:`TableManager.decode`), else the store's bytes decoded;
 2. **authorise** — the caller's credentials against the table (:meth:`TableManager.authorise`);
 3. **engine step** — the rules applied (:meth:`TableManager.step`): ``engine.apply`` plus the
-   bookkeeping of the hand's history, seat tokens and seeds;
+   bookkeeping of the hand's history, seat tokens, seeds and the new deadlines;
 4. **encode** — the new record, each event for every audience and the response, through the
    injected :class:`~.presenter.Presenter`, into one :class:`~ofc_service.store.Commit`
    (:meth:`TableManager.encode`);
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ofc import engine
-from ofc.codec import HandContext, TurnClock, hand_history
+from ofc.codec import HandContext, TurnClock, history_of_hand
 from ofc.engine import Action, Event
 from ofc.errors import InvalidInputError, OfcError, UnknownSeatError
 from ofc.policy import DEFAULT_POLICY, DefaultMovePolicy, timeout
@@ -52,7 +52,7 @@ from ofc_service.application.commands import (
     StartHand,
     TimeOut,
 )
-from ofc_service.application.deadlines import with_deadlines
+from ofc_service.application.deadlines import seat_deadlines
 from ofc_service.application.presenter import Presenter
 from ofc_service.application.records import (
     HAND_PREFIX,
@@ -79,7 +79,7 @@ from ofc_service.auth import (
     new_seat_token,
     token_hash,
 )
-from ofc_service.metrics import MOVES
+from ofc_service.metrics import MOVES_BY_KIND
 from ofc_service.store import (
     DEFAULT_REQUEST_TTL_SECONDS,
     AlreadyAppliedError,
@@ -418,14 +418,14 @@ class TableManager:
         if isinstance(command, JoinSeat):
             token = new_seat_token(record.table_id)
             sit = engine.SitDown(command.seat, command.player_id, now)
-            new, events = self.apply_action(record, sit)
+            new, events = self.apply_action(record, sit, now)
             tokens = (
                 *(t for t in new.seat_tokens if t[0] != command.seat),
                 (command.seat, token_hash(token)),
             )
             return Change(dataclasses.replace(new, seat_tokens=tokens), events, actor, token)
         if isinstance(command, LeaveSeat):
-            new, events = self.apply_action(record, engine.StandUp(command.seat, now))
+            new, events = self.apply_action(record, engine.StandUp(command.seat, now), now)
             tokens = tuple(t for t in new.seat_tokens if t[0] != command.seat)
             # A seat's own client seed is not its next player's.
             seeds = tuple(s for s in new.seat_client_seeds if s[0] != command.seat)
@@ -435,12 +435,12 @@ class TableManager:
             # The seed committed one hand ahead (a record from before format 3 has none yet).
             seed = record.next_server_seed or self.server_seed()
             new, events = self.apply_action(
-                record, engine.StartHand(seed, record.hand_client_seed(), now)
+                record, engine.StartHand(seed, record.hand_client_seed(), now), now
             )
             new = dataclasses.replace(new, next_server_seed=self.server_seed())
             return Change(new, events, actor)
         if isinstance(command, SetClientSeed):
-            return _set_client_seed(record, command, actor)
+            return _set_client_seed(record, command, actor, now)
         if isinstance(command, TimeOut):
             deadline = (
                 dict(record.seat_deadlines).get(command.seat) if record.hand_deadlines else None
@@ -448,7 +448,7 @@ class TableManager:
             move = timeout(
                 record.match, command.seat, at_ms=now, deadline_ms=deadline, policy=self.policy
             )
-            new, events = self.apply_action(record, move)
+            new, events = self.apply_action(record, move, now)
             return Change(new, events, None, move="timeout")
         action: Action
         if isinstance(command, PlaceCards):
@@ -457,20 +457,26 @@ class TableManager:
             action = engine.SetFantasyland(
                 command.seat, command.top, command.middle, command.bottom, command.discards, now
             )
-        new, events = self.apply_action(record, action)
+        new, events = self.apply_action(record, action, now)
         return Change(new, events, actor, move=_MOVE_KINDS[type(command)])
 
     @staticmethod
-    def apply_action(record: TableRecord, action: Action) -> tuple[TableRecord, tuple[Event, ...]]:
-        """``engine.apply`` plus the bookkeeping of the hand being recorded for its history."""
+    def apply_action(
+        record: TableRecord, action: Action, now: int
+    ) -> tuple[TableRecord, tuple[Event, ...]]:
+        """``engine.apply`` plus the bookkeeping of the hand being recorded for its history,
+        and the seats' deadlines after the change (made at ``now``: the action's time, the
+        new deadlines' and, when the hand ends, its history's, one clock reading)."""
         match, events = engine.apply(record.match, action)
         units = money_totals(record.seat_units, len(match.seats), events)
+        deadlines = seat_deadlines(record, match, now, events)
         # One copy of the record per move (it has many fields): everything changed at once.
         if isinstance(action, engine.StartHand):
             record = dataclasses.replace(
                 record,
                 match=match,
                 seat_units=units,
+                seat_deadlines=deadlines,
                 hand_start=record.match,
                 hand_actions=(action,),
                 hand_seat_changes=record.seat_changes,  # written into this hand's history
@@ -479,7 +485,11 @@ class TableManager:
             )
         elif isinstance(action, engine.Place | engine.SetFantasyland | engine.Timeout):
             record = dataclasses.replace(
-                record, match=match, seat_units=units, hand_actions=(*record.hand_actions, action)
+                record,
+                match=match,
+                seat_units=units,
+                seat_deadlines=deadlines,
+                hand_actions=(*record.hand_actions, action),
             )
         else:  # a seat taken or left: the next hand's history explains the changed seat
             changes = record.seat_changes
@@ -487,6 +497,7 @@ class TableManager:
                 record,
                 match=match,
                 seat_units=units,
+                seat_deadlines=deadlines,
                 seat_changes=None if changes is None else (*changes, action),
             )
         return record, events
@@ -494,10 +505,8 @@ class TableManager:
     def encode(
         self, request: Request, command: Command, key: str, done: Change, now: int, sha1: str
     ) -> tuple[Commit, Change]:
-        """Stage 4: the new record (with its deadlines), every event for every audience, the
-        hand history and settlement when the hand ended, and the response, as one commit."""
-        # One clock reading per move: the action's time, the new deadlines and the history's.
-        done = dataclasses.replace(done, record=with_deadlines(done.record, now, done.events))
+        """Stage 4: the new record, every event for every audience, the hand history and
+        settlement when the hand ended, and the response, as one commit."""
         version = request.expected_version + 1
         blobs = [self.presenter.event(e, version, done.record) for e in done.events]
         # Event ids are assigned by the commit, so a move's response carries none; watchers
@@ -560,7 +569,7 @@ class TableManager:
         every replica read the events from the table's log."""
         self._keep(commit.table_id, commit.state, done.record, version)
         if done.move is not None:
-            MOVES.labels(done.move).inc()
+            MOVES_BY_KIND[done.move].inc()
         if commit.outbox and self.relay is not None:
             try:
                 await self.relay.relay_table(commit.table_id)
@@ -636,7 +645,9 @@ def _seat(command: Command, record: TableRecord) -> int | None:
     return seat
 
 
-def _set_client_seed(record: TableRecord, command: SetClientSeed, actor: int | None) -> Change:
+def _set_client_seed(
+    record: TableRecord, command: SetClientSeed, actor: int | None, now: int
+) -> Change:
     """A seat's own client seed (players policy), counted from the next StartHand."""
     seat = command.seat
     if record.client_seed_policy != POLICY_PLAYERS:
@@ -650,8 +661,10 @@ def _set_client_seed(record: TableRecord, command: SetClientSeed, actor: int | N
     own = tuple(s for s in record.seat_client_seeds if s[0] != seat)
     if command.client_seed:
         own = tuple(sorted((*own, (seat, command.client_seed))))
-    new = dataclasses.replace(record, seat_client_seeds=own)
-    return Change(new, (ClientSeedSet(seat, command.client_seed),), actor)
+    events = (ClientSeedSet(seat, command.client_seed),)
+    deadlines = seat_deadlines(record, record.match, now, events)
+    new = dataclasses.replace(record, seat_client_seeds=own, seat_deadlines=deadlines)
+    return Change(new, events, actor)
 
 
 def _stored_hand(number: int, raw: bytes) -> StoredHand:
@@ -680,7 +693,11 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
         seat_units=before,
         seat_changes=record.hand_seat_changes,
     )
-    history = hand_history(record.hand_start, record.hand_actions, context)
+    # The hand was just played move by move: its history is written from the final state
+    # and the actions kept, not from a replay of them (the same bytes, see history_of_hand).
+    history = history_of_hand(
+        record.hand_start, record.hand_actions, record.match, settled, context
+    )
     history["table_id"] = record.table_id
     history["settled_at_ms"] = now
     return {f"{HAND_PREFIX}:{hand.number}": pack_history(history)}

@@ -67,7 +67,12 @@ TableEvent = Event | ClientSeedSet
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"))
+    """Compact JSON, as ``json.dumps(data, separators=(",", ":"))`` writes it (which makes a
+    new encoder every call)."""
+    return _COMPACT.encode(data)
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 T = TypeVar("T")
@@ -201,7 +206,7 @@ class TableRecord:
     # before format 4 did not collect them).
     seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
     hand_seat_changes: tuple[engine.SitDown | engine.StandUp, ...] | None = ()
-    # Whether the current hand's deadlines follow this server's clock rule (with_deadlines),
+    # Whether the current hand's deadlines follow this server's clock rule (seat_deadlines),
     # so that its timeouts can record them: false for a hand begun before format 4.
     hand_deadlines: bool = True
 
@@ -449,7 +454,7 @@ def pack_history(history: Mapping[str, Any]) -> bytes:
     >>> unpack_history(b'{"hand_number":1}')  # as stored before compression
     b'{"hand_number":1}'
     """
-    return zlib.compress(json.dumps(history, separators=(",", ":")).encode(), 6)
+    return zlib.compress(_dumps(history).encode(), 6)
 
 
 def unpack_history(raw: bytes) -> bytes:
