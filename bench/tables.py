@@ -289,6 +289,7 @@ class Memory:
     history_blob: float
     live: dict[str, int]  # what the table keeps live after its last hand, by part
     live_max: int  # the most it kept live after any hand
+    seats: int = 2
 
 
 KEPT_PER_HAND = ("events", "extra", "extra_index")  # the event log, the hand history + index
@@ -296,7 +297,7 @@ LIVE_PARTS = ("state", "events", "req", "requests")  # all but the histories and
 TARGET_LIVE_BYTES = 32 * 1024
 
 
-async def measure_memory(url: str, hands: int) -> Memory:
+async def measure_memory(url: str, hands: int, seats: int = 2) -> Memory:
     admin = Redis.from_url(url)
 
     async def usage(prefix: str, table_id: str) -> dict[str, int]:
@@ -309,11 +310,11 @@ async def measure_memory(url: str, hands: int) -> Memory:
 
     async with InProcess(url) as live:
         assert live.stub is not None
-        table_id, version, seats = await open_table(live.stub)
+        table_id, version, players = await open_table(live.stub, seats)
         idle = await usage(live.prefix, table_id)
         live_max = 0
         for _ in range(hands):
-            version = await play_sequentially(live.stub, table_id, version, seats)
+            version = await play_sequentially(live.stub, table_id, version, players)
             after = await usage(live.prefix, table_id)
             live_max = max(live_max, sum(after.get(part, 0) for part in LIVE_PARTS))
         blobs = await admin.hvals(f"{live.prefix}:{{{table_id}}}:extra")
@@ -329,6 +330,7 @@ async def measure_memory(url: str, hands: int) -> Memory:
         history_blob=sum(len(b) for b in blobs) / max(1, len(blobs)),
         live={part: after.get(part, 0) for part in LIVE_PARTS},
         live_max=live_max,
+        seats=seats,
     )
 
 
@@ -657,14 +659,16 @@ def report(trips: RoundTrips | None, memory: Memory, rows: Sequence[Row]) -> lis
             "",
         ]
     lines += [
-        f"Redis memory, idle table (2 seats joined): {sum(memory.idle_table.values())} B "
+        f"Redis memory, idle table ({memory.seats} seats joined): "
+        f"{sum(memory.idle_table.values())} B "
         f"({', '.join(f'{k} {v}' for k, v in memory.idle_table.items())}) + join request "
         f"records {memory.idle_requests} B (expire after 24 h)",
     ]
     kept = sum(memory.per_hand.values())
     history = memory.per_hand["extra"] + memory.per_hand["extra_index"]
     lines.append(
-        f"Redis memory per finished hand ({memory.hands} hands, classic, 2 seats): hand history "
+        f"Redis memory per finished hand ({memory.hands} hands, classic, {memory.seats} seats): "
+        f"hand history "
         f"{history:.0f} B (zlib JSON blob {memory.history_blob:.0f} B + hash/index) "
         f"[target < {TARGET_HAND_BYTES}: {'PASS' if history < TARGET_HAND_BYTES else 'MISS'}]; "
         f"with the table's event log (it keeps the last two hands) {kept:.0f} B "
@@ -721,6 +725,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--servers", default="1,2", help="comma-separated process counts")
     parser.add_argument("--moves", type=int, default=180, help="moves counted for round trips")
     parser.add_argument("--hands", type=int, default=10, help="hands for the memory figure")
+    parser.add_argument("--seats", type=int, default=2, help="seats of the memory figure's table")
     parser.add_argument(
         "--memory-only", action="store_true", help="only the memory figure (part 2; seconds)"
     )
@@ -734,10 +739,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     server_counts = [int(n) for n in args.servers.split(",") if n.strip()]
     with redis_for(args.redis_url) as url:
         if args.memory_only:
-            print("\n".join(report(None, asyncio.run(measure_memory(url, args.hands)), [])))
+            print(
+                "\n".join(
+                    report(None, asyncio.run(measure_memory(url, args.hands, args.seats)), [])
+                )
+            )
             return 0
         trips = asyncio.run(count_round_trips(url, args.moves))
-        memory = asyncio.run(measure_memory(url, args.hands))
+        memory = asyncio.run(measure_memory(url, args.hands, args.seats))
         rows: list[Row] = []
         for count in server_counts:
             rows += run_load(
