@@ -501,6 +501,61 @@ async def test_the_previous_hand_keeps_markers_of_compactable_records(backend: B
         assert (await h.other.load("t")).version == version  # nothing applied twice
 
 
+async def test_a_lanes_newer_record_supersedes_its_earlier_one(backend: Backend) -> None:
+    # A record committed with compact_response and a request_lane (its caller) keeps its
+    # whole answer only until the same lane commits a newer such record in the same hand:
+    # then it keeps "applied, version n" (and its digest). Other lanes, records without a
+    # lane and records without compact_response are untouched.
+    def move(version: int, name: str, lane: str, *, compact: bool = True) -> Commit:
+        return Commit(
+            "t", expected_version=version, state=b"m", events=[b"move"],
+            response=b"R" + name.encode(), request_id=name, deadline_ms=None,
+            compact_response=compact, request_digest="d-" + name, request_lane=lane,
+        )  # fmt: skip
+
+    async with backend.open() as h:
+        await h.store.create_table("t", b"v1")
+        with pytest.raises(InvalidIdError):
+            await h.store.commit(move(1, "bad", "two words"))
+        version, _ = await hand(h.store, 1, "1")  # versions 2 (start) and 3 (move-1)
+        assert version == 3
+        await h.store.commit(move(3, "a1", "lane-a"))
+        await h.store.commit(move(4, "b1", "lane-b"))
+        await h.store.commit(move(5, "kept", "lane-a", compact=False))  # not compact: whole
+        await h.other.commit(move(6, "a2", "lane-a"))  # supersedes a1 (another replica)
+        await h.store.commit(move(7, "x1", ""))
+        await h.store.commit(move(8, "x2", ""))  # no lane: supersedes nothing
+        with pytest.raises(AlreadyAppliedError) as applied:
+            await h.other.commit(move(3, "a1", "lane-a"))
+        assert (applied.value.version, applied.value.table_id) == (4, "t")
+        with pytest.raises(AlreadyAppliedError):
+            await h.other.get_response("t", "a1", request_digest="d-a1")
+        with pytest.raises(RequestIdReusedError):  # the marker keeps the request's digest
+            await h.other.get_response("t", "a1", request_digest="another")
+        for name, response in [
+            ("a2", b"Ra2"), ("b1", b"Rb1"), ("kept", b"Rkept"), ("x1", b"Rx1"),
+            ("x2", b"Rx2"), ("move-1", b"M1"), ("start-1", b"S1"),
+        ]:  # fmt: skip
+            assert await h.other.get_response("t", name) == response, name
+        again = await h.other.commit(move(6, "a2", "lane-a"))  # a replay supersedes nothing
+        assert (again.replayed, again.response, again.version) == (True, b"Ra2", 7)
+        assert await h.other.get_response("t", "a2") == b"Ra2"
+        # a new hand: the lane's latest record of the hand before shrinks as the rest do, and
+        # the lane begins afresh (its first record of this hand is whole)
+        version, _ = await hand(h.store, 9, "2")
+        await h.store.commit(move(version, "a3", "lane-a"))
+        assert await h.other.get_response("t", "a3") == b"Ra3"
+        for gone in ("a2", "b1"):
+            with pytest.raises(AlreadyAppliedError):
+                await h.other.get_response("t", gone)
+        assert await h.other.get_response("t", "kept") == b"Rkept"
+        await h.other.commit(move(version + 1, "a4", "lane-a"))
+        with pytest.raises(AlreadyAppliedError):
+            await h.store.get_response("t", "a3")
+        assert await h.store.get_response("t", "a4") == b"Ra4"
+        assert (await h.store.load("t")).version == version + 2  # nothing applied twice
+
+
 async def test_a_marker_expires_with_the_retry_window(backend: Backend) -> None:
     async with backend.open() as h:
         await h.store.create_table("t", b"v1")

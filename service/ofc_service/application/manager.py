@@ -67,6 +67,7 @@ from ofc_service.application.requests import (
     INTERNAL_CALLER,
     new_table_id,
     request_key,
+    request_lane,
 )
 from ofc_service.application.settlements import SettlementRecord, SettlementRelay, money_totals
 from ofc_service.application.watch import WatchHub
@@ -326,9 +327,10 @@ class TableManager:
         credentials: the server's own request) and only for the same request
         (``request.digest``; another request with the id is
         :class:`~ofc_service.store.RequestIdReusedError`). Anyone else is judged as if there
-        were no record. Once the request's hand is the previous one, a move's record keeps
-        only that it was applied, and its retry gets the response with the table as it is
-        now (:meth:`_as_table_is`); records of older hands are gone (judged afresh).
+        were no record. Once the caller has made a newer move, or the request's hand is the
+        previous one, a move's record keeps only that it was applied, and its retry gets the
+        response with the table as it is now (:meth:`_as_table_is`); records of older hands
+        are gone (judged afresh).
         """
         caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
         key = request_key(request.request_id, caller)
@@ -503,7 +505,14 @@ class TableManager:
         return record, events
 
     def encode(
-        self, request: Request, command: Command, key: str, done: Change, now: int, sha1: str
+        self,
+        request: Request,
+        command: Command,
+        key: str,
+        done: Change,
+        now: int,
+        sha1: str,
+        lane: str = "",
     ) -> tuple[Commit, Change]:
         """Stage 4: the new record, every event for every audience, the hand history and
         settlement when the hand ended, and the response, as one commit."""
@@ -538,6 +547,9 @@ class TableManager:
             extra_ttl_seconds=self.history_ttl_seconds,
             expected_state_sha1=sha1,
             request_digest=request.digest,
+            # A client retries only its latest request: the caller's next move shrinks this
+            # record to its marker already, before its hand is over.
+            request_lane=lane,
             request_ttl_seconds=self.request_ttl_seconds,
         )
         return commit, done
@@ -553,7 +565,8 @@ class TableManager:
         sha1: str,
     ) -> bytes:
         """Stages 4 to 6: encode, the one store commit, fan-out."""
-        commit, done = self.encode(request, command, key, done, now, sha1)
+        caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
+        commit, done = self.encode(request, command, key, done, now, sha1, request_lane(caller))
         try:
             result = await self.store.commit(commit)
         except AlreadyAppliedError:
@@ -606,8 +619,8 @@ class TableManager:
     async def _as_table_is(
         self, request: Request, command: Command, creds: Credentials | None
     ) -> bytes:
-        """The answer to a retry of a request applied in an earlier hand, whose record kept
-        only that it was applied: the command's response with the table as it is now, as the
+        """The answer to a retry of a move superseded by the caller's newer move or applied in
+        an earlier hand, whose record kept only that it was applied: the command's response with the table as it is now, as the
         caller's credentials see it now (credentials that no longer pass the command's checks
         are refused as a new request would be). Nothing is applied again."""
         record, version, _ = await self.load(request.table_id)

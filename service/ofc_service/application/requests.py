@@ -39,6 +39,17 @@ def request_key(request_id: str, caller: str | None = None) -> str:
     return hashlib.sha256(named).hexdigest()
 
 
+def request_lane(caller: str) -> str:
+    """The lane of ``caller``'s records (a short hash of its identity): a client retries only
+    its latest request, so a move's record supersedes the same caller's earlier move of the
+    hand, which keeps only that it was applied.
+
+    >>> len(request_lane("a")), request_lane("a") != request_lane("b")
+    (16, True)
+    """
+    return hashlib.sha256(b"ofc-lane\x00" + caller.encode()).hexdigest()[:16]
+
+
 def mask_secret(secret: str, request_id: str) -> str:
     """XOR ``secret`` with a SHA-256 keystream of the request id (hex out); its own inverse
     via :func:`unmask_secret`. A stored JoinSeat response so keeps the seat token unreadable

@@ -29,7 +29,8 @@ long it plays; a retry of an older move is judged afresh as well (STALE_VERSION:
 has moved on; its current state is what GetTable returns). A record committed with
 ``compact_response`` keeps its whole response only while its segment is the newest: in the
 segments before, a marker (version made, digest) says it was applied
-(:class:`AlreadyAppliedError`) and the table as it is now answers. A table lives ``ttl_seconds``
+(:class:`AlreadyAppliedError`) and the table as it is now answers; with a ``request_lane``
+(its caller), also once the same lane commits a newer such record in its segment. A table lives ``ttl_seconds``
 after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
 
 Event ids are Redis stream ids (``"<ms>-<seq>"``) in both stores; ``"0"`` means "before the
@@ -243,6 +244,7 @@ class Commit:
     extra_ttl_seconds: int = 0
     expected_state_sha1: str = ""
     request_digest: str = ""
+    request_lane: str = ""
     ttl_seconds: int = DEFAULT_TABLE_TTL_SECONDS
     request_ttl_seconds: int = DEFAULT_REQUEST_TTL_SECONDS
 
@@ -311,6 +313,13 @@ class TableStore(Protocol):
         answering (the caller answers from the table as it is now). Only for responses that
         hold nothing the table cannot show again (not a new seat token). Records made before
         the table's first segment are kept whole until they are dropped.
+
+        ``request_lane`` (1..64 characters without whitespace, or ``""``: none), with
+        ``compact_response``: the caller the record belongs to. A client retries only its
+        latest request, so this commit's record supersedes the lane's earlier record that may
+        shrink in the current segment: that one keeps only its marker from now on (its retry
+        raises :class:`AlreadyAppliedError`), and a lane keeps at most one whole record that
+        may shrink, its latest.
 
         ``expected_state_sha1`` (hex; empty: not checked): the commit also requires the stored
         state to have this SHA-1, else :class:`StaleVersionError` (even at the expected
@@ -439,6 +448,18 @@ def check_digest(value: str) -> str:
     """
     if value and not _DIGEST_RE.fullmatch(value):
         raise InvalidIdError(f"invalid request digest: {value!r}")
+    return value
+
+
+def check_lane(value: str) -> str:
+    """A request lane (the caller a record belongs to): ``""`` (none) or 1..64 characters
+    without whitespace, as a digest.
+
+    >>> check_lane("5d41402abc4b2a76"), check_lane("")
+    ('5d41402abc4b2a76', '')
+    """
+    if value and not _DIGEST_RE.fullmatch(value):
+        raise InvalidIdError(f"invalid request lane: {value!r}")
     return value
 
 

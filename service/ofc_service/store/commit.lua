@@ -12,7 +12,9 @@
 --       then '1' if the response may shrink to a marker once its hand is not the current
 --       one ('' = keep it whole), then the numbered extra blobs' ttl s (0 = the table's),
 --       then the expected SHA-1 of the stored state ('' = not
---       checked), then the request's digest ('' = none)
+--       checked), then the request's digest ('' = none), then the caller's lane ('' = none:
+--       a record that may shrink supersedes the lane's earlier one in the current hand, which
+--       shrinks to its marker now)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        (from an old hash record; 'replayed' from a string record, response as stored)
 --        | {'applied', version, deadline} (a marker: the request made that version, its
@@ -22,9 +24,9 @@ local state_key, events_key, extra_key, index_key, request_key, outbox_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
-local keep, compact = tonumber(ARGV[#ARGV - 4]), ARGV[#ARGV - 3] == '1'
-local extra_ttl = tonumber(ARGV[#ARGV - 2])
-local expected_sha1, digest = ARGV[#ARGV - 1], ARGV[#ARGV]
+local keep, compact = tonumber(ARGV[#ARGV - 5]), ARGV[#ARGV - 4] == '1'
+local extra_ttl = tonumber(ARGV[#ARGV - 3])
+local expected_sha1, digest, lane = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
 -- The table's other keys, in its own slot, named after the state's: the request log of
 -- string records (step 3) and one hash of request records per kept segment (hand),
 -- '<base>replies:<first event id of the segment>', field = the request id.
@@ -60,6 +62,18 @@ local function parse(head)
     else r.ids[#r.ids + 1] = token end
   end
   return r
+end
+
+-- A whole record that may shrink, as its marker (its first line without ids and '~'); else nil.
+local function marker_of(value)
+  local split = string.find(value, '\n', 1, true)
+  if not split then return nil end
+  local r = parse(string.sub(value, 1, split - 1))
+  if not r.compact then return nil end
+  local marker = r.version
+  if r.digest ~= '' then marker = marker .. ' #' .. r.digest end
+  if r.expires then marker = marker .. ' @' .. r.expires end
+  return marker
 end
 
 -- 1. A recorded request id answers with its first result, whatever the version says, if it
@@ -143,27 +157,22 @@ if n_events > 0 then
     -- The hand that was the current one is now the previous one: its records that may shrink
     -- keep their first line only (the request was applied; the table answers the rest).
     -- The hash is written afresh, so that a hash of markers alone takes Redis's compact
-    -- encoding (a listpack) again.
+    -- encoding (a listpack) again; its lanes ('>' fields) point at nothing current any more.
     if #starts > 1 and starts[#starts - 1] == newest then
-      local previous = redis.call('HGETALL', hand_key(newest))
-      for i = 2, #previous, 2 do
-        local value = previous[i]
-        local split = string.find(value, '\n', 1, true)
-        if split then
-          local r = parse(string.sub(value, 1, split - 1))
-          if r.compact then
-            local marker = r.version
-            if r.digest ~= '' then marker = marker .. ' #' .. r.digest end
-            if r.expires then marker = marker .. ' @' .. r.expires end
-            previous[i] = marker
-          end
+      local all, previous = redis.call('HGETALL', hand_key(newest)), {}
+      for i = 2, #all, 2 do
+        if string.sub(all[i - 1], 1, 1) ~= '>' then
+          previous[#previous + 1] = all[i - 1]
+          previous[#previous + 1] = marker_of(all[i]) or all[i]
         end
       end
-      if #previous > 0 then
+      if #all > 0 then
         local ttl_left = redis.call('PTTL', hand_key(newest))
         redis.call('DEL', hand_key(newest))
-        redis.call('HSET', hand_key(newest), unpack(previous))
-        if ttl_left > 0 then redis.call('PEXPIRE', hand_key(newest), ttl_left) end
+        if #previous > 0 then
+          redis.call('HSET', hand_key(newest), unpack(previous))
+          if ttl_left > 0 then redis.call('PEXPIRE', hand_key(newest), ttl_left) end
+        end
       end
     end
     redis.call('XTRIM', events_key, 'MINID', starts[1])
@@ -222,7 +231,19 @@ if #kept_starts > 0 then
   -- as the table, or the retry window if longer); the record's own window is in its line.
   local hand = hand_key(kept_starts[#kept_starts])
   head = head .. ' @' .. (now_ms + request_ttl * 1000)
-  if compact then head = head .. ' ~' end
+  if compact then
+    head = head .. ' ~'
+    if lane ~= '' then
+      -- A caller retries only its latest request: its earlier move of this hand shrinks to
+      -- its marker now ('>' .. lane: the field of the lane's latest record that may shrink).
+      local prior = redis.call('HGET', hand, '>' .. lane)
+      if prior and prior ~= field then
+        local marker = marker_of(redis.call('HGET', hand, prior) or '')
+        if marker then redis.call('HSET', hand, prior, marker) end
+      end
+      redis.call('HSET', hand, '>' .. lane, field)
+    end
+  end
   redis.call('HSET', hand, field, head .. '\n' .. ARGV[3])
   redis.call('EXPIRE', hand, math.max(ttl, request_ttl))
 else

@@ -39,6 +39,7 @@ from .base import (
     TableNotFoundError,
     check_at_least,
     check_digest,
+    check_lane,
     check_extra_key,
     check_id,
     check_outbox,
@@ -73,6 +74,8 @@ class _Table:
     # (last event id at the commit, request id) of each request record, while segments are
     # kept: a new segment drops the records of the segments it trims away.
     requests: list[tuple[tuple[int, int], str]] = field(default_factory=list)
+    # request lane -> its latest record that may shrink in the newest segment (request id)
+    lanes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,7 @@ class MemoryTableStore:
         check_id(table_id, what="table id")
         check_id(request_id, what="request id")
         check_digest(request_digest)
+        lane = check_lane(commit.request_lane)
         check_at_least(expected_version, 1, what="expected_version")
         blobs = check_write(
             ttl_seconds=commit.ttl_seconds,
@@ -188,14 +192,30 @@ class MemoryTableStore:
         self._forget_trimmed_requests(
             table_id, table, request_id, new_segment=bool(ids) and commit.keep_segments > 0
         )
+        # as on Redis: only records made once the table has segments (hands) shrink
+        compact = commit.compact_response and table.segments != [(0, 0)]
+        if compact and lane:
+            # the lane's earlier record of this segment is superseded: it keeps its marker
+            prior = table.lanes.get(lane)
+            if prior is not None and prior != request_id:
+                self._shrink(table_id, prior)
+            table.lanes[lane] = request_id
         self._records[table_id, request_id] = _Record(
             CommitResult(result.version, commit.response, True, result.event_ids),
             now + commit.request_ttl_seconds,
             request_digest,
-            # as on Redis: only records made once the table has segments (hands) shrink
-            compact=commit.compact_response and table.segments != [(0, 0)],
+            compact=compact,
         )
         return result
+
+    def _shrink(self, table_id: str, request_id: str) -> None:
+        """The record keeps only that it was applied (if it may shrink and is still whole)."""
+        record = self._records.get((table_id, request_id))
+        if record is not None and record.compact:
+            marker = dataclasses.replace(record.result, response=b"", event_ids=())
+            self._records[table_id, request_id] = dataclasses.replace(
+                record, result=marker, compact=False, marker=True
+            )
 
     def _forget_trimmed_requests(
         self, table_id: str, table: _Table, request_id: str, *, new_segment: bool
@@ -209,13 +229,10 @@ class MemoryTableStore:
             kept += 1
         del table.requests[:kept]
         if new_segment:
+            table.lanes.clear()  # they pointed into the segment that is no longer the newest
             for at, listed in table.requests:
-                record = self._records.get((table_id, listed))
-                if at < table.segments[-1] and record is not None and record.compact:
-                    marker = dataclasses.replace(record.result, response=b"", event_ids=())
-                    self._records[table_id, listed] = dataclasses.replace(
-                        record, result=marker, compact=False, marker=True
-                    )
+                if at < table.segments[-1]:
+                    self._shrink(table_id, listed)
         table.requests.append((table.last_event, request_id))
         del table.requests[:-REQUEST_LOG_CAP]  # older records still expire with the window
 

@@ -163,6 +163,7 @@ from .base import (
     TableNotFoundError,
     check_at_least,
     check_digest,
+    check_lane,
     check_extra_key,
     check_id,
     check_outbox,
@@ -407,6 +408,7 @@ class RedisTableStore:
         args.append(check_at_least(commit.extra_ttl_seconds, 0, what="extra_ttl_seconds"))
         args.append(commit.expected_state_sha1)
         args.append(check_digest(commit.request_digest))
+        args.append(check_lane(commit.request_lane))
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:
