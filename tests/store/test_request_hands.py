@@ -4,7 +4,9 @@ Redis Cluster), through the table manager with the real presenter and credential
 A table keeps request records for its current and previous hand only. A retry (same
 caller, same request) gets:
 
-- in the current hand: its first answer, byte for byte;
+- in the current hand: its first answer, byte for byte, if it is the caller's latest move
+  (or a seat change); a move the caller has since made a newer one after keeps only
+  "applied", as a previous hand's move does (below);
 - in the previous hand: its first answer if that was a seat change (JoinSeat: the seat token
   cannot be made again), else the command's answer with the table *as it is now*, seen
   with the caller's credentials as they are now (the record kept only "applied at version
@@ -180,5 +182,41 @@ async def test_a_previous_hand_retry_is_checked_with_the_credentials_as_they_are
         with pytest.raises(StaleVersionError):
             await table.retry(last_move, OPERATOR)
         assert await table.version() == now
+
+    await open_table(backend, test)
+
+
+async def test_a_seats_newer_move_leaves_its_earlier_one_applied(backend: Backend) -> None:
+    # A client retries only its latest request: once a seat has moved again, its earlier
+    # move of the hand keeps only "applied" and its retry gets the table as it is now; the
+    # seat's latest move, and every other caller's latest, still get their first answer.
+    async def test(table: Table, other: TableManager) -> None:
+        await table.run("start-1", commands.StartHand(), OPERATOR)
+        seats = [await table.move(f"m{n}") for n in range(1, 4)]
+        assert seats == [seats[0], 1 - seats[0], seats[0]]  # the first seat has moved twice
+        mover = seats[0]
+        now = await table.version()
+        for replica in (table.manager, other):
+            # the latest move of each seat, and the operator's StartHand: byte for byte
+            for name in ("m3", "m2", "start-1"):
+                request, command, creds = table.requests[name]
+                assert await replica.run(request, command, creds) == table.first[name], name
+            # the first seat's earlier move: applied; the table now, as that seat sees it
+            request, command, creds = table.requests["m1"]
+            again = view(await replica.run(request, command, creds))
+            assert view(table.first["m1"]).version == request.expected_version + 1
+            record, _, _ = await table.manager.load("t")
+            assert again == table_view(record, now, mover)
+            assert (again.version, again.hand.number, again.viewer_seat) == (now, 1, mover)
+        with pytest.raises(RequestIdReusedError):  # the id stays that request's
+            request, command, creds = table.requests["m1"]
+            await table.manager.run(
+                Request("t", request.expected_version, "m1", digest="another"), command, creds
+            )
+        with pytest.raises(StaleVersionError):  # another caller: its own new request
+            await table.retry("m1", OTHER_OPERATOR)
+        with pytest.raises(PermissionDeniedError):  # another seat's token: refused first
+            await table.retry("m1", table.seat(1 - mover))
+        assert await table.version() == now  # nothing was applied again
 
     await open_table(backend, test)
