@@ -29,7 +29,12 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  (zlib); ``#<digest>`` only with one, ``~``:
                                                  may shrink; when the next hand begins a
                                                  ``~`` record keeps its first line only (a
-                                                 marker: ``<version> #<digest> @<ms>``); a
+                                                 marker: ``<version> #<digest> @<ms>``), as
+                                                 a lane's (caller's) earlier ``~`` record of
+                                                 the hand does once the lane commits a newer
+                                                 one (``><lane>`` -> the request id of the
+                                                 lane's latest ``~`` record; dropped when the
+                                                 next hand begins); a
                                                  hand dropped from the log deletes its hash;
                                                  ``@``: the end of its retry window (a
                                                  record past it is absent); the table's TTL
