@@ -620,9 +620,10 @@ class TableManager:
         self, request: Request, command: Command, creds: Credentials | None
     ) -> bytes:
         """The answer to a retry of a move superseded by the caller's newer move or applied in
-        an earlier hand, whose record kept only that it was applied: the command's response with the table as it is now, as the
-        caller's credentials see it now (credentials that no longer pass the command's checks
-        are refused as a new request would be). Nothing is applied again."""
+        an earlier hand, whose record kept only that it was applied: the command's response
+        with the table as it is now, as the caller's credentials see it now (credentials that
+        no longer pass the command's checks are refused as a new request would be). Nothing is
+        applied again."""
         record, version, _ = await self.load(request.table_id)
         actor = self.authorise(record, command, _seat(command, record), creds)
         now = Change(record, (), actor)

@@ -30,8 +30,8 @@ has moved on; its current state is what GetTable returns). A record committed wi
 ``compact_response`` keeps its whole response only while its segment is the newest: in the
 segments before, a marker (version made, digest) says it was applied
 (:class:`AlreadyAppliedError`) and the table as it is now answers; with a ``request_lane``
-(its caller), also once the same lane commits a newer such record in its segment. A table lives ``ttl_seconds``
-after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
+(its caller), also once the same lane commits a newer such record in its segment. A table
+lives ``ttl_seconds`` after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
 
 Event ids are Redis stream ids (``"<ms>-<seq>"``) in both stores; ``"0"`` means "before the
 first event". Each table keeps at least its last ``max_events`` events
