@@ -100,6 +100,11 @@ async def table_life(
             tally.errors[error.code().name] += 1
 
 
+async def owes_fantasyland(stub: pb_grpc.TableServiceStub, table_id: str) -> bool:
+    view = (await stub.GetTable(pb.GetTableRequest(table_id=table_id))).table
+    return any(seat.fantasyland_cards for seat in view.seats)
+
+
 async def one_turnover(
     stub: pb_grpc.TableServiceStub,
     table_id: str,
@@ -108,12 +113,17 @@ async def one_turnover(
     hands: int,
     tally: Tally,
 ) -> tuple[int, list[tables_bench.Seat]]:
-    """Two players watch and play ``hands`` hands, leave, and two new ones join."""
+    """Two players watch and play ``hands`` hands (more while one is owed Fantasyland),
+    leave, and two new ones join."""
     watchers = [asyncio.create_task(watch(stub, table_id, s.token, tally)) for s in seats]
     try:
-        for _ in range(hands):
+        played = 0
+        # A player owed a Fantasyland hand may not leave before playing it (the rules):
+        # the pair plays on until nobody is owed one.
+        while played < hands or await owes_fantasyland(stub, table_id):
             version = await tables_bench.play_sequentially(stub, table_id, version, seats)
             tally.hands += 1
+            played += 1
         for number, seat in enumerate(seats):
             left = await stub.LeaveSeat(
                 pb.LeaveSeatRequest(
