@@ -157,13 +157,10 @@ class Table:
             expected_version=table.version, request_id=f"place-{table.version}",
         )  # fmt: skip
 
-    def fantasyland_board_for(self, seat: int) -> pb.SetFantasylandRequest | None:
-        """A Fantasyland seat's whole board in dealt order, once it has its cards."""
+    def fantasyland_board_for(self, seat: int) -> pb.SetFantasylandRequest:
+        """A Fantasyland seat's whole board, its dealt cards in dealt order."""
         table = self.view(seat)
-        me = next(s for s in table.hand.seats if s.seat == seat)
-        if not me.fantasyland_cards or len(me.pending) < me.fantasyland_cards:
-            return None
-        cards = list(me.pending)
+        cards = list(next(s for s in table.hand.seats if s.seat == seat).pending)
         board = cards_pb2.Board(bottom=cards[:5], middle=cards[5:10], top=cards[10:13])
         return pb.SetFantasylandRequest(
             table_id=self.id, seat=seat, board=board, discards=cards[13:],
@@ -175,14 +172,15 @@ class Table:
         earns one now and then) sets its whole board when dealt."""
         table = self.start()
         while not table.hand.over:
-            fantasyland = (
-                request
+            # to_act: the turn seat, then the Fantasyland seats that have not set yet
+            unset = [
+                s.seat
                 for s in table.hand.seats
-                if s.fantasyland_cards and (request := self.fantasyland_board_for(s.seat))
-            )
-            if (set_board := next(fantasyland, None)) is not None:
+                if s.fantasyland_cards and s.seat in table.hand.to_act
+            ]
+            if unset:
                 table = self.stub.SetFantasyland(
-                    set_board, metadata=seat_md(self.tokens[set_board.seat])
+                    self.fantasyland_board_for(unset[0]), metadata=seat_md(self.tokens[unset[0]])
                 ).table
             else:
                 seat = table.hand.turn
