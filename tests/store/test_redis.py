@@ -21,10 +21,14 @@ from ofc_service.store import (
     open_store,
 )
 from ofc_service.store.redis_io import (
+    EVENT_DICTIONARY,
+    EVENT_FIELD,
     INDEX_SHARDS,
     RESPONSE_DICTIONARY,
     index_shard,
+    pack_event,
     text,
+    unpack_event,
     unpack_response,
 )
 from redis.asyncio import Redis
@@ -460,3 +464,55 @@ def test_the_response_dictionary_never_changes() -> None:
     digest = hashlib.sha256(RESPONSE_DICTIONARY).hexdigest()
     assert digest == "dbb671a30dd204c3b70d85339f26d3bad5e5adbcf240fc2feaea4a4793739c97"
     assert zlib.adler32(RESPONSE_DICTIONARY) == 3660550935
+
+
+def test_the_event_dictionary_never_changes() -> None:
+    # Entries name it by their first byte and need its exact bytes to unpack: a new
+    # dictionary is a new file and tag beside it, never an edit of this one.
+    digest = hashlib.sha256(EVENT_DICTIONARY).hexdigest()
+    assert digest == "8055627b2078082065c79b76d9900157f598cd989992f1445c5000495583237b"
+
+
+@pytest.mark.parametrize(
+    "event",
+    [b"", b"x", bytes(range(256)) * 3, EVENT_DICTIONARY[:40], EVENT_DICTIONARY[-900:]],
+)
+def test_packed_events_round_trip(event: bytes) -> None:
+    packed = pack_event(event)
+    assert unpack_event(EVENT_FIELD, packed) == event
+    assert len(packed) <= len(event) + 1  # never more than the tag byte over
+
+
+def test_an_event_packed_in_an_unknown_way_is_an_error_not_garbage() -> None:
+    with pytest.raises(StoreError, match="packed in a way this release lacks"):
+        unpack_event(EVENT_FIELD, b"\x07" + b"?" * 10)
+
+
+async def test_the_event_log_packs_entries_and_still_reads_those_of_the_release_before(
+    redis_backend: Backend,
+) -> None:
+    # A log written during a rolling upgrade: entries of the release before (field 'd', the
+    # bytes as they are) between packed ones (field 'z'); readers get every event's bytes.
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        await h.store.create_table("t", b"v1", ttl_seconds=600)
+        dealt = EVENT_DICTIONARY[-45:]  # the shape of a stored event: it packs well
+        first = await h.store.commit(Commit(
+            "t", expected_version=1, state=b"s2", events=[dealt, b"b"], response=b"r",
+            request_id="r1", deadline_ms=None,
+        ))  # fmt: skip
+        entries = await admin.xrange("ofc:{t}:events")
+        assert [list(fields) for _, fields in entries] == [[b"z"], [b"z"]]
+        assert len(entries[0][1][b"z"]) < len(dealt)  # deflated with the dictionary
+        old_id = await admin.xadd("ofc:{t}:events", {"d": b"written by the release before"})
+        await admin.hset("ofc:{t}:state", "last_event", old_id)
+        await h.store.commit(Commit(
+            "t", expected_version=2, state=b"s3", events=[b"c"], response=b"r",
+            request_id="r2", deadline_ms=None,
+        ))  # fmt: skip
+        expected = [dealt, b"b", b"written by the release before", b"c"]
+        for store in (h.store, h.other):
+            assert [e.data for e in await store.read_events("t")] == expected
+            later = await store.wait_events("t", after=first.event_ids[0], timeout_s=0)
+            assert [e.data for e in later] == expected[1:]
+            assert [e.event_id for e in later][1] == text(old_id)

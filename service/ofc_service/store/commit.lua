@@ -6,7 +6,7 @@
 --       (no TTL: it outlives the table until the relay empties it)
 -- ARGV: 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
---       10 .. 9+n events, then m triples (extra key, value, index member or ''),
+--       10 .. 9+n events (packed: stream field 'z'), then m triples (extra key, value, index member or ''),
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
 --       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
 --       then '1' if the response may shrink to a marker once its hand is not the current
@@ -142,7 +142,7 @@ local ids = {}
 if n_events > 0 then
   local length = redis.call('XLEN', events_key)
   for i = 1, n_events do
-    ids[i] = redis.call('XADD', events_key, 'MAXLEN', '~', ARGV[7], '*', 'd', ARGV[9 + i])
+    ids[i] = redis.call('XADD', events_key, 'MAXLEN', '~', ARGV[7], '*', 'z', ARGV[9 + i])
   end
   fields[#fields + 1] = 'last_event'
   fields[#fields + 1] = ids[n_events]

@@ -11,8 +11,11 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  retained id once trimmed), ``segments``
                                                  (first ids of the segments kept),
                                                  ``layout`` (``1``)
-``ofc:{<table>}:events``                stream   one entry per event, field ``d`` = engine
-                                                 bytes; ``MAXLEN ~ max_events``, and a new
+``ofc:{<table>}:events``                stream   one entry per event, field ``z`` = the
+                                                 event packed (:func:`~.redis_io.pack_event`;
+                                                 entries of earlier releases: field ``d``, the
+                                                 bytes as they are, still read);
+                                                 ``MAXLEN ~ max_events``, and a new
                                                  hand trims (``MINID``) all before the
                                                  oldest hand kept
 ``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
@@ -184,9 +187,11 @@ from .redis_io import (
     connect,
     index_shard,
     lua,
+    pack_event,
     pack_response,
     text,
     unavailable,
+    unpack_event,
     unpack_response,
 )
 
@@ -244,6 +249,15 @@ def _entries(read: Any) -> list[Any]:
         return []
     streams = read.values() if isinstance(read, dict) else (entries for _, entries in read)
     return [entry for entries in streams for entry in entries]
+
+
+def _stored_events(entries: Sequence[Any]) -> list[StoredEvent]:
+    """Stream entries as events: each entry's one field, packed (``z``) or not (``d``)."""
+    events = []
+    for event_id, fields in entries:
+        ((field, value),) = fields.items()
+        events.append(StoredEvent(text(event_id), unpack_event(field, value)))
+    return events
 
 
 def _recorded_digest(head: bytes) -> str:
@@ -401,7 +415,7 @@ class RedisTableStore:
             self._max_events,
             len(events),
             len(blobs),
-            *events,
+            *map(pack_event, events),
         ]
         for key, value, indexed in blobs:
             args += [key, value, "" if indexed is None else _index_member(*indexed)]
@@ -573,7 +587,7 @@ class RedisTableStore:
         if version is None:
             raise TableNotFoundError(table_id)
         _check_retained(table_id, after, position, events_from)
-        return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in entries]
+        return _stored_events(entries)
 
     async def wait_events(
         self,
@@ -605,7 +619,7 @@ class RedisTableStore:
         if version is None:
             raise TableNotFoundError(table_id)
         _check_retained(table_id, after, position, events_from)
-        events = [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
+        events = _stored_events(_entries(read))
         if on_table is not None and events:
             on_table(_stored_table(table_id, [version, *table]))
         return events

@@ -69,6 +69,55 @@ def unpack_response(stored: bytes) -> bytes:
     return zlib.decompress(stored)
 
 
+EVENT_DICTIONARY: Final = resources.files(__package__).joinpath("events-1.zdict").read_bytes()
+"""A preset dictionary for the event log's entries: the last 8,000 bytes of the stored events
+of classic two-, three- and four-seat hands (every copy of a dealt card, a placement, a
+settlement's names and ranks), which makes the short entries compressible at all (a dealt
+card event of ≈ 40 B packs to ≈ 15 B) and halves the log. Its bytes never change: an entry
+names it by its first byte (:data:`EVENT_PACKED`); a new dictionary is a new file and tag."""
+EVENT_FIELD: Final = b"z"
+"""The stream field of a packed event (entries of the releases before have ``d``, unpacked)."""
+EVENT_RAW: Final = 0  # first byte of a packed entry: the event's bytes follow as they are
+EVENT_PACKED: Final = 1  # raw deflate with EVENT_DICTIONARY follows
+_EVENT_WBITS: Final = -13  # raw deflate (no header or checksum), an 8 KiB window
+_EVENT_PACKER: Final = zlib.compressobj(6, zlib.DEFLATED, _EVENT_WBITS, 6, zdict=EVENT_DICTIONARY)
+
+
+def pack_event(data: bytes) -> bytes:
+    """``data`` as an event log entry stores it (field :data:`EVENT_FIELD`): a tag byte, then
+    the bytes deflated with :data:`EVENT_DICTIONARY` (or as they are, when that is no
+    shorter). A copy of one primed compressor: ≈ 4 µs, where priming costs ≈ 14 µs.
+
+    >>> pack_event(b"x") == bytes((EVENT_RAW,)) + b"x"
+    True
+    >>> unpack_event(EVENT_FIELD, pack_event(EVENT_DICTIONARY[-60:])) == EVENT_DICTIONARY[-60:]
+    True
+    """
+    packer = _EVENT_PACKER.copy()
+    packed = packer.compress(data) + packer.flush()
+    if len(packed) < len(data):
+        return bytes((EVENT_PACKED,)) + packed
+    return bytes((EVENT_RAW,)) + data
+
+
+def unpack_event(field: bytes, value: bytes) -> bytes:
+    """An event's bytes from its log entry's field and value: :func:`pack_event`'s under
+    :data:`EVENT_FIELD`, or as stored under ``d`` (entries of the releases before).
+
+    >>> unpack_event(b"d", b"as written"), unpack_event(EVENT_FIELD, pack_event(b"as written"))
+    (b'as written', b'as written')
+    """
+    if field != EVENT_FIELD:
+        return value
+    tag = value[0]
+    if tag == EVENT_RAW:
+        return value[1:]
+    if tag != EVENT_PACKED:
+        raise StoreError(f"an event log entry packed in a way this release lacks ({tag})")
+    unpacker = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICTIONARY)
+    return unpacker.decompress(value[1:]) + unpacker.flush()
+
+
 def retry() -> Retry:
     """The retry policy of every store connection: :data:`RETRIES` tries of a call cut by a
     dropped connection, then the error is reported."""
