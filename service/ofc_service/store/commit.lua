@@ -64,6 +64,30 @@ local function parse(head)
   return r
 end
 
+-- Markers packed together: the field '=' of a hand's hash holds the markers of the hand's
+-- records that shrank, PACKED bytes each (a third of a marker in a field of its own): the
+-- first 16 bytes of the SHA-1 of the request id, the first 8 of its digest's, the version
+-- (4 bytes) and the end of its retry window in ms (6 bytes), big-endian.
+local PACKED, NEVER = 34, 2 ^ 48 - 1
+local function sha1_bytes(value, n)
+  local hex = string.sub(redis.sha1hex(value), 1, 2 * n)
+  return (string.gsub(hex, '..', function(h) return string.char(tonumber(h, 16)) end))
+end
+local function packed_marker(id, r)  -- r: a marker's parse
+  return sha1_bytes(id, 16) .. sha1_bytes(r.digest, 8)
+    .. struct.pack('>I4I6', tonumber(r.version), r.expires or NEVER)
+end
+local function find_packed(markers, id_bytes)  -- the packed marker of that id, or nil
+  local at = 1
+  while markers do
+    local i = string.find(markers, id_bytes, at, true)
+    if not i then return nil end
+    if (i - 1) % PACKED == 0 then return string.sub(markers, i, i + PACKED - 1) end
+    at = i + 1
+  end
+  return nil
+end
+
 -- A whole record that may shrink, as its marker (its first line without ids and '~'); else nil.
 local function marker_of(value)
   local split = string.find(value, '\n', 1, true)
@@ -82,12 +106,23 @@ local current = redis.call('HMGET', state_key, 'version', 'deadline', 'segments'
 local deadline = current[2] or ''
 local kept_starts = {}
 for id in string.gmatch(current[3] or '', '%S+') do kept_starts[#kept_starts + 1] = id end
-local record = nil
+local record, packed = nil, nil
 for i = #kept_starts, 1, -1 do
-  record = redis.call('HGET', hand_key(kept_starts[i]), field)
+  local found = redis.call('HMGET', hand_key(kept_starts[i]), field, '=')
+  record = found[1]
   if record then break end
+  if found[2] then packed = find_packed(found[2], sha1_bytes(field, 16)) end
+  if packed then break end
 end
-if not record then
+if packed then
+  local version, expires = struct.unpack('>I4I6', packed, 25)
+  if expires > now_ms then
+    if string.sub(packed, 17, 24) ~= sha1_bytes(digest, 8) then
+      return {'reused', current[1] or '', deadline}
+    end
+    return {'applied', tostring(version), deadline}
+  end
+elseif not record then
   -- The layout before hand records: one string (or, older still, one hash) per request.
   record = redis.pcall('GET', request_key)
   if type(record) == 'table' and record.err then
@@ -155,16 +190,27 @@ if n_events > 0 then
       redis.call('DEL', hand_key(table.remove(starts, 1)))  -- its hand's records go with it
     end
     -- The hand that was the current one is now the previous one: its records that may shrink
-    -- keep their first line only (the request was applied; the table answers the rest).
-    -- The hash is written afresh, so that a hash of markers alone takes Redis's compact
-    -- encoding (a listpack) again; its lanes ('>' fields) point at nothing current any more.
+    -- keep their first line only (the request was applied; the table answers the rest),
+    -- packed with its other markers (those of the release before too). The hash is written
+    -- afresh; its lanes ('>' fields) point at nothing current any more.
     if #starts > 1 and starts[#starts - 1] == newest then
-      local all, previous = redis.call('HGETALL', hand_key(newest)), {}
+      local all, previous, markers = redis.call('HGETALL', hand_key(newest)), {}, {}
       for i = 2, #all, 2 do
-        if string.sub(all[i - 1], 1, 1) ~= '>' then
-          previous[#previous + 1] = all[i - 1]
-          previous[#previous + 1] = marker_of(all[i]) or all[i]
+        local name, value = all[i - 1], all[i]
+        local marker = marker_of(value)
+        if not marker and not string.find(value, '\n', 1, true) then marker = value end
+        if name == '=' then
+          markers[#markers + 1] = value
+        elseif string.sub(name, 1, 1) ~= '>' and marker then
+          markers[#markers + 1] = packed_marker(name, parse(marker))
+        elseif string.sub(name, 1, 1) ~= '>' then
+          previous[#previous + 1] = name
+          previous[#previous + 1] = value
         end
+      end
+      if #markers > 0 then
+        previous[#previous + 1] = '='
+        previous[#previous + 1] = table.concat(markers)
       end
       if #all > 0 then
         local ttl_left = redis.call('PTTL', hand_key(newest))
@@ -239,7 +285,11 @@ if #kept_starts > 0 then
       local prior = redis.call('HGET', hand, '>' .. lane)
       if prior and prior ~= field then
         local marker = marker_of(redis.call('HGET', hand, prior) or '')
-        if marker then redis.call('HSET', hand, prior, marker) end
+        if marker then
+          local markers = redis.call('HGET', hand, '=') or ''
+          redis.call('HDEL', hand, prior)
+          redis.call('HSET', hand, '=', markers .. packed_marker(prior, parse(marker)))
+        end
       end
       redis.call('HSET', hand, '>' .. lane, field)
     end

@@ -31,13 +31,17 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  #<digest> @<expires ms> ~\n<response>``
                                                  (zlib); ``#<digest>`` only with one, ``~``:
                                                  may shrink; when the next hand begins a
-                                                 ``~`` record keeps its first line only (a
-                                                 marker: ``<version> #<digest> @<ms>``), as
+                                                 ``~`` record keeps only that it was applied
+                                                 (a marker: 34 bytes appended to the field
+                                                 ``=``, see :class:`~.redis_io.Marker`), as
                                                  a lane's (caller's) earlier ``~`` record of
                                                  the hand does once the lane commits a newer
                                                  one (``><lane>`` -> the request id of the
                                                  lane's latest ``~`` record; dropped when the
-                                                 next hand begins); a
+                                                 next hand begins); markers of the release
+                                                 before (a field of their own, ``<version>
+                                                 #<digest> @<ms>``) still answer, and are
+                                                 packed when the next hand begins; a
                                                  hand dropped from the log deletes its hash;
                                                  ``@``: the end of its retry window (a
                                                  record past it is absent); the table's TTL
@@ -185,6 +189,7 @@ from .redis_io import (
     INDEX_SHARDS,
     RedisClient,
     connect,
+    find_marker,
     index_shard,
     lua,
     pack_event,
@@ -547,11 +552,19 @@ class RedisTableStore:
             check_digest(request_digest)
         with unavailable():
             segments = _blob(await self._client.hget(self._table_keys(table_id)[0], "segments"))
-            record = None
+            record = marker = None
             for start in reversed(text(segments or b"").split()):  # the newest hand first
-                record = _blob(await self._client.hget(self._hand_key(table_id, start), request_id))
-                if record is not None:
+                hand = self._hand_key(table_id, start)
+                record, markers = map(_blob, await self._client.hmget(hand, [request_id, "="]))
+                marker = find_marker(markers or b"", request_id)
+                if record is not None or marker is not None:
                     break
+            if marker is not None and record is None:
+                if marker.expires_ms <= time.time_ns() // 1_000_000:
+                    return None  # past its retry window
+                if request_digest is not None and not marker.made_by(request_digest):
+                    raise RequestIdReusedError()
+                raise AlreadyAppliedError(table_id, version=marker.version)
             if record is None:
                 try:
                     record = _blob(await self._client.get(key))
