@@ -26,10 +26,10 @@ from ofc_service.store.redis_io import (
     EVENT_DICTIONARY,
     EVENT_FIELD,
     INDEX_SHARDS,
-    MARKER_BYTES,
     RESPONSE_DICTIONARY,
-    find_marker,
+    Marker,
     index_shard,
+    marker_field,
     pack_event,
     text,
     unpack_event,
@@ -391,7 +391,7 @@ async def test_a_table_playing_hands_keeps_one_hash_of_records_per_hand(
 ) -> None:
     # Upgrading: string records of the release before (listed in the request log) still
     # answer and go with their hand; new records go to their hand's hash, which the next
-    # hand shrinks to markers (packed in one field) and the one after deletes.
+    # hand shrinks to markers (in a hash of their own, a listpack) and the one after deletes.
     async with redis_backend.open() as h:
         admin = admin_of(h)
         await h.store.create_table("t", b"v1", ttl_seconds=600)
@@ -431,18 +431,22 @@ async def test_a_table_playing_hands_keeps_one_hash_of_records_per_hand(
         assert unpack_response(packed) == view == await h.other.get_response("t", "start-1")
 
         second = await start(2, "start-2")
-        assert await admin.hkeys(hand_1) == [b"="]  # markers only, packed
-        markers = await admin.hget(hand_1, "=")
-        assert isinstance(markers, bytes) and len(markers) == MARKER_BYTES
-        marker = find_marker(markers, "start-1")
-        assert marker is not None and marker.version == 2 and marker.made_by("")
+        assert not await admin.exists(hand_1)  # no whole record left: its markers only
+        markers_1 = f"ofc:{{t}}:markers:{first.event_ids[0]}"
+        assert await admin.object("encoding", markers_1) == b"listpack"
+        assert 590 < await admin.ttl(markers_1) <= 600  # as long as its hand's records
+        assert await admin.hkeys(markers_1) == [marker_field("start-1")]
+        value = await admin.hget(markers_1, marker_field("start-1"))
+        assert isinstance(value, bytes) and len(value) == 26
+        marker = Marker.from_bytes(value)
+        assert marker.version == 2 and marker.made_by("")
         assert 0 < marker.expires_ms - time.time() * 1000 <= 60_000  # its retry window
         assert await h.other.get_response("t", "old", request_digest="d") == b"old view"
         await start(3, "start-3")
-        assert not await admin.exists(hand_1, "ofc:{t}:req:old")  # hand 1 is gone
+        assert not await admin.exists(markers_1, "ofc:{t}:req:old")  # hand 1 is gone
         assert await admin.llen("ofc:{t}:requests") == 0
-        hand_2 = f"ofc:{{t}}:replies:{second.event_ids[0]}"
-        assert await admin.hkeys(hand_2) == [b"="]  # start-2's marker
+        markers_2 = f"ofc:{{t}}:markers:{second.event_ids[0]}"
+        assert await admin.hkeys(markers_2) == [marker_field("start-2")]
 
 
 async def test_create_claims_keep_the_digest_beside_the_claimed_table_id(
@@ -529,7 +533,7 @@ async def test_markers_of_the_release_before_still_answer_and_are_packed_at_the_
 ) -> None:
     # A rolling upgrade: the release before wrote a marker as a field of its own (and a
     # whole record) in the current hand's hash; both answer here, and when the next hand
-    # begins the marker and the whole record's marker are packed with the lane's.
+    # begins both go to the hand's markers hash with the lane's.
     async with redis_backend.open() as h:
         admin = admin_of(h)
         await h.store.create_table("t", b"v1", ttl_seconds=600)
@@ -549,15 +553,18 @@ async def test_markers_of_the_release_before_still_answer_and_are_packed_at_the_
         await admin.hset(
             hand_1, "old-whole", f"6 1-1 #d-old-whole @{expires} ~\n".encode() + zlib.compress(b"W")
         )
-        await commit(2, "move-1")  # the lane's newer record: start-1 is packed now
-        markers = await admin.hget(hand_1, "=")
-        assert isinstance(markers, bytes) and find_marker(markers, "start-1") is not None
+        await commit(2, "move-1")  # the lane's newer record: start-1 is a marker now
+        markers_1 = f"ofc:{{t}}:markers:{first.event_ids[0]}"
+        assert await admin.hkeys(markers_1) == [marker_field("start-1")]
+        assert not await admin.hexists(hand_1, "start-1")
         with pytest.raises(AlreadyAppliedError) as applied:
             await h.other.get_response("t", "old-marker", request_digest="d-old-marker")
         assert applied.value.version == 5
         assert await h.other.get_response("t", "old-whole", request_digest="d-old-whole") == b"W"
         await commit(3, "start-2", start=True)
-        assert sorted(await admin.hkeys(hand_1)) == [b"="]
+        assert not await admin.exists(hand_1)
+        names = ("start-1", "move-1", "old-marker", "old-whole")
+        assert sorted(await admin.hkeys(markers_1)) == sorted(map(marker_field, names))
         for name, version in (("start-1", 2), ("move-1", 3), ("old-marker", 5), ("old-whole", 6)):
             with pytest.raises(AlreadyAppliedError) as applied:
                 await h.other.get_response("t", name)

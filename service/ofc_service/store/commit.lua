@@ -29,7 +29,8 @@ local extra_ttl = tonumber(ARGV[#ARGV - 3])
 local expected_sha1, digest, lane = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
 -- The table's other keys, in its own slot, named after the state's: the request log of
 -- string records (step 3) and one hash of request records per kept segment (hand),
--- '<base>replies:<first event id of the segment>', field = the request id.
+-- '<base>replies:<first event id of the segment>', field = the request id, with the hash of
+-- its markers beside it, '<base>markers:<first event id>'.
 local base = string.sub(state_key, 1, -#'state' - 1)
 local requests_key = base .. 'requests'
 -- When numbered extra blobs (hand histories) expire: member = their index member, score = ms.
@@ -64,28 +65,17 @@ local function parse(head)
   return r
 end
 
--- Markers packed together: the field '=' of a hand's hash holds the markers of the hand's
--- records that shrank, PACKED bytes each (a third of a marker in a field of its own): the
--- first 16 bytes of the SHA-1 of the request id, the first 8 of its digest's, the version
--- (4 bytes) and the end of its retry window in ms (6 bytes), big-endian.
-local PACKED, NEVER = 34, 2 ^ 48 - 1
-local function sha1_bytes(value, n)
-  local hex = string.sub(redis.sha1hex(value), 1, 2 * n)
-  return (string.gsub(hex, '..', function(h) return string.char(tonumber(h, 16)) end))
-end
-local function packed_marker(id, r)  -- r: a marker's parse
-  return sha1_bytes(id, 16) .. sha1_bytes(r.digest, 8)
-    .. struct.pack('>I4I6', tonumber(r.version), r.expires or NEVER)
-end
-local function find_packed(markers, id_bytes)  -- the packed marker of that id, or nil
-  local at = 1
-  while markers do
-    local i = string.find(markers, id_bytes, at, true)
-    if not i then return nil end
-    if (i - 1) % PACKED == 0 then return string.sub(markers, i, i + PACKED - 1) end
-    at = i + 1
-  end
-  return nil
+-- Markers: a hand's records that shrank, in a hash of their own beside the hand's records
+-- (small enough for Redis's compact encoding, a listpack, however large its answers are):
+-- field = the first 24 hex digits of the SHA-1 of the request id, value = the first 16 of
+-- its digest's, then the version (4 bytes) and the end of its retry window in ms (6 bytes),
+-- big-endian. (Hex: turning it into bytes in Lua would cost more than the script's lookups.)
+local NEVER = 2 ^ 48 - 1
+local function markers_key(start) return base .. 'markers:' .. start end
+local ID_HEX, DIGEST_HEX = 24, 16
+local function sha1_hex(value, n) return string.sub(redis.sha1hex(value), 1, n) end
+local function packed_marker(r)  -- r: a marker's parse
+  return sha1_hex(r.digest, DIGEST_HEX) .. struct.pack('>I4I6', tonumber(r.version), r.expires or NEVER)
 end
 
 -- A whole record that may shrink, as its marker (its first line without ids and '~'); else nil.
@@ -107,17 +97,17 @@ local deadline = current[2] or ''
 local kept_starts = {}
 for id in string.gmatch(current[3] or '', '%S+') do kept_starts[#kept_starts + 1] = id end
 local record, packed = nil, nil
+local field_id = #kept_starts > 0 and sha1_hex(field, ID_HEX)
 for i = #kept_starts, 1, -1 do
-  local found = redis.call('HMGET', hand_key(kept_starts[i]), field, '=')
-  record = found[1]
+  record = redis.call('HGET', hand_key(kept_starts[i]), field)
   if record then break end
-  if found[2] then packed = find_packed(found[2], sha1_bytes(field, 16)) end
+  packed = redis.call('HGET', markers_key(kept_starts[i]), field_id)
   if packed then break end
 end
 if packed then
-  local version, expires = struct.unpack('>I4I6', packed, 25)
+  local version, expires = struct.unpack('>I4I6', packed, DIGEST_HEX + 1)
   if expires > now_ms then
-    if string.sub(packed, 17, 24) ~= sha1_bytes(digest, 8) then
+    if string.sub(packed, 1, DIGEST_HEX) ~= sha1_hex(digest, DIGEST_HEX) then
       return {'reused', current[1] or '', deadline}
     end
     return {'applied', tostring(version), deadline}
@@ -187,30 +177,26 @@ if n_events > 0 then
     local newest = starts[#starts]
     starts[#starts + 1] = ids[1]
     while #starts > keep do
-      redis.call('DEL', hand_key(table.remove(starts, 1)))  -- its hand's records go with it
+      local dropped = table.remove(starts, 1)
+      redis.call('DEL', hand_key(dropped), markers_key(dropped))  -- its records go with it
     end
     -- The hand that was the current one is now the previous one: its records that may shrink
-    -- keep their first line only (the request was applied; the table answers the rest),
-    -- packed with its other markers (those of the release before too). The hash is written
-    -- afresh; its lanes ('>' fields) point at nothing current any more.
+    -- keep only that they were applied (the table answers the rest), as markers (those of
+    -- the release before, fields of their own, too). The hash is written afresh; its lanes
+    -- ('>' fields) point at nothing current any more.
     if #starts > 1 and starts[#starts - 1] == newest then
       local all, previous, markers = redis.call('HGETALL', hand_key(newest)), {}, {}
       for i = 2, #all, 2 do
         local name, value = all[i - 1], all[i]
         local marker = marker_of(value)
         if not marker and not string.find(value, '\n', 1, true) then marker = value end
-        if name == '=' then
-          markers[#markers + 1] = value
-        elseif string.sub(name, 1, 1) ~= '>' and marker then
-          markers[#markers + 1] = packed_marker(name, parse(marker))
+        if string.sub(name, 1, 1) ~= '>' and marker then
+          markers[#markers + 1] = sha1_hex(name, ID_HEX)
+          markers[#markers + 1] = packed_marker(parse(marker))
         elseif string.sub(name, 1, 1) ~= '>' then
           previous[#previous + 1] = name
           previous[#previous + 1] = value
         end
-      end
-      if #markers > 0 then
-        previous[#previous + 1] = '='
-        previous[#previous + 1] = table.concat(markers)
       end
       if #all > 0 then
         local ttl_left = redis.call('PTTL', hand_key(newest))
@@ -218,6 +204,10 @@ if n_events > 0 then
         if #previous > 0 then
           redis.call('HSET', hand_key(newest), unpack(previous))
           if ttl_left > 0 then redis.call('PEXPIRE', hand_key(newest), ttl_left) end
+        end
+        if #markers > 0 then
+          redis.call('HSET', markers_key(newest), unpack(markers))
+          if ttl_left > 0 then redis.call('PEXPIRE', markers_key(newest), ttl_left) end
         end
       end
     end
@@ -286,9 +276,10 @@ if #kept_starts > 0 then
       if prior and prior ~= field then
         local marker = marker_of(redis.call('HGET', hand, prior) or '')
         if marker then
-          local markers = redis.call('HGET', hand, '=') or ''
+          local markers = markers_key(kept_starts[#kept_starts])
           redis.call('HDEL', hand, prior)
-          redis.call('HSET', hand, '=', markers .. packed_marker(prior, parse(marker)))
+          redis.call('HSET', markers, sha1_hex(prior, ID_HEX), packed_marker(parse(marker)))
+          redis.call('EXPIRE', markers, math.max(ttl, request_ttl))
         end
       end
       redis.call('HSET', hand, '>' .. lane, field)

@@ -187,11 +187,12 @@ from .base import (
 )
 from .redis_io import (
     INDEX_SHARDS,
+    Marker,
     RedisClient,
     connect,
-    find_marker,
     index_shard,
     lua,
+    marker_field,
     pack_event,
     pack_response,
     text,
@@ -552,14 +553,17 @@ class RedisTableStore:
             check_digest(request_digest)
         with unavailable():
             segments = _blob(await self._client.hget(self._table_keys(table_id)[0], "segments"))
-            record = marker = None
+            record = packed = None
             for start in reversed(text(segments or b"").split()):  # the newest hand first
-                hand = self._hand_key(table_id, start)
-                record, markers = map(_blob, await self._client.hmget(hand, [request_id, "="]))
-                marker = find_marker(markers or b"", request_id)
-                if record is not None or marker is not None:
+                record = _blob(await self._client.hget(self._hand_key(table_id, start), request_id))
+                if record is not None:
                     break
-            if marker is not None and record is None:
+                markers = self._table_key(table_id, f"markers:{start}")
+                packed = _blob(await self._client.hget(markers, marker_field(request_id)))
+                if packed is not None:
+                    break
+            if packed is not None:
+                marker = Marker.from_bytes(packed)
                 if marker.expires_ms <= time.time_ns() // 1_000_000:
                     return None  # past its retry window
                 if request_digest is not None and not marker.made_by(request_digest):

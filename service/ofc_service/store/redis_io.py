@@ -121,50 +121,41 @@ def unpack_event(field: bytes, value: bytes) -> bytes:
     return unpacker.decompress(value[1:]) + unpacker.flush()
 
 
-MARKER_BYTES: Final = 34
-
-
 @dataclass(frozen=True, slots=True)
 class Marker:
     """What a request record keeps once its answer is no longer kept: that the request made
-    ``version``, until ``expires_ms``. A hand's hash keeps them packed together in its field
-    ``=`` (written by the commit script), :data:`MARKER_BYTES` each: the first 16 bytes of the
-    SHA-1 of the request id, the first 8 of the SHA-1 of the request's digest (``""``: none),
-    the version (4 bytes) and ``expires_ms`` (6 bytes), big-endian."""
+    ``version``, until ``expires_ms``. A hand's markers hash (written by the commit script)
+    holds them under :func:`marker_field` of the request id, as :meth:`from_bytes` reads
+    them: the first 16 hex digits of the SHA-1 of the request's digest (``""``: none), the
+    version (4 bytes) and ``expires_ms`` (6 bytes), big-endian.
+
+    >>> value = _sha1_hex("d1", 16) + struct.pack(">IHI", 7, 0, 1000)
+    >>> marker = Marker.from_bytes(value)
+    >>> marker.version, marker.expires_ms, marker.made_by("d1"), marker.made_by("d2")
+    (7, 1000, True, False)
+    """
 
     digest_sha1: bytes
     version: int
     expires_ms: int
 
+    @classmethod
+    def from_bytes(cls, value: bytes) -> Marker:
+        digest, version, high, low = struct.unpack(">16sIHI", value)
+        return cls(digest, version, high << 32 | low)
+
     def made_by(self, digest: str) -> bool:
         """Whether this is the record of a request with ``digest``."""
-        return hashlib.sha1(digest.encode()).digest()[:8] == self.digest_sha1
+        return _sha1_hex(digest, 16) == self.digest_sha1
 
 
-def find_marker(markers: bytes, request_id: str) -> Marker | None:
-    """The marker of ``request_id`` among a hand's packed ``markers``, or None.
-
-    >>> found = find_marker(_PACKED_EXAMPLE, "r1")
-    >>> found.version, found.expires_ms, found.made_by("d1"), found.made_by("d2")
-    (7, 1000, True, False)
-    >>> find_marker(_PACKED_EXAMPLE, "r2") is None
-    True
-    """
-    wanted = hashlib.sha1(request_id.encode()).digest()[:16]
-    at = markers.find(wanted)
-    while at >= 0 and at % MARKER_BYTES:
-        at = markers.find(wanted, at + 1)
-    if at < 0:
-        return None
-    digest, version, high, low = struct.unpack_from(">8sIHI", markers, at + 16)
-    return Marker(digest, version, high << 32 | low)
+def marker_field(request_id: str) -> bytes:
+    """A request id's field in a markers hash: the first 24 hex digits of its SHA-1."""
+    return _sha1_hex(request_id, 24)
 
 
-_PACKED_EXAMPLE: Final = (
-    hashlib.sha1(b"r0").digest()[:16] + bytes(18)
-    + hashlib.sha1(b"r1").digest()[:16] + hashlib.sha1(b"d1").digest()[:8]
-    + struct.pack(">IHI", 7, 0, 1000)
-)  # fmt: skip
+def _sha1_hex(value: str, digits: int) -> bytes:
+    return hashlib.sha1(value.encode()).hexdigest()[:digits].encode()
 
 
 def retry() -> Retry:
