@@ -528,7 +528,7 @@ async def test_the_event_log_packs_entries_and_still_reads_those_of_the_release_
             assert [e.event_id for e in later][1] == text(old_id)
 
 
-async def test_markers_of_the_release_before_still_answer_and_are_packed_at_the_next_hand(
+async def test_markers_of_the_release_before_still_answer_and_move_at_the_next_hand(
     redis_backend: Backend,
 ) -> None:
     # A rolling upgrade: the release before wrote a marker as a field of its own (and a
