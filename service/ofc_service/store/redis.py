@@ -32,20 +32,24 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  (zlib); ``#<digest>`` only with one, ``~``:
                                                  may shrink; when the next hand begins a
                                                  ``~`` record keeps only that it was applied
-                                                 (a marker: 34 bytes appended to the field
-                                                 ``=``, see :class:`~.redis_io.Marker`), as
+                                                 (it moves to the hand's markers, below), as
                                                  a lane's (caller's) earlier ``~`` record of
                                                  the hand does once the lane commits a newer
                                                  one (``><lane>`` -> the request id of the
                                                  lane's latest ``~`` record; dropped when the
                                                  next hand begins); markers of the release
-                                                 before (a field of their own, ``<version>
-                                                 #<digest> @<ms>``) still answer, and are
-                                                 packed when the next hand begins; a
+                                                 before (a field here, ``<version>
+                                                 #<digest> @<ms>``) still answer, and move
+                                                 when the next hand begins; a
                                                  hand dropped from the log deletes its hash;
                                                  ``@``: the end of its retry window (a
                                                  record past it is absent); the table's TTL
                                                  (or the window, if longer)
+``ofc:{<table>}:markers:<event id>``    hash     the markers of the same hand: the first 24
+                                                 hex digits of the SHA-1 of the request id
+                                                 -> :class:`~.redis_io.Marker` (26 bytes: a
+                                                 listpack however large the hand's answers);
+                                                 deleted and expiring with the hand's records
 ``ofc:{<table>}:req:<request id>``      string   a record made while the table had no
                                                  segment yet (before its first hand, or with
                                                  ``keep_segments`` never set), and the
