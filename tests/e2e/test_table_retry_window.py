@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 import pytest
 from ofc import engine
+from ofc.policy import DEFAULT_POLICY
 from ofc.rulesets import resolve_ruleset
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -90,20 +91,28 @@ class Attack:
         self.cluster = cluster
         self.sent: list[Sent] = []
         self.everyone: list[Holder] = []
-        self.replicas = itertools.count()
+        self.replicas: Iterator[int] = itertools.count()
         self.ids = itertools.count()
 
     # --- the table's life ------------------------------------------------------------------
-    def call(self, method: str, request: Any, md: Metadata) -> Any:
-        """The call through the next replica: its answer, or the error it failed with."""
-        stub = self.t.stub(next(self.replicas))
+    def call(self, method: str, request: Any, md: Metadata, replica: int | None = None) -> Any:
+        """The call through ``replica`` (default: the next one in turn): its answer, or the
+        error it failed with."""
+        stub = self.t.stub(next(self.replicas) if replica is None else replica)
         try:
             return getattr(stub, method)(request, metadata=md, timeout=15)
         except grpc.RpcError as error:
             return error
 
-    def send(self, method: str, request: Any, md: Metadata, audience: Audience) -> Any:
-        response = self.call(method, request, md)
+    def send(
+        self,
+        method: str,
+        request: Any,
+        md: Metadata,
+        audience: Audience,
+        replica: int | None = None,
+    ) -> Any:
+        response = self.call(method, request, md, replica)
         assert not isinstance(response, grpc.RpcError), (method, wire_status(response))
         self.t.model.sync()
         self.t.model.check(audience, response.table.version, response, method)
@@ -142,7 +151,7 @@ class Attack:
         )  # fmt: skip
         self.send("StartHand", request, OPERATOR, None)
 
-    def move(self, seat: int | None = None) -> bool:
+    def move(self, seat: int | None = None, *, replica: int | None = None) -> bool:
         """``seat`` (default: the first seat the table waits for) makes its default move
         (False: nobody is waited for)."""
         waiting = engine.seats_to_act(self.t.state)
@@ -151,7 +160,7 @@ class Attack:
         seat = waiting[0] if seat is None else seat
         request, method = self.t.move_request(seat)
         holder = self.t.holders[seat]
-        self.send(method, request, holder.md, holder)
+        self.send(method, request, holder.md, holder, replica)
         return True
 
     def planned(self, plan: FantasylandPlan) -> None:
@@ -349,3 +358,47 @@ def test_a_fantasyland_set_stays_face_down_to_every_retry_and_resume(cluster: Cl
     a.attack()
     a.play(1000)  # the reveal
     a.attack()
+
+
+def moves_left(state: engine.MatchState) -> int:
+    """How many default moves the hand in play has left."""
+    count = 0
+    while waiting := engine.seats_to_act(state):
+        state, _ = engine.apply(state, DEFAULT_POLICY.choose(state, waiting[0]))
+        count += 1
+    return count
+
+
+def test_a_retry_through_a_replica_that_missed_the_moves_since(redis_server: RedisServer) -> None:
+    """A replica keeps the table as it last saw it and commits a move on it in one round
+    trip; a retry that reaches a replica which missed the moves since is answered by the
+    commit script itself: a superseded move with the table now, for the credentials now
+    (a token whose seat was left: refused), and nothing applied twice."""
+    with open_cluster(redis_server, 2, event_log_hands=2) as cluster:
+        a = Attack(cluster, seats=2)
+        a.join(0, "alice"), a.join(1, "carol")
+        a.start()
+        a.replicas = itertools.repeat(1)  # every call but those that name replica 0
+        a.move(replica=0)  # the last move replica 0 sees
+        a.move(replica=1)
+        earlier = a.sent[-1]
+        a.move(replica=1)
+        a.move(replica=1)  # the same seat again: its earlier move keeps a marker only
+        again = a.call(earlier.method, earlier.request, earlier.md, replica=0)
+        a.answered(again, earlier.md, earlier.request, "a superseded move via a stale replica")
+        a.unchanged("a superseded move via a stale replica")
+        assert again.table.version == a.t.model.version != earlier.response.table.version
+        while moves_left(a.t.state) > 2:
+            a.move(replica=1)
+        a.move(replica=0)
+        a.move(replica=1)  # the hand's last move
+        last = a.sent[-1]
+        assert isinstance(last.audience, Holder) and a.t.state.hand is not None
+        assert a.t.state.hand.over
+        a.leave(last.audience.seat)  # through replica 1, as everything below
+        a.join(last.audience.seat, "bob")
+        a.start()  # the hand before's records shrink to markers
+        refused = a.call(last.method, last.request, last.md, replica=0)
+        a.answered(refused, last.md, last.request, "a left seat's move via a stale replica")
+        a.unchanged("a left seat's move via a stale replica")
+        assert isinstance(refused, grpc.RpcError) and refused.code() == UNAUTHENTICATED
