@@ -49,6 +49,7 @@ from tests.e2e.test_table_security import CARD_CODE, TABLE_ID
 
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 TRIMMED = (grpc.StatusCode.OUT_OF_RANGE, "EVENTS_TRIMMED", "after_event_id")
+TABLES = itertools.count()
 ROW_CODES = {
     "top": cards_pb2.ROW_POSITION_TOP,
     "middle": cards_pb2.ROW_POSITION_MIDDLE,
@@ -87,7 +88,8 @@ class Attack:
         self, cluster: Cluster, ruleset: Any = PINEAPPLE_ONLY, *, seats: int = 3,
         first_seed: bytes = b"",
     ) -> None:  # fmt: skip
-        self.t = Driver(cluster, "retry-window", ruleset, seats=seats, first_seed=first_seed)
+        name = f"retry-window-{next(TABLES)}"  # each table its own create request id
+        self.t = Driver(cluster, name, ruleset, seats=seats, first_seed=first_seed)
         self.cluster = cluster
         self.sent: list[Sent] = []
         self.everyone: list[Holder] = []
@@ -266,11 +268,35 @@ class Attack:
             audience = self.audience(md)
             revoked = isinstance(audience, Holder) and audience.left is not None
             assert isinstance(got, grpc.RpcError) == revoked, "GetTable"
+        self.read_histories()
         logged = [e.event_id for e in model.log]
         cursors = ["", "0", *logged[:-1:15], *self.around_seat_changes()]
         for md in self.callers():
             for cursor in cursors:
                 self.watch(md, cursor)
+
+    def read_histories(self) -> None:
+        """The hands over have histories, to anyone; the hand in play has none yet, and no
+        history holds a seed that is still secret (the hand in play's, the next one's)."""
+        model, table_id = self.t.model, self.t.table_id
+        hand = self.t.state.hand
+        over = self.hands() if hand is None or hand.over else self.hands() - 1
+        listed = self.call("ListHands", pb.ListHandsRequest(table_id=table_id), ())
+        assert [h.hand_number for h in listed.hands] == list(range(1, over + 1))
+        secrets = model.secret_seeds(model.version)
+        for number in range(1, self.hands() + 1):
+            got = self.call(
+                "GetHandHistory",
+                pb.GetHandHistoryRequest(table_id=table_id, hand_number=number),
+                (),
+            )
+            if number > over:
+                assert isinstance(got, grpc.RpcError), f"the history of hand {number} in play"
+                self.check_error(got, (), None, f"GetHandHistory of hand {number} in play")
+                continue
+            sent = got.SerializeToString()
+            for seed in secrets:
+                assert seed not in sent and seed.hex().encode() not in sent, number
 
     def around_seat_changes(self) -> list[str]:
         """The event ids just before and at every seat change of the log."""
