@@ -168,7 +168,6 @@ def cards_from_json(raw: Any, *, field: str) -> tuple[Card, ...]:
 
 _ROW_NAMES = tuple(row.value for row in ROWS)
 _MISSING = object()
-_PLAIN_PLAYER_KEYS = frozenset({"id", *_ROW_NAMES})
 
 
 def _row_cards(raw: Any, place: str, name: str) -> tuple[Card, ...]:
@@ -267,24 +266,21 @@ def _plain_boards(players: list[Any]) -> tuple[tuple[str, ...], tuple[Board, ...
     boards: list[Board] = []
     card = card_by_code
     for player in players:
-        if type(player) is not dict or not player.keys() <= _PLAIN_PLAYER_KEYS:
+        if type(player) is not dict:
             return None
+        top, middle, bottom = player.get("top"), player.get("middle"), player.get("bottom")
+        if type(top) is not str or type(middle) is not str or type(bottom) is not str:
+            return None
+        # The three rows and an id, or the rows alone: then the player holds nothing else.
         player_id = player.get("id")
         if player_id is None:
-            if "id" in player:
+            if len(player) != 3:
                 return None
             player_id = str(len(ids))  # the player's index
-        top, middle, bottom = player.get("top"), player.get("middle"), player.get("bottom")
-        if (
-            type(player_id) is not str
-            or player_id in ids
-            or type(top) is not str
-            or type(middle) is not str
-            or type(bottom) is not str
-        ):
+        elif len(player) != 4 or type(player_id) is not str or player_id in ids:
             return None
         try:
-            rows = (
+            board = Board(
                 tuple(map(card, top.split())),
                 tuple(map(card, middle.split())),
                 tuple(map(card, bottom.split())),
@@ -292,7 +288,7 @@ def _plain_boards(players: list[Any]) -> tuple[tuple[str, ...], tuple[Board, ...
         except KeyError:  # a spelling parse_cards reads (commas) or an error it names
             return None
         ids.append(player_id)
-        boards.append(Board(*rows))
+        boards.append(board)
     return tuple(ids), tuple(boards)
 
 
