@@ -227,7 +227,7 @@ def test_score_jsonl_reads_a_line_as_json_loads_does(
     lines = ["  " + good, good + " \t", good + "\r", good + " {}", "\ufeff" + good, " \t ", good]
     status, out, err = run(["score", "--jsonl"], capsys, "\n".join(lines) + "\n", monkeypatch)
     assert (status, err) == (2, "")
-    expected = []
+    expected: list[str | int] = []
     for line in lines:
         try:
             json.loads(line)

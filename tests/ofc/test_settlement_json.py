@@ -85,7 +85,7 @@ row_spellings = st.sampled_from(
         lambda codes: 7,
     ]
 )
-extras = st.sampled_from(
+extras: st.SearchStrategy[dict[str, Any]] = st.sampled_from(
     [{}, {}, {}, {"fantasyland_cards": 14}, {"in_fantasyland": False}, {"note": 1}, {"id": None}]
 )
 
