@@ -247,13 +247,15 @@ def index_shard(table_id: str) -> int:
 @contextmanager
 def unavailable() -> Iterator[None]:
     """Connection errors and timeouts as :class:`StoreUnavailableError` (UNAVAILABLE); on a
-    cluster also a slot with no reachable master (during a failover), after the retries."""
+    cluster also a slot with no reachable master (during a failover) and a slot still moving
+    when the client's redirections ran out (``TRYAGAIN`` or ``ASK`` past redis-py's request
+    TTL, a ``ClusterError``: the script did not run), after the retries."""
     try:
         yield
     except (
         redis_errors.ConnectionError,
         redis_errors.TimeoutError,
-        redis_errors.ClusterDownError,
+        redis_errors.ClusterError,  # ClusterDownError among them
         redis_errors.TryAgainError,
         redis_errors.SlotNotCoveredError,
         TimeoutError,
