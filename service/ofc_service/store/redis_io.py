@@ -249,7 +249,7 @@ def unavailable() -> Iterator[None]:
     """Connection errors and timeouts as :class:`StoreUnavailableError` (UNAVAILABLE); on a
     cluster also a slot with no reachable master (during a failover) and a slot still moving
     when the client's redirections ran out (``TRYAGAIN`` or ``ASK`` past redis-py's request
-    TTL, a ``ClusterError``: the script did not run), after the retries."""
+    TTL, a ``ClusterError``), after the retries."""
     try:
         yield
     except (
