@@ -1,0 +1,244 @@
+"""A move that meets another replica's record, in process: ``.venv/bin/python -m bench.miss_path``.
+
+    .venv/bin/python -m bench.miss_path                     # memory store, both modes
+    .venv/bin/python -m bench.miss_path --redis             # a private redis-server
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
+        .venv/bin/python -m bench.miss_path --mode alternating --moves 0   # and --moves 400
+
+Two :class:`~ofc_service.application.manager.TableManager` replicas share one store; each
+table is watched through replica B (its watch feed reads the table with its events, as a
+``Watch`` stream does) and its hands are started on replica A. Each PlaceCards goes to A
+(``affine``: the replica meets the record it wrote) or to A and B in turn
+(``alternating``: every move meets the other replica's record, half of them on the replica
+that watches the table and half on the one that does not). The moves are fixed in advance
+(the same deal and placements every run), so the work per move is the same from run to run.
+
+Prints the process CPU per move of each mode and their ratio. Under callgrind the CPU
+figures mean nothing, but instruction counts repeat to a fraction of a percent: run one mode
+with ``--moves 0`` and with ``--moves N`` (the same warm-up and set-up either way) and
+divide the difference of the two totals by N, for each mode; their ratio is the one
+``bench.move_path`` measures on two ``ofc serve`` processes (target <= 1.15x there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ofc import engine
+from ofc.engine import MatchState
+from ofc.rulesets import ROWS
+from ofc_service.api.tables import ProtobufPresenter
+from ofc_service.application import commands
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import TableRecord
+from ofc_service.application.watch import WatchHub
+from ofc_service.auth import Authenticator
+from ofc_service.store import MemoryTableStore, StoredTable, TableStore
+
+from bench import tables as bench_tables
+
+NOW_MS = 1_700_000_000_000  # one clock reading for every move: no deadline ever passes
+SERVER_SEED = bytes(range(32))
+MODES = ("affine", "alternating")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    command: commands.Command
+    on_either: bool  # a PlaceCards or SetFantasyland: the mode picks the replica
+
+
+def script(table: int, steps: int) -> list[Step]:
+    """The commands of one table's play, two seats, hand after hand (cards placed row by
+    row), as the engine plays them with this module's clock and seeds."""
+    client_seed = b"table-%d" % table
+    state = engine.new_match("classic", seats=2)
+    out: list[Step] = []
+    for taken in (0, 1):
+        player = f"p{table}-{taken}"
+        out.append(Step(commands.JoinSeat(taken, player), False))
+        state, _ = engine.apply(state, engine.SitDown(taken, player, NOW_MS))
+    while len(out) < steps:
+        out.append(Step(commands.StartHand(), False))
+        state, _ = engine.apply(state, engine.StartHand(SERVER_SEED, client_seed, NOW_MS))
+        while (seat := _to_act(state)) is not None and len(out) < steps:
+            move = _fill(state, seat)
+            state, _ = engine.apply(state, move)
+            if isinstance(move, engine.Place):
+                out.append(Step(commands.PlaceCards(seat, move.placements, move.discard), True))
+            else:
+                command = commands.SetFantasyland(
+                    seat, move.top, move.middle, move.bottom, move.discards
+                )
+                out.append(Step(command, True))
+    return out
+
+
+def _fill(state: MatchState, seat: int) -> engine.Place | engine.SetFantasyland:
+    """The seat's cards in the first rows with room (fouls and all: the cost is the point)."""
+    hand = state.hand
+    assert hand is not None
+    mine = hand.seat(seat)
+    batch = mine.pending
+    if mine.in_fantasyland:
+        top, middle, bottom = batch[:3], batch[3:8], batch[8:13]
+        return engine.SetFantasyland(seat, top, middle, bottom, batch[13:], NOW_MS)
+    keep = state.ruleset.streets[hand.street].place
+    free = [row for row in ROWS for _ in range(row.size - len(mine.board.row(row)))]
+    placements = tuple(zip(batch[:keep], free, strict=False))
+    return engine.Place(seat, placements, batch[keep] if keep < len(batch) else None, NOW_MS)
+
+
+def _to_act(state: MatchState) -> int | None:
+    hand = state.hand
+    if hand is None or hand.over:
+        return None
+    for s in hand.seats:
+        if s.in_fantasyland and s.pending:
+            return s.seat
+    return hand.turn
+
+
+class _Offers:
+    """Replica B's tables as its watch feeds read them; the driver waits for each move's."""
+
+    def __init__(self, manager: TableManager) -> None:
+        self.manager = manager
+        self.versions: dict[str, int] = {}
+        self.changed = asyncio.Event()
+
+    def wants(self, table_id: str) -> bool:
+        return self.manager.wants(table_id)
+
+    def offer(self, table: StoredTable) -> None:
+        self.manager.offer(table)
+        self.versions[table.table_id] = table.version
+        self.changed.set()
+
+    async def reached(self, table_id: str, version: int) -> None:
+        while self.versions.get(table_id, 0) < version:
+            self.changed.clear()
+            await self.changed.wait()
+
+
+async def _watch(manager: TableManager, table_id: str, started: asyncio.Event) -> None:
+    _, _, newest = await manager.load(table_id)  # the Watch snapshot's load keeps the table
+    feed = manager.follow(table_id, newest, newest=newest)
+    started.set()
+    async for _ in feed:
+        pass
+
+
+async def play(
+    store: TableStore, mode: str, *, tables: int, warmup: int, moves: int
+) -> tuple[int, float]:
+    """Warm-up rounds, then ``moves`` PlaceCards (one table after another, as many in
+    flight as tables); the moves measured and their process CPU seconds."""
+    presenter = ProtobufPresenter()
+    a, b = (
+        TableManager(store, Authenticator(), presenter, clock_ms=lambda: NOW_MS,
+                     server_seed=lambda: SERVER_SEED)
+        for _ in range(2)
+    )  # fmt: skip
+    offers = _Offers(b)
+    b.hub = WatchHub(store, offers)
+    per_table = 2 + (warmup + moves) // tables * 3 // 2 + 40  # room for StartHands
+    scripts = [script(t, per_table) for t in range(tables)]
+    ids = [f"bench-miss-{mode[:3]}-{t}" for t in range(tables)]  # one Redis, both modes
+    versions = []
+    for t, table_id in enumerate(ids):
+        record = TableRecord(table_id, engine.new_match("classic", seats=2), 30_000, 120_000,
+                             b"table-%d" % t, NOW_MS)  # fmt: skip
+        versions.append(await a.create(record))
+    watchers: list[asyncio.Task[None]] = []
+    positions = [0] * tables
+    placed = [0] * tables
+    replicas = (a, b) if mode == "alternating" else (a, a)
+
+    async def step(t: int, watched: bool = True) -> bool:
+        """The table's next command; whether it was a timed move."""
+        item = scripts[t][positions[t]]
+        positions[t] += 1
+        manager = replicas[placed[t] % 2] if item.on_either else a
+        request = Request(ids[t], versions[t], f"r{positions[t]}")
+        await manager.run(request, item.command)
+        versions[t] += 1
+        if watched:
+            await offers.reached(ids[t], versions[t])
+        placed[t] += item.on_either
+        return item.on_either
+
+    for t in range(tables):  # both seats taken, then the watch opens
+        await step(t, watched=False)
+        await step(t, watched=False)
+        started = asyncio.Event()
+        watchers.append(asyncio.create_task(_watch(b, ids[t], started)))
+        await started.wait()
+
+    async def run_moves(count: int) -> int:
+        done = 0
+        while done < count:
+            for t in range(tables):
+                while not await step(t):
+                    pass
+                done += 1
+        return done
+
+    await run_moves(warmup)
+    cpu = time.process_time()
+    measured = await run_moves(moves)
+    cpu = time.process_time() - cpu
+    for w in watchers:
+        w.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)
+    await b.hub.close()
+    await store.close()
+    return measured, cpu
+
+
+def _store(redis_url: str | None) -> TableStore:
+    if redis_url is None:
+        return MemoryTableStore()
+    from ofc_service.store import RedisTableStore
+
+    return RedisTableStore.from_url(redis_url)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.miss_path", description=__doc__)
+    parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
+    parser.add_argument("--moves", type=int, default=600, help="measured PlaceCards per mode")
+    parser.add_argument("--warmup", type=int, default=200, help="PlaceCards before measuring")
+    parser.add_argument("--tables", type=int, default=8)
+    parser.add_argument("--redis", action="store_true", help="on a private redis-server")
+    parser.add_argument("--redis-url", help="on an existing, empty Redis (implies --redis)")
+    args = parser.parse_args(argv)
+    modes = MODES if args.mode == "both" else (args.mode,)
+    cpu_per_move: dict[str, float] = {}
+    with contextlib.ExitStack() as stack:
+        url = None
+        if args.redis or args.redis_url:
+            url = stack.enter_context(bench_tables.redis_for(args.redis_url))
+        for mode in modes:
+            measured, cpu = asyncio.run(
+                play(_store(url), mode, tables=args.tables, warmup=args.warmup, moves=args.moves)
+            )
+            if not measured:
+                print(f"{mode}: set-up and warm-up only")
+                continue
+            cpu_per_move[mode] = cpu / measured
+            print(f"{mode}: {measured} PlaceCards, {cpu / measured * 1e6:.0f} us CPU per move")
+    if len(cpu_per_move) == 2:
+        ratio = cpu_per_move["alternating"] / cpu_per_move["affine"]
+        print(f"alternating / affine (process CPU per move): {ratio:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
