@@ -2,8 +2,7 @@
 
     .venv/bin/python -m bench.miss_path                     # memory store, both modes
     .venv/bin/python -m bench.miss_path --redis             # a private redis-server
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
-        .venv/bin/python -m bench.miss_path --mode alternating --moves 0   # and --moves 400
+    .venv/bin/python -m bench.miss_path --redis --callgrind --moves 200   # instructions
 
 Two :class:`~ofc_service.application.manager.TableManager` replicas share one store; each
 table is watched through replica B (its watch feed reads the table with its events, as a
@@ -13,11 +12,12 @@ table is watched through replica B (its watch feed reads the table with its even
 that watches the table and half on the one that does not). The moves are fixed in advance
 (the same deal and placements every run), so the work per move is the same from run to run.
 
-Prints the process CPU per move of each mode and their ratio. Under callgrind the CPU
-figures mean nothing, but instruction counts repeat to a fraction of a percent: run one mode
-with ``--moves 0`` and with ``--moves N`` (the same warm-up and set-up either way) and
-divide the difference of the two totals by N, for each mode; their ratio is the one
-``bench.move_path`` measures on two ``ofc serve`` processes (target <= 1.15x there).
+Prints the process CPU per move of each mode and their ratio. CPU time moves with whatever
+else the machine runs; instruction counts do not (to a fraction of a percent):
+``--callgrind`` runs each mode under ``valgrind --tool=callgrind`` with no measured move
+and with ``--moves`` (the same set-up and warm-up either way) and divides the difference
+of the two totals by ``--moves``. ``bench.move_path`` measures the same ratio on two
+``ofc serve`` processes, gRPC included (target <= 1.15x there).
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ofc import engine
 from ofc.engine import MatchState
@@ -46,6 +49,7 @@ from bench import tables as bench_tables
 NOW_MS = 1_700_000_000_000  # one clock reading for every move: no deadline ever passes
 SERVER_SEED = bytes(range(32))
 MODES = ("affine", "alternating")
+SCRIPTED_MOVES = 2400
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,9 @@ async def play(
     )  # fmt: skip
     offers = _Offers(b)
     b.hub = WatchHub(store, offers)
-    per_table = 2 + (warmup + moves) // tables * 3 // 2 + 40  # room for StartHands
+    # The same script whatever the count measured (up to SCRIPTED_MOVES), so that runs of
+    # two counts differ only by the moves played.
+    per_table = 2 + max(SCRIPTED_MOVES, warmup + moves) // tables * 3 // 2 + 40
     scripts = [script(t, per_table) for t in range(tables)]
     ids = [f"bench-miss-{mode[:3]}-{t}" for t in range(tables)]  # one Redis, both modes
     versions = []
@@ -218,8 +224,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=8)
     parser.add_argument("--redis", action="store_true", help="on a private redis-server")
     parser.add_argument("--redis-url", help="on an existing, empty Redis (implies --redis)")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="instructions per move instead: each mode run under valgrind --tool=callgrind "
+        "with no measured move and with --moves, the difference divided by --moves",
+    )
     args = parser.parse_args(argv)
     modes = MODES if args.mode == "both" else (args.mode,)
+    if args.callgrind:
+        return _callgrind(args, modes)
     cpu_per_move: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
         url = None
@@ -238,6 +252,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = cpu_per_move["alternating"] / cpu_per_move["affine"]
         print(f"alternating / affine (process CPU per move): {ratio:.2f}x")
     return 0
+
+
+def _callgrind(args: argparse.Namespace, modes: Sequence[str]) -> int:
+    if args.moves <= 0:
+        raise SystemExit("--callgrind needs --moves > 0")
+    if args.redis_url:
+        raise SystemExit("--callgrind starts a private redis-server per run: --redis")
+    per_move: dict[str, float] = {}
+    for mode in modes:
+        totals = []
+        for moves in (0, args.moves):
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "callgrind.out"
+                command = [
+                    "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    sys.executable, "-m", "bench.miss_path", "--mode", mode,
+                    "--moves", str(moves), "--warmup", str(args.warmup),
+                    "--tables", str(args.tables), *(["--redis"] if args.redis else []),
+                ]  # fmt: skip
+                subprocess.run(command, check=True, capture_output=True)
+                totals.append(_instructions(out))
+        measured = -(-args.moves // args.tables) * args.tables  # whole rounds of the tables
+        per_move[mode] = (totals[1] - totals[0]) / measured
+        print(f"{mode}: {per_move[mode] / 1e6:.3f} M instructions per move (callgrind)")
+    if len(per_move) == 2:
+        ratio = per_move["alternating"] / per_move["affine"]
+        print(f"alternating / affine (instructions per move): {ratio:.3f}x")
+    return 0
+
+
+def _instructions(out: Path) -> int:
+    for line in out.read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no instruction total in {out}")
 
 
 if __name__ == "__main__":
