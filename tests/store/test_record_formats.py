@@ -154,6 +154,15 @@ def test_a_format_5_record_not_laid_out_by_its_sizes_is_refused(raw: bytes) -> N
         TableRecord.from_bytes(raw)
 
 
+def test_a_format_5_record_whose_state_is_not_one_is_refused() -> None:
+    raw = (
+        b'{"format":5,"parts":[2,2,2,4],"head":{},"ruleset":{},"match":{},"hand_start":null,'
+        b'"hand_actions":[]}'
+    )
+    with pytest.raises(ValueError, match="state does not decode"):
+        TableRecord.from_bytes(raw)
+
+
 @pytest.mark.parametrize(
     "raw",
     [
