@@ -137,6 +137,9 @@ def test_a_format_5_record_reads_back_whatever_its_fields() -> None:
         hand_deadlines=False,
     )
     assert TableRecord.from_bytes(record.to_bytes()) == record
+    changes = (engine.StandUp(1, 7), engine.SitDown(1, "bo", 8))
+    record = dataclasses.replace(record, seat_changes=changes, hand_seat_changes=())
+    assert TableRecord.from_bytes(record.to_bytes()) == record
 
 
 @pytest.mark.parametrize(

@@ -324,8 +324,8 @@ class TableRecord:
                 (int(s), bytes.fromhex(seed)) for s, seed in head["seat_client_seeds"]
             ),
             next_server_seed=bytes.fromhex(head["next_server_seed"]),
-            seat_changes=_changes_from_list(head["seat_changes"]),
-            hand_seat_changes=_changes_from_list(head["hand_seat_changes"]),
+            seat_changes=_own_changes(head["seat_changes"]),
+            hand_seat_changes=_own_changes(head["hand_seat_changes"]),
             hand_deadlines=bool(head["hand_deadlines"]),
         )
 
@@ -404,6 +404,21 @@ def _changes_from_list(raw: list[Any] | None) -> SeatChanges:
     changes = tuple(action_from_dict(a) for a in raw)
     assert all(isinstance(a, engine.SitDown | engine.StandUp) for a in changes)
     return changes  # type: ignore[return-value]
+
+
+def _own_changes(raw: list[Any] | None) -> SeatChanges:
+    """The seat changes of a record of format 5 or 6, as :func:`_changes_to_list` wrote them
+    (read like its states: by the constructors)."""
+    return None if raw is None else tuple(map(_own_change, raw))
+
+
+def _own_change(raw: Mapping[str, Any]) -> engine.SitDown | engine.StandUp:
+    kind = raw["type"]
+    if kind == "sit_down":
+        return engine.SitDown(raw["seat"], raw["player_id"], raw["at_ms"])
+    if kind == "stand_up":
+        return engine.StandUp(raw["seat"], raw["at_ms"])
+    raise ValueError(f"a table record's seat change is a {kind!r}")
 
 
 def _recover_timeouts(
