@@ -147,27 +147,27 @@ _ACTIONS_KEY = b',"hand_actions":['
 
 
 def _split_parts(raw: bytes) -> list[bytes]:
-    """The parts of a format-5 record: head, ruleset, match, hand start, then each action."""
+    """The parts of a format-5 record: head, ruleset, match, hand start, then each action.
+    Each is cut where its size puts it; the record is then checked to be exactly its parts
+    behind their keys (one comparison)."""
     start = len(_PARTS_PREFIX_BYTES)
     end = raw.index(b"]", start)
     sizes = [int(n) for n in raw[start:end].split(b",")]
     if len(sizes) < len(_PART_KEYS):
         raise ValueError("a table record of format 5 names fewer than four parts")
+    keys = [*_PART_KEYS, _ACTIONS_KEY, *(b"," for _ in range(len(sizes) - 5))]
     parts: list[bytes] = []
     at = end + 1
-    for k, size in enumerate(sizes):
-        key = _PART_KEYS[k] if k < len(_PART_KEYS) else _ACTIONS_KEY if k == 4 else b","
-        if not raw.startswith(key, at):
-            raise ValueError(f"a table record of format 5 is not laid out by its sizes (part {k})")
+    for key, size in zip(keys, sizes, strict=False):
         at += len(key)
         parts.append(raw[at : at + size])
         at += size
+    layout = [piece for pair in zip(keys, parts, strict=False) for piece in pair]
     if len(sizes) == len(_PART_KEYS):  # no action yet
-        if not raw.startswith(_ACTIONS_KEY, at):
-            raise ValueError("a table record of format 5 ends before its actions")
-        at += len(_ACTIONS_KEY)
-    if raw[at:] != b"]}":
-        raise ValueError("a table record of format 5 does not end after its last part")
+        layout.append(_ACTIONS_KEY)
+    layout.append(b"]}")
+    if b"".join(layout) != raw[end + 1 :]:
+        raise ValueError("a table record of format 5 is not laid out by its sizes")
     return parts
 
 
