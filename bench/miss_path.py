@@ -1,8 +1,8 @@
 """A move that meets another replica's record, in process: ``.venv/bin/python -m bench.miss_path``.
 
-    .venv/bin/python -m bench.miss_path                     # memory store, both modes
-    .venv/bin/python -m bench.miss_path --redis             # a private redis-server
-    .venv/bin/python -m bench.miss_path --redis --callgrind --moves 200   # instructions
+    .venv/bin/python -m bench.miss_path                     # a private redis-server
+    .venv/bin/python -m bench.miss_path --memory            # the in-memory store
+    .venv/bin/python -m bench.miss_path --callgrind --moves 200   # instructions per move
 
 Two :class:`~ofc_service.application.manager.TableManager` replicas share one store; each
 table is watched through replica B (its watch feed reads the table with its events, as a
@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import os
 import subprocess
 import sys
 import tempfile
@@ -225,8 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--moves", type=int, default=600, help="measured PlaceCards per mode")
     parser.add_argument("--warmup", type=int, default=200, help="PlaceCards before measuring")
     parser.add_argument("--tables", type=int, default=8)
-    parser.add_argument("--redis", action="store_true", help="on a private redis-server")
-    parser.add_argument("--redis-url", help="on an existing, empty Redis (implies --redis)")
+    parser.add_argument(
+        "--memory", action="store_true", help="on the in-memory store (no redis-py, no I/O)"
+    )
+    parser.add_argument("--redis-url", help="an existing, empty Redis (default: a private one)")
     parser.add_argument(
         "--callgrind",
         action="store_true",
@@ -240,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu_per_move: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
         url = None
-        if args.redis or args.redis_url:
+        if not args.memory:
             url = stack.enter_context(bench_tables.redis_for(args.redis_url))
         for mode in modes:
             measured, cpu = asyncio.run(
@@ -261,7 +264,7 @@ def _callgrind(args: argparse.Namespace, modes: Sequence[str]) -> int:
     if args.moves <= 0:
         raise SystemExit("--callgrind needs --moves > 0")
     if args.redis_url:
-        raise SystemExit("--callgrind starts a private redis-server per run: --redis")
+        raise SystemExit("--callgrind starts a private redis-server per run: no --redis-url")
     per_move: dict[str, float] = {}
     for mode in modes:
         totals = []
@@ -272,9 +275,11 @@ def _callgrind(args: argparse.Namespace, modes: Sequence[str]) -> int:
                     "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                     sys.executable, "-m", "bench.miss_path", "--mode", mode,
                     "--moves", str(moves), "--warmup", str(args.warmup),
-                    "--tables", str(args.tables), *(["--redis"] if args.redis else []),
+                    "--tables", str(args.tables), *(["--memory"] if args.memory else []),
                 ]  # fmt: skip
-                subprocess.run(command, check=True, capture_output=True)
+                # one hash seed: set and dict orders, and so the instructions, repeat
+                env = {**os.environ, "PYTHONHASHSEED": "0"}
+                subprocess.run(command, check=True, capture_output=True, env=env)
                 totals.append(_instructions(out))
         measured = -(-args.moves // args.tables) * args.tables  # whole rounds of the tables
         per_move[mode] = (totals[1] - totals[0]) / measured
