@@ -18,7 +18,8 @@ nothing, so give it an empty database):
    table's keys when it is idle (created, two seats joined) and after ``--hands`` finished
    hands, per hand: the hand history, the event stream (a new hand trims the log to the
    previous hand and itself, so its share per hand falls as hands go on), and the request
-   records (the current hand's whole, the previous hand's as markers); and what the table
+   records (the current hand's whole, the previous hand's as markers) with their markers'
+   hashes; and what the table
    keeps live (state, event log, request records and log: everything but its histories and
    settlement outbox), after the last hand and the most after any hand. Targets: under 4 KiB
    per finished hand; at most 32 KiB live per table, however many hands it played.
@@ -304,7 +305,7 @@ async def measure_memory(url: str, hands: int, seats: int = 2) -> Memory:
         out: dict[str, int] = {}
         async for key in admin.scan_iter(match=f"{prefix}:{{{table_id}}}:*", count=1000):
             part = key.decode().split("}:", 1)[1]
-            part = "req" if part.startswith(("req:", "replies:")) else part
+            part = "req" if part.startswith(("req:", "replies:", "markers:")) else part
             out[part] = out.get(part, 0) + int(await admin.memory_usage(key, samples=0) or 0)
         return out
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 import zlib
 from typing import Any
 
 import pytest
 from ofc_service.store import (
+    AlreadyAppliedError,
     Commit,
     CommitResult,
     RedisTableStore,
@@ -21,10 +23,16 @@ from ofc_service.store import (
     open_store,
 )
 from ofc_service.store.redis_io import (
+    EVENT_DICTIONARY,
+    EVENT_FIELD,
     INDEX_SHARDS,
     RESPONSE_DICTIONARY,
+    Marker,
     index_shard,
+    marker_field,
+    pack_event,
     text,
+    unpack_event,
     unpack_response,
 )
 from redis.asyncio import Redis
@@ -383,7 +391,7 @@ async def test_a_table_playing_hands_keeps_one_hash_of_records_per_hand(
 ) -> None:
     # Upgrading: string records of the release before (listed in the request log) still
     # answer and go with their hand; new records go to their hand's hash, which the next
-    # hand shrinks to markers (a listpack again) and the one after deletes.
+    # hand shrinks to markers (in a hash of their own, a listpack) and the one after deletes.
     async with redis_backend.open() as h:
         admin = admin_of(h)
         await h.store.create_table("t", b"v1", ttl_seconds=600)
@@ -423,16 +431,22 @@ async def test_a_table_playing_hands_keeps_one_hash_of_records_per_hand(
         assert unpack_response(packed) == view == await h.other.get_response("t", "start-1")
 
         second = await start(2, "start-2")
-        assert await admin.object("encoding", hand_1) == b"listpack"  # markers only
-        marker = await admin.hget(hand_1, "start-1")
-        assert isinstance(marker, bytes) and b"\n" not in marker
-        assert marker.split()[0] == b"2" and marker.split()[1].startswith(b"@")
+        assert not await admin.exists(hand_1)  # no whole record left: its markers only
+        markers_1 = f"ofc:{{t}}:markers:{first.event_ids[0]}"
+        assert await admin.object("encoding", markers_1) == b"listpack"
+        assert 590 < await admin.ttl(markers_1) <= 600  # as long as its hand's records
+        assert await admin.hkeys(markers_1) == [marker_field("start-1")]
+        value = await admin.hget(markers_1, marker_field("start-1"))
+        assert isinstance(value, bytes) and len(value) == 26
+        marker = Marker.from_bytes(value)
+        assert marker.version == 2 and marker.made_by("")
+        assert 0 < marker.expires_ms - time.time() * 1000 <= 60_000  # its retry window
         assert await h.other.get_response("t", "old", request_digest="d") == b"old view"
         await start(3, "start-3")
-        assert not await admin.exists(hand_1, "ofc:{t}:req:old")  # hand 1 is gone
+        assert not await admin.exists(markers_1, "ofc:{t}:req:old")  # hand 1 is gone
         assert await admin.llen("ofc:{t}:requests") == 0
-        hand_2 = f"ofc:{{t}}:replies:{second.event_ids[0]}"
-        assert await admin.hkeys(hand_2) == [b"start-2"]
+        markers_2 = f"ofc:{{t}}:markers:{second.event_ids[0]}"
+        assert await admin.hkeys(markers_2) == [marker_field("start-2")]
 
 
 async def test_create_claims_keep_the_digest_beside_the_claimed_table_id(
@@ -460,3 +474,106 @@ def test_the_response_dictionary_never_changes() -> None:
     digest = hashlib.sha256(RESPONSE_DICTIONARY).hexdigest()
     assert digest == "dbb671a30dd204c3b70d85339f26d3bad5e5adbcf240fc2feaea4a4793739c97"
     assert zlib.adler32(RESPONSE_DICTIONARY) == 3660550935
+
+
+def test_the_event_dictionary_never_changes() -> None:
+    # Entries name it by their first byte and need its exact bytes to unpack: a new
+    # dictionary is a new file and tag beside it, never an edit of this one.
+    digest = hashlib.sha256(EVENT_DICTIONARY).hexdigest()
+    assert digest == "8055627b2078082065c79b76d9900157f598cd989992f1445c5000495583237b"
+
+
+@pytest.mark.parametrize(
+    "event",
+    [b"", b"x", bytes(range(256)) * 3, EVENT_DICTIONARY[:40], EVENT_DICTIONARY[-900:]],
+)
+def test_packed_events_round_trip(event: bytes) -> None:
+    packed = pack_event(event)
+    assert unpack_event(EVENT_FIELD, packed) == event
+    assert len(packed) <= len(event) + 1  # never more than the tag byte over
+
+
+def test_an_event_packed_in_an_unknown_way_is_an_error_not_garbage() -> None:
+    with pytest.raises(StoreError, match="packed in a way this release lacks"):
+        unpack_event(EVENT_FIELD, b"\x07" + b"?" * 10)
+
+
+async def test_the_event_log_packs_entries_and_still_reads_those_of_the_release_before(
+    redis_backend: Backend,
+) -> None:
+    # A log written during a rolling upgrade: entries of the release before (field 'd', the
+    # bytes as they are) between packed ones (field 'z'); readers get every event's bytes.
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        await h.store.create_table("t", b"v1", ttl_seconds=600)
+        dealt = EVENT_DICTIONARY[-45:]  # the shape of a stored event: it packs well
+        first = await h.store.commit(Commit(
+            "t", expected_version=1, state=b"s2", events=[dealt, b"b"], response=b"r",
+            request_id="r1", deadline_ms=None,
+        ))  # fmt: skip
+        entries: Any = await admin.xrange("ofc:{t}:events")
+        assert [list(fields) for _, fields in entries] == [[b"z"], [b"z"]]
+        assert len(entries[0][1][b"z"]) < len(dealt)  # deflated with the dictionary
+        old_id = await admin.xadd("ofc:{t}:events", {"d": b"written by the release before"})
+        await admin.hset("ofc:{t}:state", "last_event", old_id)
+        await h.store.commit(Commit(
+            "t", expected_version=2, state=b"s3", events=[b"c"], response=b"r",
+            request_id="r2", deadline_ms=None,
+        ))  # fmt: skip
+        expected = [dealt, b"b", b"written by the release before", b"c"]
+        for store in (h.store, h.other):
+            assert [e.data for e in await store.read_events("t")] == expected
+            later = await store.wait_events("t", after=first.event_ids[0], timeout_s=0)
+            assert [e.data for e in later] == expected[1:]
+            assert [e.event_id for e in later][1] == text(old_id)
+
+
+async def test_markers_of_the_release_before_still_answer_and_move_at_the_next_hand(
+    redis_backend: Backend,
+) -> None:
+    # A rolling upgrade: the release before wrote a marker as a field of its own (and a
+    # whole record) in the current hand's hash; both answer here, and when the next hand
+    # begins both go to the hand's markers hash with the lane's.
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        await h.store.create_table("t", b"v1", ttl_seconds=600)
+
+        async def commit(version: int, name: str, *, start: bool = False) -> CommitResult:
+            return await h.store.commit(Commit(
+                "t", expected_version=version, state=b"s", events=[b"e"],
+                response=b"R" + name.encode(), request_id=name, deadline_ms=None,
+                keep_segments=2 if start else 0, compact_response=True,
+                request_digest="d-" + name, request_lane="lane",
+            ))  # fmt: skip
+
+        first = await commit(1, "start-1", start=True)
+        hand_1 = f"ofc:{{t}}:replies:{first.event_ids[0]}"
+        expires = int(time.time() * 1000) + 60_000
+        await admin.hset(hand_1, "old-marker", f"5 #d-old-marker @{expires}")
+        await admin.hset(
+            hand_1, "old-whole", f"6 1-1 #d-old-whole @{expires} ~\n".encode() + zlib.compress(b"W")
+        )
+        await commit(2, "move-1")  # the lane's newer record: start-1 is a marker now
+        markers_1 = f"ofc:{{t}}:markers:{first.event_ids[0]}"
+        assert await admin.hkeys(markers_1) == [marker_field("start-1")]
+        assert not await admin.hexists(hand_1, "start-1")
+        with pytest.raises(AlreadyAppliedError) as applied:
+            await h.other.get_response("t", "old-marker", request_digest="d-old-marker")
+        assert applied.value.version == 5
+        assert await h.other.get_response("t", "old-whole", request_digest="d-old-whole") == b"W"
+        await commit(3, "start-2", start=True)
+        assert not await admin.exists(hand_1)
+        names = ("start-1", "move-1", "old-marker", "old-whole")
+        assert sorted(await admin.hkeys(markers_1)) == sorted(map(marker_field, names))
+        for name, version in (("start-1", 2), ("move-1", 3), ("old-marker", 5), ("old-whole", 6)):
+            with pytest.raises(AlreadyAppliedError) as applied:
+                await h.other.get_response("t", name)
+            assert applied.value.version == version, name
+            with pytest.raises(AlreadyAppliedError):  # the script answers the same
+                await h.other.commit(Commit(
+                    "t", expected_version=1, state=b"x", events=[], response=b"x",
+                    request_id=name, deadline_ms=None, request_digest="d-" + name,
+                ))  # fmt: skip
+            with pytest.raises(RequestIdReusedError):  # another request under the same id
+                await h.other.get_response("t", name, request_digest="another")
+        assert (await h.store.load("t")).version == 4  # nothing applied twice

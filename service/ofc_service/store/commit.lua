@@ -6,7 +6,7 @@
 --       (no TTL: it outlives the table until the relay empties it)
 -- ARGV: 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
---       10 .. 9+n events, then m triples (extra key, value, index member or ''),
+--       10 .. 9+n events (packed: stream field 'z'), then m triples (extra key, value, index member or ''),
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
 --       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
 --       then '1' if the response may shrink to a marker once its hand is not the current
@@ -29,7 +29,8 @@ local extra_ttl = tonumber(ARGV[#ARGV - 3])
 local expected_sha1, digest, lane = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
 -- The table's other keys, in its own slot, named after the state's: the request log of
 -- string records (step 3) and one hash of request records per kept segment (hand),
--- '<base>replies:<first event id of the segment>', field = the request id.
+-- '<base>replies:<first event id of the segment>', field = the request id, with the hash of
+-- its markers beside it, '<base>markers:<first event id>'.
 local base = string.sub(state_key, 1, -#'state' - 1)
 local requests_key = base .. 'requests'
 -- When numbered extra blobs (hand histories) expire: member = their index member, score = ms.
@@ -64,6 +65,19 @@ local function parse(head)
   return r
 end
 
+-- Markers: a hand's records that shrank, in a hash of their own beside the hand's records
+-- (small enough for Redis's compact encoding, a listpack, however large its answers are):
+-- field = the first 24 hex digits of the SHA-1 of the request id, value = the first 16 of
+-- its digest's, then the version (4 bytes) and the end of its retry window in ms (6 bytes),
+-- big-endian. (Hex: turning it into bytes in Lua would cost more than the script's lookups.)
+local NEVER = 2 ^ 48 - 1
+local function markers_key(start) return base .. 'markers:' .. start end
+local ID_HEX, DIGEST_HEX = 24, 16
+local function sha1_hex(value, n) return string.sub(redis.sha1hex(value), 1, n) end
+local function packed_marker(r)  -- r: a marker's parse
+  return sha1_hex(r.digest, DIGEST_HEX) .. struct.pack('>I4I6', tonumber(r.version), r.expires or NEVER)
+end
+
 -- A whole record that may shrink, as its marker (its first line without ids and '~'); else nil.
 local function marker_of(value)
   local split = string.find(value, '\n', 1, true)
@@ -82,12 +96,23 @@ local current = redis.call('HMGET', state_key, 'version', 'deadline', 'segments'
 local deadline = current[2] or ''
 local kept_starts = {}
 for id in string.gmatch(current[3] or '', '%S+') do kept_starts[#kept_starts + 1] = id end
-local record = nil
+local record, packed = nil, nil
+local field_id = #kept_starts > 0 and sha1_hex(field, ID_HEX)
 for i = #kept_starts, 1, -1 do
   record = redis.call('HGET', hand_key(kept_starts[i]), field)
   if record then break end
+  packed = redis.call('HGET', markers_key(kept_starts[i]), field_id)
+  if packed then break end
 end
-if not record then
+if packed then
+  local version, expires = struct.unpack('>I4I6', packed, DIGEST_HEX + 1)
+  if expires > now_ms then
+    if string.sub(packed, 1, DIGEST_HEX) ~= sha1_hex(digest, DIGEST_HEX) then
+      return {'reused', current[1] or '', deadline}
+    end
+    return {'applied', tostring(version), deadline}
+  end
+elseif not record then
   -- The layout before hand records: one string (or, older still, one hash) per request.
   record = redis.pcall('GET', request_key)
   if type(record) == 'table' and record.err then
@@ -142,7 +167,7 @@ local ids = {}
 if n_events > 0 then
   local length = redis.call('XLEN', events_key)
   for i = 1, n_events do
-    ids[i] = redis.call('XADD', events_key, 'MAXLEN', '~', ARGV[7], '*', 'd', ARGV[9 + i])
+    ids[i] = redis.call('XADD', events_key, 'MAXLEN', '~', ARGV[7], '*', 'z', ARGV[9 + i])
   end
   fields[#fields + 1] = 'last_event'
   fields[#fields + 1] = ids[n_events]
@@ -152,18 +177,25 @@ if n_events > 0 then
     local newest = starts[#starts]
     starts[#starts + 1] = ids[1]
     while #starts > keep do
-      redis.call('DEL', hand_key(table.remove(starts, 1)))  -- its hand's records go with it
+      local dropped = table.remove(starts, 1)
+      redis.call('DEL', hand_key(dropped), markers_key(dropped))  -- its records go with it
     end
     -- The hand that was the current one is now the previous one: its records that may shrink
-    -- keep their first line only (the request was applied; the table answers the rest).
-    -- The hash is written afresh, so that a hash of markers alone takes Redis's compact
-    -- encoding (a listpack) again; its lanes ('>' fields) point at nothing current any more.
+    -- keep only that they were applied (the table answers the rest), as markers (those of
+    -- the release before, fields of their own, too). The hash is written afresh; its lanes
+    -- ('>' fields) point at nothing current any more.
     if #starts > 1 and starts[#starts - 1] == newest then
-      local all, previous = redis.call('HGETALL', hand_key(newest)), {}
+      local all, previous, markers = redis.call('HGETALL', hand_key(newest)), {}, {}
       for i = 2, #all, 2 do
-        if string.sub(all[i - 1], 1, 1) ~= '>' then
-          previous[#previous + 1] = all[i - 1]
-          previous[#previous + 1] = marker_of(all[i]) or all[i]
+        local name, value = all[i - 1], all[i]
+        local marker = marker_of(value)
+        if not marker and not string.find(value, '\n', 1, true) then marker = value end
+        if string.sub(name, 1, 1) ~= '>' and marker then
+          markers[#markers + 1] = sha1_hex(name, ID_HEX)
+          markers[#markers + 1] = packed_marker(parse(marker))
+        elseif string.sub(name, 1, 1) ~= '>' then
+          previous[#previous + 1] = name
+          previous[#previous + 1] = value
         end
       end
       if #all > 0 then
@@ -172,6 +204,10 @@ if n_events > 0 then
         if #previous > 0 then
           redis.call('HSET', hand_key(newest), unpack(previous))
           if ttl_left > 0 then redis.call('PEXPIRE', hand_key(newest), ttl_left) end
+        end
+        if #markers > 0 then
+          redis.call('HSET', markers_key(newest), unpack(markers))
+          if ttl_left > 0 then redis.call('PEXPIRE', markers_key(newest), ttl_left) end
         end
       end
     end
@@ -239,7 +275,12 @@ if #kept_starts > 0 then
       local prior = redis.call('HGET', hand, '>' .. lane)
       if prior and prior ~= field then
         local marker = marker_of(redis.call('HGET', hand, prior) or '')
-        if marker then redis.call('HSET', hand, prior, marker) end
+        if marker then
+          local markers = markers_key(kept_starts[#kept_starts])
+          redis.call('HDEL', hand, prior)
+          redis.call('HSET', markers, sha1_hex(prior, ID_HEX), packed_marker(parse(marker)))
+          redis.call('EXPIRE', markers, math.max(ttl, request_ttl))
+        end
       end
       redis.call('HSET', hand, '>' .. lane, field)
     end

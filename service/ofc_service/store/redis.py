@@ -11,8 +11,11 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  retained id once trimmed), ``segments``
                                                  (first ids of the segments kept),
                                                  ``layout`` (``1``)
-``ofc:{<table>}:events``                stream   one entry per event, field ``d`` = engine
-                                                 bytes; ``MAXLEN ~ max_events``, and a new
+``ofc:{<table>}:events``                stream   one entry per event, field ``z`` = the
+                                                 event packed (:func:`~.redis_io.pack_event`;
+                                                 entries of earlier releases: field ``d``, the
+                                                 bytes as they are, still read);
+                                                 ``MAXLEN ~ max_events``, and a new
                                                  hand trims (``MINID``) all before the
                                                  oldest hand kept
 ``ofc:{<table>}:extra``                 hash     extra key -> bytes (``hand:12`` -> history)
@@ -28,17 +31,25 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
                                                  #<digest> @<expires ms> ~\n<response>``
                                                  (zlib); ``#<digest>`` only with one, ``~``:
                                                  may shrink; when the next hand begins a
-                                                 ``~`` record keeps its first line only (a
-                                                 marker: ``<version> #<digest> @<ms>``), as
+                                                 ``~`` record keeps only that it was applied
+                                                 (it moves to the hand's markers, below), as
                                                  a lane's (caller's) earlier ``~`` record of
                                                  the hand does once the lane commits a newer
                                                  one (``><lane>`` -> the request id of the
                                                  lane's latest ``~`` record; dropped when the
-                                                 next hand begins); a
+                                                 next hand begins); markers of the release
+                                                 before (a field here, ``<version>
+                                                 #<digest> @<ms>``) still answer, and move
+                                                 when the next hand begins; a
                                                  hand dropped from the log deletes its hash;
                                                  ``@``: the end of its retry window (a
                                                  record past it is absent); the table's TTL
                                                  (or the window, if longer)
+``ofc:{<table>}:markers:<event id>``    hash     the markers of the same hand: the first 24
+                                                 hex digits of the SHA-1 of the request id
+                                                 -> :class:`~.redis_io.Marker` (26 bytes: a
+                                                 listpack however large the hand's answers);
+                                                 deleted and expiring with the hand's records
 ``ofc:{<table>}:req:<request id>``      string   a record made while the table had no
                                                  segment yet (before its first hand, or with
                                                  ``keep_segments`` never set), and the
@@ -180,13 +191,17 @@ from .base import (
 )
 from .redis_io import (
     INDEX_SHARDS,
+    Marker,
     RedisClient,
     connect,
     index_shard,
     lua,
+    marker_field,
+    pack_event,
     pack_response,
     text,
     unavailable,
+    unpack_event,
     unpack_response,
 )
 
@@ -244,6 +259,15 @@ def _entries(read: Any) -> list[Any]:
         return []
     streams = read.values() if isinstance(read, dict) else (entries for _, entries in read)
     return [entry for entries in streams for entry in entries]
+
+
+def _stored_events(entries: Sequence[Any]) -> list[StoredEvent]:
+    """Stream entries as events: each entry's one field, packed (``z``) or not (``d``)."""
+    events = []
+    for event_id, fields in entries:
+        ((field, value),) = fields.items()
+        events.append(StoredEvent(text(event_id), unpack_event(field, value)))
+    return events
 
 
 def _recorded_digest(head: bytes) -> str:
@@ -401,7 +425,7 @@ class RedisTableStore:
             self._max_events,
             len(events),
             len(blobs),
-            *events,
+            *map(pack_event, events),
         ]
         for key, value, indexed in blobs:
             args += [key, value, "" if indexed is None else _index_member(*indexed)]
@@ -533,11 +557,22 @@ class RedisTableStore:
             check_digest(request_digest)
         with unavailable():
             segments = _blob(await self._client.hget(self._table_keys(table_id)[0], "segments"))
-            record = None
+            record = packed = None
             for start in reversed(text(segments or b"").split()):  # the newest hand first
                 record = _blob(await self._client.hget(self._hand_key(table_id, start), request_id))
                 if record is not None:
                     break
+                markers = self._table_key(table_id, f"markers:{start}")
+                packed = _blob(await self._client.hget(markers, marker_field(request_id)))
+                if packed is not None:
+                    break
+            if packed is not None:
+                marker = Marker.from_bytes(packed)
+                if marker.expires_ms <= time.time_ns() // 1_000_000:
+                    return None  # past its retry window
+                if request_digest is not None and not marker.made_by(request_digest):
+                    raise RequestIdReusedError()
+                raise AlreadyAppliedError(table_id, version=marker.version)
             if record is None:
                 try:
                     record = _blob(await self._client.get(key))
@@ -573,7 +608,7 @@ class RedisTableStore:
         if version is None:
             raise TableNotFoundError(table_id)
         _check_retained(table_id, after, position, events_from)
-        return [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in entries]
+        return _stored_events(entries)
 
     async def wait_events(
         self,
@@ -605,7 +640,7 @@ class RedisTableStore:
         if version is None:
             raise TableNotFoundError(table_id)
         _check_retained(table_id, after, position, events_from)
-        events = [StoredEvent(text(event_id), fields[b"d"]) for event_id, fields in _entries(read)]
+        events = _stored_events(_entries(read))
         if on_table is not None and events:
             on_table(_stored_table(table_id, [version, *table]))
         return events

@@ -3,9 +3,12 @@ policy, error and reply handling."""
 
 from __future__ import annotations
 
+import hashlib
+import struct
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import resources
 from typing import Final, TypeAlias
 from urllib.parse import unquote
@@ -67,6 +70,93 @@ def unpack_response(stored: bytes) -> bytes:
         unpacker = zlib.decompressobj(zdict=dictionary)
         return unpacker.decompress(stored) + unpacker.flush()
     return zlib.decompress(stored)
+
+
+EVENT_DICTIONARY: Final = resources.files(__package__).joinpath("events-1.zdict").read_bytes()
+"""A preset dictionary for the event log's entries: the last 8,000 bytes of the stored events
+of classic two-, three- and four-seat hands (every copy of a dealt card, a placement, a
+settlement's names and ranks), which makes the short entries compressible at all (a dealt
+card event of ≈ 36 B packs to ≈ 12 B; two four-seat hands' events 6.5 KB to 2.7 KB). Its
+bytes never change: an entry names it by its first byte (:data:`EVENT_PACKED`); a new
+dictionary is a new file and tag."""
+EVENT_FIELD: Final = b"z"
+"""The stream field of a packed event (entries of the releases before have ``d``, unpacked)."""
+EVENT_RAW: Final = 0  # first byte of a packed entry: the event's bytes follow as they are
+EVENT_PACKED: Final = 1  # raw deflate with EVENT_DICTIONARY follows
+_EVENT_WBITS: Final = -13  # raw deflate (no header or checksum), an 8 KiB window
+_EVENT_PACKER: Final = zlib.compressobj(6, zlib.DEFLATED, _EVENT_WBITS, 6, zdict=EVENT_DICTIONARY)
+
+
+def pack_event(data: bytes) -> bytes:
+    """``data`` as an event log entry stores it (field :data:`EVENT_FIELD`): a tag byte, then
+    the bytes deflated with :data:`EVENT_DICTIONARY` (or as they are, when that is no
+    shorter). A copy of one primed compressor: ≈ 4 µs, where priming costs ≈ 14 µs.
+
+    >>> pack_event(b"x") == bytes((EVENT_RAW,)) + b"x"
+    True
+    >>> unpack_event(EVENT_FIELD, pack_event(EVENT_DICTIONARY[-60:])) == EVENT_DICTIONARY[-60:]
+    True
+    """
+    packer = _EVENT_PACKER.copy()
+    packed = packer.compress(data) + packer.flush()
+    if len(packed) < len(data):
+        return bytes((EVENT_PACKED,)) + packed
+    return bytes((EVENT_RAW,)) + data
+
+
+def unpack_event(field: bytes, value: bytes) -> bytes:
+    """An event's bytes from its log entry's field and value: :func:`pack_event`'s under
+    :data:`EVENT_FIELD`, or as stored under ``d`` (entries of the releases before).
+
+    >>> unpack_event(b"d", b"as written"), unpack_event(EVENT_FIELD, pack_event(b"as written"))
+    (b'as written', b'as written')
+    """
+    if field != EVENT_FIELD:
+        return value
+    tag = value[0]
+    if tag == EVENT_RAW:
+        return value[1:]
+    if tag != EVENT_PACKED:
+        raise StoreError(f"an event log entry packed in a way this release lacks ({tag})")
+    unpacker = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICTIONARY)
+    return unpacker.decompress(value[1:]) + unpacker.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """What a request record keeps once its answer is no longer kept: that the request made
+    ``version``, until ``expires_ms``. A hand's markers hash (written by the commit script)
+    holds them under :func:`marker_field` of the request id, as :meth:`from_bytes` reads
+    them: the first 16 hex digits of the SHA-1 of the request's digest (``""``: none), the
+    version (4 bytes) and ``expires_ms`` (6 bytes), big-endian.
+
+    >>> value = _sha1_hex("d1", 16) + struct.pack(">IHI", 7, 0, 1000)
+    >>> marker = Marker.from_bytes(value)
+    >>> marker.version, marker.expires_ms, marker.made_by("d1"), marker.made_by("d2")
+    (7, 1000, True, False)
+    """
+
+    digest_sha1: bytes
+    version: int
+    expires_ms: int
+
+    @classmethod
+    def from_bytes(cls, value: bytes) -> Marker:
+        digest, version, high, low = struct.unpack(">16sIHI", value)
+        return cls(digest, version, high << 32 | low)
+
+    def made_by(self, digest: str) -> bool:
+        """Whether this is the record of a request with ``digest``."""
+        return _sha1_hex(digest, 16) == self.digest_sha1
+
+
+def marker_field(request_id: str) -> bytes:
+    """A request id's field in a markers hash: the first 24 hex digits of its SHA-1."""
+    return _sha1_hex(request_id, 24)
+
+
+def _sha1_hex(value: str, digits: int) -> bytes:
+    return hashlib.sha1(value.encode()).hexdigest()[:digits].encode()
 
 
 def retry() -> Retry:
