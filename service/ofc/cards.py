@@ -18,7 +18,7 @@ or suit; in a row it stands for the best card it can be there (``ofc.evaluator``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 
 from ofc.errors import InvalidCardError
@@ -208,6 +208,15 @@ for _card in ALL_CARDS:
 for _joker, _code in zip(JOKERS, JOKER_CODES, strict=True):
     _BY_TOKEN[_code] = _BY_TOKEN[_code.lower()] = _joker
 del _card, _r, _s, _suit, _joker, _code
+
+card_by_code: Callable[[str], Card] = _BY_TOKEN.__getitem__
+"""One token in any spelling :func:`parse_cards` reads without help (``"Ac"``, ``"10h"``,
+``"x1"``) as its card, or a ``KeyError``: the lookup a loop over many boards maps over
+tokens, leaving anything else (and the error that names it) to :func:`parse_cards`.
+
+>>> card_by_code("10h") is Card.parse("Th")
+True
+"""
 
 
 def parse_cards(text: str | Iterable[str]) -> tuple[Card, ...]:

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ofc.cards import CODES, Card, card_codes, parse_cards
+from ofc.cards import Card, card_by_code, card_codes, parse_cards
 from ofc.engine import (
     Action,
     ButtonMoved,
@@ -169,7 +169,6 @@ def cards_from_json(raw: Any, *, field: str) -> tuple[Card, ...]:
 
 _ROW_NAMES = tuple(row.value for row in ROWS)
 _MISSING = object()
-_PLAIN_PLAYER_KEYS = frozenset({"id", *_ROW_NAMES})
 
 
 def _row_cards(raw: Any, place: str, name: str) -> tuple[Card, ...]:
@@ -201,34 +200,15 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
     players = data.get("players")
     if not isinstance(players, list) or not players:
         raise InvalidInputError("players must be a non-empty list", field="players")
+    plain = _plain_boards(players)
+    if plain is not None:
+        none = (0,) * len(players)
+        return ScoreRequest(ruleset, plain[0], plain[1], none, none)
     ids: list[str] = []
     boards: list[Board] = []
     tiers: list[int] = []
     streaks: list[int] = []
     for i, player in enumerate(players):
-        if type(player) is dict and player.keys() <= _PLAIN_PLAYER_KEYS:
-            # The common shape (an id and three rows of codes, nobody in Fantasyland) read
-            # straight through; anything this does not take, the loop below reads again,
-            # with the same result or the error that names the field.
-            player_id = player.get("id", str(i))
-            top, middle, bottom = player.get("top"), player.get("middle"), player.get("bottom")
-            if (
-                type(player_id) is str
-                and player_id not in ids
-                and type(top) is str
-                and type(middle) is str
-                and type(bottom) is str
-            ):
-                try:
-                    board = Board(parse_cards(top), parse_cards(middle), parse_cards(bottom))
-                except OfcError:
-                    pass
-                else:
-                    ids.append(player_id)
-                    boards.append(board)
-                    tiers.append(0)
-                    streaks.append(0)
-                    continue
         place = f"players[{i}]"
         if type(player) is not dict and not isinstance(player, Mapping):
             raise InvalidInputError(f"{place} must be an object", field=place)
@@ -253,6 +233,64 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
         tiers.append(tier)
         streaks.append(streak)
     return ScoreRequest(ruleset, tuple(ids), tuple(boards), tuple(tiers), tuple(streaks))
+
+
+def score_json(data: Any) -> str:
+    """One hand of :func:`score_request_from_dict`'s input settled, as
+    :func:`settlement_json`'s text: the ``ofc score`` result. The common shape goes from the
+    boards to the settlement without building the request (a batch scores one a line).
+
+    >>> text = score_json({"players": [
+    ...     {"top": "Ac 3d 2h", "middle": "6c 6d 9h 8s 4c", "bottom": "9c 8c 7d 6h 5s"},
+    ...     {"top": "Kd 3c 2d", "middle": "5c 5d 9d 8h 4d", "bottom": "7c 7h Qd Js 4s"}]})
+    >>> [p["points"] for p in json.loads(text)["players"]]
+    [8, -8]
+    """
+    if type(data) is dict:
+        players = data.get("players")
+        if type(players) is list and players:
+            plain = _plain_boards(players)
+            if plain is not None:
+                ruleset = resolve_ruleset(data.get("ruleset"))
+                return settlement_json(settle(plain[1], ruleset), plain[0])
+    request = score_request_from_dict(data)
+    return settlement_json(request.settle(), request.ids)
+
+
+def _plain_boards(players: list[Any]) -> tuple[tuple[str, ...], tuple[Board, ...]] | None:
+    """The common shape of :func:`score_request_from_dict`'s players (an id and three rows
+    of codes separated by spaces, nobody in Fantasyland) read straight through: the ids and
+    boards, or None for anything else, which the general reading takes again, with the same
+    result or the error that names the field. (Row sizes and repeated cards are the
+    settlement's to refuse, as for any board.)"""
+    ids: list[str] = []
+    boards: list[Board] = []
+    card = card_by_code
+    for player in players:
+        if type(player) is not dict:
+            return None
+        top, middle, bottom = player.get("top"), player.get("middle"), player.get("bottom")
+        if type(top) is not str or type(middle) is not str or type(bottom) is not str:
+            return None
+        # The three rows and an id, or the rows alone: then the player holds nothing else.
+        player_id = player.get("id")
+        if player_id is None:
+            if len(player) != 3:
+                return None
+            player_id = str(len(ids))  # the player's index
+        elif len(player) != 4 or type(player_id) is not str or player_id in ids:
+            return None
+        try:
+            board = Board(
+                tuple(map(card, top.split())),
+                tuple(map(card, middle.split())),
+                tuple(map(card, bottom.split())),
+            )
+        except KeyError:  # a spelling parse_cards reads (commas) or an error it names
+            return None
+        ids.append(player_id)
+        boards.append(board)
+    return tuple(ids), tuple(boards)
 
 
 def _score_tier(player: Mapping[str, Any], ruleset: Ruleset, place: str) -> int:
@@ -333,7 +371,17 @@ def settlement_to_dict(settlement: Settlement, ids: Sequence[str]) -> dict[str, 
 # the cost: ``ofc score --jsonl`` writes one a hand.
 @functools.cache  # under 10,000 row values exist
 def _hand_json(value: int) -> str:
-    return json.dumps(hand_to_dict(value))
+    """``json.dumps(hand_to_dict(value))``'s text, put together directly: a batch meets a few
+    thousand values for the first time, and the dict and its encoding cost more than the name.
+
+    >>> from ofc.evaluator import evaluate
+    >>> value = evaluate(parse_cards("Qs Qd 9c 4h 2d")).value
+    >>> _hand_json(value) == json.dumps(hand_to_dict(value))
+    True
+    """
+    hand = HandValue(value)
+    name = json.dumps(str(hand))
+    return f'{{"category": "{_CATEGORY_NAMES[hand.category]}", "name": {name}, "value": {value}}}'
 
 
 @functools.lru_cache(maxsize=4096)  # ids come back line after line
@@ -346,18 +394,17 @@ def _json_bool(flag: bool) -> str:
 
 
 @functools.lru_cache(maxsize=1 << 14)  # a board's verdict: few shapes
-def _board_json(fouled: bool, royalties: tuple[int, int, int]) -> str:
+def _verdict_json(
+    fouled: bool, royalties: tuple[int, int, int], fantasyland: tuple[bool, int]
+) -> tuple[str, str]:
+    """A player's text before its top row's hand, and after its bottom row's."""
     top, middle, bottom = royalties
+    qualifies, cards = fantasyland
     return (
         f'"fouled": {_json_bool(fouled)}, "royalties": {{"top": {top}, "middle": {middle}, '
-        f'"bottom": {bottom}, "total": {top + middle + bottom}}}, "hands": '
+        f'"bottom": {bottom}, "total": {top + middle + bottom}}}, "hands": {{"top": ',
+        f'}}, "fantasyland_next": {{"qualifies": {_json_bool(qualifies)}, "cards": {cards}}}}}',
     )
-
-
-@functools.lru_cache(maxsize=256)  # (qualifies, cards): a handful
-def _fantasyland_json(fantasyland: tuple[bool, int]) -> str:
-    qualifies, cards = fantasyland
-    return f'"fantasyland_next": {{"qualifies": {_json_bool(qualifies)}, "cards": {cards}}}}}'
 
 
 @functools.lru_cache(maxsize=1 << 16)  # pair results repeat: small numbers in few shapes
@@ -383,16 +430,15 @@ def settlement_json(settlement: Settlement, ids: Sequence[str]) -> str:
     True
     """
     ruleset, players, pairs = settlement
-    names = [_json_string(i) for i in ids]
+    names = list(map(_json_string, ids))
     hand_json = _hand_json
     player_parts = []
     for index, (values, fouled, royalties, fantasyland), points, units in players:
         top, middle, bottom = values
+        before, after = _verdict_json(fouled, royalties, fantasyland)
         player_parts.append(
-            f'{{"id": {names[index]}, "points": {points}, "units": {units}, '
-            f"{_board_json(fouled, royalties)}"
-            f'{{"top": {hand_json(top)}, "middle": {hand_json(middle)}, '
-            f'"bottom": {hand_json(bottom)}}}, {_fantasyland_json(fantasyland)}'
+            f'{{"id": {names[index]}, "points": {points}, "units": {units}, {before}'
+            f'{hand_json(top)}, "middle": {hand_json(middle)}, "bottom": {hand_json(bottom)}{after}'
         )
     pair_parts = [
         f'{{"a": {names[pair[0]]}, "b": {names[pair[1]]}, '
@@ -811,11 +857,8 @@ def state_from_own_dict(data: Mapping[str, Any], *, ruleset: Ruleset) -> MatchSt
     )
 
 
-_CARD_OF_CODE: dict[str, Card] = {code: Card(i) for i, code in enumerate(CODES)}
-
-
 def _hand_from_own_dict(raw: Mapping[str, Any], ruleset: Ruleset) -> HandState:
-    card = _CARD_OF_CODE.__getitem__
+    card = card_by_code
     server_seed = bytes.fromhex(raw["server_seed"])
     client_seed = bytes.fromhex(raw["client_seed"])
     number = raw["number"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import grpc
 import pytest
@@ -17,6 +18,7 @@ from ofc_client import (
     RetryableError,
     Settlement,
 )
+from ofcpoker.v1 import rules_service_pb2 as pb
 
 from tests.api.wire import EXAMPLE_1_B, EXAMPLE_4, EXAMPLE_5_A, EXAMPLE_5_B, EXAMPLE_A
 from tests.conftest import free_port
@@ -88,6 +90,56 @@ def test_batch_and_stream(client: OfcClient) -> None:
     streamed = list(client.settle_stream([("x", good), ("y", bad), ("z", good)]))
     assert [hand_id for hand_id, _ in streamed] == ["x", "y", "z"]
     assert isinstance(streamed[1][1], HandError)
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 100])
+def test_stream_batches_keep_every_hand_in_order(client: OfcClient, batch_size: int) -> None:
+    """Five hands, one a message, two (the last message short) or all in one: the same
+    results, in order, each with its id; a bad hand is its own error."""
+    good = HandInput([EXAMPLE_A, EXAMPLE_1_B])
+    hands = [(f"h{k}", HandInput([EXAMPLE_A]) if k == 3 else good) for k in range(5)]
+    streamed = list(client.settle_stream(iter(hands), batch_size=batch_size))
+    assert [hand_id for hand_id, _ in streamed] == ["h0", "h1", "h2", "h3", "h4"]
+    errors = [k for k, (_, r) in enumerate(streamed) if isinstance(r, HandError)]
+    assert errors == [3] and streamed[3][1].reason == "WRONG_PLAYER_COUNT"  # type: ignore[union-attr]
+    assert all(r.points == (8, -8) for _, r in streamed if isinstance(r, Settlement))
+
+
+@pytest.mark.parametrize("batch_size", [0, 1001, 2.5, True])
+def test_stream_batch_size_is_checked_before_sending(client: OfcClient, batch_size: Any) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        list(
+            client.settle_stream(
+                [("x", HandInput([EXAMPLE_A, EXAMPLE_1_B]))], batch_size=batch_size
+            )
+        )
+    assert caught.value.field == "batch_size"
+
+
+def test_a_stream_message_refused_whole_is_each_hands_error(
+    client: OfcClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message the server refuses as a whole (its ``outcome`` set, no ``results``: as a
+    server would for more than 1000 hands) gives each of its hands that error."""
+    refused = pb.SettleHandsStreamResponse()
+    refused.outcome.error.reason = "BATCH_TOO_LARGE"
+    refused.outcome.error.field = "hands"
+
+    def stream(requests: Any, **_: Any) -> Any:
+        for request in requests:
+            yield (
+                refused
+                if len(request.hands) == 2
+                else pb.SettleHandsStreamResponse(
+                    results=[pb.IdentifiedOutcome(hand_id=h.hand_id) for h in request.hands]
+                )
+            )
+
+    monkeypatch.setattr(client._stub, "SettleHandsStream", stream)
+    good = HandInput([EXAMPLE_A, EXAMPLE_1_B])
+    streamed = list(client.settle_stream([(f"h{k}", good) for k in range(3)], batch_size=2))
+    assert [hand_id for hand_id, _ in streamed] == ["h0", "h1", "h2"]
+    assert [getattr(r, "reason", None) for _, r in streamed[:2]] == ["BATCH_TOO_LARGE"] * 2
 
 
 def test_presets_and_overrides_round_trip_in_the_ofc_presets_json_form(client: OfcClient) -> None:

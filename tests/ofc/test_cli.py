@@ -218,6 +218,30 @@ def test_score_jsonl_goes_on_past_a_bad_line(
     assert results[4]["players"][0]["points"] == 6
 
 
+def test_score_jsonl_reads_a_line_as_json_loads_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Space before or after the hand, a carriage return, a second value, a byte order mark:
+    each line read (or refused, with json.loads's message) as json.loads reads it."""
+    good = json.dumps(hand(player("a", EX1_A), player("b", EX1_B)))
+    lines = ["  " + good, good + " \t", good + "\r", good + " {}", "\ufeff" + good, " \t ", good]
+    status, out, err = run(["score", "--jsonl"], capsys, "\n".join(lines) + "\n", monkeypatch)
+    assert (status, err) == (2, "")
+    expected: list[str | int] = []
+    for line in lines:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError as exc:
+            if line.strip():
+                expected.append(f"not JSON: {exc}")
+        else:
+            expected.append(8)
+    results = [json.loads(line) for line in out.splitlines()]
+    got = [r["error"]["message"] if "error" in r else r["players"][0]["points"] for r in results]
+    assert got == expected
+    assert len(got) == 6
+
+
 def test_score_jsonl_all_good_exits_zero(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

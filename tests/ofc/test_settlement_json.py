@@ -8,10 +8,16 @@ loss caps, other scoring schemes, pair unit values, Fantasyland, ids that JSON e
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ofc.codec import settlement_json, settlement_to_dict
+from ofc.cards import CARD_CODES
+from ofc.codec import score_json, score_request_from_dict, settlement_json, settlement_to_dict
+from ofc.errors import OfcError
+from ofc.rulesets import PRESETS
 from ofc.scoring import Settlement, settle
 
 from tests.ofc.test_scoring import hands
@@ -41,3 +47,79 @@ def test_the_fast_text_is_the_dict_dumped(settled: tuple[Settlement, list[str]])
     settlement, player_ids = settled
     text = settlement_json(settlement, player_ids)
     assert text == json.dumps(settlement_to_dict(settlement, player_ids))
+
+
+# --- score_json: the ``ofc score`` result straight from its input -------------------------
+def _reference(data: Any) -> str:
+    """The request read in full (players that are mappings but not dicts skip every
+    shortcut), settled, and the settlement's dict dumped; an error as ``(type, message,
+    field)``."""
+    if isinstance(data, dict) and isinstance(data.get("players"), list):
+        players = [MappingProxyType(p) if isinstance(p, dict) else p for p in data["players"]]
+        data = {**data, "players": players}
+    try:
+        request = score_request_from_dict(data)
+        return json.dumps(settlement_to_dict(request.settle(), request.ids))
+    except OfcError as error:
+        return repr((type(error), error.message, error.field))
+
+
+def _score_json(data: Any) -> str:
+    try:
+        return score_json(data)
+    except OfcError as error:
+        return repr((type(error), error.message, error.field))
+
+
+# How a player's row may be written: the plain codes the shortcut reads, and every spelling
+# (and mistake) it leaves to the full reading.
+row_spellings = st.sampled_from(
+    [
+        lambda codes: " ".join(codes),
+        lambda codes: ",".join(codes),
+        lambda codes: list(codes),
+        lambda codes: " ".join(c.lower() for c in codes),
+        lambda codes: " ".join(codes[:-1]),  # a card short
+        lambda codes: " ".join([*codes, "Zz"]),
+        lambda codes: " ".join(codes) + " " + codes[0],  # a card twice
+        lambda codes: 7,
+    ]
+)
+extras: st.SearchStrategy[dict[str, Any]] = st.sampled_from(
+    [{}, {}, {}, {"fantasyland_cards": 14}, {"in_fantasyland": False}, {"note": 1}, {"id": None}]
+)
+
+
+@st.composite
+def score_inputs(draw: st.DrawFn) -> Any:
+    """``ofc score`` input of any shape: mostly plain hands, some with other spellings,
+    Fantasyland, bad rows, repeated or missing ids, a ruleset named or not."""
+    ruleset, boards = draw(hands())
+    players = []
+    for i, board in enumerate(boards):
+        player: dict[str, Any] = {}
+        if draw(st.booleans()):
+            player["id"] = draw(st.sampled_from(["a", "b", "c", "0", "1"])) if i else "a"
+        plain = draw(st.integers(0, 9)) > 0
+        for name, row in zip(("top", "middle", "bottom"), board.rows, strict=True):
+            codes = [CARD_CODES[c] for c in row]
+            player[name] = " ".join(codes) if plain else draw(row_spellings)(codes)
+        player.update(draw(extras))
+        players.append(player)
+    data: dict[str, Any] = {"players": players}
+    if draw(st.booleans()):
+        data["ruleset"] = ruleset.name if ruleset.name in PRESETS else "classic"
+    return data
+
+
+@settings(max_examples=400)
+@given(score_inputs())
+def test_score_json_is_the_full_reading_settled(data: Any) -> None:
+    assert _score_json(data) == _reference(data)
+
+
+@pytest.mark.parametrize(
+    "data", [None, [], {"players": []}, {"players": {}}, {"players": [1, 2]}, {"ruleset": "x"}]
+)
+def test_score_json_refuses_what_the_full_reading_refuses(data: Any) -> None:
+    assert _score_json(data) == _reference(data)

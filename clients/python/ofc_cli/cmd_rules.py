@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ofc.cards import card_codes
-from ofc.codec import error_to_dict, score_request_from_dict, settlement_json
+from ofc.codec import error_to_dict, score_json
 from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import evaluate
 from ofc.rulesets import PRESETS, Ruleset
@@ -56,13 +56,6 @@ def register(subparsers: Any) -> None:
     presets.set_defaults(handler=run_presets)
 
 
-def _score_one(data: Any) -> str:
-    """One hand's settlement as a JSON line: ``json.dumps(settlement_to_dict(...))``'s text
-    (``settlement_json`` builds it from cached pieces; a batch writes one a hand)."""
-    request = score_request_from_dict(data)
-    return settlement_json(request.settle(), request.ids)
-
-
 def _load_json(text: str) -> Any:
     try:
         return json.loads(text)
@@ -70,23 +63,30 @@ def _load_json(text: str) -> Any:
         raise InvalidInputError(f"not JSON: {exc}", field="") from None
 
 
+_JSON_SPACE = " \t\n\r"
+
+
 def run_score(args: argparse.Namespace) -> int:
     if not args.jsonl:
-        print(_score_one(_load_json(read_text(args.file))))
+        print(score_json(_load_json(read_text(args.file))))
         return 0
-    write, loads = sys.stdout.write, json.loads
+    write, decode = sys.stdout.write, json.JSONDecoder().raw_decode
     with open_lines(args.file) as stream:
         failed = False
         for line in stream:
             try:
                 try:
-                    data = loads(line)
-                except json.JSONDecodeError:
+                    # json.loads's result, without its wrapping: a line that starts with a
+                    # value and has only JSON whitespace after it; anything else json.loads
+                    # reads (leading space) or refuses, with its message.
+                    data, end = decode(line)
+                    if line[end:].strip(_JSON_SPACE):
+                        raise ValueError("extra data")
+                except ValueError:
                     if not line.strip():
                         continue  # a blank line
-                    data = _load_json(line)  # the error, as for one hand
-                request = score_request_from_dict(data)
-                out = settlement_json(request.settle(), request.ids)
+                    data = _load_json(line)
+                out = score_json(data)
             except OfcError as error:
                 failed = True
                 out = json.dumps({"error": error_to_dict(error)})
