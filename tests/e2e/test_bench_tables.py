@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bench import move_floor, tables
+from bench import miss_path, move_floor, tables
 
 
 def test_move_floor_prints_its_three_rows_and_the_verdict(
@@ -19,6 +19,17 @@ def test_move_floor_prints_its_three_rows_and_the_verdict(
         assert row is not None, out
         assert int(row[1]) > 0, out  # calls were made and answered
     assert re.search(r"could reach \d+% of SettleHand .*\[target 60%: ", out), out
+
+
+@pytest.mark.parametrize("store", [["--memory"], []], ids=["memory", "redis"])
+def test_miss_path_prints_both_modes_and_their_ratio(
+    store: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert miss_path.main(["--moves", "8", "--warmup", "4", "--tables", "2", *store]) == 0
+    out = capsys.readouterr().out
+    for mode in miss_path.MODES:
+        assert re.search(rf"^{mode}: 8 PlaceCards, \d+ us CPU per move$", out, re.M), out
+    assert re.search(r"^alternating / affine \(process CPU per move\): \d+\.\d\dx$", out, re.M)
 
 
 def test_tables_bench_prints_round_trips_memory_and_both_rpcs(

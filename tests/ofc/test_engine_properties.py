@@ -2,10 +2,11 @@
 
 Random legal play from random seeds, seats, buttons and owed Fantasylands, for every preset:
 every hand completes with 13 cards a board, no card is ever in two places, settlement is
-zero-sum, the state survives JSON, views and events never show a seat a card it may not see,
-and replaying the actions gives the same state and events; a history written from the
-played hand (no replay) is the replayed one, byte for byte. Random actions are accepted
-exactly when an independent legality check says so, and a rejected one changes nothing.
+zero-sum, the state survives JSON (its compact form read strictly and as a server's own
+record alike), views and events never show a seat a card it may not see, and replaying the
+actions gives the same state and events; a history written from the played hand (no replay)
+is the replayed one, byte for byte. Random actions are accepted exactly when an independent
+legality check says so, and a rejected one changes nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ofc.codec import (
     hand_history,
     history_of_hand,
     state_from_dict,
+    state_from_own_dict,
     state_to_dict,
 )
 from ofc.engine import (
@@ -185,6 +187,12 @@ def check_invariants(state: MatchState, events: tuple[Event, ...]) -> None:
     assert set(held) == set(hand.deck[: hand.dealt])
     # The state survives JSON exactly.
     assert state_from_dict(json.loads(json.dumps(state_to_dict(state)))) == state
+    # A server's own compact form reads back the same without the strict checks.
+    compact = json.loads(json.dumps(state_to_dict(state, compact=True)))
+    own = state_from_own_dict(compact, ruleset=state.ruleset)
+    assert own == state_from_dict(compact, ruleset=state.ruleset) == state
+    assert own.hand is not None
+    assert all(type(c) is Card for s in own.hand.seats for c in (*s.board.cards, *s.pending))
     viewers: list[int | None] = [None, *range(len(state.seats))]
     for viewer in viewers:
         allowed = allowed_cards(state, viewer)

@@ -137,6 +137,9 @@ def test_a_format_5_record_reads_back_whatever_its_fields() -> None:
         hand_deadlines=False,
     )
     assert TableRecord.from_bytes(record.to_bytes()) == record
+    changes = (engine.StandUp(1, 7), engine.SitDown(1, "bo", 8))
+    record = dataclasses.replace(record, seat_changes=changes, hand_seat_changes=())
+    assert TableRecord.from_bytes(record.to_bytes()) == record
 
 
 @pytest.mark.parametrize(
@@ -151,6 +154,15 @@ def test_a_format_5_record_reads_back_whatever_its_fields() -> None:
 )
 def test_a_format_5_record_not_laid_out_by_its_sizes_is_refused(raw: bytes) -> None:
     with pytest.raises(ValueError, match=r"format 5|record format 5"):
+        TableRecord.from_bytes(raw)
+
+
+def test_a_format_5_record_whose_state_is_not_one_is_refused() -> None:
+    raw = (
+        b'{"format":5,"parts":[2,2,2,4],"head":{},"ruleset":{},"match":{},"hand_start":null,'
+        b'"hand_actions":[]}'
+    )
+    with pytest.raises(ValueError, match="state does not decode"):
         TableRecord.from_bytes(raw)
 
 
