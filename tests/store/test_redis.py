@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 import zlib
@@ -35,10 +36,13 @@ from ofc_service.store.redis_io import (
     unpack_event,
     unpack_response,
 )
-from redis.asyncio import Redis
+from redis import exceptions as redis_errors
+from redis.asyncio import Connection, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.crc import key_slot
 
-from tests.conftest import RedisServer
+from tests.conftest import RedisServer, free_port
 
 from .conftest import Backend, Harness
 from .test_conformance import payloads, play
@@ -577,3 +581,74 @@ async def test_markers_of_the_release_before_still_answer_and_move_at_the_next_h
             with pytest.raises(RequestIdReusedError):  # another request under the same id
                 await h.other.get_response("t", name, request_digest="another")
         assert (await h.store.load("t")).version == 4  # nothing applied twice
+
+
+class _CountedConnects(Connection):
+    """A connection that counts its attempts to connect."""
+
+    attempts = 0
+
+    async def _connect(self) -> None:
+        _CountedConnects.attempts += 1
+        await super()._connect()
+
+
+async def test_the_direct_calls_of_one_server_retry_and_fail_as_redis_py_does() -> None:
+    """A store on one server sends its loads and commits itself (not through redis-py's
+    command methods): against a server that is not there it tries to connect as often as
+    redis-py's own call does, then reports the store unavailable."""
+    url = f"redis://127.0.0.1:{free_port()}/0"
+
+    def client() -> Redis:
+        return Redis.from_url(url, retry=Retry(NoBackoff(), 2), connection_class=_CountedConnects)
+
+    by_redis_py = client()
+    _CountedConnects.attempts = 0
+    with pytest.raises(redis_errors.ConnectionError):
+        await by_redis_py.hmget("k", ["version"])
+    expected = _CountedConnects.attempts
+    await by_redis_py.aclose()
+    assert expected > 1  # retried at all
+
+    store = RedisTableStore(client(), owns_clients=True)
+    calls = [
+        lambda: store.load("t"),
+        lambda: play(store, "t", 1),
+        lambda: play(store, "t", 1, deadline_ms=5),
+    ]
+    for call in calls:
+        _CountedConnects.attempts = 0
+        with pytest.raises(StoreUnavailableError) as caught:
+            await call()
+        assert caught.value.reason == "STORE_UNAVAILABLE"
+        assert isinstance(caught.value.__cause__, redis_errors.ConnectionError)
+        assert _CountedConnects.attempts == expected
+    await store.close()
+
+
+async def test_the_direct_calls_of_one_server_never_share_or_desync_a_connection(
+    redis_backend: Backend,
+) -> None:
+    """Concurrent loads each get their own table; a load cancelled while its reply is on
+    the way, or answered with an error reply, leaves nothing behind for the next call."""
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        tables = [f"t{i}" for i in range(20)]
+        for table_id in tables:
+            await h.store.create_table(table_id, table_id.encode())
+        for _ in range(3):
+            loaded = await asyncio.gather(*(h.store.load(t) for t in tables))
+            assert [t.state for t in loaded] == [t.encode() for t in tables]
+            for delay in range(4):  # cut short at each point of its round trip
+                cut = asyncio.create_task(h.store.load("t0"))
+                for _ in range(delay):
+                    await asyncio.sleep(0)
+                cut.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await cut
+                assert (await h.store.load("t1")).state == b"t1"
+        await admin.set("ofc:{wrong}:state", b"a string")
+        with pytest.raises(redis_errors.ResponseError, match="WRONGTYPE"):
+            await h.store.load("wrong")
+        assert (await h.store.load("t2")).state == b"t2"
+        assert (await play(h.store, "t2", 1, deadline_ms=5)).version == 2

@@ -194,6 +194,8 @@ from .redis_io import (
     Marker,
     RedisClient,
     connect,
+    direct_calls,
+    encode,
     index_shard,
     lua,
     marker_field,
@@ -320,6 +322,8 @@ class RedisTableStore:
             check_at_least(wait_timeout_ms, 1, what="wait_timeout_ms"),
         )
         self._client = client
+        # one server: the hot calls (load, commit) skip redis-py's per-call bookkeeping
+        self._direct = direct_calls(client)
         self._blocking = blocking if blocking is not None else client
         self._prefix = key_prefix
         self._max_events = max_events
@@ -500,7 +504,7 @@ class RedisTableStore:
     ) -> list[Any]:
         """The commit script, after a ``ZADD`` of the table to each hint index (score), and
         with ``wait_replicas``, a ``WAIT`` behind it on the same connection."""
-        if not hints and not self._wait[0]:
+        if not hints and not self._wait[0] and self._direct is None:
             reply: list[Any] = await self._commit(keys=keys, args=args)
             return reply
         reply, confirmed = await self._pipelined_commit(table_id, keys, args, hints)
@@ -533,6 +537,15 @@ class RedisTableStore:
     ) -> tuple[Any, Any]:
         """One pipeline: the hints' ``ZADD``, ``EVALSHA`` and (``wait_replicas``) ``WAIT``;
         the script's reply (or error) and the ``WAIT`` count (``None`` without one)."""
+        if self._direct is not None:
+            results = await self._direct.execute(
+                [
+                    *(encode("ZADD", key, score, table_id) for key, score in hints.items()),
+                    encode("EVALSHA", self._commit.sha, len(keys), *keys, *args),
+                    *([encode("WAIT", *self._wait)] if self._wait[0] else []),
+                ]
+            )
+            return self._commit_results(table_id, hints, results)
         async with self._client.pipeline(transaction=False) as pipe:
             for index_key, score in hints.items():
                 pipe.zadd(index_key, {table_id: score})
@@ -550,6 +563,11 @@ class RedisTableStore:
                 )
                 pipe.execute_command("WAIT", *self._wait, **target)
             results = await pipe.execute(raise_on_error=False)
+        return self._commit_results(table_id, hints, results)
+
+    def _commit_results(
+        self, table_id: str, hints: Mapping[str, int], results: list[Any]
+    ) -> tuple[Any, Any]:
         added, results = results[: len(hints)], results[len(hints) :]
         for index_key, result in zip(hints, added, strict=True):
             if isinstance(result, Exception) and index_key == self._outbox_index(table_id):
@@ -561,7 +579,10 @@ class RedisTableStore:
     async def load(self, table_id: str) -> StoredTable:
         state_key = self._table_keys(table_id)[0]
         with unavailable():
-            fields = await self._client.hmget(state_key, _TABLE_FIELDS)
+            if self._direct is not None:
+                fields = await self._direct.call("HMGET", state_key, *_TABLE_FIELDS)
+            else:
+                fields = await self._client.hmget(state_key, _TABLE_FIELDS)
         return _stored_table(table_id, fields)
 
     async def get_response(
@@ -813,6 +834,8 @@ class RedisTableStore:
             await self._client.ping()
 
     async def close(self) -> None:
+        if self._direct is not None:
+            await self._direct.close()
         if self._owns_clients:
             await self._client.aclose()
             if self._blocking is not self._client:

@@ -6,16 +6,17 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 from urllib.parse import unquote
 
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.connection import AbstractConnection, ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
@@ -232,6 +233,98 @@ def connect(url: str, *, blocking: bool = False) -> RedisClient:
         max_connections=BLOCKING_CONNECTIONS if blocking else 1000,
         socket_timeout=None if blocking else CLUSTER_SOCKET_TIMEOUT_S,
     )
+
+
+Arg: TypeAlias = bytes | str | int
+"""An argument of a Redis command as :func:`encode` takes it."""
+
+
+def encode(*args: Arg) -> bytes:
+    """One command in the Redis protocol (an array of bulk strings), as redis-py's encoder
+    writes it for these types (text as UTF-8, an integer in decimal).
+
+    >>> encode("HMGET", b"k", 7)
+    b'*3\\r\\n$5\\r\\nHMGET\\r\\n$1\\r\\nk\\r\\n$1\\r\\n7\\r\\n'
+    """
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        data = arg if isinstance(arg, bytes) else str(arg).encode()
+        parts += (b"$%d\r\n" % len(data), data, b"\r\n")
+    return b"".join(parts)
+
+
+class DirectCalls:
+    """Commands sent to one Redis server (never a cluster: its routing, ``MOVED``/``ASK``
+    and slot map refreshes stay redis-py's) over connections made by the client's own
+    pool settings (connection class, database, credentials, timeouts, health checks and
+    :func:`retry` policy), without the bookkeeping redis-py 8 adds to every call: metric
+    recorders (no-ops unless its OpenTelemetry is set up, yet a coroutine each, several
+    per call), the pool's lock and its release event, command name look-ups. On the move
+    path that bookkeeping costs more instructions than the protocol work of a call.
+
+    Each call takes a connection of its own (an idle one, or a new one) and gives it back
+    when done, so concurrent calls never share one; a call cut short (an error, a
+    cancellation) leaves its connection disconnected (redis-py closes it on any error
+    while sending or reading), and the next call on it connects afresh. A connection error
+    or timeout is retried as redis-py retries it (the same :class:`~redis.asyncio.retry.Retry`
+    object: disconnect, back off, send again), then raised as redis-py raises it, so
+    :func:`unavailable` maps it the same way. An error reply (``ResponseError``, e.g.
+    ``NOSCRIPT``) is returned in its command's place, as a pipeline with
+    ``raise_on_error=False`` returns it."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+        self._idle: list[AbstractConnection] = []
+        self._made: list[AbstractConnection] = []
+
+    async def execute(self, commands: Sequence[bytes]) -> list[Any]:
+        """The replies to ``commands`` (each :func:`encode`'d), sent in one write."""
+        connection = self._idle.pop() if self._idle else self._connection()
+        try:
+            replies: list[Any] = await connection.retry.call_with_retry(
+                lambda: self._send(connection, commands),
+                lambda error: connection.disconnect(error=error),
+            )
+            if connection.should_reconnect():  # type: ignore[no-untyped-call]
+                await connection.disconnect()
+        finally:
+            self._idle.append(connection)
+        return replies
+
+    async def call(self, *args: Arg) -> Any:
+        """The reply to one command (an error reply raised)."""
+        (reply,) = await self.execute([encode(*args)])
+        if isinstance(reply, redis_errors.ResponseError):
+            raise reply
+        return reply
+
+    def _connection(self) -> AbstractConnection:
+        connection: AbstractConnection = self._pool.make_connection()  # type: ignore[no-untyped-call]
+        self._made.append(connection)
+        return connection
+
+    @staticmethod
+    async def _send(connection: AbstractConnection, commands: Sequence[bytes]) -> list[Any]:
+        await connection.send_packed_command(commands)
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(await connection.read_response())
+            except redis_errors.ResponseError as error:
+                replies.append(error)
+        return replies
+
+    async def close(self) -> None:
+        """Disconnect every connection made (a call still running fails)."""
+        for connection in self._made:
+            await connection.disconnect()
+        self._idle.clear()
+        self._made.clear()
+
+
+def direct_calls(client: RedisClient) -> DirectCalls | None:
+    """:class:`DirectCalls` for a client of one Redis server, ``None`` for a cluster."""
+    return None if isinstance(client, RedisCluster) else DirectCalls(client.connection_pool)
 
 
 def index_shard(table_id: str) -> int:
