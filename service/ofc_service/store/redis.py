@@ -125,8 +125,16 @@ restores such hints.
 Scripts run by EVALSHA; after ``SCRIPT FLUSH`` or a server restart the ``NOSCRIPT`` reply
 makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does it for
 direct calls; the pipelined commit does it here). Connection errors are retried by redis-py
-and then raised as :class:`StoreUnavailableError`; retrying a commit is safe because of the
-request record.
+(its retry policy, :func:`~.redis_io.retry`) and then raised as :class:`StoreUnavailableError`;
+retrying a commit is safe because of the request record.
+
+On one Redis server (not a cluster) the two calls of every move, :meth:`RedisTableStore.load`
+and the commit, go over connections of the store's own (:class:`~.redis_io.DirectCalls`:
+made with the client's settings, retried by the same policy, one per call in flight) instead
+of redis-py's command methods, whose per-call bookkeeping (metric recorders, the pool's lock
+and events) costs more than the call's own protocol work; on a cluster every call goes
+through redis-py's :class:`~redis.asyncio.RedisCluster` (routing, ``MOVED``/``ASK``, slot
+map refreshes).
 
 Replication: Redis replicates asynchronously, so a commit acknowledged just before its
 master dies may be missing on the promoted replica (the client's retry with the same request
