@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import time
 import zlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -590,7 +591,7 @@ class _CountedConnects(Connection):
 
     async def _connect(self) -> None:
         _CountedConnects.attempts += 1
-        await super()._connect()
+        await super()._connect()  # type: ignore[no-untyped-call]
 
 
 async def test_the_direct_calls_of_one_server_retry_and_fail_as_redis_py_does() -> None:
@@ -611,7 +612,7 @@ async def test_the_direct_calls_of_one_server_retry_and_fail_as_redis_py_does() 
     assert expected > 1  # retried at all
 
     store = RedisTableStore(client(), owns_clients=True)
-    calls = [
+    calls: list[Callable[[], Awaitable[object]]] = [
         lambda: store.load("t"),
         lambda: play(store, "t", 1),
         lambda: play(store, "t", 1, deadline_ms=5),
