@@ -132,7 +132,7 @@ On one Redis server (not a cluster) the two calls of every move, :meth:`RedisTab
 and the commit, go over connections of the store's own (:class:`~.redis_io.DirectCalls`:
 made with the client's settings, retried by the same policy, one per call in flight) instead
 of redis-py's command methods, whose per-call bookkeeping (metric recorders, the pool's lock
-and events) costs more than the call's own protocol work; on a cluster every call goes
+and events) is a third of a load's instructions and more of a commit's; on a cluster every call goes
 through redis-py's :class:`~redis.asyncio.RedisCluster` (routing, ``MOVED``/``ASK``, slot
 map refreshes).
 

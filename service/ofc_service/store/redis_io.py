@@ -259,8 +259,8 @@ class DirectCalls:
     pool settings (connection class, database, credentials, timeouts, health checks and
     :func:`retry` policy), without the bookkeeping redis-py 8 adds to every call: metric
     recorders (no-ops unless its OpenTelemetry is set up, yet a coroutine each, several
-    per call), the pool's lock and its release event, command name look-ups. On the move
-    path that bookkeeping costs more instructions than the protocol work of a call.
+    per call), the pool's lock and its release event, command name look-ups; on the move path
+    ≈ 0.15 M instructions of a load's 0.41 M, and 0.29 M of a commit (``bench.miss_path``).
 
     Each call takes a connection of its own (an idle one, or a new one) and gives it back
     when done, so concurrent calls never share one; a call cut short (an error, a
