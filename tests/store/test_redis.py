@@ -631,7 +631,8 @@ async def test_the_direct_calls_of_one_server_never_share_or_desync_a_connection
     redis_backend: Backend,
 ) -> None:
     """Concurrent loads each get their own table; a load cancelled while its reply is on
-    the way, or answered with an error reply, leaves nothing behind for the next call."""
+    the way, or answered with an error reply, and a watch's read cancelled while it blocks,
+    leave nothing behind for the next call."""
     async with redis_backend.open() as h:
         admin = admin_of(h)
         tables = [f"t{i}" for i in range(20)]
@@ -653,3 +654,14 @@ async def test_the_direct_calls_of_one_server_never_share_or_desync_a_connection
             await h.store.load("wrong")
         assert (await h.store.load("t2")).state == b"t2"
         assert (await play(h.store, "t2", 1, deadline_ms=5)).version == 2
+        # a watch's blocking read, cancelled while it waits, then waited on again
+        last = (await h.store.load("t3")).last_event_id
+        for cancelled in (True, False):
+            waiter = asyncio.create_task(h.store.wait_events("t3", after=last, timeout_s=5))
+            await asyncio.sleep(0.05)
+            if cancelled:
+                waiter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiter
+        await play(h.other, "t3", 1)
+        assert payloads(await waiter) == [b"e2.0"]

@@ -128,8 +128,9 @@ direct calls; the pipelined commit does it here). Connection errors are retried 
 (its retry policy, :func:`~.redis_io.retry`) and then raised as :class:`StoreUnavailableError`;
 retrying a commit is safe because of the request record.
 
-On one Redis server (not a cluster) the two calls of every move, :meth:`RedisTableStore.load`
-and the commit, go over connections of the store's own (:class:`~.redis_io.DirectCalls`:
+On one Redis server (not a cluster) the calls of every move, :meth:`RedisTableStore.load`,
+the commit and a watcher's :meth:`~RedisTableStore.wait_events`, go over connections of the
+store's own (:class:`~.redis_io.DirectCalls`:
 made with the client's settings, retried by the same policy, one per call in flight) instead
 of redis-py's command methods, whose per-call bookkeeping (metric recorders, the pool's lock
 and events) is a third of a load's instructions and more of a commit's; on a cluster every call goes
@@ -147,7 +148,8 @@ just promoted) then acknowledges nothing until one follows it again: run two rep
 master to keep writing through a failover.
 
 ``wait_events`` blocks in ``XREAD BLOCK`` on a second connection pool (one connection per
-waiting watcher), so commits through any replica wake it; the events come back in that same
+waiting watcher; on one server, the direct calls' connections made with that pool's
+settings), so commits through any replica wake it; the events come back in that same
 reply (one round trip per wake-up), with the trim mark and, when asked (``on_table``), the
 table as :meth:`~RedisTableStore.load` reads it, all from one ``HMGET`` pipelined behind the
 ``XREAD``.
@@ -275,7 +277,8 @@ def _stored_events(entries: Sequence[Any]) -> list[StoredEvent]:
     """Stream entries as events: each entry's one field, packed (``z``) or not (``d``)."""
     events = []
     for event_id, fields in entries:
-        ((field, value),) = fields.items()
+        # redis-py's reply: a dict of the fields; a direct call's: [field, value]
+        ((field, value),) = fields.items() if isinstance(fields, dict) else (fields,)
         events.append(StoredEvent(text(event_id), unpack_event(field, value)))
     return events
 
@@ -333,6 +336,9 @@ class RedisTableStore:
         # one server: the hot calls (load, commit) skip redis-py's per-call bookkeeping
         self._direct = direct_calls(client)
         self._blocking = blocking if blocking is not None else client
+        self._direct_blocking = (
+            self._direct if self._blocking is client else direct_calls(self._blocking)
+        )
         self._prefix = key_prefix
         self._max_events = max_events
         self._owns_clients = owns_clients
@@ -672,15 +678,30 @@ class RedisTableStore:
         check_at_least(limit, 1, what="limit")
         block_ms = round(timeout_s * 1000) if timeout_s > 0 else None
         with unavailable():
+            fields = _WAIT_FIELDS if on_table else _WAIT_FIELDS[:2]
+            block = ("BLOCK", max(1, block_ms)) if block_ms is not None else ()
             async with asyncio.timeout(max(0.0, timeout_s) + _BLOCK_GRACE_S):
-                async with self._blocking.pipeline(transaction=False) as pipe:
-                    pipe.xread(
-                        {events_key: format_event_id(*position)},
-                        count=limit,
-                        block=max(1, block_ms) if block_ms is not None else None,
-                    )
-                    pipe.hmget(state_key, _WAIT_FIELDS if on_table else _WAIT_FIELDS[:2])
-                    read, (version, events_from, *table) = await pipe.execute()
+                if self._direct_blocking is not None:
+                    replies = await self._direct_blocking.execute(
+                        [
+                            encode("XREAD", "COUNT", limit, *block, "STREAMS", events_key,
+                                   format_event_id(*position)),
+                            encode("HMGET", state_key, *fields),
+                        ]
+                    )  # fmt: skip
+                    for reply in replies:
+                        if isinstance(reply, redis_errors.ResponseError):
+                            raise reply
+                    read, (version, events_from, *table) = replies
+                else:
+                    async with self._blocking.pipeline(transaction=False) as pipe:
+                        pipe.xread(
+                            {events_key: format_event_id(*position)},
+                            count=limit,
+                            block=max(1, block_ms) if block_ms is not None else None,
+                        )
+                        pipe.hmget(state_key, fields)
+                        read, (version, events_from, *table) = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
         _check_retained(table_id, after, position, events_from)
@@ -842,8 +863,9 @@ class RedisTableStore:
             await self._client.ping()
 
     async def close(self) -> None:
-        if self._direct is not None:
-            await self._direct.close()
+        for direct in (self._direct, self._direct_blocking):
+            if direct is not None:  # the same one twice: the second finds nothing open
+                await direct.close()
         if self._owns_clients:
             await self._client.aclose()
             if self._blocking is not self._client:
