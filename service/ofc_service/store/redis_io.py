@@ -260,7 +260,8 @@ class DirectCalls:
     :func:`retry` policy), without the bookkeeping redis-py 8 adds to every call: metric
     recorders (no-ops unless its OpenTelemetry is set up, yet a coroutine each, several
     per call), the pool's lock and its release event, command name look-ups; on the move path
-    ≈ 0.15 M instructions of a load's 0.41 M, and 0.29 M of a commit (``bench.miss_path``).
+    ≈ 0.15 M instructions of a load's 0.41 M, 0.29 M of a commit and 0.41 M of a watch's
+    read (``bench.miss_path``).
 
     Each call takes a connection of its own (an idle one, or a new one) and gives it back
     when done, so concurrent calls never share one; a call cut short (an error, a
