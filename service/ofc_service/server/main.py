@@ -234,6 +234,11 @@ async def run(
     pipe closes (``stop_on_eof``, a file descriptor: with the parent gone, nothing else
     would ever stop it)."""
     ofc_server = await create_server(config, reuse_port=reuse_port)
+    # Before it serves: a SIGTERM as soon as it is ready is a graceful stop, not a kill.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     await ofc_server.start()
     if on_ready is not None:
         on_ready()
@@ -241,10 +246,6 @@ async def run(
     # process: keep it out of the collector's way so full collections stay short.
     gc.collect()
     gc.freeze()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     if stop_on_eof is not None:
         fd = stop_on_eof
 
