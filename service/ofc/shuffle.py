@@ -20,6 +20,7 @@ N cards: the 52 in id order, then the jokers ``X1``, ``X2``; Fisher-Yates from N
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import struct
@@ -143,8 +144,10 @@ def deal_deck(
     return shuffle_deck_v2(server_seed, client_seed, nonce, deck_size=NATURAL_CARDS + jokers)
 
 
+@functools.lru_cache(maxsize=4096)
 def commitment(server_seed: bytes) -> str:
-    """``SHA-256(server_seed)`` in lower-case hex, published before the deal."""
+    """``SHA-256(server_seed)`` in lower-case hex, published before the deal. Remembered for
+    the last few thousand seeds: every view of a hand and of the next one's seed shows it."""
     return hashlib.sha256(server_seed).hexdigest()
 
 

@@ -23,7 +23,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SEAT_TOKEN_PREFIX = "st_"
 SEAT_TOKEN_HEADER = "x-ofc-seat-token"
@@ -64,10 +64,19 @@ def token_hash(token: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """What a request presented; at most one of each."""
+    """What a request presented; at most one of each. Each secret's :func:`token_hash` is
+    taken once, here: every check and record of the request compares or stores the hash."""
 
     seat_token: str | None = None
     api_key: str | None = None
+    seat_token_hash: str = field(default="", init=False, repr=False, compare=False)
+    api_key_hash: str = field(default="", init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.seat_token is not None:
+            object.__setattr__(self, "seat_token_hash", token_hash(self.seat_token))
+        if self.api_key is not None:
+            object.__setattr__(self, "api_key_hash", token_hash(self.api_key))
 
     @classmethod
     def from_metadata(cls, metadata: Iterable[tuple[str, str | bytes]] | None) -> Credentials:
@@ -103,9 +112,9 @@ def caller_identity(creds: Credentials) -> str:
     True
     """
     if creds.api_key is not None:
-        return token_hash(creds.api_key)
+        return creds.api_key_hash
     if creds.seat_token is not None:
-        return token_hash(creds.seat_token)
+        return creds.seat_token_hash
     return ANONYMOUS
 
 
@@ -123,7 +132,7 @@ class Authenticator:
         """True for a valid operator key; a wrong key is an error, not a downgrade."""
         if creds.api_key is None:
             return False
-        presented = token_hash(creds.api_key)
+        presented = creds.api_key_hash
         if any(hmac.compare_digest(presented, h) for h in self._key_hashes):
             return True
         raise UnauthenticatedError("invalid API key")
@@ -149,7 +158,7 @@ class Authenticator:
         token = creds.seat_token
         if token is None:
             return None
-        presented = token_hash(token)
+        presented = creds.seat_token_hash
         for seat, stored in seat_hashes.items():
             if hmac.compare_digest(presented, stored):
                 return seat

@@ -77,15 +77,19 @@ class SeedLog:
     def __init__(self) -> None:
         self.drawn: list[bytes] = []
         self._name = ""
+        self._first = b""
         self._lock = threading.Lock()
 
-    def reset(self, name: str) -> None:
+    def reset(self, name: str, *, first: bytes = b"") -> None:
+        """A new table's sequence; ``first``: its first seed (the first hand's) instead."""
         with self._lock:
-            self._name, self.drawn = name, []
+            self._name, self.drawn, self._first = name, [], first
 
     def __call__(self) -> bytes:
         with self._lock:
             seed = hashlib.sha256(f"lifecycle:{self._name}:{len(self.drawn)}".encode()).digest()
+            if self._first and not self.drawn:
+                seed = self._first
             self.drawn.append(seed)
             return seed
 
@@ -117,16 +121,21 @@ def _flush(redis: RedisServer) -> None:
 
 
 @contextmanager
-def open_cluster(redis: RedisServer | None, replicas: int) -> Iterator[Cluster]:
+def open_cluster(
+    redis: RedisServer | None, replicas: int, *, event_log_hands: int = 0
+) -> Iterator[Cluster]:
     """``replicas`` servers on a fresh Redis database (or one on the in-memory store), each
-    keeping every table's whole event log (the model replays it)."""
+    keeping every table's whole event log (the model replays it), or, with
+    ``event_log_hands``, the last hands' events and their request records as a production
+    server does (the model then reads the log after every step, before it is trimmed)."""
     if redis is not None:
         _flush(redis)
     url = "" if redis is None else redis.url
     clock, seeds = FakeClock(), SeedLog()
     with ExitStack() as stack:
         servers = [
-            stack.enter_context(start_server(url, event_log_hands=0)) for _ in range(replicas)
+            stack.enter_context(start_server(url, event_log_hands=event_log_hands))
+            for _ in range(replicas)
         ]
         for bg in servers:
             manager = bg.server.sweeper.manager
@@ -278,7 +287,8 @@ class TableModel:
         assert not extra, f"{what} to {audience!r} at v{version}: {sorted(map(str, extra))}"
         sent = message.SerializeToString()
         for seed in self.secret_seeds(version):
-            assert seed not in sent, f"{what} to {audience!r} at v{version}: a secret seed"
+            for form in (seed, seed.hex().encode(), seed.hex().upper().encode()):
+                assert form not in sent, f"{what} to {audience!r} at v{version}: a secret seed"
 
 
 def wire_status(error: grpc.RpcError) -> tuple[grpc.StatusCode, str, str]:

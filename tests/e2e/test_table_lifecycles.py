@@ -111,9 +111,11 @@ class Driver:
         seats: int = 2,
         policy: pb.ClientSeedPolicy.ValueType = pb.CLIENT_SEED_POLICY_TABLE,
         create_id: str = "",
+        first_seed: bytes = b"",
     ) -> None:
         self.cluster = cluster
-        cluster.seeds.reset(name)  # the same deals for the same moves: replays are exact
+        # the same deals for the same moves: replays are exact
+        cluster.seeds.reset(name, first=first_seed)
         spec = ruleset_spec(ruleset)
         assert spec is not None
         self.create_request = pb.CreateTableRequest(

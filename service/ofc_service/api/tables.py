@@ -219,8 +219,15 @@ def decode_event(blob: bytes, viewer: int | None, event_id: str) -> pb.TableEven
 
 # --- views ----------------------------------------------------------------------------------
 def table_view(
-    record: TableRecord, version: int, viewer: int | None, *, last_event_id: str = ""
+    record: TableRecord,
+    version: int,
+    viewer: int | None,
+    *,
+    last_event_id: str = "",
+    with_ruleset: bool = True,
 ) -> pb.TableView:
+    """``viewer``'s view of the table; ``with_ruleset`` False: without its ruleset (for
+    :func:`table_view_bytes`, which appends it serialised)."""
     view = engine.view(record.match, _hand_viewer(record, viewer))
     out = pb.TableView(
         table_id=record.table_id,
@@ -234,7 +241,8 @@ def table_view(
     )
     if viewer is not None:
         out.viewer_seat = viewer
-    out.ruleset.MergeFromString(_ruleset_bytes(record.match.ruleset))
+    if with_ruleset:
+        out.ruleset.MergeFromString(_ruleset_bytes(record.match.ruleset))
     out.client_seed_policy = _POLICY_TO_PROTO[record.client_seed_policy]
     out.client_seed = record.client_seed
     out.next_commitment = record.next_commitment
@@ -281,6 +289,19 @@ def table_view(
             ids = tuple(record.match.seats[hs.seat].player_id for hs in hand.seats)
             write_settlement(hand.settlement, ids, h.settlement)
     return out
+
+
+def table_view_bytes(record: TableRecord, version: int, viewer: int | None) -> bytes:
+    """:func:`table_view` serialised, the very bytes ``SerializeToString`` writes. The
+    ruleset's bytes, the same in every view of the table, are spliced in as its field, in
+    field order, rather than parsed into the message and serialised again."""
+    view = table_view(record, version, viewer, with_ruleset=False).SerializeToString()
+    at = _fields_before(view, _VIEW_RULESET)
+    ruleset = _field(_VIEW_RULESET, _ruleset_bytes(record.match.ruleset))
+    return b"".join((view[:at], ruleset, view[at:]))
+
+
+_VIEW_RULESET = pb.TableView.DESCRIPTOR.fields_by_name["ruleset"].number
 
 
 def _hand_viewer(record: TableRecord, viewer: int | None) -> int | None:
@@ -373,17 +394,18 @@ class ProtobufPresenter:
 
     def response(self, outcome: commands.Outcome) -> bytes:
         change, command = outcome.change, outcome.command
-        view = table_view(change.record, outcome.version, change.actor_seat)
         if isinstance(command, commands.JoinSeat):
             assert change.seat_token is not None
             token = mask_secret(change.seat_token, outcome.request_id)
+            view = table_view(change.record, outcome.version, change.actor_seat)
             return pb.JoinSeatResponse(seat_token=token, table=view).SerializeToString()
         if type(command) not in _RESPONSES:  # the server's own move (a timeout): nobody reads it
             return b""
         # The response's one field is the view: its wire form is the view's bytes behind the
-        # field's key, the very bytes SerializeToString writes, without copying the view into
-        # a response message first (a deep copy that cost more than the serialisation).
-        return _field(_RESPONSE_TABLE, view.SerializeToString())
+        # field's key, without copying the view into a response message first (a deep copy
+        # that cost more than the serialisation).
+        view_bytes = table_view_bytes(change.record, outcome.version, change.actor_seat)
+        return _field(_RESPONSE_TABLE, view_bytes)
 
 
 _RESPONSES: dict[type, Any] = {
@@ -619,6 +641,36 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at ``at`` and the offset after it."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def _fields_before(message: bytes, number: int) -> int:
+    """Where the first field numbered ``number`` or more starts in a serialised message
+    (fields in field order, as ``SerializeToString`` writes them; varint and length-delimited
+    ones only, as in a TableView's first fields)."""
+    at = 0
+    while at < len(message):
+        key, after = _read_varint(message, at)
+        if key >> 3 >= number:
+            return at
+        value, after = _read_varint(message, after)
+        if key & 7 == 2:
+            after += value
+        elif key & 7 != 0:
+            raise ValueError(f"field {key >> 3} has wire type {key & 7}: not skipped here")
+        at = after
+    return at
 
 
 def _field(number: int, data: bytes) -> bytes:

@@ -608,10 +608,10 @@ class TableManager:
         table_id = request.table_id
         try:
             prior = await self.store.get_response(table_id, key, request_digest=request.digest)
-        except AlreadyAppliedError:
+            if prior is None and legacy:
+                prior = await self.store.get_response(table_id, request_key(request.request_id))
+        except AlreadyAppliedError:  # either record may be a marker by now
             return await self._as_table_is(request, command, creds)
-        if prior is None and legacy:
-            prior = await self.store.get_response(table_id, request_key(request.request_id))
         if prior is None:
             raise error
         return prior

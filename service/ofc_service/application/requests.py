@@ -9,6 +9,7 @@ JoinSeat answer holds its seat token masked with the request id (:func:`mask_sec
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 
@@ -39,6 +40,7 @@ def request_key(request_id: str, caller: str | None = None) -> str:
     return hashlib.sha256(named).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)  # the callers of the tables in play here
 def request_lane(caller: str) -> str:
     """The lane of ``caller``'s records (a short hash of its identity): a client retries only
     its latest request, so a move's record supersedes the same caller's earlier move of the

@@ -4,7 +4,9 @@
 -- KEYS: 1 state hash, 2 event stream, 3 extra hash, 4 extra index (zset), 5 request record
 --       (the layout before hand records; its name ends with the request id), 6 outbox hash
 --       (no TTL: it outlives the table until the relay empties it)
--- ARGV: 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
+-- ARGV[1] holds the arguments below, each as "<byte length>:<bytes>", one after the other
+-- (one argument for the client to send, rather than some thirty to pack one by one):
+-- 1 expected version (0: create), 2 state, 3 response, 4 deadline ms ('' = none),
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
 --       10 .. 9+n events (packed: stream field 'z'), then m triples (extra key, value, index member or ''),
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
@@ -22,6 +24,17 @@
 --        deadline} | {'missing'}
 local state_key, events_key, extra_key, index_key, request_key, outbox_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local function unpacked(packed)  -- the arguments packed in ARGV[1]
+  local out, at = {}, 1
+  while at <= #packed do
+    local colon = string.find(packed, ':', at, true)
+    local size = tonumber(string.sub(packed, at, colon - 1))
+    out[#out + 1] = string.sub(packed, colon + 1, colon + size)
+    at = colon + size + 1
+  end
+  return out
+end
+local ARGV = unpacked(ARGV[1])
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
 local keep, compact = tonumber(ARGV[#ARGV - 5]), ARGV[#ARGV - 4] == '1'
