@@ -173,9 +173,8 @@ def test_the_backoff_is_capped() -> None:
 
 
 def test_the_health_checks_stop_even_when_a_ping_swallows_the_cancellation() -> None:
-    """Python 3.11's wait_for (through which redis-py sends to a Redis Cluster) returns the
-    answer rather than raise when the cancellation lands as the answer arrives: the stop
-    must not wait for a cancellation that never comes."""
+    """redis-py's asyncio client, cancelled mid-command, often returns the answer rather
+    than raise: the stop must not wait for a cancellation that never comes."""
     pings = itertools.count()
 
     async def ping() -> None:

@@ -102,9 +102,9 @@ class StoreHealth:
 
     async def stop(self) -> None:
         if self._task is not None:
-            # The flag ends the loop even when the ping swallows the cancellation: on a
-            # Redis Cluster, redis-py sends through Python 3.11's wait_for, which returns the
-            # answer instead of raising when the cancellation lands as the answer arrives.
+            # The flag ends the loop even when the ping swallows the cancellation: redis-py's
+            # asyncio client, cancelled mid-command, often returns the answer instead of
+            # raising (most of the time for a PING on a Redis Cluster, on this Python 3.11).
             self._stopping = True
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
