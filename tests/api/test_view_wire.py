@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -23,9 +24,9 @@ from ofc_service.application.records import POLICY_PLAYERS, POLICY_TABLE, TableR
 from ofcpoker.v1 import cards_pb2, settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
-from tests.ofc.test_engine_properties import play_hand, tables
+from tests.ofc.test_engine_properties import Draw, play_hand, tables
 
-MESSAGES = {
+MESSAGES: dict[str, Any] = {
     "TableView": pb.TableView,
     "SeatView": pb.SeatView,
     "HandView": pb.HandView,
@@ -72,7 +73,7 @@ def records(draw: st.DrawFn, state: engine.MatchState, start: engine.MatchState)
     )
 
 
-def _pair_units(draw: st.DrawFn, size: int) -> tuple[tuple[int, int, int], ...]:
+def _pair_units(draw: Draw, size: int) -> tuple[tuple[int, int, int], ...]:
     pairs = draw(st.lists(st.sampled_from(list(itertools.combinations(range(size), 2)))))
     return tuple((a, b, draw(st.integers(1, 10**6))) for a, b in sorted(set(pairs)))
 
