@@ -81,26 +81,38 @@ _CARD_FIELDS = {f: [_delimited(f, code.encode()) for code in CODES] for f in (1,
 
 
 def _cards(field: int, cards: Sequence[int]) -> bytes:
+    if not cards:
+        return b""
     codes = _CARD_FIELDS[field]
     return b"".join([codes[c] for c in cards])
 
 
 def _hand_seat(s: engine.HandSeatView) -> bytes:
     board = s.board
-    board_body = b"".join((_cards(1, board.top), _cards(2, board.middle), _cards(3, board.bottom)))
+    top, middle, bottom = _CARD_FIELDS[1], _CARD_FIELDS[2], _CARD_FIELDS[3]
+    board_body = b"".join(
+        [top[c] for c in board.top] + [middle[c] for c in board.middle]
+        + [bottom[c] for c in board.bottom]
+    )  # fmt: skip
     return b"".join(
         (
             _uint(1, s.seat),
             _uint(2, s.fantasyland),
-            _delimited(3, board_body),
-            _uint(4, s.board_hidden),
+            _BOARD_KEY,
+            varint(len(board_body)),
+            board_body,
+            _TRUE[4] if s.board_hidden else b"",
             _cards(5, s.pending),
             _uint(6, s.pending_count),
             _cards(7, s.discards),
             _uint(8, s.discard_count),
-            _uint(9, s.done),
+            _TRUE[9] if s.done else b"",
         )
     )
+
+
+_BOARD_KEY = _key(3, 2)
+_TRUE = {f: _key(f, 0) + b"\x01" for f in (4, 9)}  # a bool field set
 
 
 def _hand_seat_field(seat: engine.HandSeat, viewer: int | None, over: bool) -> bytes:
