@@ -9,6 +9,7 @@ background loops say once that they fail (no traceback, no line per try), then b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import shutil
@@ -17,10 +18,11 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ofc_service.application.periodic import MAX_BACKOFF_S, Periodic
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
+from ofc_service.server.health import StoreHealth
 from ofc_service.store import StoreUnavailableError
 from ofcpoker.v1 import rules_service_pb2 as rules_pb
 from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
@@ -168,3 +170,33 @@ def test_the_backoff_is_capped() -> None:
     loop = Periodic("capped", never, 0.25)
     loop.failures = 50
     assert loop.delay_s() == MAX_BACKOFF_S
+
+
+def test_the_health_checks_stop_even_when_a_ping_swallows_the_cancellation() -> None:
+    """redis-py's asyncio client, cancelled mid-command, often returns the answer rather
+    than raise: the stop must not wait for a cancellation that never comes."""
+    pings = itertools.count()
+
+    async def ping() -> None:
+        if next(pings) == 1:  # the first check (at start) and those after this one answer
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)  # the answer "arrives" as the cancellation does
+
+    async def scenario() -> bool:
+        checks = StoreHealth(
+            health.aio.HealthServicer(),
+            (ping,),
+            store_services=(),
+            other_services=(),
+            interval_s=0.01,
+        )
+        await checks.start()
+        await asyncio.sleep(0.1)  # a check is in progress
+        stopping = asyncio.ensure_future(checks.stop())
+        done, _ = await asyncio.wait((stopping,), timeout=10)  # a bound for failing, not a figure
+        if checks._task is not None:  # a loop that went on: end it (its pings now answer)
+            checks._task.cancel()
+        await stopping
+        return bool(done)
+
+    assert asyncio.run(scenario())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
@@ -134,6 +135,10 @@ def _request_line(request_id: str) -> Callable[[dict[str, Any]], bool]:
     return lambda line: line.get("request_id") == request_id
 
 
+def _shutting_down(pid: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda line: line["msg"] == "shutting down" and line.get("pid") == pid
+
+
 @pytest.fixture
 def workers(redis_url: str) -> Iterator[Workers]:
     w = Workers(redis_url)
@@ -231,3 +236,30 @@ def test_more_than_one_worker_needs_redis() -> None:
     assert result.returncode == 2
     assert "OFC_WORKERS / --workers: 2 workers need a shared store" in result.stderr
     assert "OFC_REDIS_URL" in result.stderr
+
+
+def test_a_second_sigterm_makes_every_worker_exit_at_once(workers: Workers) -> None:
+    q: queue.Queue[pb.SettleHandsStreamRequest | None] = queue.Queue()
+
+    def requests() -> Iterator[pb.SettleHandsStreamRequest]:
+        while (item := q.get(timeout=60)) is not None:
+            yield item
+
+    try:
+        with grpc.insecure_channel(workers.address) as channel:
+            # A call in flight that never ends by itself: its worker's drain takes the grace.
+            responses = RulesServiceStub(channel).SettleHandsStream(requests())
+            q.put(pb.SettleHandsStreamRequest(hand_id="held", hand=hand(EXAMPLE_A, EXAMPLE_1_B)))
+            assert next(responses).hand_id == "held"
+            workers.process.send_signal(signal.SIGTERM)
+            for pid in workers.pids:
+                workers.wait_for(_shutting_down(pid))
+            workers.process.send_signal(signal.SIGTERM)
+            code = workers.process.wait(timeout=GRACE_SECONDS + 10)
+    finally:
+        q.put(None)
+    workers._reader.join(timeout=5)
+    messages = [line["msg"] for line in workers.lines]
+    assert "second signal: workers told to exit at once" in messages, workers.lines
+    assert "exiting at once on a second signal" in messages, workers.lines  # the held worker's
+    assert code == 1  # a worker cut short is not a clean stop

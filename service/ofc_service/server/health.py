@@ -49,6 +49,7 @@ class StoreHealth:
         self.timeout_s = timeout_s
         self.reachable: bool | None = None  # None: not checked yet
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def check(self) -> bool:
         """Ping the store once and set every status to match; True when it answered."""
@@ -88,7 +89,7 @@ class StoreHealth:
                 callback()
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self.interval_s)
             await self.check()
 
@@ -96,10 +97,15 @@ class StoreHealth:
         """Set every status from a first check, then keep checking in the background."""
         await self.check()
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.get_running_loop().create_task(self._run(), name="health")
 
     async def stop(self) -> None:
         if self._task is not None:
+            # The flag ends the loop even when the ping swallows the cancellation: redis-py's
+            # asyncio client, cancelled mid-command, often returns the answer instead of
+            # raising (most of the time for a PING on a Redis Cluster, on this Python 3.11).
+            self._stopping = True
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task

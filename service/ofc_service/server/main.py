@@ -15,9 +15,9 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIServer
 
 import grpc
@@ -41,6 +41,7 @@ from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.health import StoreHealth
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
+from ofc_service.server.stopping import STEP_TIMEOUT_S, ExitDeadline, StopSteps, exit_now
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
 
 if TYPE_CHECKING:
@@ -98,29 +99,37 @@ class OfcServer:
                               "store": "redis" if self.config.redis_url else "in-memory"}},
         )  # fmt: skip
 
-    async def stop(self, grace: float | None = None) -> None:
+    async def stop(
+        self, grace: float | None = None, *, progress: ExitDeadline | None = None
+    ) -> list[str]:
         """Health NOT_SERVING first (load balancers drain), streams end at once (their
-        clients reconnect elsewhere), then in-flight unary calls finish."""
-        if self.store_health is not None:
-            await self.store_health.stop()
-        await self.health.enter_graceful_shutdown()
-        self.shutdown.begin()
-        await self.sweeper.stop()
-        if self.relay is not None:
-            await self.relay.stop()
+        clients reconnect elsewhere), then in-flight unary calls finish. Every step has a
+        time limit (:mod:`.stopping`); the names of those that did not finish in it."""
         grace = self.config.grace_seconds if grace is None else grace
+        steps = StopSteps(progress)
+        if self.store_health is not None:
+            await steps.run({"store health checks": self.store_health.stop()})
+        await steps.run({"health NOT_SERVING": self.health.enter_graceful_shutdown()})
+        self.shutdown.begin()
+        drain: dict[str, Coroutine[Any, Any, object]] = {
+            "deadline sweeper": self.sweeper.stop(),
+            "grpc drain": self.server.stop(grace),
+        }
+        if self.relay is not None:
+            drain["settlement relay"] = self.relay.stop()
         if self.http is not None:  # both ports' in-flight calls finish within the one grace
-            await asyncio.gather(self.http.stop(grace), self.server.stop(grace))
-        else:
-            await self.server.stop(grace)
-        await self.store.close()
+            drain["http drain"] = self.http.stop(grace)
+        await steps.run(drain, timeout_s=grace + STEP_TIMEOUT_S)
+        close: dict[str, Coroutine[Any, Any, object]] = {"close table store": self.store.close()}
         if self.feed is not None:
-            await self.feed.close()
+            close["close settlement feed"] = self.feed.close()
+        await steps.run(close)
         if self._metrics_httpd is not None:
             self._metrics_httpd.shutdown()
             self._metrics_httpd.server_close()
             self._metrics_httpd = None
-        log.info("stopped")
+        log.info("stopped", extra={"fields": {"unfinished_steps": steps.unfinished}})
+        return steps.unfinished
 
 
 def _server_options(config: ServerConfig, *, reuse_port: bool = False) -> list[tuple[str, int]]:
@@ -225,6 +234,11 @@ async def run(
     pipe closes (``stop_on_eof``, a file descriptor: with the parent gone, nothing else
     would ever stop it)."""
     ofc_server = await create_server(config, reuse_port=reuse_port)
+    # Before it serves: a SIGTERM as soon as it is ready is a graceful stop, not a kill.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     await ofc_server.start()
     if on_ready is not None:
         on_ready()
@@ -232,10 +246,6 @@ async def run(
     # process: keep it out of the collector's way so full collections stay short.
     gc.collect()
     gc.freeze()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     if stop_on_eof is not None:
         fd = stop_on_eof
 
@@ -246,8 +256,14 @@ async def run(
 
         threading.Thread(target=wait_for_eof, name="parent-pipe", daemon=True).start()
     await stop.wait()
-    log.info("shutting down", extra={"fields": {"grace_seconds": config.grace_seconds}})
-    await ofc_server.stop()
+    deadline = ExitDeadline(config.grace_seconds)
+    deadline.begin(loop)
+    log.info("shutting down", extra={"fields": {"grace_seconds": config.grace_seconds,
+                                                "exit_within_s": deadline.limit_s}})  # fmt: skip
+    if await ofc_server.stop(progress=deadline):
+        log.error("exiting: shutdown steps did not finish")
+        exit_now()  # what they left running would hold the interpreter's exit
+    deadline.finish()
 
 
 def serve(

@@ -17,7 +17,8 @@ This process, the supervisor, serves no gRPC and imports none. It:
   ``ofc_active_tables`` gauge is the maximum over the live workers;
 - on SIGTERM or SIGINT sends SIGTERM to every worker: each stops as a single server does
   (health NOT_SERVING, streams end at once, calls in flight get ``--grace-seconds``), and a
-  worker still running after the grace period and a margin is killed;
+  worker still running after the grace period and a margin is killed; a second SIGTERM or
+  SIGINT is passed on to every worker, which then exits at once (:mod:`.stopping`);
 - restarts a worker that dies while serving, after a second; a worker that dies before
   it served (a port in use, a bad certificate) will not do better the next time, so then,
   or after :data:`MAX_RESTARTS` restarts within :data:`RESTART_WINDOW_S`, it stops all the
@@ -49,6 +50,7 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 
 from ofc_service.server.config import ServerConfig, split_address
 from ofc_service.server.logs import configure_logging
+from ofc_service.server.stopping import EXIT_MARGIN_S
 
 log = logging.getLogger("ofc.workers")
 
@@ -56,7 +58,9 @@ READY = b"ready\n"  # what a worker writes on stdout once it serves (worker.READ
 RESTART_DELAY_S = 1.0
 MAX_RESTARTS = 5
 RESTART_WINDOW_S = 60.0
-KILL_MARGIN_S = 5.0  # past the grace period, a worker that has not exited is killed
+# Past the grace period, a worker that has not exited is killed: after its own exit deadline
+# (stopping.EXIT_MARGIN_S), which logs the step it was stuck on.
+KILL_MARGIN_S = EXIT_MARGIN_S + 2.0
 
 
 def exit_status(code: int) -> str:
@@ -161,6 +165,18 @@ class Supervisor:
             text = line.decode(errors="replace").rstrip()
             log.info("worker output", extra={"fields": {**fields, "output": text}})
 
+    def _on_signal(self, signum: int) -> None:
+        if not self.stopping.is_set():
+            self.stopping.set()
+            return
+        # A second signal: "now". Each worker, told a second time, exits at once.
+        fields = {"signal": signal.Signals(signum).name,
+                  "pids": sorted(p.pid for p in self.processes.values())}  # fmt: skip
+        log.warning("second signal: workers told to exit at once", extra={"fields": fields})
+        for process in list(self.processes.values()):
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+
     def _fail(self, reason: str) -> None:
         if not self.failure:
             self.failure = reason
@@ -169,7 +185,7 @@ class Supervisor:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.stopping.set)
+            loop.add_signal_handler(signum, self._on_signal, signum)
         tasks = [asyncio.create_task(self._keep(i)) for i in range(self.config.workers)]
         all_ready: asyncio.Future[list[bool]] = asyncio.ensure_future(
             asyncio.gather(*(r.wait() for r in self.ready))
