@@ -53,26 +53,31 @@ def _key(field: int, wire_type: int) -> bytes:
     return varint(field << 3 | wire_type)
 
 
+# Every field's key, by field number (the messages here have at most 16 fields).
+_VARINT_KEYS = [_key(f, 0) for f in range(17)]
+_BYTES_KEYS = [_key(f, 2) for f in range(17)]
+
+
 def _uint(field: int, value: int) -> bytes:
-    return _key(field, 0) + varint(value) if value else b""
+    return _VARINT_KEYS[field] + varint(value) if value else b""
 
 
 def _sint(field: int, value: int) -> bytes:
-    return _key(field, 0) + varint(zigzag(value)) if value else b""
+    return _VARINT_KEYS[field] + varint(zigzag(value)) if value else b""
 
 
 def _present(field: int, value: int | None) -> bytes:
     """An ``optional uint32``: written when set, 0 included."""
-    return b"" if value is None else _key(field, 0) + varint(value)
+    return b"" if value is None else _VARINT_KEYS[field] + varint(value)
 
 
 def _delimited(field: int, data: bytes) -> bytes:
-    return _key(field, 2) + varint(len(data)) + data
+    return _BYTES_KEYS[field] + varint(len(data)) + data
 
 
 def _text(field: int, data: bytes) -> bytes:
     """A ``string`` or ``bytes`` field (given encoded): written unless empty."""
-    return _delimited(field, data) if data else b""
+    return _BYTES_KEYS[field] + varint(len(data)) + data if data else b""
 
 
 # A card code as each repeated string field that holds cards: Board's rows (1, 2, 3) and
