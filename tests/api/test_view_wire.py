@@ -1,10 +1,10 @@
 """A move's response view, put together as wire bytes, is what the message API writes.
 
 ``table_view_bytes`` (``ofc_service.api.view_wire``) writes a ``TableView`` without building
-the message, re-using each seat of the hand's bytes while the seat does not change; the
-bytes must be ``table_view``'s serialised, byte for byte, for every viewer (each seat and a
-spectator) at every step of random play: Fantasyland sets face down, a seat's new player,
-money totals, own client seeds, deadlines, pair unit values, both client seed policies.
+the message; the bytes must be ``table_view``'s serialised, byte for byte, for every viewer
+(each seat and a spectator, in any order) at every step of random play: Fantasyland sets
+face down, a seat's new player, money totals, own client seeds, deadlines, pair unit
+values, both client seed policies.
 """
 
 from __future__ import annotations

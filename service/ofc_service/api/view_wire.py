@@ -1,15 +1,13 @@
 """A ``TableView`` as protobuf wire bytes, for a move's response.
 
 Building a ``TableView`` message field by field and serialising it cost more than the rest
-of a move's encoding; the same bytes are put together here from the record directly, with
-each seat of the hand encoded once per viewer while it does not change (kept by the
-identity of the frozen :class:`~ofc.engine.HandSeat` and the viewer, never shared between
-viewers). What each seat may show is :func:`ofc.engine.seat_view`'s redaction, the one
+of a move's encoding; the same bytes are put together here from the record directly. What
+each seat of the hand may show is :func:`ofc.engine.seat_view`'s redaction, the one
 :func:`ofc.engine.view` applies. The result is exactly what
 :func:`ofc_service.api.tables.table_view` fills and protobuf serialises, byte for byte
-(tests/api/test_view_wire.py checks it on random play, spectators and Fantasyland sets
-face down included). Only this module knows the field numbers it writes; a test compares
-them with the generated descriptors.
+(tests/api/test_view_wire.py checks it for every viewer at every step of random play,
+spectators and Fantasyland sets face down included). Only this module knows the field
+numbers it writes; a test compares them with the generated descriptors.
 """
 
 from __future__ import annotations
@@ -120,25 +118,6 @@ _BOARD_KEY = _key(3, 2)
 _TRUE = {f: _key(f, 0) + b"\x01" for f in (4, 9)}  # a bool field set
 
 
-def _hand_seat_field(seat: engine.HandSeat, viewer: int | None, over: bool) -> bytes:
-    """HandView.seats' entry for ``seat`` as ``viewer`` sees it, encoded once while the
-    seat (a frozen value) stays the same object; the cache holds the seat, so its id stays
-    its own."""
-    key = (id(seat), viewer, over)
-    hit = _SEATS.get(key)
-    if hit is not None and hit[0] is seat:
-        return hit[1]
-    data = _delimited(10, _hand_seat(engine.seat_view(seat, viewer, over)))
-    _SEATS[key] = (seat, data)
-    if len(_SEATS) > _KEPT_SEATS:
-        del _SEATS[next(iter(_SEATS))]
-    return data
-
-
-_KEPT_SEATS = 4096  # a few per table in play: each viewer's copy of each seat of its hand
-_SEATS: dict[tuple[int, int | None, bool], tuple[engine.HandSeat, bytes]] = {}
-
-
 def _hand(record: TableRecord, viewer: int | None) -> bytes:
     match = record.match
     hand = match.hand
@@ -156,7 +135,9 @@ def _hand(record: TableRecord, viewer: int | None) -> bytes:
         _text(8, b"".join([varint(s) for s in to_act])),  # packed
         _uint(9, hand.deck_remaining),
     ]
-    parts.extend([_hand_seat_field(s, viewer, over) for s in hand.seats])
+    parts.extend(
+        [_delimited(10, _hand_seat(engine.seat_view(s, viewer, over))) for s in hand.seats]
+    )
     parts.append(_uint(11, over))
     if over:
         settlement = engine.hand_settlement(hand, match.ruleset, pair_units=match.pair_units)
