@@ -556,17 +556,22 @@ async def test_a_lanes_newer_record_supersedes_its_earlier_one(backend: Backend)
         assert (await h.store.load("t")).version == version + 2  # nothing applied twice
 
 
+WINDOW_S = 3
+
+
 async def test_a_marker_expires_with_the_retry_window(backend: Backend) -> None:
+    # A window of a few seconds: on Redis it is real time, and the checks inside it must
+    # not outlive it on a loaded machine.
     async with backend.open() as h:
         await h.store.create_table("t", b"v1")
         await h.store.commit(
             Commit(
                 "t", expected_version=1, state=b"s", events=[b"start"], response=b"S",
                 request_id="start", deadline_ms=None, keep_segments=2, compact_response=True,
-                request_ttl_seconds=1,
+                request_ttl_seconds=WINDOW_S,
             )
         )  # fmt: skip
-        await play(h.store, "t", 2, request_id="move", request_ttl_seconds=1)
+        await play(h.store, "t", 2, request_id="move", request_ttl_seconds=WINDOW_S)
         await h.store.commit(
             Commit(
                 "t", expected_version=3, state=b"s", events=[b"start"], response=b"S2",
@@ -576,7 +581,7 @@ async def test_a_marker_expires_with_the_retry_window(backend: Backend) -> None:
         with pytest.raises(AlreadyAppliedError):
             await h.other.get_response("t", "start")
         assert await h.other.get_response("t", "move") == b"r3"
-        await h.advance(1.3)
+        await h.advance(WINDOW_S + 0.3)
         assert await h.other.get_response("t", "start") is None  # outside its window
         assert await h.other.get_response("t", "move") is None
         with pytest.raises(StaleVersionError):  # judged afresh
