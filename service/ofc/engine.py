@@ -167,6 +167,7 @@ __all__ = [
     "hand_settlement",
     "new_match",
     "replay",
+    "seat_view",
     "seats_to_act",
     "verify",
     "view",
@@ -1447,7 +1448,7 @@ def view(state: MatchState, viewer: int | None) -> TableView:
             turn=hand.turn,
             to_act=seats_to_act(state),
             deck_remaining=hand.deck_remaining,
-            seats=tuple(_seat_view(s, viewer, over) for s in hand.seats),
+            seats=tuple(seat_view(s, viewer, over) for s in hand.seats),
             over=over,
             settlement=(
                 hand_settlement(hand, state.ruleset, pair_units=state.pair_units) if over else None
@@ -1466,7 +1467,17 @@ def view(state: MatchState, viewer: int | None) -> TableView:
     )
 
 
-def _seat_view(s: HandSeat, viewer: int | None, over: bool) -> HandSeatView:
+def seat_view(s: HandSeat, viewer: int | None, over: bool) -> HandSeatView:
+    """What ``viewer`` (a seat, or ``None`` for a spectator) may see of one seat of a hand
+    (``over``: the hand is over), as :func:`view` shows it: it depends on nothing else, so a
+    seat that did not change shows the same to the same viewer.
+
+    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
+    >>> state, _ = replay(new_match(seats=2), setup)
+    >>> seat = state.hand.seat(1)  # first to act: dealt five
+    >>> [len(seat_view(seat, v, False).pending) for v in (1, 0, None)]
+    [5, 0, 0]
+    """
     own = viewer == s.seat
     hidden = s.in_fantasyland and s.done and not over and not own
     return HandSeatView(

@@ -23,7 +23,7 @@ from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
 
 from tests.api.test_fuzz import hands as request_hands
 from tests.api.test_fuzz import tokens
-from tests.api.wire import wire_error
+from tests.api.wire import assert_field_numbers, wire_error
 from tests.ofc.test_settlement_json import settlements
 
 MESSAGES: dict[str, Any] = {
@@ -38,12 +38,7 @@ MESSAGES: dict[str, Any] = {
 
 
 def test_the_encoder_knows_every_field_of_the_protos() -> None:
-    assert set(MESSAGES) == set(outcome_wire.FIELD_NUMBERS)
-    for name, message in MESSAGES.items():
-        fields = sorted(message.DESCRIPTOR.fields, key=lambda f: f.number)
-        assert [(f.number, f.name) for f in fields] == list(
-            enumerate(outcome_wire.FIELD_NUMBERS[name], start=1)
-        ), name
+    assert_field_numbers(MESSAGES, outcome_wire.FIELD_NUMBERS)
 
 
 def _reference(settled: convert.SettledHand) -> bytes:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2, status_pb2
@@ -66,3 +68,12 @@ def wire_error(error: grpc.RpcError) -> WireError:
                     detail.Unpack(bad)
                     violations = tuple(v.field for v in bad.field_violations)
     return WireError(error.code(), reason, domain, info_field, violations, request_id)
+
+
+def assert_field_numbers(messages: Mapping[str, Any], numbers: Mapping[str, Sequence[str]]) -> None:
+    """A wire encoder's field table (each message's field names in field-number order from
+    1) against the generated descriptors of ``messages``."""
+    assert set(messages) == set(numbers)
+    for name, message in messages.items():
+        fields = sorted(message.DESCRIPTOR.fields, key=lambda f: f.number)
+        assert [(f.number, f.name) for f in fields] == list(enumerate(numbers[name], start=1)), name

@@ -23,7 +23,7 @@ from ofcpoker.v1 import cards_pb2, settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
 from ofc_service import auth, store
-from ofc_service.api import convert, parse
+from ofc_service.api import convert, parse, view_wire
 from ofc_service.api.shutdown import Shutdown
 from ofc_service.application import commands
 from ofc_service.application.manager import Request, TableManager
@@ -224,10 +224,9 @@ def table_view(
     viewer: int | None,
     *,
     last_event_id: str = "",
-    with_ruleset: bool = True,
 ) -> pb.TableView:
-    """``viewer``'s view of the table; ``with_ruleset`` False: without its ruleset (for
-    :func:`table_view_bytes`, which appends it serialised)."""
+    """``viewer``'s view of the table (:func:`table_view_bytes` writes the same bytes
+    without building the message)."""
     view = engine.view(record.match, _hand_viewer(record, viewer))
     out = pb.TableView(
         table_id=record.table_id,
@@ -241,8 +240,7 @@ def table_view(
     )
     if viewer is not None:
         out.viewer_seat = viewer
-    if with_ruleset:
-        out.ruleset.MergeFromString(_ruleset_bytes(record.match.ruleset))
+    out.ruleset.MergeFromString(_ruleset_bytes(record.match.ruleset))
     out.client_seed_policy = _POLICY_TO_PROTO[record.client_seed_policy]
     out.client_seed = record.client_seed
     out.next_commitment = record.next_commitment
@@ -292,16 +290,17 @@ def table_view(
 
 
 def table_view_bytes(record: TableRecord, version: int, viewer: int | None) -> bytes:
-    """:func:`table_view` serialised, the very bytes ``SerializeToString`` writes. The
-    ruleset's bytes, the same in every view of the table, are spliced in as its field, in
-    field order, rather than parsed into the message and serialised again."""
-    view = table_view(record, version, viewer, with_ruleset=False).SerializeToString()
-    at = _fields_before(view, _VIEW_RULESET)
-    ruleset = _field(_VIEW_RULESET, _ruleset_bytes(record.match.ruleset))
-    return b"".join((view[:at], ruleset, view[at:]))
-
-
-_VIEW_RULESET = pb.TableView.DESCRIPTOR.fields_by_name["ruleset"].number
+    """:func:`table_view` serialised, the very bytes ``SerializeToString`` writes, put
+    together without the message (:mod:`~ofc_service.api.view_wire`); the ruleset's bytes,
+    the same in every view of the table, are spliced in as they are."""
+    return view_wire.view_bytes(
+        record,
+        version,
+        viewer,
+        _hand_viewer(record, viewer),
+        ruleset=_ruleset_bytes(record.match.ruleset),
+        policy=_POLICY_TO_PROTO[record.client_seed_policy],
+    )
 
 
 def _hand_viewer(record: TableRecord, viewer: int | None) -> int | None:
@@ -641,36 +640,6 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    """The varint at ``at`` and the offset after it."""
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
-def _fields_before(message: bytes, number: int) -> int:
-    """Where the first field numbered ``number`` or more starts in a serialised message
-    (fields in field order, as ``SerializeToString`` writes them; varint and length-delimited
-    ones only, as in a TableView's first fields)."""
-    at = 0
-    while at < len(message):
-        key, after = _read_varint(message, at)
-        if key >> 3 >= number:
-            return at
-        value, after = _read_varint(message, after)
-        if key & 7 == 2:
-            after += value
-        elif key & 7 != 0:
-            raise ValueError(f"field {key >> 3} has wire type {key & 7}: not skipped here")
-        at = after
-    return at
 
 
 def _field(number: int, data: bytes) -> bytes:

@@ -1,0 +1,198 @@
+"""A ``TableView`` as protobuf wire bytes, for a move's response.
+
+Building a ``TableView`` message field by field and serialising it cost more than the rest
+of a move's encoding; the same bytes are put together here from the record directly. What
+each seat of the hand may show is :func:`ofc.engine.seat_view`'s redaction, the one
+:func:`ofc.engine.view` applies. The result is exactly what
+:func:`ofc_service.api.tables.table_view` fills and protobuf serialises, byte for byte
+(tests/api/test_view_wire.py checks it for every viewer at every step of random play,
+spectators and Fantasyland sets face down included). Only this module knows the field
+numbers it writes; a test compares them with the generated descriptors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ofc import engine
+from ofc.cards import CODES
+
+from ofc_service.api.outcome_wire import settlement_bytes, varint, zigzag
+from ofc_service.application.records import TableRecord
+
+# Wire types: 0 varint, 2 length-delimited; a key is (field number << 3) | wire type.
+FIELD_NUMBERS = {
+    "TableView": (
+        "table_id", "version", "viewer_seat", "ruleset", "seats", "button", "hands_played",
+        "max_hands", "hand", "turn_time_limit_ms", "deadline_ms", "last_event_id",
+        "pair_unit_values", "client_seed_policy", "client_seed", "next_commitment",
+    ),
+    "SeatView": (
+        "seat", "player_id", "points", "fantasyland_cards", "fantasyland_streak", "units",
+        "client_seed",
+    ),
+    "HandView": (
+        "number", "button", "commitment", "client_seed", "server_seed", "street", "turn",
+        "to_act", "deck_remaining", "seats", "over", "settlement",
+    ),
+    "HandSeatView": (
+        "seat", "fantasyland_cards", "board", "board_hidden", "pending", "pending_count",
+        "discards", "discard_count", "done",
+    ),
+    "Board": ("top", "middle", "bottom"),
+    "PairUnitValue": ("a", "b", "unit_value"),
+}  # fmt: skip
+"""Each message's fields in field-number order from 1: what the encoders below assume."""
+
+_UINT64 = (1 << 64) - 1  # an int64's two's complement, as protobuf writes a negative one
+
+
+def _key(field: int, wire_type: int) -> bytes:
+    return varint(field << 3 | wire_type)
+
+
+# Every field's key, by field number (the messages here have at most 16 fields).
+_VARINT_KEYS = [_key(f, 0) for f in range(17)]
+_BYTES_KEYS = [_key(f, 2) for f in range(17)]
+
+
+def _uint(field: int, value: int) -> bytes:
+    return _VARINT_KEYS[field] + varint(value) if value else b""
+
+
+def _sint(field: int, value: int) -> bytes:
+    return _VARINT_KEYS[field] + varint(zigzag(value)) if value else b""
+
+
+def _present(field: int, value: int | None) -> bytes:
+    """An ``optional uint32``: written when set, 0 included."""
+    return b"" if value is None else _VARINT_KEYS[field] + varint(value)
+
+
+def _delimited(field: int, data: bytes) -> bytes:
+    return _BYTES_KEYS[field] + varint(len(data)) + data
+
+
+def _text(field: int, data: bytes) -> bytes:
+    """A ``string`` or ``bytes`` field (given encoded): written unless empty."""
+    return _BYTES_KEYS[field] + varint(len(data)) + data if data else b""
+
+
+# A card code as each repeated string field that holds cards: Board's rows (1, 2, 3) and
+# HandSeatView's pending (5) and discards (7).
+_CARD_FIELDS = {f: [_delimited(f, code.encode()) for code in CODES] for f in (1, 2, 3, 5, 7)}
+
+
+def _cards(field: int, cards: Sequence[int]) -> bytes:
+    if not cards:
+        return b""
+    codes = _CARD_FIELDS[field]
+    return b"".join([codes[c] for c in cards])
+
+
+def _hand_seat(s: engine.HandSeatView) -> bytes:
+    board = s.board
+    top, middle, bottom = _CARD_FIELDS[1], _CARD_FIELDS[2], _CARD_FIELDS[3]
+    board_body = b"".join(
+        [top[c] for c in board.top] + [middle[c] for c in board.middle]
+        + [bottom[c] for c in board.bottom]
+    )  # fmt: skip
+    return b"".join(
+        (
+            _uint(1, s.seat),
+            _uint(2, s.fantasyland),
+            _BOARD_KEY,
+            varint(len(board_body)),
+            board_body,
+            _TRUE[4] if s.board_hidden else b"",
+            _cards(5, s.pending),
+            _uint(6, s.pending_count),
+            _cards(7, s.discards),
+            _uint(8, s.discard_count),
+            _TRUE[9] if s.done else b"",
+        )
+    )
+
+
+_BOARD_KEY = _key(3, 2)
+_TRUE = {f: _key(f, 0) + b"\x01" for f in (4, 9)}  # a bool field set
+
+
+def _hand(record: TableRecord, viewer: int | None) -> bytes:
+    match = record.match
+    hand = match.hand
+    assert hand is not None
+    over = hand.over
+    to_act = engine.seats_to_act(match)
+    parts = [
+        _uint(1, hand.number),
+        _uint(2, hand.button),
+        _text(3, hand.commitment.encode()),
+        _text(4, hand.client_seed),
+        _text(5, (hand.server_seed or b"") if over else b""),
+        _uint(6, hand.street),
+        _present(7, hand.turn),
+        _text(8, b"".join([varint(s) for s in to_act])),  # packed
+        _uint(9, hand.deck_remaining),
+    ]
+    parts.extend(
+        [_delimited(10, _hand_seat(engine.seat_view(s, viewer, over))) for s in hand.seats]
+    )
+    parts.append(_uint(11, over))
+    if over:
+        settlement = engine.hand_settlement(hand, match.ruleset, pair_units=match.pair_units)
+        ids = tuple(match.seats[s.seat].player_id for s in hand.seats)
+        parts.append(_delimited(12, settlement_bytes(settlement, ids)))
+    return b"".join(parts)
+
+
+def view_bytes(
+    record: TableRecord,
+    version: int,
+    viewer: int | None,
+    hand_viewer: int | None,
+    *,
+    ruleset: bytes,
+    policy: int,
+) -> bytes:
+    """``viewer``'s ``TableView`` (None: a spectator's) as ``SerializeToString`` writes it,
+    without ``last_event_id``; ``hand_viewer``: whose private cards of the hand it shows
+    (see ``tables._hand_viewer``), ``ruleset``: the ruleset's serialised parameters,
+    ``policy``: the ``ClientSeedPolicy`` number."""
+    match = record.match
+    own_seeds = dict(record.seat_client_seeds)
+    parts = [
+        _text(1, record.table_id.encode()),
+        _uint(2, version),
+        _present(3, viewer),
+        _delimited(4, ruleset),
+    ]
+    for i, s in enumerate(match.seats):
+        seat = b"".join(
+            (
+                _uint(1, i),
+                _text(2, s.player_id.encode()),
+                _sint(3, s.points),
+                _uint(4, s.fantasyland),
+                _uint(5, s.fantasyland_streak),
+                _sint(6, record.units_of(i)),
+                _text(7, own_seeds.get(i, b"")),
+            )
+        )
+        parts.append(_delimited(5, seat))
+    parts.append(_uint(6, match.button))
+    parts.append(_uint(7, match.hands_played))
+    parts.append(_uint(8, match.max_hands or 0))
+    if match.hand is not None:
+        parts.append(_delimited(9, _hand(record, hand_viewer)))
+    parts.append(_uint(10, record.turn_time_limit_ms))
+    parts.append(_uint(11, (record.deadline_ms or 0) & _UINT64))
+    for a, b, unit in match.pair_units:
+        parts.append(_delimited(13, b"".join((_uint(1, a), _uint(2, b), _uint(3, unit)))))
+    parts.append(_uint(14, policy))
+    parts.append(_text(15, record.client_seed))
+    parts.append(_text(16, record.next_commitment.encode()))
+    return b"".join(parts)
+
+
+__all__ = ["FIELD_NUMBERS", "view_bytes"]
