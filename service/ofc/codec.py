@@ -278,7 +278,9 @@ def _plain_boards(players: list[Any]) -> tuple[tuple[str, ...], tuple[Board, ...
             if len(player) != 3:
                 return None
             player_id = str(len(ids))  # the player's index
-        elif len(player) != 4 or type(player_id) is not str or player_id in ids:
+        elif len(player) != 4 or type(player_id) is not str:
+            return None
+        if player_id in ids:  # the general reading names the repeated id
             return None
         try:
             board = Board(
@@ -837,7 +839,14 @@ def state_from_own_dict(data: Mapping[str, Any], *, ruleset: Ruleset) -> MatchSt
     ...     compact, ruleset=state.ruleset
     ... )
     True
+    >>> state_from_own_dict({**compact, "format_version": 99}, ruleset=state.ruleset)
+    Traceback (most recent call last):
+    ...
+    ValueError: state format 99 is not one this release reads
     """
+    version = data.get("format_version")
+    if version not in STATE_FORMAT_VERSIONS:  # a newer server's record: not read as nonsense
+        raise ValueError(f"state format {version!r} is not one this release reads")
     hand_raw = data["hand"]
     hand = None if hand_raw is None else _hand_from_own_dict(hand_raw, ruleset)
     pair_units = tuple(

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc.cards import CARD_CODES
 from ofc.codec import score_json, score_request_from_dict, settlement_json, settlement_to_dict
-from ofc.errors import OfcError
+from ofc.errors import InvalidInputError, OfcError
 from ofc.rulesets import PRESETS
 from ofc.scoring import Settlement, settle
 
@@ -96,10 +96,10 @@ def score_inputs(draw: st.DrawFn) -> Any:
     Fantasyland, bad rows, repeated or missing ids, a ruleset named or not."""
     ruleset, boards = draw(hands())
     players = []
-    for i, board in enumerate(boards):
+    for board in boards:
         player: dict[str, Any] = {}
         if draw(st.booleans()):
-            player["id"] = draw(st.sampled_from(["a", "b", "c", "0", "1"])) if i else "a"
+            player["id"] = draw(st.sampled_from(["a", "b", "c", "0", "1"]))
         plain = draw(st.integers(0, 9)) > 0
         for name, row in zip(("top", "middle", "bottom"), board.rows, strict=True):
             codes = [CARD_CODES[c] for c in row]
@@ -123,3 +123,25 @@ def test_score_json_is_the_full_reading_settled(data: Any) -> None:
 )
 def test_score_json_refuses_what_the_full_reading_refuses(data: Any) -> None:
     assert _score_json(data) == _reference(data)
+
+
+_ROWS = {"top": "Ac 3d 2h", "middle": "6c 6d 9h 8s 4c", "bottom": "9c 8c 7d 6h 5s"}
+_OTHER_ROWS = {"top": "Kd 3c 2d", "middle": "5c 5d 9d 8h 4d", "bottom": "7c 7h Qd Js 4s"}
+
+
+@pytest.mark.parametrize(
+    "players",
+    [
+        [{"id": "1", **_ROWS}, _OTHER_ROWS],  # the second's index is the first's id
+        [_ROWS, {"id": "0", **_OTHER_ROWS}],
+        [{"id": "a", **_ROWS}, {"id": "a", **_OTHER_ROWS}],
+    ],
+    ids=["index-after-id", "id-after-index", "same-id"],
+)
+def test_a_repeated_player_id_is_refused_as_the_full_reading_refuses_it(
+    players: list[dict[str, str]],
+) -> None:
+    data = {"players": players}
+    assert _score_json(data) == _reference(data)
+    with pytest.raises(InvalidInputError, match="unique"):
+        score_request_from_dict(data)
