@@ -186,6 +186,36 @@ async def test_a_previous_hand_retry_is_checked_with_the_credentials_as_they_are
     await open_table(backend, test)
 
 
+async def test_an_operator_driving_two_seats_keeps_each_seats_latest_answer(
+    backend: Backend,
+) -> None:
+    # One API key acting for both seats (a back office driving bots): its move for one seat
+    # does not supersede its latest move for the other, whose retry still gets its first
+    # answer byte for byte; its earlier move for the same seat keeps only "applied".
+    async def test(table: Table, other: TableManager) -> None:
+        await table.run("start-1", commands.StartHand(), OPERATOR)
+        seats = []
+        for n in range(1, 4):
+            record, _, _ = await table.manager.load("t")
+            hand = record.match.hand
+            assert hand is not None
+            seat = next(s.seat for s in hand.seats if s.pending)
+            await table.run(f"op{n}", batch_placed(record.match, seat), OPERATOR)
+            seats.append(seat)
+        assert seats == [seats[0], 1 - seats[0], seats[0]]
+        now = await table.version()
+        for replica in (table.manager, other):
+            for name in ("op3", "op2"):  # the latest move for each seat
+                request, command, creds = table.requests[name]
+                assert await replica.run(request, command, creds) == table.first[name], name
+            request, command, creds = table.requests["op1"]  # superseded for its seat
+            again = view(await replica.run(request, command, creds))
+            assert again.version == now != view(table.first["op1"]).version
+        assert await table.version() == now  # nothing was applied again
+
+    await open_table(backend, test)
+
+
 async def test_a_seats_newer_move_leaves_its_earlier_one_applied(backend: Backend) -> None:
     # A client retries only its latest request: once a seat has moved again, its earlier
     # move of the hand keeps only "applied" and its retry gets the table as it is now; the

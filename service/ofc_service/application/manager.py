@@ -566,7 +566,8 @@ class TableManager:
     ) -> bytes:
         """Stages 4 to 6: encode, the one store commit, fan-out."""
         caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
-        commit, done = self.encode(request, command, key, done, now, sha1, request_lane(caller))
+        lane = request_lane(caller, getattr(command, "seat", None))
+        commit, done = self.encode(request, command, key, done, now, sha1, lane)
         try:
             result = await self.store.commit(commit)
         except AlreadyAppliedError:

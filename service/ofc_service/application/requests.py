@@ -15,7 +15,7 @@ import secrets
 
 from ofc.errors import InvalidInputError
 
-from ofc_service.auth import Credentials, caller_identity
+from ofc_service.auth import ANONYMOUS, Credentials, caller_identity
 
 MAX_REQUEST_ID_CHARS = 128
 INTERNAL_CALLER = "internal"  # the caller of the server's own requests (timeouts): not a hash
@@ -40,16 +40,23 @@ def request_key(request_id: str, caller: str | None = None) -> str:
     return hashlib.sha256(named).hexdigest()
 
 
-@functools.lru_cache(maxsize=4096)  # the callers of the tables in play here
-def request_lane(caller: str) -> str:
-    """The lane of ``caller``'s records (a short hash of its identity): a client retries only
-    its latest request, so a move's record supersedes the same caller's earlier move of the
-    hand, which keeps only that it was applied.
+@functools.lru_cache(maxsize=4096)  # the callers and seats of the tables in play here
+def request_lane(caller: str, seat: int | None) -> str:
+    """The lane of the records of ``caller`` acting for ``seat`` (a short hash of both): a
+    client retries only its latest request for a seat, so a move's record supersedes the same
+    caller's earlier move for that seat in the hand, which keeps only that it was applied. An
+    operator's key driving several seats has a lane per seat; a caller with no credentials
+    (``ANONYMOUS``, who may be anyone) has none: its records stay whole.
 
-    >>> len(request_lane("a")), request_lane("a") != request_lane("b")
+    >>> len(request_lane("a", 0)), request_lane("a", 0) != request_lane("b", 0)
     (16, True)
+    >>> request_lane("a", 0) != request_lane("a", 1), request_lane(ANONYMOUS, 0)
+    (True, '')
     """
-    return hashlib.sha256(b"ofc-lane\x00" + caller.encode()).hexdigest()[:16]
+    if caller == ANONYMOUS:
+        return ""
+    named = f"{caller}\x00{'' if seat is None else seat}".encode()
+    return hashlib.sha256(b"ofc-lane\x00" + named).hexdigest()[:16]
 
 
 def mask_secret(secret: str, request_id: str) -> str:
