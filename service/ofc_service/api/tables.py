@@ -24,6 +24,7 @@ from ofcpoker.v1 import table_service_pb2 as pb
 
 from ofc_service import auth, store
 from ofc_service.api import convert, parse, view_wire
+from ofc_service.api.outcome_wire import varint
 from ofc_service.api.shutdown import Shutdown
 from ofc_service.application import commands
 from ofc_service.application.manager import Request, TableManager
@@ -633,18 +634,9 @@ _SEAT_TAKEN, _SEAT_VACATED = 3, 4
 _WATCH_EVENT, _WATCH_EVENTS, _BATCH_EVENTS = 2, 3, 1
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _field(number: int, data: bytes) -> bytes:
     """A length-delimited field (a message or a string) in protobuf's wire format."""
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
+    return varint(number << 3 | 2) + varint(len(data)) + data
 
 
 def _with_event_id(part: bytes, event_id: str) -> bytes:
