@@ -114,6 +114,8 @@ def test_stream_batch_size_is_checked_before_sending(client: OfcClient, batch_si
             )
         )
     assert caught.value.field == "batch_size"
+    with pytest.raises(InvalidRequestError):  # at the call itself, before any iteration
+        client.settle_stream([], batch_size=batch_size)
 
 
 def test_a_stream_message_refused_whole_is_each_hands_error(

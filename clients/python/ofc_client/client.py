@@ -200,6 +200,11 @@ class OfcClient:
             raise invalid(
                 f"batch_size must be 1..{MAX_STREAM_BATCH_HANDS}, got {batch_size}", "batch_size"
             )
+        return self._settled_stream(hands, batch_size)  # checked at the call, not at next()
+
+    def _settled_stream(
+        self, hands: Iterable[tuple[str, HandInput]], batch_size: int
+    ) -> Iterator[tuple[str, HandResult]]:
         sent: deque[list[str]] = deque()  # each message's hand ids, for its response
         responses = self._stub.SettleHandsStream(
             _stream_requests(hands, batch_size, sent), timeout=None, metadata=self._metadata()
