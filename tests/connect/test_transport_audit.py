@@ -23,22 +23,34 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gzip
+import http.client
 import itertools
 import json
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
+from ofc_service.server.background import BackgroundServer
+from ofc_service.server.config import ServerConfig
 from ofcpoker.v1 import table_service_pb2 as pb
+from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
 
 from tests.conftest import RedisServer
 from tests.connect.http_stub import (
     PROTOCOLS,
+    STREAM_TYPES,
+    UNARY_TYPES,
     Exchange,
     HttpRpcError,
     HttpStub,
+    connect_status,
+    envelope,
+    unpadded_b64decode,
 )
 from tests.e2e.lifecycle_model import (
     OPERATOR,
@@ -47,10 +59,13 @@ from tests.e2e.lifecycle_model import (
     open_cluster,
     wire_status,
 )
+from tests.e2e.tablekit import API_KEY
 from tests.e2e.test_table_lifecycles import cards_of
 from tests.e2e.test_table_retry_window import Attack, fantasyland_face_down, whole_life
 from tests.e2e.test_table_security import CARD_CODE, TABLE_ID
 
+TABLE_SERVICE = "/ofcpoker.v1.TableService"
+LIMIT = 16 * 1024  # the message size limit of the server that gets the bad requests
 TABLES = itertools.count()
 
 
@@ -307,3 +322,154 @@ def test_wrong_credentials_in_headers_get_what_grpc_gets(seated: Seated, protoco
         else:
             error = json.loads(exchange.error)
             assert any(d["type"] == "google.rpc.ErrorInfo" for d in error["details"]), error
+
+
+# --- bad requests ------------------------------------------------------------------------------
+def raw_post(
+    url: str, path: str, body: bytes, headers: dict[str, str]
+) -> tuple[int, dict[str, str], bytes]:
+    """One POST with exactly these bytes (header values sent as latin-1)."""
+    base = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(base.hostname or "", base.port, timeout=15)
+    try:
+        conn.putrequest("POST", path, skip_accept_encoding=True)
+        for key, value in {**headers, "content-length": str(len(body))}.items():
+            conn.putheader(key, value.encode("latin-1"))
+        conn.endheaders(body)
+        answer = conn.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        conn.close()
+
+
+def outcome(status: int, headers: dict[str, str], body: bytes) -> tuple[int, str, str]:
+    """(HTTP status, the gRPC code name, the ErrorInfo reason) of an answer in any of the
+    three protocols ("" where there is none: an HTTP-level refusal)."""
+    ctype = headers.get("content-type", "")
+    found: dict[str, Any] = {}
+    if ctype.startswith("application/grpc"):  # gRPC-Web: a trailers frame, or trailers-only
+        exchange = Exchange("", (), b"", status, list(headers.items()), body)
+        HttpStub("http://x:1", "grpc-web").frames(exchange)
+        trailers = dict(exchange.trailers)
+        code = grpc.StatusCode.OK
+        for c in grpc.StatusCode:
+            if c.value[0] == int(trailers.get("grpc-status", "0")):
+                code = c
+        reason = ""
+        if "grpc-status-details-bin" in trailers:
+            raw = unpadded_b64decode(trailers["grpc-status-details-bin"])
+            reason = wire_status(HttpRpcError(status_pb2.Status.FromString(raw)))[1]
+        return status, code.name, reason
+    if ctype.startswith("application/connect"):  # a Connect stream: its end message
+        size = int.from_bytes(body[1:5], "big")
+        while body and not body[0] & 0x02:
+            body = body[5 + size :]
+            size = int.from_bytes(body[1:5], "big")
+        found = json.loads(body[5 : 5 + size]).get("error", {})
+    elif body and ctype.startswith("application/json") and status != 200:
+        found = json.loads(body)
+    if not found:
+        return status, "OK" if status == 200 else "", ""
+    error = HttpRpcError(connect_status(found))
+    reason = wire_status(error)[1] if error.status.details else ""
+    return status, error.code().name, reason
+
+
+def bad_requests(
+    t: Seated, limit: int
+) -> list[tuple[str, str, bytes, dict[str, str], tuple[int, str, str]]]:
+    """(what, method, body, headers, expected outcome) of requests the port must refuse."""
+    # a move with a stale version: a request that reaches the table is refused ABORTED
+    move = pb.PlaceCardsRequest(table_id=t.table_id, seat=0, expected_version=t.version() + 1,
+                                request_id="audit-bad")  # fmt: skip
+    as_json = json.dumps(json_format.MessageToDict(move)).encode()
+    as_proto = move.SerializeToString()
+    token = {"x-ofc-seat-token": t.tokens[0]}
+    cj, cp, gw = ({"content-type": STREAM_TYPES[p], **token} for p in PROTOCOLS)
+    gw["x-grpc-web"] = "1"
+    uj = {"content-type": UNARY_TYPES["connect-json"], **token}
+    up = {"content-type": UNARY_TYPES["connect-proto"], **token}
+    padded = as_json[:-1] + b" " * limit + b"}"
+    huge = pb.PlaceCardsRequest()
+    huge.CopyFrom(move)
+    huge.request_id = "x" * limit
+    malformed = ("INVALID_ARGUMENT", "MALFORMED_REQUEST")
+    too_large = ("RESOURCE_EXHAUSTED", "")
+    compressed = b"\x01" + envelope(as_proto)[1:]  # the compressed flag, and no compression
+    return [
+        ("an oversized JSON body", "PlaceCards", padded, uj, (429, *too_large)),
+        ("an oversized binary body", "PlaceCards", huge.SerializeToString(), up, (429, *too_large)),
+        ("an oversized gzip body", "PlaceCards", gzip.compress(padded),
+         {**uj, "content-encoding": "gzip"}, (429, *too_large)),
+        ("an oversized Connect stream message", "Watch", envelope(padded), cj, (200, *too_large)),
+        ("an oversized gRPC-Web message", "PlaceCards", envelope(huge.SerializeToString()), gw,
+         (200, *too_large)),
+        ("malformed JSON", "PlaceCards", as_json[:-2], uj, (400, *malformed)),
+        ("JSON that is not an object", "PlaceCards", b"[1, 2]", uj, (400, *malformed)),
+        ("JSON null", "PlaceCards", b"null", uj, (400, *malformed)),
+        ("JSON that is not UTF-8", "PlaceCards", as_json[:-1] + b', "requestId": "\xff"}', uj,
+         (400, *malformed)),
+        ("an unknown JSON field", "PlaceCards", as_json[:-1] + b', "seet": 1}', uj,
+         (400, *malformed)),
+        ("a wrong-typed JSON field", "PlaceCards", as_json[:-1] + b', "seat": "zero"}', uj,
+         (400, *malformed)),
+        ("an unknown field in a Connect stream", "Watch",
+         envelope(json.dumps({"tableId": t.table_id, "x": 1}).encode()), cj, (200, *malformed)),
+        # binary protobuf skips fields it does not know, over gRPC as here: the move is read
+        ("an unknown binary field", "PlaceCards", as_proto + b"\xf8\x3f\x01", up,
+         (409, "ABORTED", "STALE_VERSION")),
+        ("corrupt protobuf", "PlaceCards", b"\xff\xff\xff", up, (400, *malformed)),
+        ("corrupt protobuf over gRPC-Web", "PlaceCards", envelope(b"\xff\xff\xff"), gw,
+         (200, *malformed)),
+        ("a compressed Connect message naming no compression", "Watch", compressed, cj,
+         (200, *malformed)),
+        ("a compressed binary Connect message naming no compression", "Watch", compressed, cp,
+         (200, *malformed)),
+        ("a compressed gRPC-Web message naming no compression", "PlaceCards", compressed, gw,
+         (200, *malformed)),
+        ("a truncated gRPC-Web message", "PlaceCards", envelope(as_proto)[:-3], gw,
+         (200, "INVALID_ARGUMENT", "")),
+        ("text/plain", "PlaceCards", as_json, {**uj, "content-type": "text/plain"}, (415, "", "")),
+        ("no content type", "PlaceCards", as_json,
+         {k: v for k, v in uj.items() if k != "content-type"}, (415, "", "")),
+        ("application/xml", "PlaceCards", as_json, {**uj, "content-type": "application/xml"},
+         (415, "", "")),
+        ("a stream's content type on a unary call", "PlaceCards", envelope(as_json),
+         {**uj, "content-type": "application/connect+json"}, (415, "", "")),
+        ("a seat token that is not UTF-8", "PlaceCards", as_json,
+         {**uj, "x-ofc-seat-token": f"st_{t.table_id}.\xff\xfe"}, (401, "UNAUTHENTICATED",
+                                                                   "UNAUTHENTICATED")),
+        ("an API key that is not UTF-8 over gRPC-Web", "PlaceCards", envelope(as_proto),
+         {**gw, "x-ofc-api-key": "k\xe9y"}, (200, "UNAUTHENTICATED", "UNAUTHENTICATED")),
+        ("a request id header that is not UTF-8", "PlaceCards", as_json,
+         {**uj, "x-request-id": "r\xff"}, (409, "ABORTED", "STALE_VERSION")),
+        ("gRPC over HTTP/1.1", "PlaceCards", envelope(as_proto),
+         {"content-type": "application/grpc", **token}, (200, "UNIMPLEMENTED", "")),
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def small() -> Iterator[Seated]:
+    """A table on a server that takes messages up to :data:`LIMIT` bytes (a body over it is
+    refused before the server has read it all: small enough for a client to send it whole)."""
+    config = ServerConfig(
+        listen="127.0.0.1:0", metrics_listen="", http_listen="127.0.0.1:0", grace_seconds=1,
+        api_keys=API_KEY, max_message_bytes=LIMIT,
+    )  # fmt: skip
+    with BackgroundServer(config) as server, grpc.insecure_channel(server.address) as channel:
+        yield seat_two(TableServiceStub(channel), server.http_url)
+
+
+def test_bad_requests_get_client_errors_and_change_nothing(small: Seated) -> None:
+    """Each bad request is refused with its code (and MALFORMED_REQUEST where the body does
+    not decode), in the protocol it came in; none is INTERNAL, UNKNOWN or an HTTP 5xx, and
+    the table is as it was."""
+    t = small
+    version = t.version()
+    wrong = []
+    for what, method, body, headers, expected in bad_requests(t, LIMIT):
+        got = outcome(*raw_post(t.http_url, f"{TABLE_SERVICE}/{method}", body, headers))
+        if got != expected:
+            wrong.append((what, got, expected))
+        assert t.version() == version, f"{what} changed the table"
+    assert not wrong, "\n".join(map(str, wrong))
