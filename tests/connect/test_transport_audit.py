@@ -59,7 +59,7 @@ from tests.e2e.lifecycle_model import (
     open_cluster,
     wire_status,
 )
-from tests.e2e.tablekit import API_KEY
+from tests.e2e.tablekit import API_KEY, RawWatch, wait_until
 from tests.e2e.test_table_lifecycles import cards_of
 from tests.e2e.test_table_retry_window import Attack, fantasyland_face_down, whole_life
 from tests.e2e.test_table_security import CARD_CODE, TABLE_ID
@@ -473,3 +473,42 @@ def test_bad_requests_get_client_errors_and_change_nothing(small: Seated) -> Non
             wrong.append((what, got, expected))
         assert t.version() == version, f"{what} changed the table"
     assert not wrong, "\n".join(map(str, wrong))
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_watch_of_a_seat_that_is_left_ends_unauthenticated_before_the_next_event(
+    cluster: Cluster, protocol: str
+) -> None:
+    """A seat token's open watch over the HTTP port ends when its seat is left, with the
+    refusal in the protocol's end of stream (Connect's end message, gRPC-Web's trailers),
+    before the seat change or anything after it is sent."""
+    grpc_stub = cluster.stubs[0]
+    created = grpc_stub.CreateTable(
+        pb.CreateTableRequest(seats=2, request_id=f"audit-left-{next(TABLES)}"),
+        metadata=OPERATOR,
+    )
+    table_id = created.table_id
+    joined = grpc_stub.JoinSeat(pb.JoinSeatRequest(
+        table_id=table_id, seat=0, player_id="ann", expected_version=1,
+        request_id=f"{table_id}-join",
+    ))  # fmt: skip
+    stub = HttpStub(cluster.servers[-1].http_url, protocol)
+    token = (("x-ofc-seat-token", joined.seat_token),)
+    watch = RawWatch(stub, pb.WatchRequest(table_id=table_id), token)  # type: ignore[arg-type]
+    wait_until(lambda: bool(watch.messages), what="the snapshot")
+    left = grpc_stub.LeaveSeat(
+        pb.LeaveSeatRequest(table_id=table_id, seat=0, expected_version=2,
+                            request_id=f"{table_id}-leave"),
+        metadata=token,
+    )  # fmt: skip
+    grpc_stub.JoinSeat(pb.JoinSeatRequest(
+        table_id=table_id, seat=0, player_id="bob", expected_version=left.table.version,
+        request_id=f"{table_id}-join-bob",
+    ))  # fmt: skip
+    assert watch.ended.wait(15), "the watch went on"
+    assert watch.error is not None and wire_status(watch.error)[:2] == (
+        grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
+    )  # fmt: skip
+    assert [m.WhichOneof("kind") for m in watch.messages] == ["snapshot"], watch.messages
+    (exchange,) = stub.exchanges
+    assert exchange.done and b"bob" not in exchange.body
