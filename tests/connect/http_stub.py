@@ -1,4 +1,5 @@
-"""A table-service stub over the HTTP port: Connect JSON, Connect binary or gRPC-Web.
+"""A table-service stub over the HTTP port: Connect JSON, Connect binary, gRPC-Web (binary
+or text: base64, grpc-web's JavaScript default).
 
 :class:`HttpStub` has the shape of a generated gRPC stub (``stub.PlaceCards(request,
 metadata=..., timeout=...)``, ``stub.Watch(request, metadata=...)`` an iterator with
@@ -30,7 +31,7 @@ from google.protobuf.message import Message
 from google.rpc import status_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
-PROTOCOLS = ("connect-json", "connect-proto", "grpc-web")
+PROTOCOLS = ("connect-json", "connect-proto", "grpc-web", "grpc-web-text")
 SERVICE = pb.DESCRIPTOR.services_by_name["TableService"]
 TIMEOUT_S = 30.0
 END_STREAM = 0x02  # Connect's end-of-stream envelope
@@ -44,6 +45,7 @@ STREAM_TYPES = {
     "connect-json": "application/connect+json",
     "connect-proto": "application/connect+proto",
     "grpc-web": "application/grpc-web+proto",
+    "grpc-web-text": "application/grpc-web-text+proto",
 }
 
 
@@ -62,6 +64,11 @@ class Exchange:
     trailers: list[tuple[str, str]] = field(default_factory=list)
     error: bytes = b""
     done: bool = False  # everything has come back (a stream: it ended)
+    text: bool = False  # gRPC-Web text: ``body`` is base64 of the frames
+
+    def frame_bytes(self) -> bytes:
+        """The body's frames (gRPC-Web text: decoded)."""
+        return b64_quanta_decode(self.body) if self.text else self.body
 
     def wire(self) -> bytes:
         """Every byte that came back (the status line's reason aside)."""
@@ -73,6 +80,8 @@ class Exchange:
         each Connect error detail (base64 in the error JSON) and a ``-bin`` header or
         trailer (base64), decoded."""
         found = [self.wire()]
+        if self.text:
+            found.append(self.frame_bytes())
         if self.error:
             for detail in json.loads(self.error).get("details", ()):
                 found.append(unpadded_b64decode(detail["value"]))
@@ -80,6 +89,12 @@ class Exchange:
             if key.endswith("-bin"):
                 found.append(unpadded_b64decode(value))
         return found
+
+
+def b64_quanta_decode(text: bytes) -> bytes:
+    """Base64 sent in pieces each padded: every 4-character quantum decoded on its own."""
+    whole = len(text) - len(text) % 4
+    return b"".join(base64.b64decode(text[i : i + 4]) for i in range(0, whole, 4))
 
 
 def unpadded_b64decode(text: str) -> bytes:
@@ -167,6 +182,18 @@ class HttpStub:
     def json(self) -> bool:
         return self.protocol == "connect-json"
 
+    @property
+    def grpc_web(self) -> bool:
+        return self.protocol.startswith("grpc-web")
+
+    @property
+    def text(self) -> bool:
+        return self.protocol == "grpc-web-text"
+
+    def framed(self, body: bytes) -> bytes:
+        """A gRPC-Web body as it is sent (text: base64)."""
+        return base64.b64encode(body) if self.text else body
+
     def encode(self, message: Message) -> bytes:
         if self.json:
             return json.dumps(json_format.MessageToDict(message)).encode()
@@ -182,7 +209,7 @@ class HttpStub:
 
     def headers(self, content_type: str, metadata: Sequence[tuple[str, str]]) -> dict[str, str]:
         headers = {"content-type": content_type, **dict(metadata)}
-        if self.protocol == "grpc-web":
+        if self.grpc_web:
             headers["x-grpc-web"] = "1"
         else:
             headers["connect-protocol-version"] = "1"
@@ -204,13 +231,13 @@ class HttpStub:
         self, method: Any, request: Message, metadata: Sequence[tuple[str, str]], timeout: float
     ) -> Any:
         path = f"/{self.service.full_name}/{method.name}"
-        if self.protocol == "grpc-web":
-            body = envelope(request.SerializeToString())
-            content_type = STREAM_TYPES["grpc-web"]
+        if self.grpc_web:
+            body = self.framed(envelope(request.SerializeToString()))
+            content_type = STREAM_TYPES[self.protocol]
         else:
             body = self.encode(request)
             content_type = UNARY_TYPES[self.protocol]
-        exchange = Exchange(method.name, tuple(metadata), body)
+        exchange = Exchange(method.name, tuple(metadata), body, text=self.text)
         self.keep(exchange)
         conn, answer = self.post(path, body, self.headers(content_type, metadata), timeout)
         try:
@@ -220,7 +247,7 @@ class HttpStub:
         finally:
             conn.close()
             exchange.done = True
-        if self.protocol == "grpc-web":
+        if self.grpc_web:
             messages, trailers = self.frames(exchange)
             status = grpc_web_status(trailers)
             if status is not None:
@@ -239,7 +266,7 @@ class HttpStub:
     def frames(self, exchange: Exchange) -> tuple[list[bytes], list[tuple[str, str]]]:
         """A gRPC-Web body's messages and trailers (its headers, for a trailers-only answer)."""
         messages, trailers = [], []
-        data = exchange.body
+        data = exchange.frame_bytes()
         while data:
             flags, size = data[0], int.from_bytes(data[1:5], "big")
             chunk, data = data[5 : 5 + size], data[5 + size :]
@@ -255,8 +282,8 @@ class HttpStub:
     def stream(self, method: Any, request: Message, metadata: Sequence[tuple[str, str]]) -> Any:
         path = f"/{self.service.full_name}/{method.name}"
         data = request.SerializeToString() if not self.json else self.encode(request)
-        body = envelope(data)
-        exchange = Exchange(method.name, tuple(metadata), body)
+        body = self.framed(envelope(data))
+        exchange = Exchange(method.name, tuple(metadata), body, text=self.text)
         self.keep(exchange)
         headers = self.headers(STREAM_TYPES[self.protocol], metadata)
         return HttpStream(self, method, exchange, *self.post(path, body, headers, TIMEOUT_S))
@@ -287,6 +314,8 @@ class HttpStream:
         self.stub, self.method, self.exchange = stub, method, exchange
         self.conn, self.answer = conn, answer
         self.cancelled = False
+        self.decoded = b""  # gRPC-Web text: the frames decoded, not yet read
+        self.undecoded = b""  # and the base64 after the last whole quantum
         exchange.status = answer.status
         exchange.headers = [(k.lower(), v) for k, v in answer.getheaders()]
 
@@ -311,29 +340,30 @@ class HttpStream:
             raise HttpRpcError(connect_status(json.loads(exchange.body)))
         while True:
             try:
-                header = self.answer.read(5)
+                header = self.read(5)
                 size = int.from_bytes(header[1:5], "big") if len(header) == 5 else 0
-                data = self.answer.read(size) if size else b""
+                data = self.read(size) if size else b""
             except (OSError, http.client.HTTPException):
                 header, data = b"", b""
-            exchange.body += header + data
+            if not self.stub.text:
+                exchange.body += header + data
             if len(header) < 5:
                 if self.cancelled:
                     raise HttpRpcError(status_pb2.Status(code=1, message="cancelled by us"))
-                if self.stub.protocol == "grpc-web":  # trailers-only: the status in headers
+                if self.stub.grpc_web:  # trailers-only: the status in headers
                     self.stub.frames(exchange)
                     status = grpc_web_status(exchange.trailers)
                     if status is not None:
                         raise HttpRpcError(status, exchange.trailers)
                 raise HttpRpcError(status_pb2.Status(code=14, message="the stream broke off"))
             flags = header[0]
-            if self.stub.protocol == "grpc-web" and flags & TRAILERS:
+            if self.stub.grpc_web and flags & TRAILERS:
                 exchange.trailers = parse_trailers(data)
                 status = grpc_web_status(exchange.trailers)
                 if status is not None:
                     raise HttpRpcError(status, exchange.trailers)
                 return
-            if self.stub.protocol != "grpc-web" and flags & END_STREAM:
+            if not self.stub.grpc_web and flags & END_STREAM:
                 end = json.loads(data)
                 exchange.trailers = [
                     (k, v) for k, values in end.get("metadata", {}).items() for v in values
@@ -343,3 +373,20 @@ class HttpStream:
                     raise HttpRpcError(connect_status(end["error"]), exchange.trailers)
                 return
             yield self.stub.decode(data, self.method.output_type._concrete_class)
+
+    def read(self, size: int) -> bytes:
+        """``size`` bytes of the frames (fewer at the end); gRPC-Web text: decoded from the
+        base64 as it comes, the text kept in the exchange."""
+        if not self.stub.text:
+            return self.answer.read(size)
+        while len(self.decoded) < size:
+            text = self.answer.read1(65536)
+            if not text:
+                break
+            self.exchange.body += text
+            pending = self.undecoded + text
+            whole = len(pending) - len(pending) % 4
+            self.decoded += b64_quanta_decode(pending[:whole])
+            self.undecoded = pending[whole:]
+        data, self.decoded = self.decoded[:size], self.decoded[size:]
+        return data

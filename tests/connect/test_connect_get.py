@@ -27,8 +27,8 @@ from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
 from ofcpoker.v1 import (
     cards_pb2,
-    rules_service_pb2,
     rules_service_connect,
+    rules_service_pb2,
     settlement_feed_pb2,
     table_service_pb2,
 )
@@ -142,3 +142,26 @@ def test_a_get_of_a_method_with_effects_or_a_stream_is_refused_405(url: str, pat
     status, headers, body = get(url, path, connect="v1", encoding="json",
                                 message=json.dumps({"requestId": "get-1"}))  # fmt: skip
     assert (status, headers["allow"], body) == (405, "POST", b"")
+
+
+@pytest.mark.parametrize(
+    ("what", "query"),
+    [
+        ("no message", {"connect": "v1", "encoding": "json"}),
+        ("base64 that is not", {"connect": "v1", "encoding": "proto", "base64": "1",
+                                "message": "%%%"}),
+        ("gzip that is not", {"connect": "v1", "encoding": "proto", "base64": "1",
+                              "compression": "gzip", "message": "bm90IGd6aXA"}),
+    ],
+)  # fmt: skip
+def test_a_get_that_does_not_decode_is_malformed_request(
+    url: str, what: str, query: dict[str, str]
+) -> None:
+    status, _, body = get(url, "RulesService/EvaluateRow", **query)
+    assert (status, reason(body)) == (400, ("invalid_argument", "MALFORMED_REQUEST")), what
+
+
+def test_a_get_with_an_unknown_compression_is_unsupported_compression(url: str) -> None:
+    status, _, body = get(url, "RulesService/ListPresets", connect="v1", encoding="proto",
+                          base64="1", compression="snappy", message="")  # fmt: skip
+    assert (status, reason(body)) == (501, ("unimplemented", "UNSUPPORTED_COMPRESSION"))

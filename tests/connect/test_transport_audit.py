@@ -1,4 +1,5 @@
-"""The retry-window audit over the HTTP port: Connect JSON, Connect binary and gRPC-Web.
+"""The retry-window audit over the HTTP port: Connect JSON, Connect binary, gRPC-Web and gRPC-Web
+text (base64).
 
 The HTTP port serves the same handlers as the gRPC port, through another adapter: its own
 credentials from headers, its own error encoding (Connect's error JSON with its details in
@@ -317,7 +318,7 @@ def test_wrong_credentials_in_headers_get_what_grpc_gets(seated: Seated, protoco
     for exchange in stub.exchanges:  # every refusal carried its ErrorInfo on the wire
         if exchange.method == "Watch" and not exchange.error and not exchange.trailers:
             continue  # open, then cancelled
-        if protocol == "grpc-web":
+        if protocol.startswith("grpc-web"):
             assert "grpc-status-details-bin" in dict(exchange.trailers), exchange
         else:
             error = json.loads(exchange.error)
@@ -348,7 +349,8 @@ def outcome(status: int, headers: dict[str, str], body: bytes) -> tuple[int, str
     ctype = headers.get("content-type", "")
     found: dict[str, Any] = {}
     if ctype.startswith("application/grpc"):  # gRPC-Web: a trailers frame, or trailers-only
-        exchange = Exchange("", (), b"", status, list(headers.items()), body)
+        text = ctype.startswith("application/grpc-web-text")
+        exchange = Exchange("", (), b"", status, list(headers.items()), body, text=text)
         HttpStub("http://x:1", "grpc-web").frames(exchange)
         trailers = dict(exchange.trailers)
         code = grpc.StatusCode.OK
@@ -385,8 +387,8 @@ def bad_requests(
     as_json = json.dumps(json_format.MessageToDict(move)).encode()
     as_proto = move.SerializeToString()
     token = {"x-ofc-seat-token": t.tokens[0]}
-    cj, cp, gw = ({"content-type": STREAM_TYPES[p], **token} for p in PROTOCOLS)
-    gw["x-grpc-web"] = "1"
+    cj, cp, gw, gt = ({"content-type": STREAM_TYPES[p], **token} for p in PROTOCOLS)
+    gw["x-grpc-web"] = gt["x-grpc-web"] = "1"
     uj = {"content-type": UNARY_TYPES["connect-json"], **token}
     up = {"content-type": UNARY_TYPES["connect-proto"], **token}
     padded = as_json[:-1] + b" " * limit + b"}"
@@ -394,7 +396,11 @@ def bad_requests(
     huge.CopyFrom(move)
     huge.request_id = "x" * limit
     malformed = ("INVALID_ARGUMENT", "MALFORMED_REQUEST")
-    too_large = ("RESOURCE_EXHAUSTED", "")
+    too_large = ("RESOURCE_EXHAUSTED", "MESSAGE_TOO_LARGE")
+    bad_timeout = ("INVALID_ARGUMENT", "INVALID_TIMEOUT")
+    not_one = ("UNIMPLEMENTED", "WRONG_MESSAGE_COUNT")
+    watch = envelope(json.dumps({"tableId": t.table_id}).encode())
+    b64 = base64.b64encode
     compressed = b"\x01" + envelope(as_proto)[1:]  # the compressed flag, and no compression
     return [
         ("an oversized JSON body", "PlaceCards", padded, uj, (429, *too_large)),
@@ -428,7 +434,46 @@ def bad_requests(
         ("a compressed gRPC-Web message naming no compression", "PlaceCards", compressed, gw,
          (200, *malformed)),
         ("a truncated gRPC-Web message", "PlaceCards", envelope(as_proto)[:-3], gw,
-         (200, "INVALID_ARGUMENT", "")),
+         (200, *malformed)),
+        ("a truncated gRPC-Web envelope", "PlaceCards", envelope(as_proto)[:3], gw,
+         (200, *malformed)),
+        ("a truncated Connect stream message", "Watch", watch[:-2], cj, (200, *malformed)),
+        ("invalid envelope flags", "Watch", b"\x04" + watch[1:], cj, (200, *malformed)),
+        ("gzip that is not gzip", "PlaceCards", b"\x01" + envelope(b"not gzip")[1:],
+         {**gw, "grpc-encoding": "gzip"}, (200, *malformed)),
+        ("a compression the server does not speak", "PlaceCards", envelope(as_proto),
+         {**gw, "grpc-encoding": "snappy"}, (200, "UNIMPLEMENTED", "UNSUPPORTED_COMPRESSION")),
+        ("two messages on a unary gRPC-Web call", "PlaceCards", envelope(as_proto) * 2, gw,
+         (200, *not_one)),
+        ("no message on a unary gRPC-Web call", "PlaceCards", b"", gw, (200, *not_one)),
+        ("two messages opening a Connect stream", "Watch", watch * 2, cj, (200, *not_one)),
+        ("no message opening a Connect stream", "Watch", b"", cj, (200, *not_one)),
+        ("a connect-timeout-ms that is not a number", "PlaceCards", as_json,
+         {**uj, "connect-timeout-ms": "soon"}, (400, *bad_timeout)),
+        ("a connect-timeout-ms of 11 digits", "Watch", watch,
+         {**cj, "connect-timeout-ms": "1" * 11}, (200, *bad_timeout)),
+        ("a grpc-timeout without its unit", "PlaceCards", envelope(as_proto),
+         {**gw, "grpc-timeout": "100"}, (200, *bad_timeout)),
+        ("a grpc-timeout of 9 digits", "Watch", envelope(pb.WatchRequest(
+            table_id=t.table_id).SerializeToString()), {**gw, "grpc-timeout": "1" * 9 + "m"},
+         (200, *bad_timeout)),
+        ("a Connect protocol version 2", "PlaceCards", as_json,
+         {**uj, "connect-protocol-version": "2"}, (400, *malformed)),
+        # gRPC-Web text: base64 of the same frames, the same limits and errors
+        ("a move over gRPC-Web text", "PlaceCards", b64(envelope(as_proto)), gt,
+         (200, "ABORTED", "STALE_VERSION")),
+        ("a move in padded pieces over gRPC-Web text", "PlaceCards",
+         b64(envelope(as_proto)[:4]) + b64(envelope(as_proto)[4:]), gt,
+         (200, "ABORTED", "STALE_VERSION")),
+        ("gRPC-Web text that is not base64", "PlaceCards", b"not base64!", gt, (200, *malformed)),
+        ("gRPC-Web text cut mid-quantum", "PlaceCards", b64(envelope(as_proto))[:-1], gt,
+         (200, *malformed)),
+        ("an oversized gRPC-Web text message", "PlaceCards",
+         b64(envelope(huge.SerializeToString())), gt, (200, *too_large)),
+        ("a truncated gRPC-Web text message", "PlaceCards", b64(envelope(as_proto)[:-3]), gt,
+         (200, *malformed)),
+        ("two messages over gRPC-Web text", "PlaceCards", b64(envelope(as_proto) * 2), gt,
+         (200, *not_one)),
         ("text/plain", "PlaceCards", as_json, {**uj, "content-type": "text/plain"}, (415, "", "")),
         ("no content type", "PlaceCards", as_json,
          {k: v for k, v in uj.items() if k != "content-type"}, (415, "", "")),
