@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 import struct
 import zlib
@@ -195,7 +196,6 @@ _HAND_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
 _PACKED_7_PREFIX_BYTES = b'{"format":7,"z":"'
 # format 7's layout: the number of hand seats and of actions, then each part's size
 _LAYOUT = struct.Struct(">HH")
-_SIZE = struct.Struct(">I")  # a part's size
 _FIXED_PARTS = 8  # head, deadlines, ruleset, match, hand, deck, progress, hand start
 _DEADLINE = struct.Struct(">Hq")
 _PARTS_PREFIX = '{"format":5,"parts":['
@@ -242,15 +242,21 @@ def _cut_layout(inner: bytes) -> tuple[list[bytes], list[bytes], list[int]]:
         raise ValueError("a table record of format 7 is shorter than its layout")
     seats, actions = _LAYOUT.unpack_from(inner)
     count = _FIXED_PARTS + seats + actions
-    at = _LAYOUT.size + _SIZE.size * count
+    at = _LAYOUT.size + 4 * count  # a >I size a part
     if len(inner) < at:
         raise ValueError("a table record of format 7 is shorter than its layout")
-    ends = list(accumulate(struct.unpack_from(f">{count}I", inner, _LAYOUT.size), initial=at))
+    ends = list(accumulate(_sizes(count).unpack_from(inner, _LAYOUT.size), initial=at))
     if ends[-1] != len(inner):
         raise ValueError("a table record of format 7 is not laid out by its sizes")
     cut = _FIXED_PARTS + seats
     parts = list(map(inner.__getitem__, map(slice, ends[:cut], ends[1 : cut + 1])))
     return parts[:_FIXED_PARTS], parts[_FIXED_PARTS:], ends[cut:]
+
+
+@functools.lru_cache(maxsize=64)
+def _sizes(count: int) -> struct.Struct:
+    """The sizes of ``count`` parts of format 7 (a ``>I`` each)."""
+    return struct.Struct(f">{count}I")
 
 
 def _action_run(inner: bytes, ends: list[int]) -> tuple[Action, ...]:
@@ -447,7 +453,7 @@ class TableRecord:
         actions = [_PIECES.text(a, _action_json_bytes) for a in self.hand_actions]
         parts = (head, deadlines, ruleset, stable, hand_head, deck, progress, hand_start,
                  *seats, *actions)  # fmt: skip
-        sizes = b"".join(_SIZE.pack(len(p)) for p in parts)
+        sizes = _sizes(len(parts)).pack(*map(len, parts))
         return b"".join((_LAYOUT.pack(len(seats), len(actions)), sizes, *parts))
 
     def _head_key(self) -> tuple[Any, ...]:
@@ -565,10 +571,7 @@ class TableRecord:
                 if not start
                 else _STARTS.get(start, lambda text: _state_from_json(text, ruleset), within=rules)
             )
-            seat_deadlines = tuple(
-                _DEADLINE.unpack_from(deadlines, at)
-                for at in range(0, len(deadlines), _DEADLINE.size)
-            )
+            seat_deadlines = tuple(_DEADLINE.iter_unpack(deadlines))
         except (KeyError, TypeError, IndexError, struct.error) as broken:
             raise ValueError(f"a table record's state does not decode: {broken!r}") from None
         actions = _action_run(inner, action_ends)
