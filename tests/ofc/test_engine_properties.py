@@ -32,8 +32,8 @@ from ofc.codec import (
     state_from_dict,
     state_from_own_dict,
     state_from_own_parts,
-    state_to_own_parts,
     state_to_dict,
+    state_to_own_parts,
 )
 from ofc.engine import (
     Action,

@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import itertools
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ofc import engine
-from ofc.policy import TIMEOUT_POLICY
+from ofc.rulesets import ROWS
 from ofc.verify import check_history
 from ofc_service.application import commands
 from ofc_service.application.manager import Request, TableManager
@@ -207,29 +209,58 @@ def test_a_format_6_record_loads_and_is_written_as_format_7(path: Path) -> None:
     assert TableRecord.from_bytes(written) == record
 
 
-def _mid_hand(ruleset: str, seats: int, moves: int) -> TableRecord:
+def _fill(state: engine.MatchState, seat: int) -> engine.Action:
+    """The seat's cards in the first rows with room, the rest discarded (fouls and all)."""
+    hand = state.hand
+    assert hand is not None
+    mine = hand.seat(seat)
+    batch = mine.pending
+    if mine.in_fantasyland:
+        return engine.SetFantasyland(seat, batch[:3], batch[3:8], batch[8:13], batch[13:], 11)
+    keep = state.ruleset.streets[hand.street].place
+    free = [row for row in ROWS for _ in range(row.size - len(mine.board.row(row)))]
+    placements = tuple(zip(batch[:keep], free, strict=False))
+    return engine.Place(seat, placements, batch[keep] if keep < len(batch) else None, 11)
+
+
+def _hand_records(ruleset: str, seats: int) -> Iterator[TableRecord]:
+    """A table's record after each action of a hand, from its start to its end."""
     start, _ = engine.replay(
         engine.new_match(ruleset, seats=seats),
         [engine.SitDown(s, f"p{s}", s) for s in range(seats)],
     )
     actions: list[engine.Action] = [engine.StartHand(bytes(range(32)), b"mid", 9)]
     state, _ = engine.apply(start, actions[0])
-    for _ in range(moves):
+    while True:
+        yield TableRecord(
+            "t", state, 30_000, 120_000, b"seed", 0, hand_start=start,
+            hand_actions=tuple(actions), seat_deadlines=((0, 1_700_000_000_000), (2, 5)),
+        )  # fmt: skip
         waiting = engine.seats_to_act(state)
         if not waiting:
-            break
-        actions.append(TIMEOUT_POLICY.choose(state, waiting[-1]))
+            return
+        actions.append(_fill(state, waiting[-1]))
         state, _ = engine.apply(state, actions[-1])
-    return TableRecord(
-        "t", state, 30_000, 120_000, b"seed", 0, hand_start=start, hand_actions=tuple(actions),
-        seat_deadlines=((0, 1_700_000_000_000), (2, 5)),
-    )  # fmt: skip
 
 
-@pytest.mark.parametrize(("ruleset", "seats"), [("classic", 2), ("pineapple", 3), ("classic", 4)])
+def _mid_hand(ruleset: str, seats: int, moves: int) -> TableRecord:
+    return next(itertools.islice(_hand_records(ruleset, seats), moves, None))
+
+
+@pytest.mark.parametrize(
+    ("ruleset", "seats"),
+    [
+        ("classic", 2),
+        ("pineapple", 3),
+        ("classic", 4),
+        ("pineapple-jokers", 3),
+        ("progressive-pineapple-keep", 2),
+    ],
+)
 def test_a_format_7_record_reads_back_every_move_of_a_hand(ruleset: str, seats: int) -> None:
-    for moves in range(0, 40, 3):
-        record = _mid_hand(ruleset, seats, moves)
+    records = list(_hand_records(ruleset, seats))
+    assert records[-1].match.hand is not None and records[-1].match.hand.over
+    for record in records:
         raw = record.to_bytes()
         assert raw.startswith(b'{"format":7,"z":"') and json.loads(raw)["format"] == 7
         again = TableRecord.from_bytes(raw)
@@ -266,7 +297,7 @@ def _packed_7(inner: bytes) -> bytes:
 )
 def test_a_format_7_record_not_laid_out_by_its_sizes_is_refused(mangle: Any) -> None:
     inner = _layout(_mid_hand("classic", 2, 3))
-    with pytest.raises(ValueError, match="format 7|does not decode"):
+    with pytest.raises(ValueError, match=r"format 7|does not decode"):
         TableRecord.from_bytes(_packed_7(mangle(inner)))
 
 
