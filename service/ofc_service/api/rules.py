@@ -95,16 +95,16 @@ def _error_outcome(error: core.OfcError) -> bytes:
 
 
 def settle_outcome_bytes(raw: bytes, tally: SettledTally) -> bytes:
-    """:func:`settle_outcome` of a ``Hand``'s wire bytes: a hand of players alone (the
-    classic preset, boards of canonical codes, maybe ids; a back office's batch) is read
-    from its bytes, any other is parsed and takes the message API's way."""
-    read = convert.players_only(raw)
-    if read is None:
-        return settle_outcome(settlement_pb2.Hand.FromString(raw), tally)
+    """:func:`settle_outcome` of a ``Hand``'s wire bytes: a plain hand (boards of canonical
+    codes, maybe ids and a preset's name; a back office's batch) is read from its bytes
+    (:func:`~ofc_service.api.convert.settle_wire`), any other is parsed and takes the
+    message API's way."""
     try:
-        settled = convert.settle_boards(read[0], read[1], convert.CLASSIC, "")
+        settled = convert.settle_wire(raw)
     except core.OfcError as exc:
         return _error_outcome(exc)
+    if settled is None:
+        return settle_outcome(settlement_pb2.Hand.FromString(raw), tally)
     tally.add(settled)
     return outcome_wire.outcome_bytes(settled.settlement, settled.ids)
 
