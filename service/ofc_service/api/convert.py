@@ -118,8 +118,8 @@ def _players_from_wire(raw: bytes) -> tuple[list[Board], list[str], int] | None:
             cards = tuple(map(lookup, tables, unpack(raw, start)))
             boards.append(Board(cards[:3], cards[3:8], cards[8:]))
             ids.append(pid)
-    except (KeyError, struct.error):  # a code that is not canonical, or a short board
-        return None
+    except (KeyError, IndexError, UnicodeDecodeError, struct.error):
+        return None  # a code that is not canonical, a short board or player, a bad id
     return boards, ids, pos
 
 
@@ -540,22 +540,14 @@ def settle_boards(
         for i, pid in enumerate(ids):
             if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i]):
                 _bad_player_id(path, i)
-    return _settled(boards, tuple(ids), resolved, path)
-
-
-def _settled(
-    boards: list[Board], ids: tuple[str, ...], resolved: ResolvedRuleset, path: str
-) -> SettledHand:
-    """Boards checked for everything but what :func:`settle` checks, settled (nobody in
-    Fantasyland, one unit value), the core's error naming the request's field."""
     try:
-        settlement = settle(boards, resolved.ruleset)
+        settlement = settle(boards, ruleset)
     except core.OfcError as exc:
         raise _player_error(exc, path) from None
     fouls = 0
     for player in settlement[1]:
         fouls += player[1][1]  # PlayerResult.board.fouled
-    return SettledHand(settlement, ids, resolved.label, fouls)
+    return SettledHand(settlement, tuple(ids), resolved.label, fouls)
 
 
 # A hand of 2..4 players who hold a board alone (a PlayerHand of 56 bytes: 0a 36 12 34 and the
@@ -603,11 +595,23 @@ _RULESET_TAILS: dict[bytes, ResolvedRuleset] = {
 }
 
 
-def settle_wire(raw: bytes) -> SettledHand | None:
-    """A ``Hand``'s wire bytes settled, when its players hold a board of canonical codes and
+class PlainHand(NamedTuple):
+    """A hand read from its wire bytes (:func:`read_wire`): to settle with
+    :func:`settle_boards`."""
+
+    boards: list[Board]
+    ids: Sequence[str]
+    resolved: ResolvedRuleset
+
+
+def read_wire(raw: bytes) -> PlainHand | None:
+    """A ``Hand``'s wire bytes read, when its players hold a board of canonical codes and
     maybe an id, and the hand nothing but a preset's name (no overrides, pair unit values or
-    Fantasyland): the same settlement, or the same error (its field under no prefix), as
-    :func:`settle_hand` of the parsed hand. ``None`` for any other hand: the caller parses it.
+    Fantasyland): the shape of a back office's batch. ``None`` for any other bytes (other
+    fields, other spellings, bytes that do not decode): the caller parses them. Whatever
+    this reads, protobuf reads the same way; :func:`settle_boards` of it settles as
+    :func:`settle_hand` of the parsed hand does, or raises the same error (its field under
+    no prefix).
 
     >>> from ofcpoker.v1 import cards_pb2
     >>> board = cards_pb2.Board(top=["Ac", "3d", "2h"], middle=["6c", "6d", "9h", "8s", "4c"],
@@ -616,7 +620,8 @@ def settle_wire(raw: bytes) -> SettledHand | None:
     ...                         bottom=["7c", "7h", "Qd", "Js", "4s"])
     >>> hand = settlement_pb2.Hand(players=[settlement_pb2.PlayerHand(board=board),
     ...                                     settlement_pb2.PlayerHand(board=other)])
-    >>> [p.points for p in settle_wire(hand.SerializeToString()).settlement.players]
+    >>> settled = settle_boards(*read_wire(hand.SerializeToString()), "")
+    >>> [p.points for p in settled.settlement.players]
     [8, -8]
     """
     n = len(raw) // _PLAYER_ALONE_BYTES
@@ -634,14 +639,14 @@ def settle_wire(raw: bytes) -> SettledHand | None:
             pass
         else:
             rows = iter(shape.rows(cards))
-            return _settled(list(map(Board, rows, rows, rows)), shape.no_ids, resolved, "")
+            return PlainHand(list(map(Board, rows, rows, rows)), shape.no_ids, resolved)
     read = _players_from_wire(raw)
     if read is None:
         return None
     resolved = _RULESET_TAILS.get(raw[read[2] :])
     if resolved is None:
         return None
-    return settle_boards(read[0], read[1], resolved, "")
+    return PlainHand(read[0], read[1], resolved)
 
 
 def _wrong_player_count(ruleset: Ruleset, n: int, path: str) -> NoReturn:
