@@ -174,8 +174,14 @@ class _TolerantCodec:
         except Exception as exc:
             text = str(exc)
             field = json_error_field(text) if isinstance(exc, json_format.ParseError) else ""
-            malformed = MalformedRequestError(f"the request does not decode: {text}", field=field)
-            raise connect_error(rich_status(api_error(malformed))) from None
+            raise malformed_request(text, field=field) from None
+
+
+def malformed_request(why: str, *, field: str = "") -> ConnectError:
+    """The Connect error of a request that does not decode: INVALID_ARGUMENT, reason
+    MALFORMED_REQUEST (the field named when known), as the gRPC port answers it."""
+    malformed = MalformedRequestError(f"the request does not decode: {why}", field=field)
+    return connect_error(rich_status(api_error(malformed)))
 
 
 def codecs() -> list[Codec[Any, Any]]:
@@ -332,6 +338,7 @@ __all__ = [
     "connect_error",
     "connect_service",
     "json_error_field",
+    "malformed_request",
     "protocol_of",
     "snake_case",
 ]

@@ -11,6 +11,13 @@ TLS with the gRPC port's certificate):
   server or of ``?service=<name>``;
 - ``/``: the web table (clients/web/dist, packaged as ``ofc_service/server/web``).
 
+What reaches the Connect applications is what they can answer as the client's mistake:
+header values that are not UTF-8 are read as the Latin-1 text HTTP/1.1 defines them to be
+(a credential of that kind is then unknown: UNAUTHENTICATED, not a failed request), an
+enveloped message flagged compressed on a request that names no compression is
+MALFORMED_REQUEST (connectrpc would answer INTERNAL), and gRPC on a connection without
+HTTP trailers (HTTP/1.1) is UNIMPLEMENTED: it needs HTTP/2.
+
 CORS: browsers on the origins of ``OFC_CORS_ORIGINS`` (``*``: any) may call the RPCs from
 other sites; preflights are answered here, and the Connect, gRPC-Web and request-id headers
 are exposed to them. None by default: the web table is served from this same origin.
@@ -39,7 +46,7 @@ from ofcpoker.v1 import (
     table_service_pb2,
 )
 
-from ofc_service.api.connect import codecs, connect_service
+from ofc_service.api.connect import codecs, connect_service, malformed_request
 from ofc_service.server.config import ServerConfig
 
 log = logging.getLogger("ofc.http")
@@ -115,7 +122,13 @@ class HttpApp:
             if scope["method"] == "OPTIONS":
                 await self._preflight(scope, send, origin)
                 return
-            await app(scope, receive, send if origin is None else _with_cors(send, origin))
+            scope = _utf8_headers(scope)
+            send = send if origin is None else _with_cors(send, origin)
+            content_type = _header(scope, b"content-type") or ""
+            if _is_grpc(content_type) and _TRAILERS not in scope.get("extensions", {}):
+                await _grpc_needs_http2(send)
+                return
+            await app(scope, _checked_envelopes(scope, receive, content_type), send)
         elif path == "/healthz":
             await self._healthz(scope, send)
         else:
@@ -183,6 +196,84 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return str(value.decode("latin-1"))
     return None
+
+
+_TRAILERS = "http.response.trailers"  # the ASGI extension gRPC's trailers need
+_ENVELOPED = ("application/connect+", "application/grpc-web")
+_COMPRESSION_HEADERS = (b"connect-content-encoding", b"grpc-encoding")
+
+
+def _is_grpc(content_type: str) -> bool:
+    return content_type.startswith("application/grpc") and not content_type.startswith(
+        "application/grpc-web"
+    )
+
+
+def _utf8_headers(scope: Scope) -> Scope:
+    """``scope`` with every header value that is not UTF-8 read as Latin-1 (HTTP's own
+    charset for them) and written as UTF-8, as connectrpc reads headers."""
+    headers = scope.get("headers", ())
+    if all(value.isascii() for _, value in headers):
+        return scope
+    fixed = []
+    for key, value in headers:
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            value = value.decode("latin-1").encode("utf-8")
+        fixed.append((key, value))
+    return {**scope, "headers": fixed}
+
+
+async def _grpc_needs_http2(send: Send) -> None:
+    """A trailers-only gRPC answer: UNIMPLEMENTED, gRPC needs HTTP/2 (h2c, or the gRPC
+    port)."""
+    message = (
+        b"gRPC%20needs%20HTTP/2%20on%20this%20port%20(h2c%20or%20TLS),%20or%20the%20gRPC%20port"
+    )
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/grpc"),
+        (b"grpc-status", b"12"),
+        (b"grpc-message", message),
+    ]})  # fmt: skip
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _checked_envelopes(scope: Scope, receive: Receive, content_type: str) -> Receive:
+    """``receive``, refusing (MALFORMED_REQUEST) an enveloped message flagged compressed
+    when the request names no compression (connectrpc answers that INTERNAL)."""
+    if not content_type.startswith(_ENVELOPED):
+        return receive
+    for name in _COMPRESSION_HEADERS:
+        encoding = _header(scope, name)
+        if encoding not in (None, "", "identity"):
+            return receive  # connectrpc decompresses (or refuses an unknown compression)
+    prefix = bytearray()  # the next envelope's 5-byte prefix, as far as it has come
+    rest = 0  # bytes of the current message still to come
+
+    async def checked() -> dict[str, Any]:
+        nonlocal rest
+        message = await receive()
+        body = memoryview(message.get("body", b"")) if message["type"] == "http.request" else b""
+        at = 0
+        while at < len(body):
+            if rest:
+                step = min(rest, len(body) - at)
+                rest, at = rest - step, at + step
+                continue
+            step = min(5 - len(prefix), len(body) - at)
+            prefix.extend(body[at : at + step])
+            at += step
+            if len(prefix) == 5:
+                if prefix[0] & 0x01:
+                    raise malformed_request(
+                        "a message flagged compressed, and no compression named"
+                    )
+                rest = int.from_bytes(prefix[1:5], "big")
+                prefix.clear()
+        return message
+
+    return checked
 
 
 def _with_cors(send: Send, origin: str) -> Send:
