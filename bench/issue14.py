@@ -51,7 +51,7 @@ class Settings:
 
 
 FULL = Settings(seconds=3.0, rounds=3, batch_rounds=3, cli_hands=20_000, open_loop_seconds=4.0)
-QUICK = Settings(seconds=1.0, rounds=1, batch_rounds=1, cli_hands=5_000, open_loop_seconds=1.5)
+QUICK = Settings(seconds=1.0, rounds=1, batch_rounds=1, cli_hands=20_000, open_loop_seconds=1.5)
 
 
 def start_workers(redis_url: str, workers: int) -> tuple[subprocess.Popen[str], str, list[int]]:

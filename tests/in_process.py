@@ -31,7 +31,9 @@ class InProcess:
         response_type: Any = message_factory.GetMessageClass(method.output_type)
 
         def parse(request: Message) -> Any:
-            return handler.request_deserializer(request.SerializeToString())
+            data = request.SerializeToString()
+            deserialize = handler.request_deserializer
+            return data if deserialize is None else deserialize(data)  # None: the bytes
 
         def respond(response: Any) -> Any:
             return response_type.FromString(handler.response_serializer(response))

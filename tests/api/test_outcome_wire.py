@@ -14,7 +14,9 @@ from typing import Any
 import grpc
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ofc.cards import CARD_CODES
+from ofc.cards import CARD_CODES, CODES
+from ofc.errors import OfcError
+from ofc.rulesets import PRESETS
 from ofc.scoring import Board, Settlement, settle
 from ofc_service.api import convert, outcome_wire
 from ofcpoker.v1 import cards_pb2, errors_pb2, settlement_pb2
@@ -183,3 +185,116 @@ def test_a_batch_answers_each_hand_as_settle_hand_does(
             continue
         assert one.WhichOneof("result") == "settlement"
         assert one.settlement.SerializeToString() == single.settlement.SerializeToString()
+
+
+# --- SettleHands over gRPC takes its request's bytes (RulesHandlers.RAW_REQUESTS) ----------
+def _preset_hand(draw: st.DrawFn, preset: str) -> settlement_pb2.Hand:
+    """A hand of boards alone (maybe ids) under a preset named on the hand: the bytes path."""
+    ruleset = PRESETS[preset]
+    n = draw(st.integers(1, 5))
+    codes = list(CODES[: ruleset.deck_size])
+    deck = draw(st.permutations(codes))
+    hand = settlement_pb2.Hand()
+    for i in range(n):
+        cards = list(deck[13 * i : 13 * i + 13]) if 13 * i + 13 <= len(deck) else list(deck[:13])
+        hand.players.add(
+            board=cards_pb2.Board(top=cards[:3], middle=cards[3:8], bottom=cards[8:]),
+            player_id=draw(st.one_of(st.just(""), st.sampled_from(["a", "b", "é"]))),
+        )
+    if preset != "classic" or draw(st.booleans()):
+        hand.ruleset.preset = preset
+    return hand
+
+
+@st.composite
+def batch_hands(draw: st.DrawFn) -> settlement_pb2.Hand:
+    """Plain hands of every preset (fouls, jokers, too many players, repeated cards and ids),
+    and the hands the message API reads (Fantasyland tiers, overrides, other spellings)."""
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        return draw(request_hands())
+    if kind == 1:
+        hand = draw(plain_hands())
+        if draw(st.booleans()):
+            player = hand.players.add()
+            player.board.CopyFrom(draw(boards()))
+            player.fantasyland_cards = draw(st.sampled_from([0, 13, 14, 15, 16, 17, 18]))
+        return hand
+    return _preset_hand(draw, draw(st.sampled_from(sorted(PRESETS))))
+
+
+@settings(max_examples=80)
+@given(st.lists(batch_hands(), max_size=8))
+def test_settle_hands_from_its_bytes_answers_as_settle_hand_does(
+    stub: RulesServiceStub, hands: list[settlement_pb2.Hand]
+) -> None:
+    results = stub.SettleHands(pb.SettleHandsRequest(hands=hands)).results
+    assert len(results) == len(hands)
+    for hand, result in zip(hands, results, strict=True):
+        if convert.read_wire(hand.SerializeToString()) is not None:
+            # the bytes path; the message path of the same hand gives the same bytes
+            settled = None
+            try:
+                settled = convert.settle_hand(hand, "")
+            except OfcError as exc:
+                assert result.WhichOneof("result") == "error"
+                assert (result.error.reason, result.error.field) == (exc.reason, exc.field)
+            if settled is not None:
+                assert result.SerializeToString() == _reference(settled)
+        try:
+            single = stub.SettleHand(pb.SettleHandRequest(hand=hand))
+        except grpc.RpcError as exc:
+            error = wire_error(exc)
+            assert (result.error.reason, "hand." + result.error.field) == (
+                error.reason,
+                error.info_field,
+            )
+            continue
+        assert result.settlement.SerializeToString() == single.settlement.SerializeToString()
+
+
+def _refusal(channel: grpc.Channel, request: bytes) -> tuple[grpc.StatusCode, str, str]:
+    call = channel.unary_unary("/ofcpoker.v1.RulesService/SettleHands")  # bytes in, bytes out
+    try:
+        call(request)
+    except grpc.RpcError as exc:
+        error = wire_error(exc)
+        return exc.code(), error.reason, exc.details() or ""
+    raise AssertionError("not refused")
+
+
+def test_request_bytes_that_do_not_decode_are_refused_as_the_parser_refuses_them(
+    channel: grpc.Channel,
+) -> None:
+    plain = settlement_pb2.Hand(
+        players=[
+            settlement_pb2.PlayerHand(
+                board=cards_pb2.Board(top=c[:3], middle=c[3:8], bottom=c[8:]), player_id=pid
+            )
+            for c, pid in ((CARD_CODES[:13], "a"), (CARD_CODES[13:26], "b"))
+        ]
+    ).SerializeToString()
+    bad_id = plain.replace(b"\x0a\x01a", b"\x0a\x01\xff")  # a player id of invalid UTF-8
+    for request in (
+        outcome_wire.repeated_field(1, [plain, bad_id]),
+        outcome_wire.repeated_field(1, [plain, plain[:-3]]),  # a hand cut short
+        outcome_wire.repeated_field(1, [plain]) + b"\x0a\x05ab",  # a field past the end
+    ):
+        try:
+            pb.SettleHandsRequest.FromString(request)
+        except Exception as exc:  # what the parser says
+            expected = f"the request does not decode: {type(exc).__name__}: {exc}"
+        else:
+            raise AssertionError("the parser reads it")
+        code, reason, details = _refusal(channel, request)
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST")
+        assert expected in details
+
+
+def test_more_hands_than_a_batch_holds_are_refused_from_the_bytes_too(
+    channel: grpc.Channel,
+) -> None:
+    hand = settlement_pb2.Hand(players=[settlement_pb2.PlayerHand()]).SerializeToString()
+    request = outcome_wire.repeated_field(1, [hand] * 1001)
+    code, reason, _ = _refusal(channel, request)
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BATCH_TOO_LARGE")

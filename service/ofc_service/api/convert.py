@@ -10,9 +10,10 @@ here, before any work, so an oversized or malformed request is rejected cheaply.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, NoReturn
 
@@ -117,8 +118,8 @@ def _players_from_wire(raw: bytes) -> tuple[list[Board], list[str], int] | None:
             cards = tuple(map(lookup, tables, unpack(raw, start)))
             boards.append(Board(cards[:3], cards[3:8], cards[8:]))
             ids.append(pid)
-    except (KeyError, struct.error):  # a code that is not canonical, or a short board
-        return None
+    except (KeyError, IndexError, UnicodeDecodeError, struct.error):
+        return None  # a code that is not canonical, a short board or player, a bad id
     return boards, ids, pos
 
 
@@ -129,16 +130,6 @@ def read_players(hand: settlement_pb2.Hand) -> tuple[list[Board], list[str]] | N
     back office's batch, at under half the cost of the message API."""
     read = _players_from_wire(hand.SerializeToString())
     if read is None or len(read[0]) != len(hand.players):
-        return None
-    return read[0], read[1]
-
-
-def players_only(raw: bytes) -> tuple[list[Board], list[str]] | None:
-    """The boards and player ids of a ``Hand``'s wire bytes that hold players alone (no
-    ruleset, no pair unit values: the classic preset) in the shape :func:`read_players`
-    reads; else ``None``, and the caller parses the hand (:func:`settle_hand`)."""
-    read = _players_from_wire(raw)
-    if read is None or read[2] != len(raw):
         return None
     return read[0], read[1]
 
@@ -537,7 +528,7 @@ def settle_hand(hand: settlement_pb2.Hand, path: str) -> SettledHand:
 
 
 def settle_boards(
-    boards: list[Board], ids: list[str], resolved: ResolvedRuleset, path: str
+    boards: list[Board], ids: Sequence[str], resolved: ResolvedRuleset, path: str
 ) -> SettledHand:
     """Settle the boards of players holding nothing else (:func:`read_players`), with their
     ids; the same checks, in the same order, and the same errors as :func:`settle_hand`."""
@@ -549,11 +540,113 @@ def settle_boards(
         for i, pid in enumerate(ids):
             if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i]):
                 _bad_player_id(path, i)
-    settlement = _settle(boards, ruleset, path)
+    try:
+        settlement = settle(boards, ruleset)
+    except core.OfcError as exc:
+        raise _player_error(exc, path) from None
     fouls = 0
-    for player in settlement.players:
+    for player in settlement[1]:
         fouls += player[1][1]  # PlayerResult.board.fouled
     return SettledHand(settlement, tuple(ids), resolved.label, fouls)
+
+
+# A hand of 2..4 players who hold a board alone (a PlayerHand of 56 bytes: 0a 36 12 34 and the
+# board's 13 fields), maybe followed by a ruleset naming a preset: the shape of a back
+# office's batch. Every byte but the cards' codes is fixed: checked as four strided slices
+# (each field's tag, each field's length, the header's last two bytes), then the cards' words
+# unpacked at once and looked up together (one table: the tags are checked already), the
+# rows cut in one call.
+_PLAYER_ALONE_BYTES = 4 + _BOARD_WIRE_BYTES
+_ROW_TAGS = bytes([0x0A] * 3 + [0x12] * 5 + [0x1A] * 5)
+_ANY_ROW_WORDS = {**_TOP_WORDS, **_MIDDLE_WORDS, **_BOTTOM_WORDS}
+
+
+class _Shape(NamedTuple):
+    tags: bytes  # raw[0::4]: the player's tag 0a, then the board's 13 fields' tags
+    lengths: bytes  # raw[1::4]: the player's length 0x36, then 2 for each card code
+    headers: tuple[bytes, bytes]  # raw[2::56], raw[3::56]: the board's tag and length
+    words: Callable[[bytes], tuple[int, ...]]  # the 13n cards' words
+    rows: Callable[[tuple[Card, ...]], tuple[tuple[Card, ...], ...]]  # the 3n rows
+    no_ids: tuple[str, ...]
+
+
+def _shape(n: int) -> _Shape:
+    return _Shape(
+        (b"\x0a" + _ROW_TAGS) * n,
+        (b"\x36" + b"\x02" * 13) * n,
+        (b"\x12" * n, b"\x34" * n),
+        struct.Struct(">" + "4x13I" * n).unpack_from,
+        operator.itemgetter(
+            *(slice(13 * i + a, 13 * i + b) for i in range(n) for a, b in ((0, 3), (3, 8), (8, 13)))
+        ),
+        ("",) * n,
+    )
+
+
+_ALONE = {n: _shape(n) for n in range(2, 5)}
+# What may follow the players: nothing (the classic preset), or Hand.ruleset naming a preset.
+_RULESET_TAILS: dict[bytes, ResolvedRuleset] = {
+    b"": CLASSIC,
+    settlement_pb2.Hand(ruleset=ruleset_pb2.RulesetSpec()).SerializeToString(): CLASSIC,
+    **{
+        settlement_pb2.Hand(ruleset=ruleset_pb2.RulesetSpec(preset=name)).SerializeToString(): r
+        for name, r in _PRESET_RESOLVED.items()
+    },
+}
+
+
+class PlainHand(NamedTuple):
+    """A hand read from its wire bytes (:func:`read_wire`): to settle with
+    :func:`settle_boards`."""
+
+    boards: list[Board]
+    ids: Sequence[str]
+    resolved: ResolvedRuleset
+
+
+def read_wire(raw: bytes) -> PlainHand | None:
+    """A ``Hand``'s wire bytes read, when its players hold a board of canonical codes and
+    maybe an id, and the hand nothing but a preset's name (no overrides, pair unit values or
+    Fantasyland): the shape of a back office's batch. ``None`` for any other bytes (other
+    fields, other spellings, bytes that do not decode): the caller parses them. Whatever
+    this reads, protobuf reads the same way; :func:`settle_boards` of it settles as
+    :func:`settle_hand` of the parsed hand does, or raises the same error (its field under
+    no prefix).
+
+    >>> from ofcpoker.v1 import cards_pb2
+    >>> board = cards_pb2.Board(top=["Ac", "3d", "2h"], middle=["6c", "6d", "9h", "8s", "4c"],
+    ...                         bottom=["9c", "8c", "7d", "6h", "5s"])
+    >>> other = cards_pb2.Board(top=["Kd", "3c", "2d"], middle=["5c", "5d", "9d", "8h", "4d"],
+    ...                         bottom=["7c", "7h", "Qd", "Js", "4s"])
+    >>> hand = settlement_pb2.Hand(players=[settlement_pb2.PlayerHand(board=board),
+    ...                                     settlement_pb2.PlayerHand(board=other)])
+    >>> settled = settle_boards(*read_wire(hand.SerializeToString()), "")
+    >>> [p.points for p in settled.settlement.players]
+    [8, -8]
+    """
+    n = len(raw) // _PLAYER_ALONE_BYTES
+    shape = _ALONE.get(n)
+    if (
+        shape is not None
+        and (resolved := _RULESET_TAILS.get(raw[(end := n * _PLAYER_ALONE_BYTES) :])) is not None
+        and raw[0:end:4] == shape.tags
+        and raw[1:end:4] == shape.lengths
+        and (raw[2:end:_PLAYER_ALONE_BYTES], raw[3:end:_PLAYER_ALONE_BYTES]) == shape.headers
+    ):
+        try:
+            cards = operator.itemgetter(*shape.words(raw))(_ANY_ROW_WORDS)
+        except KeyError:  # a code that is not canonical: read player by player
+            pass
+        else:
+            rows = iter(shape.rows(cards))
+            return PlainHand(list(map(Board, rows, rows, rows)), shape.no_ids, resolved)
+    read = _players_from_wire(raw)
+    if read is None:
+        return None
+    resolved = _RULESET_TAILS.get(raw[read[2] :])
+    if resolved is None:
+        return None
+    return PlainHand(read[0], read[1], resolved)
 
 
 def _wrong_player_count(ruleset: Ruleset, n: int, path: str) -> NoReturn:
@@ -591,8 +684,13 @@ def _settle(
             )
         return settle(boards, ruleset, pair_units=pair_units)  # nobody in Fantasyland
     except core.OfcError as exc:
-        field = _CORE_PLAYER_FIELD.sub(r"players[\1].board.\2", exc.field)
-        raise with_field(exc, f"{path}{field}" if field else f"{path}players") from None
+        raise _player_error(exc, path) from None
+
+
+def _player_error(error: core.OfcError, path: str) -> core.OfcError:
+    """The core's error of a hand's boards, its field a path in the request."""
+    field = _CORE_PLAYER_FIELD.sub(r"players[\1].board.\2", error.field)
+    return with_field(error, f"{path}{field}" if field else f"{path}players")
 
 
 def _settle_players(

@@ -95,6 +95,12 @@ class MalformedRequestError(core.InvalidInputError):
     reason = "MALFORMED_REQUEST"
 
 
+def undecodable(error: Exception) -> MalformedRequestError:
+    """The refusal of request bytes whose parsing raised ``error`` (the server's
+    deserializer, or a handler that takes its request's bytes and parses what it must)."""
+    return MalformedRequestError(f"the request does not decode: {type(error).__name__}: {error}")
+
+
 class BatchTooLargeError(core.InvalidInputError):
     """More items in one batch call than the documented limit."""
 
@@ -327,4 +333,5 @@ __all__ = [
     "reported",
     "request_id_var",
     "rich_status",
+    "undecodable",
 ]

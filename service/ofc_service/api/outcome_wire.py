@@ -23,7 +23,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ofc.scoring import FantasylandResult, PairResult, Settlement
+from ofc.scoring import NO_FANTASYLAND, FantasylandResult, PairResult, Settlement
 from ofcpoker.v1 import errors_pb2
 
 from ofc_service.api.convert import hand_value_bytes
@@ -155,6 +155,8 @@ def _verdict(
 # other is keyed by its (royalties, fantasyland).
 _FOULED_VERDICT = _verdict(True, (0, 0, 0), FantasylandResult(False, 0))
 _VERDICTS = _Made(lambda key: _verdict(False, *key))
+# Most boards earn no Fantasyland (the core's one NO_FANTASYLAND): keyed by royalties alone.
+_NO_FANTASYLAND_VERDICTS = _Made(lambda royalties: _verdict(False, royalties, NO_FANTASYLAND))
 
 
 @functools.lru_cache(maxsize=1 << 16)  # pair results repeat: small numbers in few shapes
@@ -203,14 +205,20 @@ def settlement_bytes(settlement: Settlement, ids: Sequence[str]) -> bytes:
     parts = [_ruleset_name(ruleset)]
     short, small = _SHORT, _SMALL
     for index, board, points, units in players:
-        top, middle, bottom = board[0]
-        verdict = _FOULED_VERDICT if board[1] else _VERDICTS[board[2], board[3]]
+        (top, middle, bottom), fouled, royalties, fantasyland = board
+        if fouled:
+            verdict = _FOULED_VERDICT
+        elif fantasyland is NO_FANTASYLAND:
+            verdict = _NO_FANTASYLAND_VERDICTS[royalties]
+        else:
+            verdict = _VERDICTS[royalties, fantasyland]
         assessment = b"".join((_TOP[top], _MIDDLE[middle], _BOTTOM[bottom], verdict))
         size = len(assessment)
+        player_id = ids[index]
         body = b"".join(
             (
                 _INDEXES[index] if index < 16 else _field_uint(1, index),
-                _player_id(ids[index]),
+                _player_id(player_id) if player_id else b"",
                 b"\x1a",  # board: field 3, length-delimited
                 short[size] if size < _TWO_BYTES else varint(size),
                 assessment,

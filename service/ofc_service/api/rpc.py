@@ -114,14 +114,20 @@ def method_handlers(
 ) -> dict[str, grpc.RpcMethodHandler]:
     """The grpc method handler of each method of ``service``, by method name: ``handlers``'
     method of the same name, adapted, its requests parsed with the method's request type and
-    its responses sent by :func:`serialize` (a handler's bytes go out unparsed)."""
+    its responses sent by :func:`serialize` (a handler's bytes go out unparsed). A method
+    ``handlers.RAW_REQUESTS`` names gets its request's bytes as they came: it parses what it
+    must and refuses bytes that do not decode as the parser would
+    (:func:`~ofc_service.api.errors.undecodable`); other transports give it the message."""
+    raw: frozenset[str] = getattr(handlers, "RAW_REQUESTS", frozenset())
     methods: dict[str, grpc.RpcMethodHandler] = {}
     for method in service.methods:
         behaviour = adapt(method, getattr(handlers, method.name))
         request_type: Any = message_factory.GetMessageClass(method.input_type)
         kind = _METHOD_HANDLERS[method.client_streaming, method.server_streaming]
         methods[method.name] = kind(
-            behaviour, request_deserializer=request_type.FromString, response_serializer=serialize
+            behaviour,
+            request_deserializer=None if method.name in raw else request_type.FromString,
+            response_serializer=serialize,
         )
     return methods
 

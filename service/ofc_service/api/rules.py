@@ -27,7 +27,7 @@ from ofcpoker.v1 import settlement_pb2
 from prometheus_client import Counter
 
 from ofc_service.api import convert, outcome_wire
-from ofc_service.api.errors import BatchTooLargeError, error_detail
+from ofc_service.api.errors import BatchTooLargeError, error_detail, undecodable
 from ofc_service.api.settlement_feed import record_to_dict
 from ofc_service.auth import Credentials
 from ofc_service.metrics import FOULS, HANDS_SETTLED, REQUEST_ERRORS
@@ -55,12 +55,18 @@ def _record(settled: convert.SettledHand) -> None:
 
 
 class SettledTally:
-    """Hands and fouls settled by one batch, counted in the metrics once per batch (a
-    counter's lock per hand costs more than reading the hand)."""
+    """Hands and fouls settled and hands refused by one batch, counted in the metrics once
+    per batch (a counter's lock per hand costs more than reading the hand)."""
 
     def __init__(self) -> None:
         self.hands: dict[str, int] = {}
         self.fouls: dict[str, int] = {}
+        self.errors: dict[str, int] = {}
+
+    def refused(self, error: core.OfcError) -> bytes:
+        """The outcome of a hand refused with ``error`` (its reason counted)."""
+        self.errors[error.reason] = self.errors.get(error.reason, 0) + 1
+        return outcome_wire.error_outcome_bytes(error_detail(error))
 
     def add(self, settled: convert.SettledHand) -> None:
         label = settled.ruleset_label
@@ -74,8 +80,11 @@ class SettledTally:
             hands.inc(count)
             if label in self.fouls:
                 fouls.inc(self.fouls[label])
+        for reason, count in self.errors.items():
+            REQUEST_ERRORS.labels(reason).inc(count)
         self.hands.clear()
         self.fouls.clear()
+        self.errors.clear()
 
 
 def settle_outcome(hand: settlement_pb2.Hand, tally: SettledTally) -> bytes:
@@ -84,29 +93,62 @@ def settle_outcome(hand: settlement_pb2.Hand, tally: SettledTally) -> bytes:
     try:
         settled = convert.settle_hand(hand, "")
     except core.OfcError as exc:
-        return _error_outcome(exc)
+        return tally.refused(exc)
     tally.add(settled)
     return outcome_wire.outcome_bytes(settled.settlement, settled.ids)
-
-
-def _error_outcome(error: core.OfcError) -> bytes:
-    REQUEST_ERRORS.labels(error.reason).inc()
-    return outcome_wire.error_outcome_bytes(error_detail(error))
 
 
 def settle_outcome_bytes(raw: bytes, tally: SettledTally) -> bytes:
-    """:func:`settle_outcome` of a ``Hand``'s wire bytes: a hand of players alone (the
-    classic preset, boards of canonical codes, maybe ids; a back office's batch) is read
-    from its bytes, any other is parsed and takes the message API's way."""
-    read = convert.players_only(raw)
-    if read is None:
+    """:func:`settle_outcome` of a ``Hand``'s wire bytes (from a parsed message): a plain
+    hand (boards of canonical codes, maybe ids and a preset's name; a back office's batch)
+    is read from its bytes (:func:`convert.read_wire`), any other is parsed and takes the
+    message API's way."""
+    hand = convert.read_wire(raw)
+    if hand is None:
         return settle_outcome(settlement_pb2.Hand.FromString(raw), tally)
+    return settle_plain(hand, tally)
+
+
+def settle_plain(hand: convert.PlainHand, tally: SettledTally) -> bytes:
+    """:func:`settle_outcome` of a hand read from its bytes (:func:`convert.read_wire`)."""
     try:
-        settled = convert.settle_boards(read[0], read[1], convert.CLASSIC, "")
+        settled = convert.settle_boards(hand.boards, hand.ids, hand.resolved, "")
     except core.OfcError as exc:
-        return _error_outcome(exc)
+        return tally.refused(exc)
     tally.add(settled)
     return outcome_wire.outcome_bytes(settled.settlement, settled.ids)
+
+
+def settle_batch(request: bytes) -> bytes | None:
+    """A ``SettleHandsRequest``'s wire bytes answered with its response's, each plain hand
+    read from its bytes (:func:`convert.read_wire`): ``None`` for more than
+    :data:`MAX_BATCH_HANDS` hands or a field other than ``hands`` (the caller parses the
+    request). At the first hand that is not plain the whole request is parsed (bytes that
+    do not decode are refused as a whole, as the server's parser refuses them, before
+    anything is counted) and that hand takes the message API's way."""
+    fields = outcome_wire.length_delimited(request)
+    if fields is None or len(fields) > MAX_BATCH_HANDS or any(n != 1 for n, _ in fields):
+        return None
+    tally = SettledTally()
+    parsed: pb.SettleHandsRequest | None = None
+    results: list[bytes] = []
+    for k, (_, raw) in enumerate(fields):
+        hand = convert.read_wire(raw)
+        if hand is not None:
+            results.append(settle_plain(hand, tally))
+            continue
+        if parsed is None:
+            parsed = _parsed_batch(request)
+        results.append(settle_outcome(parsed.hands[k], tally))
+    tally.flush()
+    return outcome_wire.repeated_field(1, results)
+
+
+def _parsed_batch(request: bytes) -> pb.SettleHandsRequest:
+    try:
+        return pb.SettleHandsRequest.FromString(request)
+    except Exception as exc:  # protobuf's DecodeError: what the server's parser answers
+        raise undecodable(exc) from None
 
 
 def _hands_of(request: pb.SettleHandsRequest) -> list[bytes]:
@@ -141,7 +183,7 @@ def _stream_item(hand_id: str, hand: bytes, tally: SettledTally) -> tuple[str, b
         error = core.InvalidInputError(
             f"hand_id has at most {MAX_HAND_ID_CHARS} characters", field="hand_id"
         )
-        return hand_id[:MAX_HAND_ID_CHARS], _error_outcome(error)
+        return hand_id[:MAX_HAND_ID_CHARS], tally.refused(error)
     return hand_id, settle_outcome_bytes(hand, tally)
 
 
@@ -178,7 +220,7 @@ def stream_response(request: pb.SettleHandsStreamRequest, tally: SettledTally) -
         )
     if refused is not None:
         echoed = request.hand_id[:MAX_HAND_ID_CHARS]
-        return outcome_wire.identified_outcome(echoed, _error_outcome(refused))
+        return outcome_wire.identified_outcome(echoed, tally.refused(refused))
     results = [
         outcome_wire.identified_outcome(*_stream_item(hand_id, hand, tally))
         for hand_id, hand in _stream_hands(request)
@@ -250,6 +292,9 @@ def _match_inputs(
 class RulesHandlers:
     """ofcpoker.v1.RulesService over the pure core, transport-neutral."""
 
+    RAW_REQUESTS = frozenset({"SettleHands"})
+    """Methods whose request comes as its bytes over gRPC (:func:`.rpc.method_handlers`)."""
+
     def __init__(self) -> None:
         self._presets = pb.ListPresetsResponse(
             presets=[convert.ruleset_to_proto(r) for r in PRESETS.values()]
@@ -310,7 +355,14 @@ class RulesHandlers:
         convert.write_settlement(settled, response.settlement)
         return response
 
-    async def SettleHands(self, request: pb.SettleHandsRequest, creds: Credentials) -> bytes:
+    async def SettleHands(
+        self, request: pb.SettleHandsRequest | bytes, creds: Credentials
+    ) -> bytes:
+        if isinstance(request, bytes):  # over gRPC: RAW_REQUESTS
+            response = settle_batch(request)
+            if response is not None:
+                return response
+            request = _parsed_batch(request)
         if len(request.hands) > MAX_BATCH_HANDS:
             raise BatchTooLargeError(
                 f"at most {MAX_BATCH_HANDS} hands per call, got {len(request.hands)}; "

@@ -33,6 +33,7 @@ from ofc_service.api.errors import (
     api_error,
     internal_error,
     request_id_var,
+    undecodable,
 )
 from ofc_service.api.rpc import abort
 from ofc_service.metrics import RpcMetrics
@@ -51,7 +52,7 @@ class Undecodable:
 
     __slots__ = ("error",)
 
-    def __init__(self, error: str) -> None:
+    def __init__(self, error: MalformedRequestError) -> None:
         self.error = error
 
 
@@ -63,7 +64,7 @@ def tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
         try:
             return deserializer(data)
         except Exception as exc:  # protobuf's DecodeError, or anything a deserializer raises
-            return Undecodable(f"{type(exc).__name__}: {exc}")
+            return Undecodable(undecodable(exc))
 
     return deserialize
 
@@ -160,8 +161,7 @@ async def _internal(context: grpc.aio.ServicerContext, probe: _Probe, exc: Excep
 
 async def _check(request: Any, context: grpc.aio.ServicerContext) -> None:
     if isinstance(request, Undecodable):
-        malformed = MalformedRequestError(f"the request does not decode: {request.error}")
-        await abort(context, api_error(malformed))
+        await abort(context, api_error(request.error))
 
 
 async def _checked_stream(
