@@ -175,6 +175,25 @@ def _split_parts(raw: bytes) -> list[bytes]:
     return parts
 
 
+def _stored_ruleset(ruleset: Ruleset) -> dict[str, Any]:
+    """A ruleset as a record stores it: its name and the options where it differs from
+    :data:`~ofc.rulesets.DEFAULT_RULESET`, the base the reader (of this release and the ones
+    before) applies them to (:func:`_ruleset_from_json`). A classic table's ruleset takes
+    ``{"name":"classic"}`` in place of ~1 KB, to compress and store on every move. Written
+    in full if the options alone would not read back as the same ruleset.
+
+    >>> _stored_ruleset(DEFAULT_RULESET)
+    {'name': 'classic'}
+    """
+    full = ruleset.to_dict()
+    default = _DEFAULT_OPTIONS
+    options = {k: v for k, v in full.items() if k == "name" or k not in default or default[k] != v}
+    return options if ruleset_from_dict(options, base=DEFAULT_RULESET) == ruleset else full
+
+
+_DEFAULT_OPTIONS = DEFAULT_RULESET.to_dict()
+
+
 def _compact_state(state: MatchState) -> dict[str, Any]:
     return state_to_dict(state, compact=True)
 
@@ -286,7 +305,7 @@ class TableRecord:
                 "hand_deadlines": self.hand_deadlines,
             }
         )
-        ruleset = _FRAGMENTS.json(self.match.ruleset, Ruleset.to_dict)
+        ruleset = _FRAGMENTS.json(self.match.ruleset, _stored_ruleset)
         match = _dumps(state_to_dict(self.match, compact=True))
         start = self.hand_start
         hand_start = "null" if start is None else _FRAGMENTS.json(start, _compact_state)
