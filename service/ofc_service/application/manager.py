@@ -479,7 +479,9 @@ class TableManager:
                 match=match,
                 seat_units=units,
                 seat_deadlines=deadlines,
-                hand_start=record.match,
+                # The match as the hand found it; the hand before, over, is not part of it
+                # (its history has it): the record stores a few hundred bytes less.
+                hand_start=dataclasses.replace(record.match, hand=None),
                 hand_actions=(action,),
                 hand_seat_changes=record.seat_changes,  # written into this hand's history
                 seat_changes=(),
