@@ -236,3 +236,28 @@ def test_a_hand_s_start_is_kept_without_the_hand_before() -> None:
     for history in histories:
         verdict = check_history(history, check_policy=True)
         assert verdict.ok, str(verdict.discrepancy)
+
+
+def test_records_that_differ_in_one_head_field_each_read_back_as_their_own() -> None:
+    # The head's steady fields are spliced as this replica wrote them last for the same
+    # values: a record differing in any one field, steady or moving, must not get another's.
+    base = _table("classic")
+    variants = [
+        base,
+        dataclasses.replace(base, seat_deadlines=((0, 5), (1, 6))),
+        dataclasses.replace(base, seat_units=(-7, 7)),
+        dataclasses.replace(base, table_id="t2"),
+        dataclasses.replace(base, turn_time_limit_ms=31_000),
+        dataclasses.replace(base, fantasyland_time_limit_ms=121_000),
+        dataclasses.replace(base, client_seed=b"other"),
+        dataclasses.replace(base, created_at_ms=9),
+        dataclasses.replace(base, seat_tokens=((1, "b" * 64),)),
+        dataclasses.replace(base, client_seed_policy="players"),
+        dataclasses.replace(base, seat_client_seeds=((0, b"own"),)),
+        dataclasses.replace(base, next_server_seed=b"\x02" * 32),
+        dataclasses.replace(base, seat_changes=(engine.SitDown(1, "bo", 8),)),
+        dataclasses.replace(base, hand_seat_changes=None),
+        dataclasses.replace(base, hand_deadlines=False),
+    ]
+    for record in (*variants, *reversed(variants)):
+        assert TableRecord.from_bytes(record.to_bytes()) == record

@@ -116,6 +116,55 @@ class _Fragments:
 
 _FRAGMENTS = _Fragments(16_384)
 
+# The head fields of a record that stay the same from move to move, in TableRecord's order.
+_SteadyHead = tuple[
+    str, int, int, bytes, int, tuple[tuple[int, str], ...], str, tuple[tuple[int, bytes], ...],
+    bytes, "SeatChanges", "SeatChanges", bool,
+]  # fmt: skip
+
+
+def _steady_head_json(head: _SteadyHead) -> str:
+    (table_id, turn_ms, fantasyland_ms, client_seed, created_at_ms, seat_tokens, policy,
+     seat_client_seeds, next_server_seed, seat_changes, hand_seat_changes, hand_deadlines) = head  # fmt: skip
+    return _dumps(
+        {
+            "table_id": table_id,
+            "turn_time_limit_ms": turn_ms,
+            "fantasyland_time_limit_ms": fantasyland_ms,
+            "client_seed": client_seed.hex(),
+            "created_at_ms": created_at_ms,
+            "seat_tokens": [list(t) for t in seat_tokens],
+            "client_seed_policy": policy,
+            "seat_client_seeds": [[s, seed.hex()] for s, seed in seat_client_seeds],
+            "next_server_seed": next_server_seed.hex(),
+            "seat_changes": _changes_to_list(seat_changes),
+            "hand_seat_changes": _changes_to_list(hand_seat_changes),
+            "hand_deadlines": hand_deadlines,
+        }
+    )
+
+
+class _SteadyHeads:
+    """The JSON of the steady part of a record's head, by its values: the few this replica
+    wrote last (a table's stays the same for a hand)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._texts: OrderedDict[_SteadyHead, str] = OrderedDict()
+
+    def json(self, head: _SteadyHead) -> str:
+        text = self._texts.get(head)
+        if text is not None:
+            self._texts.move_to_end(head)
+            return text
+        text = self._texts[head] = _steady_head_json(head)
+        if len(self._texts) > self._size:
+            self._texts.popitem(last=False)
+        return text
+
+
+_STEADY_HEADS = _SteadyHeads(1024)  # one per table in play (KEPT_RECORDS of the manager)
+
 
 class _Decoded:
     """Values read from their JSON bytes, by those bytes: the few this replica read last
@@ -287,24 +336,13 @@ class TableRecord:
         the rest. The parts that stay the same from move to move (the ruleset, the hand's
         start, each action) are written once per replica and spliced in, and read once per
         replica: a record another replica wrote decodes only its small head and match."""
-        head = _dumps(
-            {
-                "table_id": self.table_id,
-                "turn_time_limit_ms": self.turn_time_limit_ms,
-                "fantasyland_time_limit_ms": self.fantasyland_time_limit_ms,
-                "client_seed": self.client_seed.hex(),
-                "created_at_ms": self.created_at_ms,
-                "seat_tokens": [list(t) for t in self.seat_tokens],
-                "seat_deadlines": [list(d) for d in self.seat_deadlines],
-                "seat_units": list(self.seat_units),
-                "client_seed_policy": self.client_seed_policy,
-                "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
-                "next_server_seed": self.next_server_seed.hex(),
-                "seat_changes": _changes_to_list(self.seat_changes),
-                "hand_seat_changes": _changes_to_list(self.hand_seat_changes),
-                "hand_deadlines": self.hand_deadlines,
-            }
-        )
+        # The head's fields that a move changes (lists of integers, written as JSON here),
+        # then those that stay the same for a hand (the table's settings, seat tokens,
+        # seeds, seat changes), spliced as written last.
+        deadlines = ",".join([f"[{seat},{ms}]" for seat, ms in self.seat_deadlines])
+        units = ",".join(map(str, self.seat_units))
+        steady = _STEADY_HEADS.json(self._steady_head())
+        head = f'{{"seat_deadlines":[{deadlines}],"seat_units":[{units}],{steady[1:]}'
         ruleset = _FRAGMENTS.json(self.match.ruleset, _stored_ruleset)
         match = _dumps(state_to_dict(self.match, compact=True))
         start = self.hand_start
@@ -315,6 +353,22 @@ class TableRecord:
             f'{_PARTS_PREFIX}{sizes}],"head":{head},"ruleset":{ruleset},"match":{match},'
             f'"hand_start":{hand_start},"hand_actions":[{",".join(actions)}]}}'
         ).encode()
+
+    def _steady_head(self) -> _SteadyHead:
+        return (
+            self.table_id,
+            self.turn_time_limit_ms,
+            self.fantasyland_time_limit_ms,
+            self.client_seed,
+            self.created_at_ms,
+            self.seat_tokens,
+            self.client_seed_policy,
+            self.seat_client_seeds,
+            self.next_server_seed,
+            self.seat_changes,
+            self.hand_seat_changes,
+            self.hand_deadlines,
+        )
 
     @classmethod
     def _from_parts(cls, raw: bytes) -> TableRecord:
