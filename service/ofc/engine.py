@@ -253,7 +253,11 @@ class HandState:
 
     @property
     def over(self) -> bool:
-        return all(s.done for s in self.seats)
+        # A loop, not all() over a generator: every move asks this several times.
+        for seat in self.seats:
+            if not seat.done:
+                return False
+        return True
 
     @property
     def order(self) -> tuple[int, ...]:

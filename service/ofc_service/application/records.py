@@ -308,7 +308,8 @@ class TableRecord:
 
     @property
     def deadline_ms(self) -> int | None:
-        return min((ms for _, ms in self.seat_deadlines), default=None)
+        deadlines = self.seat_deadlines
+        return min([ms for _, ms in deadlines]) if deadlines else None
 
     @property
     def next_commitment(self) -> str:
