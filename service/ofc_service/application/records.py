@@ -128,7 +128,7 @@ _SteadyHead = tuple[
 
 def _steady_head_json(head: _SteadyHead) -> str:
     (table_id, turn_ms, fantasyland_ms, client_seed, created_at_ms, seat_tokens, policy,
-     seat_client_seeds, next_server_seed, seat_changes, hand_seat_changes, hand_deadlines) = head  # fmt: skip
+     seat_client_seeds, next_server_seed, changes, hand_changes, hand_deadlines) = head  # fmt: skip
     return _dumps(
         {
             "table_id": table_id,
@@ -140,8 +140,8 @@ def _steady_head_json(head: _SteadyHead) -> str:
             "client_seed_policy": policy,
             "seat_client_seeds": [[s, seed.hex()] for s, seed in seat_client_seeds],
             "next_server_seed": next_server_seed.hex(),
-            "seat_changes": _changes_to_list(seat_changes),
-            "hand_seat_changes": _changes_to_list(hand_seat_changes),
+            "seat_changes": _changes_to_list(changes),
+            "hand_seat_changes": _changes_to_list(hand_changes),
             "hand_deadlines": hand_deadlines,
         }
     )
