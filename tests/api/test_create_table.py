@@ -168,7 +168,7 @@ def test_a_table_stored_before_seeds_were_drawn_ahead_starts_its_next_hand() -> 
             )
         )  # fmt: skip
     stored = service.store._tables[table_id]
-    assert json.loads(stored.state)["format"] == 6
+    assert json.loads(stored.state)["format"] == 7
     old = format_4(TableRecord.from_bytes(stored.state))
     assert old["next_server_seed"] == (bytes([1]) * 32).hex()
     for key in ("client_seed_policy", "seat_client_seeds", "next_server_seed"):

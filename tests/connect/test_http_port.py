@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import re
 import socket
 import ssl
 import subprocess
@@ -29,8 +30,10 @@ from google.rpc import error_details_pb2
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
+from ofcpoker.v1 import rules_service_pb2, table_service_pb2
 
 from tests.conftest import self_signed_certificate
+from tests.connect.http_stub import HttpRpcError, HttpStub, b64_quanta_decode
 
 ORIGIN = "https://casino.example"
 
@@ -303,3 +306,37 @@ def test_a_server_without_the_http_port_does_not_load_hypercorn_or_connectrpc() 
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert got.stdout.strip() == "[]"
+
+
+def test_grpc_web_text_is_base64_of_the_binary_frames_each_piece_padded(url: str) -> None:
+    """gRPC-Web text (grpc-web's JavaScript default): a unary call's answer, a Watch's
+    stream and an error in the trailers frame, each piece of the answer base64 on its own,
+    under the text content type."""
+    rules = rules_service_pb2.DESCRIPTOR.services_by_name["RulesService"]
+    stub = HttpStub(url, "grpc-web-text", rules)
+    presets = stub.ListPresets(rules_service_pb2.ListPresetsRequest())
+    assert presets.presets[0].name == "classic"
+    (exchange,) = stub.exchanges
+    assert dict(exchange.headers)["content-type"] == "application/grpc-web-text+proto"
+    assert re.fullmatch(rb"([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2,3}=*)*", exchange.body)  # base64
+    frames = b64_quanta_decode(exchange.body)
+    message_size = int.from_bytes(frames[1:5], "big")
+    trailers = frames[5 + message_size :]
+    assert trailers[0] == 0x80 and b"grpc-status:0" in trailers.replace(b" ", b"")
+    # each piece sent is encoded on its own (padded): the message frame, the trailers frame
+    message = frames[: 5 + message_size]
+    assert exchange.body == base64.b64encode(message) + base64.b64encode(trailers)
+
+    tables = HttpStub(url, "grpc-web-text")
+    _, created, _ = call(url, "TableService/CreateTable", {"requestId": "text-1"})
+    watch = tables.Watch(table_service_pb2.WatchRequest(table_id=created["tableId"]))
+    first = next(iter(watch))
+    assert first.WhichOneof("kind") == "snapshot"
+    watch.cancel()
+    missing = tables.Watch(table_service_pb2.WatchRequest(table_id="no-such-table"))
+    with pytest.raises(HttpRpcError) as raised:
+        next(iter(missing))
+    info = error_details_pb2.ErrorInfo()
+    raised.value.status.details[0].Unpack(info)
+    assert (raised.value.code().name, info.reason) == ("NOT_FOUND", "TABLE_NOT_FOUND")
+    assert "grpc-status-details-bin" in dict(raised.value.http_trailers)

@@ -41,7 +41,7 @@ def test_the_block_is_curl_only() -> None:
     block = readme_curl_block()
     assert "localhost:8080" in block and "grpcurl" not in block
     commands = {line.split()[0] for line in block.splitlines() if line and line[0] not in "# "}
-    assert commands <= {"curl", "TABLE=$(curl", "TOKEN=$(curl", "WATCH='{\"tableId\":", "printf"}
+    assert commands <= {"curl", "TABLE=$(curl", "TOKEN=$(curl", 'WATCH=\'{"tableId":', "printf"}
 
 
 def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None:
@@ -86,7 +86,7 @@ def section_curl_block(heading: str) -> str:
 
 def test_the_table_and_feed_sections_curl_lines_work_as_written(make_run_service: Served) -> None:
     host = make_run_service.http.removeprefix("http://")
-    script = (section_curl_block("## Live tables") + section_curl_block("## The settlement feed"))
+    script = section_curl_block("## Live tables") + section_curl_block("## The settlement feed")
     got = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script.replace("localhost:8080", host)],
         capture_output=True, text=True, timeout=60, check=False,

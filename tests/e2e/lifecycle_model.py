@@ -122,19 +122,20 @@ def _flush(redis: RedisServer) -> None:
 
 @contextmanager
 def open_cluster(
-    redis: RedisServer | None, replicas: int, *, event_log_hands: int = 0
+    redis: RedisServer | None, replicas: int, *, event_log_hands: int = 0, http: bool = False
 ) -> Iterator[Cluster]:
     """``replicas`` servers on a fresh Redis database (or one on the in-memory store), each
     keeping every table's whole event log (the model replays it), or, with
     ``event_log_hands``, the last hands' events and their request records as a production
-    server does (the model then reads the log after every step, before it is trimmed)."""
+    server does (the model then reads the log after every step, before it is trimmed);
+    ``http``: each with its HTTP port too (Connect, gRPC-Web)."""
     if redis is not None:
         _flush(redis)
     url = "" if redis is None else redis.url
     clock, seeds = FakeClock(), SeedLog()
     with ExitStack() as stack:
         servers = [
-            stack.enter_context(start_server(url, event_log_hands=event_log_hands))
+            stack.enter_context(start_server(url, event_log_hands=event_log_hands, http=http))
             for _ in range(replicas)
         ]
         for bg in servers:

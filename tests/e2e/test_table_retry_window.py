@@ -15,7 +15,7 @@ table: a retry has its effect once.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -339,7 +339,12 @@ class Attack:
 
 
 def test_no_retry_resume_or_rejoin_tells_a_seat_what_it_may_not_know(cluster: Cluster) -> None:
-    a = Attack(cluster)
+    whole_life(Attack(cluster))
+
+
+def whole_life(a: Attack) -> None:
+    """Alice plays, leaves, Bob takes her seat, Alice comes back at another: every step
+    attacked."""
     alice, _carol = a.join(0, "alice"), a.join(1, "carol")
     a.start()
     a.play(3)
@@ -364,8 +369,13 @@ def test_no_retry_resume_or_rejoin_tells_a_seat_what_it_may_not_know(cluster: Cl
 def test_a_fantasyland_set_stays_face_down_to_every_retry_and_resume(cluster: Cluster) -> None:
     """A seat that earned Fantasyland sets its board face down while the other plays on:
     no retry, replay, read or resumed watch of anyone else shows it before the reveal."""
+    fantasyland_face_down(lambda **table: Attack(cluster, **table))
+
+
+def fantasyland_face_down(attack: Callable[..., Attack]) -> None:
+    """The Fantasyland hand of the test above on a table made by ``attack(**table)``."""
     plan = fantasyland_plan(resolve_ruleset("pineapple"), 2, b"lifecycle")
-    a = Attack(cluster, "pineapple", seats=2, first_seed=plan.server_seed)
+    a = attack(ruleset="pineapple", seats=2, first_seed=plan.server_seed)
     a.join(0, "p0"), a.join(1, "p1")
     a.start()
     a.planned(plan)

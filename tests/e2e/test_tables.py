@@ -29,11 +29,14 @@ ROW_SIZE = {
 }
 
 
-def start_server(redis_url: str = "", *, event_log_hands: int = 2) -> BackgroundServer:
+def start_server(
+    redis_url: str = "", *, event_log_hands: int = 2, http: bool = False
+) -> BackgroundServer:
+    """A server with the operator key (``http``: with its HTTP port too)."""
     config = ServerConfig(
         listen="127.0.0.1:0",
         metrics_listen="",
-        http_listen="",
+        http_listen="127.0.0.1:0" if http else "",
         redis_url=redis_url,
         grace_seconds=1,
         api_keys=API_KEY,

@@ -12,6 +12,9 @@ It writes, into the directory given (tests/golden/README.md lists what each file
 
 - ``play-<ruleset>-<players>.json``: what ``ofc play`` prints (every move a timeout), for
   the joker presets too in releases that have them (hand-history format 4);
+- ``explicit-classic-2.json``, ``explicit-pineapple-pairs-3.json`` (releases with a
+  default-move policy): hands whose every move is a player's own, with no table context
+  (format 1; with stakes agreed per pair of seats, format 2), built with the core API;
 - ``fantasyland-*.json``: hands with Fantasyland seats, every move a timeout, built with the
   core API of that release (``hand_history`` of a table whose seats are owed a Fantasyland);
 - ``match/`` (releases with players' client seeds, 9d0467e on): a live table on a real gRPC
@@ -22,6 +25,9 @@ It writes, into the directory given (tests/golden/README.md lists what each file
   ``history_json`` as served (``hand-NNNN.json``), hand 1's whole response as protobuf JSON
   (``hand-0001.response.json``) and the settlement feed's records for the table as JSON
   Lines (``feed.jsonl``, read with ``SettlementFeedService.Subscribe``);
+- releases with both jokers and Fantasyland tiers: ``match-jokers/``, the same live table
+  with the ``pineapple-jokers`` preset (format 4: a 54-card deck, jokers on the boards, and
+  the live table's keys);
 - releases with Fantasyland tiers (format 4, the ``progressive-pineapple-keep`` preset on):
   ``play-progressive-pineapple-keep-3.json`` and ``play-pineapple-top-high-card-3.json``,
   and ``tiers/hand-0004.json`` … ``hand-0006.json``: three hands in a row of one
@@ -130,6 +136,29 @@ def fantasyland_hand(
     return hand_history(table, actions)
 
 
+def explicit_hand(
+    ruleset: str, players: int, *, seed: bytes, client: bytes, pair_units: dict[Any, int]
+) -> dict[str, Any] | None:
+    """A hand whose every move is the player's own (the default policy's choice, sent as a
+    move, not a timeout) and no table context: format 1, or 2 with ``pair_units``. None in
+    releases without a default-move policy to choose them."""
+    try:
+        from ofc.policy import DEFAULT_POLICY
+    except ImportError:
+        return None
+    table, _ = engine.replay(
+        engine.new_match(ruleset, seats=players, pair_units=pair_units or None),
+        [engine.SitDown(s, f"player-{s}") for s in range(players)],
+    )
+    actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
+    state, _ = engine.apply(table, actions[0])
+    while waiting := engine.seats_to_act(state):
+        move = DEFAULT_POLICY.choose(state, waiting[0])
+        state, _ = engine.apply(state, move)
+        actions.append(move)
+    return hand_history(table, actions)
+
+
 def tier_chain(out: Path) -> None:
     """``tiers/``: hands 4-6 of a progressive-pineapple-keep table, seat 0 owed 16 cards and
     seat 2 owed 17 before hand 4; each hand's seed is SHA-256 of ``tiers-0-<k>``."""
@@ -188,12 +217,12 @@ class LiveTable:
         metadata = self.operator() if seat is None else self.as_seat(seat)
         return self.tables.GetTable(request, metadata=metadata).table
 
-    def create(self) -> None:
+    def create(self, preset: str = "pineapple") -> None:
         from ofcpoker.v1 import ruleset_pb2, settlement_pb2
         from ofcpoker.v1 import table_service_pb2 as pb
 
         spec = ruleset_pb2.RulesetSpec(
-            preset="pineapple", overrides=ruleset_pb2.RulesetOverrides(loss_cap=10)
+            preset=preset, overrides=ruleset_pb2.RulesetOverrides(loss_cap=10)
         )
         request = pb.CreateTableRequest(
             ruleset=spec,
@@ -370,7 +399,8 @@ class LiveTable:
                 return
 
 
-def live_match(out: Path) -> None:
+def live_match(out: Path, preset: str = "pineapple", name: str = "match") -> None:
+    """``name/``: four hands of a live ``preset`` table (see the module docstring)."""
     from google.protobuf import json_format
     from ofc_service.server.background import BackgroundServer
     from ofc_service.server.config import ServerConfig
@@ -378,7 +408,7 @@ def live_match(out: Path) -> None:
     config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", api_keys=API_KEY)
     with BackgroundServer(config) as server:
         table = LiveTable(server.address)
-        table.create()
+        table.create(preset)
         for seat, (player, seed) in enumerate(
             [("ann", "ann's seed"), ("bob", "bob-7"), ("cy", "")]
         ):
@@ -393,13 +423,14 @@ def live_match(out: Path) -> None:
             )
 
         numbers = [table.play_hand(runs_out), table.play_hand(runs_out)]
-        # Between hands: cy leaves (if she owes no Fantasyland), dee takes her seat.
-        seat_two = next(s for s in table.view().seats if s.seat == 2)
-        if not seat_two.fantasyland_cards:
-            table.leave(2)
-            table.join(2, "dee", "dee's own seed")
+        # Between hands: cy leaves (if she owes no Fantasyland; else the last seat that owes
+        # none), dee takes that seat.
+        free = [s.seat for s in table.view().seats if not s.fantasyland_cards]
+        if free:
+            table.leave(free[-1])
+            table.join(free[-1], "dee", "dee's own seed")
         numbers += [table.play_hand(runs_out), table.play_hand(runs_out)]
-        match = out / "match"
+        match = out / name
         match.mkdir(parents=True, exist_ok=True)
         for number in numbers:
             response = table.history(number)
@@ -451,10 +482,21 @@ def main(argv: list[str]) -> int:
             ruleset, players, owed, button=button, seed=bytes([7]) * 32, client=name.encode()
         )
         (out / f"{name}.json").write_text(json.dumps(history, indent=2) + "\n")
+    for name, ruleset, players, pairs in [
+        ("explicit-classic-2", "classic", 2, {}),
+        ("explicit-pineapple-pairs-3", "pineapple", 3, {(0, 1): 20, (0, 2): 15}),
+    ]:
+        explicit = explicit_hand(
+            ruleset, players, seed=bytes([9]) * 32, client=name.encode(), pair_units=pairs
+        )
+        if explicit is not None:
+            (out / f"{name}.json").write_text(json.dumps(explicit, indent=2) + "\n")
     from ofcpoker.v1 import table_service_pb2
 
     if hasattr(table_service_pb2, "CLIENT_SEED_POLICY_PLAYERS"):  # 9d0467e on
         live_match(out)
+    if has_preset("pineapple-jokers") and tiers:  # both format-4 features in one release
+        live_match(out, "pineapple-jokers", "match-jokers")
     (out / "SOURCE").write_text(
         f"commit {commit_of(root)}\n"
         f"PYTHONPATH={root}/service:{root}/clients/python "

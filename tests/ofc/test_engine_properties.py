@@ -24,13 +24,16 @@ from ofc.codec import (
     HandContext,
     TurnClock,
     action_from_dict,
+    action_from_own_dict,
     action_to_dict,
     event_to_dict,
     hand_history,
     history_of_hand,
     state_from_dict,
     state_from_own_dict,
+    state_from_own_parts,
     state_to_dict,
+    state_to_own_parts,
 )
 from ofc.engine import (
     Action,
@@ -193,6 +196,9 @@ def check_invariants(state: MatchState, events: tuple[Event, ...]) -> None:
     assert own == state_from_dict(compact, ruleset=state.ruleset) == state
     assert own.hand is not None
     assert all(type(c) is Card for s in own.hand.seats for c in (*s.board.cards, *s.pending))
+    # ... and so do its parts as a table record stores them (the deck stored, not shuffled).
+    parts = state_to_own_parts(state)
+    assert state_from_own_parts(parts, ruleset=state.ruleset) == state
     viewers: list[int | None] = [None, *range(len(state.seats))]
     for viewer in viewers:
         allowed = allowed_cards(state, viewer)
@@ -222,6 +228,8 @@ def play_hand(
         state, events = apply(state, action)
         if checks:
             check_invariants(state, events)
+            stored = json.loads(json.dumps(action_to_dict(action)))
+            assert action_from_own_dict(stored) == action_from_dict(stored) == action
         yield state, action, events
 
 

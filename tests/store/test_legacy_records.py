@@ -73,7 +73,7 @@ def test_a_legacy_record_loads_with_every_timeout_s_move(path: Path) -> None:
     assert (record.seat_changes, record.hand_seat_changes) == (None, None)
     # and the record is written back in this release's format
     again = TableRecord.from_bytes(record.to_bytes())
-    assert again == record and json.loads(record.to_bytes())["format"] == 6
+    assert again == record and json.loads(record.to_bytes())["format"] == 7
 
 
 async def finish(raw: bytes) -> list[dict[str, Any]]:

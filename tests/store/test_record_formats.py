@@ -1,24 +1,26 @@
 """Table records across record formats: format 4 (tests/store/format4_records, written by
-that release's own code) loads, is written back in format 6 and finishes its hands with
-histories that verify; format 5 still loads; format 6 (format 5 compressed) reads back
-exactly what was written, its shared parts read once per replica but never across tables'
-rules."""
+that release's own code) loads, is written back in format 7 and finishes its hands with
+histories that verify; format 5 still loads, and format 6 (tests/store/format6_records,
+written by the release before); format 7 (binary parts, compressed) reads back exactly what
+was written, its shared parts read once per replica but never across tables' rules."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import dataclasses
+import itertools
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ofc import engine
-from ofc.rulesets import DEFAULT_RULESET, PRESETS, ruleset_from_dict
+from ofc.rulesets import DEFAULT_RULESET, PRESETS, ROWS, ruleset_from_dict
 from ofc.verify import check_history
-from ofc_service.application import commands
+from ofc_service.application import commands, records
 from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import NewerRecordError, TableRecord, unpack_history
 from ofc_service.auth import Authenticator, Credentials
@@ -27,6 +29,7 @@ from ofc_service.store import MemoryTableStore
 from tests.silent import SilentPresenter
 
 FORMAT4 = sorted((Path(__file__).parent / "format4_records").glob("*.json"))
+FORMAT6 = sorted((Path(__file__).parent / "format6_records").glob("*.json"))
 OPERATOR = Credentials(api_key="formats-key")
 
 
@@ -39,7 +42,7 @@ def test_the_format_4_records_are_there() -> None:
 
 
 @pytest.mark.parametrize("path", FORMAT4, ids=[p.stem for p in FORMAT4])
-def test_a_format_4_record_loads_and_is_written_as_format_6(path: Path) -> None:
+def test_a_format_4_record_loads_and_is_written_as_format_7(path: Path) -> None:
     stored = json.loads(path.read_text())
     record = TableRecord.from_bytes(path.read_bytes())
     assert record.table_id == "t4" and record.match.pair_units == ((0, 1, 25),)
@@ -50,7 +53,7 @@ def test_a_format_4_record_loads_and_is_written_as_format_6(path: Path) -> None:
     replayed, _ = engine.replay(record.hand_start, record.hand_actions)
     assert replayed == record.match
     written = record.to_bytes()
-    assert json.loads(written)["format"] == 6  # JSON: a release before reads its format
+    assert json.loads(written)["format"] == 7  # JSON: a release before reads its format
     assert TableRecord.from_bytes(written) == record
     # the ruleset once, no deck: smaller than the format-4 record it came from, and its
     # format-5 bytes (still read) smaller again once compressed
@@ -181,14 +184,20 @@ def test_a_format_6_record_that_holds_no_format_5_record_is_refused(raw: bytes) 
 
 
 def test_a_record_of_a_newer_format_is_refused_as_retryable() -> None:
-    with pytest.raises(NewerRecordError, match="record format 7"):
-        TableRecord.from_bytes(b'{"format":7,"z":"","head":{}}')
+    with pytest.raises(NewerRecordError, match="record format 8"):
+        TableRecord.from_bytes(b'{"format":8,"z":"","head":{}}')
+
+
+def _stored_ruleset(record: TableRecord) -> Any:
+    """The ruleset part of the record as written (format 7)."""
+    fixed, _, _ = records._cut_layout(record.layout_bytes())
+    return json.loads(fixed[2])
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_a_record_stores_its_ruleset_as_the_options_the_default_lacks(name: str) -> None:
     record = _table(name)
-    stored = json.loads(record.parts_bytes())["ruleset"]
+    stored = _stored_ruleset(record)
     assert stored["name"] == name and len(stored) < len(record.match.ruleset.to_dict())
     # what every release reads: the options on top of the default ruleset
     assert ruleset_from_dict(stored, base=DEFAULT_RULESET) == record.match.ruleset
@@ -200,7 +209,7 @@ def test_a_record_stores_its_ruleset_as_the_options_the_default_lacks(name: str)
 def test_a_ruleset_named_like_the_default_keeps_every_option_it_changed() -> None:
     custom = DEFAULT_RULESET.replace(unit_value=5, loss_cap=40)
     record = dataclasses.replace(_table("classic"), match=engine.new_match(custom, seats=2))
-    stored = json.loads(record.parts_bytes())["ruleset"]
+    stored = _stored_ruleset(record)
     assert stored == {"name": "classic", "unit_value": 5, "loss_cap": 40}
     assert TableRecord.from_bytes(record.to_bytes()).match.ruleset == custom
 
@@ -261,3 +270,123 @@ def test_records_that_differ_in_one_head_field_each_read_back_as_their_own() -> 
     ]
     for record in (*variants, *reversed(variants)):
         assert TableRecord.from_bytes(record.to_bytes()) == record
+    with pytest.raises(NewerRecordError, match="record format 8"):
+        TableRecord.from_bytes(b'{"format":8,"z":"","head":{}}')
+
+
+def test_the_format_6_records_are_there() -> None:
+    assert [p.name for p in FORMAT6] == [
+        "7cf969b-classic-mid-hand.json",
+        "7cf969b-pineapple-hand-over.json",
+    ]
+
+
+@pytest.mark.parametrize("path", FORMAT6, ids=[p.stem for p in FORMAT6])
+def test_a_format_6_record_loads_and_is_written_as_format_7(path: Path) -> None:
+    raw = path.read_bytes()
+    assert json.loads(raw)["format"] == 6
+    record = TableRecord.from_bytes(raw)
+    assert record.hand_start is not None and record.match.hand is not None
+    replayed, _ = engine.replay(record.hand_start, record.hand_actions)
+    assert replayed == record.match  # the deck too: the seeds' shuffle
+    assert record.packed_6_bytes() == raw  # read exactly: the same bytes written again
+    written = record.to_bytes()
+    assert json.loads(written)["format"] == 7
+    assert TableRecord.from_bytes(written) == record
+
+
+def _fill(state: engine.MatchState, seat: int) -> engine.Action:
+    """The seat's cards in the first rows with room, the rest discarded (fouls and all)."""
+    hand = state.hand
+    assert hand is not None
+    mine = hand.seat(seat)
+    batch = mine.pending
+    if mine.in_fantasyland:
+        return engine.SetFantasyland(seat, batch[:3], batch[3:8], batch[8:13], batch[13:], 11)
+    keep = state.ruleset.streets[hand.street].place
+    free = [row for row in ROWS for _ in range(row.size - len(mine.board.row(row)))]
+    placements = tuple(zip(batch[:keep], free, strict=False))
+    return engine.Place(seat, placements, batch[keep] if keep < len(batch) else None, 11)
+
+
+def _hand_records(ruleset: str, seats: int) -> Iterator[TableRecord]:
+    """A table's record after each action of a hand, from its start to its end."""
+    start, _ = engine.replay(
+        engine.new_match(ruleset, seats=seats),
+        [engine.SitDown(s, f"p{s}", s) for s in range(seats)],
+    )
+    actions: list[engine.Action] = [engine.StartHand(bytes(range(32)), b"mid", 9)]
+    state, _ = engine.apply(start, actions[0])
+    while True:
+        yield TableRecord(
+            "t", state, 30_000, 120_000, b"seed", 0, hand_start=start,
+            hand_actions=tuple(actions), seat_deadlines=((0, 1_700_000_000_000), (2, 5)),
+        )  # fmt: skip
+        waiting = engine.seats_to_act(state)
+        if not waiting:
+            return
+        actions.append(_fill(state, waiting[-1]))
+        state, _ = engine.apply(state, actions[-1])
+
+
+def _mid_hand(ruleset: str, seats: int, moves: int) -> TableRecord:
+    return next(itertools.islice(_hand_records(ruleset, seats), moves, None))
+
+
+@pytest.mark.parametrize(
+    ("ruleset", "seats"),
+    [
+        ("classic", 2),
+        ("pineapple", 3),
+        ("classic", 4),
+        ("pineapple-jokers", 3),
+        ("progressive-pineapple-keep", 2),
+    ],
+)
+def test_a_format_7_record_reads_back_every_move_of_a_hand(ruleset: str, seats: int) -> None:
+    records = list(_hand_records(ruleset, seats))
+    assert records[-1].match.hand is not None and records[-1].match.hand.over
+    for record in records:
+        raw = record.to_bytes()
+        assert raw.startswith(b'{"format":7,"z":"') and json.loads(raw)["format"] == 7
+        again = TableRecord.from_bytes(raw)
+        assert again == record
+        assert again.match.hand is not None and record.match.hand is not None
+        assert again.match.hand.deck == record.match.hand.deck  # stored, not shuffled again
+        assert TableRecord.from_bytes(raw) == record  # and again from what was read before
+
+
+def test_a_format_7_record_holds_its_deck_and_is_smaller_than_format_6() -> None:
+    record = _mid_hand("classic", 4, 9)
+    assert record.match.hand is not None
+    assert bytes(record.match.hand.deck) in record.layout_bytes()
+    assert len(record.to_bytes()) < len(record.packed_6_bytes()) + 100
+
+
+def _layout(record: TableRecord) -> bytes:
+    return record.layout_bytes()
+
+
+def _packed_7(inner: bytes) -> bytes:
+    return b'{"format":7,"z":"' + base64.b64encode(zlib.compress(inner)) + b'"}'
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda inner: inner[:3],  # shorter than its layout
+        lambda inner: inner[:20],  # shorter than its sizes
+        lambda inner: inner + b"x",  # longer than its parts
+        lambda inner: inner[:-1],  # its last part cut short
+        lambda inner: b"\x00\x09" + inner[2:],  # more seats than parts
+    ],
+)
+def test_a_format_7_record_not_laid_out_by_its_sizes_is_refused(mangle: Any) -> None:
+    inner = _layout(_mid_hand("classic", 2, 3))
+    with pytest.raises(ValueError, match=r"format 7|does not decode"):
+        TableRecord.from_bytes(_packed_7(mangle(inner)))
+
+
+def test_a_format_7_record_that_does_not_unpack_is_refused() -> None:
+    with pytest.raises(ValueError, match="format 7 that does not unpack"):
+        TableRecord.from_bytes(b'{"format":7,"z":"' + base64.b64encode(b"not zlib") + b'"}')

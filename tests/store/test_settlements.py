@@ -142,7 +142,7 @@ def test_every_played_hand_gives_a_zero_sum_record_matching_the_totals(
     assert sum(units) == 0 and sum(s.points for s in state.seats) == 0
 
 
-def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_5() -> None:
+def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_6() -> None:
     state, _ = engine.replay(engine.new_match(seats=2), [SitDown(0, "a"), SitDown(1, "b")])
     record = TableRecord(
         "t", state, 30_000, 120_000, b"c", 5, seat_units=(40, -40),
@@ -150,8 +150,9 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_5()
         next_server_seed=bytes(range(32)),
     )  # fmt: skip
     raw = record.to_bytes()
-    assert json.loads(raw)["format"] == 6
+    assert json.loads(raw)["format"] == 7
     assert TableRecord.from_bytes(raw) == record
+    assert TableRecord.from_bytes(record.packed_6_bytes()) == record  # format 6, still read
     assert TableRecord.from_bytes(record.parts_bytes()) == record  # format 5, still read
     old = format_4(record)
     assert TableRecord.from_bytes(json.dumps(old).encode()) == record
@@ -176,8 +177,8 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_5()
     loaded = TableRecord.from_bytes(json.dumps(old).encode())
     assert loaded.seat_units == () and loaded.units_of(1) == 0
     assert dataclasses.replace(loaded, seat_units=(40, -40)) == two
-    old["format"] = 7  # a newer server's record (rolling upgrade): retryable elsewhere
-    with pytest.raises(NewerRecordError, match=r"newer server version .*format 7"):
+    old["format"] = 8  # a newer server's record (rolling upgrade): retryable elsewhere
+    with pytest.raises(NewerRecordError, match=r"newer server version .*format 8"):
         TableRecord.from_bytes(json.dumps(old).encode())
     old["format"] = 0
     with pytest.raises(ValueError, match="unknown table record format 0"):

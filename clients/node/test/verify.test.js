@@ -23,7 +23,14 @@ function walk(dir) {
   });
 }
 const FILES = walk(GOLDEN).sort();
-const MATCHES = fs.readdirSync(GOLDEN).map((d) => path.join(GOLDEN, d, 'match')).filter((d) => fs.existsSync(d));
+const RELEASES = fs.readdirSync(GOLDEN).filter((d) => fs.statSync(path.join(GOLDEN, d)).isDirectory()).sort();
+// <release>/<kind>...: a live table's hands with its feed (match/, match-jokers/), or a chain
+// of hands across Fantasyland tiers (tiers/)
+const chains = (kind) =>
+  RELEASES.flatMap((d) => fs.readdirSync(path.join(GOLDEN, d)).filter((m) => m.startsWith(kind)).map((m) => path.join(GOLDEN, d, m)))
+    .filter((d) => fs.statSync(d).isDirectory());
+const MATCHES = chains('match');
+const TIER_CHAINS = chains('tiers');
 
 function load(file) {
   const data = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -173,6 +180,25 @@ for (const dir of MATCHES) {
     assert.deepEqual(found(verifyMatch([...hands].reverse(), [...feed, ...feed.slice(0, 2)])), []);
   });
 }
+
+for (const dir of TIER_CHAINS) {
+  test(`the hands of ${path.relative(GOLDEN, dir)} verify as one chain across Fantasyland tiers, and a changed tier is caught`, () => {
+    const hands = fs.readdirSync(dir).filter((f) => /^hand-\d{4}\.json$/.test(f)).sort().map((f) => [f, JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))]);
+    assert.ok(hands.length >= 3);
+    assert.deepEqual(found(verifyMatch(hands)), []);
+    const lowered = structuredClone(hands);
+    lowered[0][1].fantasyland_next[1].cards = 14;
+    assert.deepEqual(found(verifyMatch(lowered))[0], ['SETTLEMENT_MISMATCH', hands[0][0], 'fantasyland_next[1].cards']);
+    const owed = structuredClone(hands);
+    owed[1][1].initial_state.seats[0].fantasyland = 14;
+    assert.deepEqual(found(verifyMatch(owed)), [['DEAL_MISMATCH', hands[1][0], 'deals[1].count']]);
+  });
+}
+
+test('every release directory with a live table or a tier chain has its chain checked here', () => {
+  assert.ok(MATCHES.length >= 6 && TIER_CHAINS.length >= 2, `${MATCHES.length} matches, ${TIER_CHAINS.length} tier chains`);
+  assert.ok(MATCHES.some((d) => d.endsWith('match-jokers')));
+});
 
 function run(...args) {
   return spawnSync(process.execPath, [VERIFY, ...args], { encoding: 'utf8' });

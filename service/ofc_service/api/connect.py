@@ -20,6 +20,7 @@ same ``google.rpc.Status`` a gRPC client gets: the code, the message and its det
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import re
@@ -42,6 +43,8 @@ from protobuf.wkt import Any as AnyDetail
 from ofc_service.api.errors import (
     REQUEST_ID_KEY,
     MalformedRequestError,
+    MessageTooLargeError,
+    UnsupportedCompressionError,
     api_error,
     reported,
     request_id_var,
@@ -174,8 +177,68 @@ class _TolerantCodec:
         except Exception as exc:
             text = str(exc)
             field = json_error_field(text) if isinstance(exc, json_format.ParseError) else ""
-            malformed = MalformedRequestError(f"the request does not decode: {text}", field=field)
-            raise connect_error(rich_status(api_error(malformed))) from None
+            raise malformed_request(text, field=field) from None
+
+
+def malformed_request(why: str, *, field: str = "") -> ConnectError:
+    """The Connect error of a request that does not decode: INVALID_ARGUMENT, reason
+    MALFORMED_REQUEST (the field named when known), as the gRPC port answers it."""
+    return refusal(MalformedRequestError(f"the request does not decode: {why}", field=field))
+
+
+def refusal(error: Exception) -> ConnectError:
+    """``error`` as the Connect error that carries its status and ErrorInfo (the error
+    table's code and reason)."""
+    return connect_error(rich_status(api_error(error)))
+
+
+# The errors connectrpc raises itself (without details), by code: what each one is. Only
+# the transport raises them (everything the handlers raise has its ErrorInfo already).
+_TRANSPORT_ERRORS: dict[ConnectCode, Callable[[str], Exception]] = {
+    # over the size limit: the body, an envelope's length, a message once decompressed
+    ConnectCode.RESOURCE_EXHAUSTED: MessageTooLargeError,
+    # a truncated envelope, invalid envelope flags, bytes that do not decompress, a GET
+    # without its message or with base64 that is not
+    ConnectCode.INVALID_ARGUMENT: lambda why: MalformedRequestError(
+        f"the request does not decode: {why}"
+    ),
+    # a compression it does not speak (a unary call's message count is checked before)
+    ConnectCode.UNIMPLEMENTED: UnsupportedCompressionError,
+}
+_refused: contextvars.ContextVar[ConnectError | None] = contextvars.ContextVar(
+    "ofc_connect_refused", default=None
+)
+
+
+def refuse_before_reading(error: ConnectError) -> contextvars.Token[ConnectError | None]:
+    """Have the current request refused with ``error`` as soon as the Connect application
+    has read its headers (in the request's protocol: Connect's error JSON or end message,
+    gRPC-Web's trailers). For what the HTTP port finds in the headers before connectrpc reads
+    them (a deadline header that is not one). Returns the token to reset it with."""
+    return _refused.set(error)
+
+
+def end_refusal(token: contextvars.Token[ConnectError | None]) -> None:
+    _refused.reset(token)
+
+
+class TransportErrors:
+    """A connectrpc metadata interceptor: the refusal :func:`refuse_before_reading` set, and
+    every error connectrpc raises itself (no details) given its ErrorInfo reason
+    (:data:`_TRANSPORT_ERRORS`), so that a client can tell each refusal by its reason."""
+
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+        refused = _refused.get()
+        if refused is not None:
+            raise refused
+
+    async def on_end(
+        self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /
+    ) -> None:
+        if isinstance(error, ConnectError) and not error.details:
+            kind = _TRANSPORT_ERRORS.get(error.code)
+            if kind is not None:
+                raise refusal(kind(error.message)) from None
 
 
 def codecs() -> list[Codec[Any, Any]]:
@@ -328,10 +391,15 @@ def connect_service(handlers: object, service: ServiceDescriptor) -> Any:
 
 
 __all__ = [
+    "TransportErrors",
     "codecs",
     "connect_error",
     "connect_service",
+    "end_refusal",
     "json_error_field",
+    "malformed_request",
     "protocol_of",
+    "refusal",
+    "refuse_before_reading",
     "snake_case",
 ]

@@ -101,6 +101,31 @@ class BatchTooLargeError(core.InvalidInputError):
     reason = "BATCH_TOO_LARGE"
 
 
+class MessageTooLargeError(core.OfcError):
+    """A request message (or, over the HTTP port, a request body) over the server's size
+    limit (``--max-message-bytes``): split it, a retry unchanged fails the same way."""
+
+    reason = "MESSAGE_TOO_LARGE"
+
+
+class InvalidTimeoutError(core.InvalidInputError):
+    """A deadline header (``connect-timeout-ms``, ``grpc-timeout``) that is not one."""
+
+    reason = "INVALID_TIMEOUT"
+
+
+class WrongMessageCountError(core.OfcError):
+    """A call that takes one request message sent none or several."""
+
+    reason = "WRONG_MESSAGE_COUNT"
+
+
+class UnsupportedCompressionError(core.OfcError):
+    """A request compressed with a compression the server does not speak."""
+
+    reason = "UNSUPPORTED_COMPRESSION"
+
+
 class ServerShuttingDownError(core.OfcError):
     """This replica is stopping and ended a long-lived stream (Watch, Subscribe): reconnect,
     another replica will answer, and resume where the stream ended."""
@@ -134,6 +159,11 @@ _CORE: dict[type[core.OfcError], Code] = {
     core.InvalidRowError: _INVALID,
     MalformedRequestError: _INVALID,
     BatchTooLargeError: _INVALID,
+    InvalidTimeoutError: _INVALID,
+    # the transport's own refusals
+    MessageTooLargeError: Code.RESOURCE_EXHAUSTED,
+    WrongMessageCountError: Code.UNIMPLEMENTED,
+    UnsupportedCompressionError: Code.UNIMPLEMENTED,
     # well formed but not allowed in the current state: re-read the state, then decide
     core.IllegalActionError: _PRECONDITION,
     core.NotYourTurnError: _PRECONDITION,
@@ -284,8 +314,12 @@ __all__ = [
     "BatchTooLargeError",
     "Code",
     "ErrorRule",
+    "InvalidTimeoutError",
     "MalformedRequestError",
+    "MessageTooLargeError",
     "ServerShuttingDownError",
+    "UnsupportedCompressionError",
+    "WrongMessageCountError",
     "api_error",
     "error_detail",
     "error_rule",

@@ -12,17 +12,30 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
+import struct
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from itertools import accumulate
+from typing import Any, Generic, TypeVar
 
 from ofc import engine
 from ofc.codec import (
     action_from_dict,
+    action_from_own_dict,
     action_to_dict,
+    cards_from_own_bytes,
+    hand_from_own_parts,
+    hand_head_from_own_bytes,
+    match_from_own_bytes,
+    own_hand_bytes,
+    own_match_bytes,
+    own_progress_bytes,
+    own_seat_bytes,
+    seat_from_own_bytes,
     state_from_dict,
     state_from_own_dict,
     state_to_dict,
@@ -51,9 +64,12 @@ class ClientSeedPolicyError(IllegalActionError):
 # 2 added seat_units, 3 the client seed policy and the next hand's seed, 4 a timeout's move
 # (and policy and deadline) in hand_actions and the seat changes between hands, 5 the parts
 # laid out by size (the ruleset once, states without their deck; see TableRecord.to_bytes),
-# 6 format 5's bytes zlib-compressed, in base64 inside a JSON object (a third of the memory).
-RECORD_FORMAT = 6
-RECORD_FORMATS = (1, 2, 3, 4, 5, RECORD_FORMAT)  # older records load (TableRecord.from_bytes)
+# 6 format 5's bytes zlib-compressed, in base64 inside a JSON object (a third of the memory),
+# 7 the same wrapper around binary parts that change at different paces (the head without
+# its deadlines, the match without its hand, the hand's seeds, its deck, its progress, each
+# hand seat; see TableRecord.to_bytes), the deck stored rather than shuffled again.
+RECORD_FORMAT = 7
+RECORD_FORMATS = (1, 2, 3, 4, 5, 6, RECORD_FORMAT)  # older records load (TableRecord.from_bytes)
 POLICY_TABLE = "table"  # every hand's client seed is the table's
 POLICY_PLAYERS = "players"  # the table's seed, then each seat's own, length-prefixed
 CLIENT_SEED_POLICIES = (POLICY_TABLE, POLICY_PLAYERS)
@@ -86,95 +102,70 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 # reader takes a stream of a smaller window than its own.
 _RECORD_WINDOW_BITS = 13
 _RECORD_MEMORY_LEVEL = 5
+# Format 6 is written as the release before wrote it (TableRecord.packed_6_bytes).
+_FORMAT_6_ZLIB = (zlib.MAX_WBITS, 7)
 
 
 T = TypeVar("T")
+S = TypeVar("S", str, bytes)
 
 
-class _Fragments:
-    """JSON of immutable values by identity: the few this replica wrote last."""
+class _Fragments(Generic[S]):
+    """The encodings of immutable values by identity: the few this replica wrote last."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._texts: OrderedDict[int, tuple[object, str]] = OrderedDict()
+        self._texts: OrderedDict[int, tuple[object, S]] = OrderedDict()
 
-    def json(self, value: T, to_dict: Callable[[T], Any]) -> str:
+    def text(self, value: T, write: Callable[[T], S]) -> S:
         key = id(value)
         hit = self._texts.get(key)
         if hit is not None and hit[0] is value:
             self._texts.move_to_end(key)
             return hit[1]
-        text = _dumps(to_dict(value))
-        self._texts[key] = (value, text)  # holding the value keeps its id from being reused
-        if len(self._texts) > self._size:
-            self._texts.popitem(last=False)
+        text = write(value)
+        self.keep(value, text)
         return text
 
-    def keep(self, value: object, text: str) -> None:
+    def keep(self, value: object, text: S) -> None:
         """``value`` was read from ``text``: writing it again splices the same text."""
-        self._texts[id(value)] = (value, text)
+        self._texts[id(value)] = (value, text)  # holding the value keeps its id from being reused
+        self._texts.move_to_end(id(value))
         if len(self._texts) > self._size:
             self._texts.popitem(last=False)
 
 
-_FRAGMENTS = _Fragments(16_384)
-
-# The head fields of a record that stay the same from move to move, in TableRecord's order.
-_SteadyHead = tuple[
-    str, int, int, bytes, int, tuple[tuple[int, str], ...], str, tuple[tuple[int, bytes], ...],
-    bytes, "SeatChanges", "SeatChanges", bool,
-]  # fmt: skip
+_FRAGMENTS: _Fragments[str] = _Fragments(16_384)  # format 5's JSON (TableRecord.parts_bytes)
+_PIECES: _Fragments[bytes] = _Fragments(16_384)  # format 7's parts (TableRecord.to_bytes)
 
 
-def _steady_head_json(head: _SteadyHead) -> str:
-    (table_id, turn_ms, fantasyland_ms, client_seed, created_at_ms, seat_tokens, policy,
-     seat_client_seeds, next_server_seed, changes, hand_changes, hand_deadlines) = head  # fmt: skip
-    return _dumps(
-        {
-            "table_id": table_id,
-            "turn_time_limit_ms": turn_ms,
-            "fantasyland_time_limit_ms": fantasyland_ms,
-            "client_seed": client_seed.hex(),
-            "created_at_ms": created_at_ms,
-            "seat_tokens": [list(t) for t in seat_tokens],
-            "client_seed_policy": policy,
-            "seat_client_seeds": [[s, seed.hex()] for s, seed in seat_client_seeds],
-            "next_server_seed": next_server_seed.hex(),
-            "seat_changes": _changes_to_list(changes),
-            "hand_seat_changes": _changes_to_list(hand_changes),
-            "hand_deadlines": hand_deadlines,
-        }
-    )
-
-
-class _SteadyHeads:
-    """The JSON of the steady part of a record's head, by its values: the few this replica
-    wrote last (a table's stays the same for a hand)."""
+class _Written(Generic[T]):
+    """The encodings of values by equality (values rebuilt from move to move whose parts
+    stay the same): the few this replica wrote last."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._texts: OrderedDict[_SteadyHead, str] = OrderedDict()
+        self._texts: OrderedDict[T, bytes] = OrderedDict()
 
-    def json(self, head: _SteadyHead) -> str:
-        text = self._texts.get(head)
-        if text is not None:
-            self._texts.move_to_end(head)
-            return text
-        text = self._texts[head] = _steady_head_json(head)
+    def text(self, key: T, write: Callable[[], bytes]) -> bytes:
+        hit = self._texts.get(key)
+        if hit is not None:
+            self._texts.move_to_end(key)
+            return hit
+        text = self._texts[key] = write()
         if len(self._texts) > self._size:
             self._texts.popitem(last=False)
         return text
-
-
-_STEADY_HEADS = _SteadyHeads(1024)  # one per table in play (KEPT_RECORDS of the manager)
 
 
 class _Decoded:
-    """Values read from their JSON bytes, by those bytes: the few this replica read last
-    (the parts of a record that other replicas write again unchanged, move after move)."""
+    """Values read from their bytes, by those bytes: the few this replica read last (the
+    parts of a record that other replicas write again unchanged, move after move). ``keep``:
+    writing a value read here splices its bytes again (:data:`_PIECES`)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, keep: bool = True) -> None:
         self._size = size
+        self._keep = keep
         self._values: OrderedDict[object, Any] = OrderedDict()
 
     def get(self, text: bytes, parse: Callable[[bytes], T], *, within: bytes = b"") -> T:
@@ -186,7 +177,8 @@ class _Decoded:
             return hit  # type: ignore[no-any-return]
         value = parse(text)
         self._values[key] = value
-        _FRAGMENTS.keep(value, text.decode())
+        if self._keep:
+            _PIECES.keep(value, text)
         if len(self._values) > self._size:
             self._values.popitem(last=False)
         return value
@@ -195,6 +187,22 @@ class _Decoded:
 _RULESETS = _Decoded(256)  # few tables differ in rules
 _STARTS = _Decoded(1024)  # one per table in play (KEPT_RECORDS of the manager)
 _ACTIONS = _Decoded(16_384)  # up to 17 per hand of each of those tables
+# format 7's parts (see TableRecord.to_bytes): the head's and the match's that stay the same
+# over a hand, the hand's seeds and its deck, each hand seat (most change at every move)
+_HEADS = _Decoded(1024, keep=False)
+_MATCHES = _Decoded(1024, keep=False)
+_HAND_HEADS = _Decoded(1024, keep=False)
+_DECKS = _Decoded(1024, keep=False)
+_SEATS = _Decoded(8192)
+_ACTION_RUNS = _Decoded(2048, keep=False)
+_HEAD_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
+_MATCH_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
+_HAND_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
+_PACKED_7_PREFIX_BYTES = b'{"format":7,"z":"'
+# format 7's layout: the number of hand seats and of actions, then each part's size
+_LAYOUT = struct.Struct(">HH")
+_FIXED_PARTS = 8  # head, deadlines, ruleset, match, hand, deck, progress, hand start
+_DEADLINE = struct.Struct(">Hq")
 _PARTS_PREFIX = '{"format":5,"parts":['
 _PARTS_PREFIX_BYTES = _PARTS_PREFIX.encode()
 _PACKED_PREFIX_BYTES = b'{"format":6,"z":"'
@@ -246,8 +254,118 @@ def _stored_ruleset(ruleset: Ruleset) -> dict[str, Any]:
 _DEFAULT_OPTIONS = DEFAULT_RULESET.to_dict()
 
 
-def _compact_state(state: MatchState) -> dict[str, Any]:
-    return state_to_dict(state, compact=True)
+def _ruleset_json(ruleset: Ruleset) -> str:
+    """Format 5's ruleset, in full as the release before wrote it."""
+    return _dumps(ruleset.to_dict())
+
+
+def _cut_layout(inner: bytes) -> tuple[list[bytes], list[bytes], list[int]]:
+    """Format 7's parts (see :meth:`TableRecord.layout_bytes`): the fixed ones, the hand
+    seats', and where the actions start and each one ends (:func:`_action_run`). The sizes
+    must add up to the record exactly."""
+    if len(inner) < _LAYOUT.size:
+        raise ValueError("a table record of format 7 is shorter than its layout")
+    seats, actions = _LAYOUT.unpack_from(inner)
+    count = _FIXED_PARTS + seats + actions
+    at = _LAYOUT.size + 4 * count  # a >I size a part
+    if len(inner) < at:
+        raise ValueError("a table record of format 7 is shorter than its layout")
+    ends = list(accumulate(_sizes(count).unpack_from(inner, _LAYOUT.size), initial=at))
+    if ends[-1] != len(inner):
+        raise ValueError("a table record of format 7 is not laid out by its sizes")
+    cut = _FIXED_PARTS + seats
+    parts = list(map(inner.__getitem__, map(slice, ends[:cut], ends[1 : cut + 1])))
+    return parts[:_FIXED_PARTS], parts[_FIXED_PARTS:], ends[cut:]
+
+
+@functools.lru_cache(maxsize=64)
+def _sizes(count: int) -> struct.Struct:
+    """The sizes of ``count`` parts of format 7 (a ``>I`` each)."""
+    return struct.Struct(f">{count}I")
+
+
+def _action_run(inner: bytes, ends: list[int]) -> tuple[Action, ...]:
+    """The actions laid out in ``inner`` from ``ends[0]``, each ending at the next of
+    ``ends``: read by the bytes of them all (a hand's actions so far, those of the record
+    before and one more), else as the run before them and the last one."""
+    if len(ends) == 1:
+        return ()
+    return _ACTION_RUNS.get(
+        inner[ends[0] : ends[-1]],
+        lambda _: (
+            *_action_run(inner, ends[:-1]),
+            _ACTIONS.get(inner[ends[-2] : ends[-1]], _action_from_json),
+        ),
+    )
+
+
+def _head_from_json(text: bytes) -> dict[str, Any]:
+    """The record's fields in format 7's head (:meth:`TableRecord._head_dict`)."""
+    return _head_fields(json.loads(text))
+
+
+def _head_fields(head: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's fields in a head of format 5 or 7 but its deadlines."""
+    return {
+        "table_id": head["table_id"],
+        "turn_time_limit_ms": head["turn_time_limit_ms"],
+        "fantasyland_time_limit_ms": head["fantasyland_time_limit_ms"],
+        "client_seed": bytes.fromhex(head["client_seed"]),
+        "created_at_ms": head["created_at_ms"],
+        "seat_tokens": tuple((int(s), str(h)) for s, h in head["seat_tokens"]),
+        "seat_units": tuple(int(u) for u in head["seat_units"]),
+        "client_seed_policy": head["client_seed_policy"],
+        "seat_client_seeds": tuple(
+            (int(s), bytes.fromhex(seed)) for s, seed in head["seat_client_seeds"]
+        ),
+        "next_server_seed": bytes.fromhex(head["next_server_seed"]),
+        "seat_changes": _own_changes(head["seat_changes"]),
+        "hand_seat_changes": _own_changes(head["hand_seat_changes"]),
+        "hand_deadlines": bool(head["hand_deadlines"]),
+    }
+
+
+def _compact_state_json(state: MatchState) -> str:
+    return _dumps(state_to_dict(state, compact=True))
+
+
+def _action_json(action: Action) -> str:
+    return _dumps(action_to_dict(action))
+
+
+def _ruleset_json_bytes(ruleset: Ruleset) -> bytes:
+    """Format 7's ruleset part (:func:`_stored_ruleset`)."""
+    return _dumps(_stored_ruleset(ruleset)).encode()
+
+
+def _compact_state_json_bytes(state: MatchState) -> bytes:
+    return _compact_state_json(state).encode()
+
+
+def _action_json_bytes(action: Action) -> bytes:
+    return _action_json(action).encode()
+
+
+def _pack(
+    prefix: bytes,
+    inner: bytes,
+    zlib_memory: tuple[int, int] = (_RECORD_WINDOW_BITS, _RECORD_MEMORY_LEVEL),
+) -> bytes:
+    """``inner`` zlib-compressed (level 1; a record of ~5 KB takes ~1.5 KB) and base64-encoded
+    in ``prefix`` and ``"}``: a JSON object a release that does not know its format reads.
+    ``zlib_memory``: the window bits and memory level."""
+    window_bits, memory_level = zlib_memory
+    packer = zlib.compressobj(1, zlib.DEFLATED, window_bits, memory_level)
+    packed = base64.b64encode(packer.compress(inner) + packer.flush())
+    return b"".join((prefix, packed, b'"}'))
+
+
+def _unpack(raw: bytes, prefix: bytes, found: int) -> bytes:
+    try:
+        return zlib.decompress(base64.b64decode(raw[len(prefix) : -2]))
+    except (binascii.Error, zlib.error) as broken:
+        message = f"a table record of format {found} that does not unpack: {broken}"
+        raise ValueError(message) from None
 
 
 def _ruleset_from_json(text: bytes) -> Ruleset:
@@ -266,7 +384,11 @@ def _state_from_json(text: bytes, ruleset: Ruleset) -> MatchState:
 
 
 def _action_from_json(text: bytes) -> Action:
-    return action_from_dict(json.loads(text))
+    """An action of a record of format 5 to 7, read by its constructors (as its states)."""
+    try:
+        return action_from_own_dict(json.loads(text))
+    except (KeyError, TypeError, IndexError, ValueError) as broken:
+        raise ValueError(f"a table record's action does not decode: {broken!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,39 +448,48 @@ class TableRecord:
         return combine_client_seeds([self.client_seed, *(own.get(s, b"") for s in seats)])
 
     def to_bytes(self) -> bytes:
-        """The record in format 6: :meth:`parts_bytes` zlib-compressed (level 1; a record
-        of ~3 KB takes ~1 KB) and base64-encoded in ``{"format":6,"z":"..."}``, which a
-        replica of an earlier release reads as JSON and refuses as a newer format
-        (:class:`NewerRecordError`, retryable) rather than failing on binary bytes."""
-        packer = zlib.compressobj(1, zlib.DEFLATED, _RECORD_WINDOW_BITS, _RECORD_MEMORY_LEVEL)
-        packed = base64.b64encode(packer.compress(self.parts_bytes()) + packer.flush())
-        return b"".join((_PACKED_PREFIX_BYTES, packed, b'"}'))
+        """The record in format 7: :meth:`layout_bytes` zlib-compressed (level 1) and
+        base64-encoded in ``{"format":7,"z":"..."}``, which a replica of an earlier release
+        reads as JSON and refuses as a newer format (:class:`NewerRecordError`, retryable)
+        rather than failing on binary bytes."""
+        return _pack(_PACKED_7_PREFIX_BYTES, self.layout_bytes())
 
-    def parts_bytes(self) -> bytes:
-        """The record in format 5: one JSON object whose parts are laid out one after the
-        other, their sizes first, so that a reader finds each part's bytes without parsing
-        the rest. The parts that stay the same from move to move (the ruleset, the hand's
-        start, each action) are written once per replica and spliced in, and read once per
-        replica: a record another replica wrote decodes only its small head and match."""
-        # The head's fields that a move changes (lists of integers, written as JSON here),
-        # then those that stay the same for a hand (the table's settings, seat tokens,
-        # seeds, seat changes), spliced as written last.
-        deadlines = ",".join([f"[{seat},{ms}]" for seat, ms in self.seat_deadlines])
-        units = ",".join(map(str, self.seat_units))
-        steady = _STEADY_HEADS.json(self._steady_head())
-        head = f'{{"seat_deadlines":[{deadlines}],"seat_units":[{units}],{steady[1:]}'
-        ruleset = _FRAGMENTS.json(self.match.ruleset, _stored_ruleset)
-        match = _dumps(state_to_dict(self.match, compact=True))
+    def layout_bytes(self) -> bytes:
+        """Format 7's parts, laid out one after the other behind their sizes (``>HH``: hand
+        seats, actions; then a ``>I`` size a part), so that a reader finds each part's bytes
+        without reading the others. Each part changes at its own pace and is read once per
+        replica by its bytes: the head without its deadlines (JSON), the deadlines (``>Hq``
+        each), the ruleset (JSON), the match without its hand, the hand's number, button,
+        seeds and start, its deck, its progress and each hand seat
+        (:class:`ofc.codec.OwnParts`), the hand's start (compact JSON) and each action
+        (JSON). A move changes the deadlines, the progress, the seats that moved or were
+        dealt and adds an action; the rest is what the record before held."""
+        match = self.match
+        hand = match.hand
+        head = _HEAD_TEXTS.text(self._head_key(), self._head_json)
+        deadlines = b"".join(_DEADLINE.pack(s, ms) for s, ms in self.seat_deadlines)
+        ruleset = _PIECES.text(match.ruleset, _ruleset_json_bytes)
+        key = (match.seats, match.button, match.hands_played, match.max_hands, match.pair_units)
+        stable = _MATCH_TEXTS.text(key, lambda: own_match_bytes(match))
+        if hand is None:
+            hand_head = deck = progress = b""
+            seats: list[bytes] = []
+        else:
+            hand_key = (hand.number, hand.button, hand.server_seed, hand.client_seed,
+                        hand.started_at_ms)  # fmt: skip
+            hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
+            deck = bytes(hand.deck)
+            progress = own_progress_bytes(hand)
+            seats = [_PIECES.text(s, own_seat_bytes) for s in hand.seats]
         start = self.hand_start
-        hand_start = "null" if start is None else _FRAGMENTS.json(start, _compact_state)
-        actions = [_FRAGMENTS.json(a, action_to_dict) for a in self.hand_actions]
-        sizes = ",".join(str(len(p)) for p in (head, ruleset, match, hand_start, *actions))
-        return (
-            f'{_PARTS_PREFIX}{sizes}],"head":{head},"ruleset":{ruleset},"match":{match},'
-            f'"hand_start":{hand_start},"hand_actions":[{",".join(actions)}]}}'
-        ).encode()
+        hand_start = b"" if start is None else _PIECES.text(start, _compact_state_json_bytes)
+        actions = [_PIECES.text(a, _action_json_bytes) for a in self.hand_actions]
+        parts = (head, deadlines, ruleset, stable, hand_head, deck, progress, hand_start,
+                 *seats, *actions)  # fmt: skip
+        sizes = _sizes(len(parts)).pack(*map(len, parts))
+        return b"".join((_LAYOUT.pack(len(seats), len(actions)), sizes, *parts))
 
-    def _steady_head(self) -> _SteadyHead:
+    def _head_key(self) -> tuple[Any, ...]:
         return (
             self.table_id,
             self.turn_time_limit_ms,
@@ -366,17 +497,66 @@ class TableRecord:
             self.client_seed,
             self.created_at_ms,
             self.seat_tokens,
+            self.seat_units,
             self.client_seed_policy,
             self.seat_client_seeds,
             self.next_server_seed,
             self.seat_changes,
             self.hand_seat_changes,
-            self.hand_deadlines,
+            bool(self.hand_deadlines),
         )
+
+    def _head_json(self) -> bytes:
+        return _dumps(self._head_dict(deadlines=False)).encode()
+
+    def _head_dict(self, *, deadlines: bool) -> dict[str, Any]:
+        """The head of format 5 (``deadlines``) or 7 (its deadlines are a part of their own)."""
+        head: dict[str, Any] = {
+            "table_id": self.table_id,
+            "turn_time_limit_ms": self.turn_time_limit_ms,
+            "fantasyland_time_limit_ms": self.fantasyland_time_limit_ms,
+            "client_seed": self.client_seed.hex(),
+            "created_at_ms": self.created_at_ms,
+            "seat_tokens": [list(t) for t in self.seat_tokens],
+        }
+        if deadlines:
+            head["seat_deadlines"] = [list(d) for d in self.seat_deadlines]
+        return head | {
+            "seat_units": list(self.seat_units),
+            "client_seed_policy": self.client_seed_policy,
+            "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
+            "next_server_seed": self.next_server_seed.hex(),
+            "seat_changes": _changes_to_list(self.seat_changes),
+            "hand_seat_changes": _changes_to_list(self.hand_seat_changes),
+            "hand_deadlines": self.hand_deadlines,
+        }
+
+    def packed_6_bytes(self) -> bytes:
+        """The record in format 6 (what the release before wrote): :meth:`parts_bytes`
+        zlib-compressed and base64-encoded in ``{"format":6,"z":"..."}``."""
+        return _pack(_PACKED_PREFIX_BYTES, self.parts_bytes(), _FORMAT_6_ZLIB)
+
+    def parts_bytes(self) -> bytes:
+        """The record in format 5: one JSON object whose parts are laid out one after the
+        other, their sizes first, so that a reader finds each part's bytes without parsing
+        the rest. The parts that stay the same from move to move (the ruleset, the hand's
+        start, each action) are written once per replica and spliced in, and read once per
+        replica: a record another replica wrote decodes only its small head and match."""
+        head = _dumps(self._head_dict(deadlines=True))
+        ruleset = _FRAGMENTS.text(self.match.ruleset, _ruleset_json)
+        match = _dumps(state_to_dict(self.match, compact=True))
+        start = self.hand_start
+        hand_start = "null" if start is None else _FRAGMENTS.text(start, _compact_state_json)
+        actions = [_FRAGMENTS.text(a, _action_json) for a in self.hand_actions]
+        sizes = ",".join(str(len(p)) for p in (head, ruleset, match, hand_start, *actions))
+        return (
+            f'{_PARTS_PREFIX}{sizes}],"head":{head},"ruleset":{ruleset},"match":{match},'
+            f'"hand_start":{hand_start},"hand_actions":[{",".join(actions)}]}}'
+        ).encode()
 
     @classmethod
     def _from_parts(cls, raw: bytes) -> TableRecord:
-        """Read a record of format 5 (see :meth:`to_bytes`)."""
+        """Read a record of format 5 (see :meth:`parts_bytes`)."""
         parts = _split_parts(raw)
         head = json.loads(parts[0])
         ruleset = _RULESETS.get(parts[1], _ruleset_from_json)
@@ -390,25 +570,50 @@ class TableRecord:
         )
         actions = tuple(_ACTIONS.get(part, _action_from_json) for part in parts[4:])
         return cls(
-            table_id=head["table_id"],
             match=match,
-            turn_time_limit_ms=head["turn_time_limit_ms"],
-            fantasyland_time_limit_ms=head["fantasyland_time_limit_ms"],
-            client_seed=bytes.fromhex(head["client_seed"]),
-            created_at_ms=head["created_at_ms"],
-            seat_tokens=tuple((int(s), str(h)) for s, h in head["seat_tokens"]),
             hand_start=hand_start,
             hand_actions=actions,
             seat_deadlines=tuple((int(s), int(ms)) for s, ms in head["seat_deadlines"]),
-            seat_units=tuple(int(u) for u in head["seat_units"]),
-            client_seed_policy=head["client_seed_policy"],
-            seat_client_seeds=tuple(
-                (int(s), bytes.fromhex(seed)) for s, seed in head["seat_client_seeds"]
-            ),
-            next_server_seed=bytes.fromhex(head["next_server_seed"]),
-            seat_changes=_own_changes(head["seat_changes"]),
-            hand_seat_changes=_own_changes(head["hand_seat_changes"]),
-            hand_deadlines=bool(head["hand_deadlines"]),
+            **_head_fields(head),
+        )
+
+    @classmethod
+    def _from_layout(cls, inner: bytes) -> TableRecord:
+        """Read a record of format 7 (see :meth:`layout_bytes`): each part that was read
+        here before is taken as it was read (by its bytes); what a move changed is read by
+        the constructors, like format 5's states (the same state, property-tested)."""
+        fixed, seat_parts, action_ends = _cut_layout(inner)
+        head, deadlines, rules, stable, hand_head, deck, progress, start = fixed
+        try:
+            fields: dict[str, Any] = _HEADS.get(head, _head_from_json)
+            ruleset: Ruleset = _RULESETS.get(rules, _ruleset_from_json)
+            match: MatchState = _MATCHES.get(
+                stable, lambda text: match_from_own_bytes(text, ruleset=ruleset), within=rules
+            )
+            if hand_head:
+                hand = hand_from_own_parts(
+                    _HAND_HEADS.get(hand_head, hand_head_from_own_bytes),
+                    _DECKS.get(deck, cards_from_own_bytes),
+                    progress,
+                    tuple([_SEATS.get(seat, seat_from_own_bytes) for seat in seat_parts]),
+                )
+                match = MatchState(ruleset, match.seats, match.button, match.hands_played,
+                                   match.max_hands, hand, match.pair_units)  # fmt: skip
+            hand_start = (
+                None
+                if not start
+                else _STARTS.get(start, lambda text: _state_from_json(text, ruleset), within=rules)
+            )
+            seat_deadlines = tuple(_DEADLINE.iter_unpack(deadlines))
+        except (KeyError, TypeError, IndexError, struct.error) as broken:
+            raise ValueError(f"a table record's state does not decode: {broken!r}") from None
+        actions = _action_run(inner, action_ends)
+        return cls(
+            match=match,
+            hand_start=hand_start,
+            hand_actions=actions,
+            seat_deadlines=seat_deadlines,
+            **fields,
         )
 
     @classmethod
@@ -417,12 +622,10 @@ class TableRecord:
         ``hand_actions`` was stored without its move (the engine chose it): the move is
         recovered from the stored hand (:func:`_recover_timeouts`), and the seat changes
         since the last hand are not known."""
+        if raw.startswith(_PACKED_7_PREFIX_BYTES) and raw.endswith(b'"}'):
+            return cls._from_layout(_unpack(raw, _PACKED_7_PREFIX_BYTES, 7))
         if raw.startswith(_PACKED_PREFIX_BYTES) and raw.endswith(b'"}'):
-            try:
-                inner = zlib.decompress(base64.b64decode(raw[len(_PACKED_PREFIX_BYTES) : -2]))
-            except (binascii.Error, zlib.error) as broken:
-                message = f"a table record of format 6 that does not unpack: {broken}"
-                raise ValueError(message) from None
+            inner = _unpack(raw, _PACKED_PREFIX_BYTES, 6)
             if not inner.startswith(_PARTS_PREFIX_BYTES):
                 raise ValueError("a table record of format 6 holds no record of format 5")
             return cls._from_parts(inner)
@@ -435,7 +638,7 @@ class TableRecord:
                 f"table {data.get('table_id')!r} was written by a newer server version "
                 f"(record format {found}; this replica reads up to {RECORD_FORMAT}); retry"
             )
-        if found not in RECORD_FORMATS or found >= 5:  # formats 5 and 6: read above
+        if found not in RECORD_FORMATS or found >= 5:  # formats 5 to 7: read above
             raise ValueError(f"unknown table record format {found!r}")
         match = state_from_dict(data["match"])
         hand_start = None if data["hand_start"] is None else state_from_dict(data["hand_start"])
@@ -489,18 +692,16 @@ def _changes_from_list(raw: list[Any] | None) -> SeatChanges:
 
 
 def _own_changes(raw: list[Any] | None) -> SeatChanges:
-    """The seat changes of a record of format 5 or 6, as :func:`_changes_to_list` wrote them
+    """The seat changes of a record of format 5 to 7, as :func:`_changes_to_list` wrote them
     (read like its states: by the constructors)."""
     return None if raw is None else tuple(map(_own_change, raw))
 
 
 def _own_change(raw: Mapping[str, Any]) -> engine.SitDown | engine.StandUp:
-    kind = raw["type"]
-    if kind == "sit_down":
-        return engine.SitDown(raw["seat"], raw["player_id"], raw["at_ms"])
-    if kind == "stand_up":
-        return engine.StandUp(raw["seat"], raw["at_ms"])
-    raise ValueError(f"a table record's seat change is a {kind!r}")
+    change = action_from_own_dict(raw)
+    if not isinstance(change, engine.SitDown | engine.StandUp):
+        raise ValueError(f"a table record's seat change is a {raw['type']!r}")
+    return change
 
 
 def _recover_timeouts(

@@ -4,12 +4,25 @@ One ASGI application, served by Hypercorn (HTTP/1.1, and HTTP/2: h2c in cleartex
 TLS with the gRPC port's certificate):
 
 - ``/ofcpoker.v1.<Service>/<Method>``: every RPC of the rules, table and settlement-feed
-  services over Connect (JSON and binary; unary calls also as GET for the rules service's
-  side-effect-free reads), gRPC-Web and gRPC, through the generated applications
+  services over Connect (JSON and binary; the rules service's unary methods, marked
+  ``NO_SIDE_EFFECTS`` in the protos, also as GET), gRPC-Web (binary, and text: base64, as
+  grpc-web's JavaScript client sends by default) and gRPC, through the generated applications
   (service/ofcpoker/v1/*_connect.py) and the Connect adapter (:mod:`ofc_service.api.connect`);
 - ``/healthz``: ``SERVING`` (200) or ``NOT_SERVING`` (503), the gRPC health status of the
   server or of ``?service=<name>``;
 - ``/``: the web table (clients/web/dist, packaged as ``ofc_service/server/web``).
+
+What reaches the Connect applications is what they can answer as the client's mistake:
+header values that are not UTF-8 are read as the Latin-1 text HTTP/1.1 defines them to be
+(a credential of that kind is then unknown: UNAUTHENTICATED, not a failed request), an
+enveloped message flagged compressed on a request that names no compression is
+MALFORMED_REQUEST (connectrpc would answer INTERNAL), and gRPC on a connection without
+HTTP trailers (HTTP/1.1) is UNIMPLEMENTED: it needs HTTP/2. Every refusal connectrpc makes
+carries an ErrorInfo reason, as the handlers' errors do: what it would refuse before reading
+the request without one (a deadline header that is not one: INVALID_TIMEOUT; a Connect
+protocol version other than 1) is refused here with it, a request of none or several
+messages where one is due is WRONG_MESSAGE_COUNT, and the rest (too large, truncated, an
+unknown compression) is given its reason by :class:`~ofc_service.api.connect.TransportErrors`.
 
 CORS: browsers on the origins of ``OFC_CORS_ORIGINS`` (``*``: any) may call the RPCs from
 other sites; preflights are answered here, and the Connect, gRPC-Web and request-id headers
@@ -19,13 +32,17 @@ are exposed to them. None by default: the web table is served from this same ori
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import logging
 import mimetypes
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from connectrpc.errors import ConnectError
 from grpc_health.v1 import health, health_pb2
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.config import Config as HypercornConfig
@@ -39,7 +56,20 @@ from ofcpoker.v1 import (
     table_service_pb2,
 )
 
-from ofc_service.api.connect import codecs, connect_service
+from ofc_service.api.connect import (
+    TransportErrors,
+    codecs,
+    connect_service,
+    end_refusal,
+    malformed_request,
+    refusal,
+    refuse_before_reading,
+)
+from ofc_service.api.errors import (
+    InvalidTimeoutError,
+    MalformedRequestError,
+    WrongMessageCountError,
+)
 from ofc_service.server.config import ServerConfig
 
 log = logging.getLogger("ofc.http")
@@ -81,13 +111,18 @@ class HttpApp:
         web_dir: Path = WEB_DIR,
     ) -> None:
         self.apps: dict[str, Any] = {}
+        # the methods whose request is one message (unary and server-streaming)
+        self.one_message: frozenset[str] = frozenset()
         for module, name, application in SERVICES:
             service = module.DESCRIPTOR.services_by_name[name]
             self.apps[f"/{service.full_name}/"] = application(
                 connect_service(handlers[service.full_name], service),
+                interceptors=(TransportErrors(),),
                 read_max_bytes=read_max_bytes,
                 codecs=codecs(),
             )
+            self.one_message |= {f"/{service.full_name}/{m.name}" for m in service.methods
+                                 if not m.client_streaming}  # fmt: skip
         self.health = health_servicer
         self.cors_origins = frozenset(cors_origins)
         # Only the bundle's own files are served: no path from a request reaches the disk.
@@ -115,7 +150,28 @@ class HttpApp:
             if scope["method"] == "OPTIONS":
                 await self._preflight(scope, send, origin)
                 return
-            await app(scope, receive, send if origin is None else _with_cors(send, origin))
+            scope = _utf8_headers(scope)
+            send = send if origin is None else _with_cors(send, origin)
+            content_type = _header(scope, b"content-type") or ""
+            if _is_grpc(content_type) and _TRAILERS not in scope.get("extensions", {}):
+                await _grpc_needs_http2(send)
+                return
+            if content_type.startswith(_GRPC_WEB_TEXT):
+                scope, receive, send = _grpc_web_text(scope, receive, send)
+                content_type = _header(scope, b"content-type") or ""
+            one = path in self.one_message
+            receive = _checked_envelopes(scope, receive, content_type, one_message=one)
+            refused = _header_refusal(scope, content_type)
+            if refused is None:
+                await app(scope, receive, send)
+                return
+            header, error = refused
+            token = refuse_before_reading(error)
+            try:
+                headers = [(k, v) for k, v in scope["headers"] if k != header]
+                await app({**scope, "headers": headers}, receive, send)
+            finally:
+                end_refusal(token)
         elif path == "/healthz":
             await self._healthz(scope, send)
         else:
@@ -183,6 +239,199 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return str(value.decode("latin-1"))
     return None
+
+
+_TRAILERS = "http.response.trailers"  # the ASGI extension gRPC's trailers need
+_ENVELOPED = ("application/connect+", "application/grpc-web")
+_COMPRESSION_HEADERS = (b"connect-content-encoding", b"grpc-encoding")
+
+
+def _is_grpc(content_type: str) -> bool:
+    return content_type.startswith("application/grpc") and not content_type.startswith(
+        "application/grpc-web"
+    )
+
+
+def _utf8_headers(scope: Scope) -> Scope:
+    """``scope`` with every header value that is not UTF-8 read as Latin-1 (HTTP's own
+    charset for them) and written as UTF-8, as connectrpc reads headers."""
+    headers = scope.get("headers", ())
+    if all(value.isascii() for _, value in headers):
+        return scope
+    fixed = []
+    for key, value in headers:
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            value = value.decode("latin-1").encode("utf-8")
+        fixed.append((key, value))
+    return {**scope, "headers": fixed}
+
+
+async def _grpc_needs_http2(send: Send) -> None:
+    """A trailers-only gRPC answer: UNIMPLEMENTED, gRPC needs HTTP/2 (h2c, or the gRPC
+    port)."""
+    message = (
+        b"gRPC%20needs%20HTTP/2%20on%20this%20port%20(h2c%20or%20TLS),%20or%20the%20gRPC%20port"
+    )
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/grpc"),
+        (b"grpc-status", b"12"),
+        (b"grpc-message", message),
+    ]})  # fmt: skip
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _checked_envelopes(
+    scope: Scope, receive: Receive, content_type: str, *, one_message: bool
+) -> Receive:
+    """``receive``, refusing an enveloped message flagged compressed when the request names
+    no compression (MALFORMED_REQUEST; connectrpc answers that INTERNAL), and, for a method
+    whose request is ``one_message``, a request of none or several (WRONG_MESSAGE_COUNT)."""
+    if not content_type.startswith(_ENVELOPED):
+        return receive
+    # with a compression named, connectrpc decompresses (or refuses an unknown one)
+    flag_checked = all(_header(scope, name) in (None, "", "identity")
+                       for name in _COMPRESSION_HEADERS)  # fmt: skip
+    prefix = bytearray()  # the next envelope's 5-byte prefix, as far as it has come
+    rest = 0  # bytes of the current message still to come
+    count = 0  # envelopes begun
+
+    async def checked() -> dict[str, Any]:
+        nonlocal rest, count
+        message = await receive()
+        if message["type"] != "http.request":
+            return message
+        body = memoryview(message.get("body", b""))
+        at = 0
+        while at < len(body):
+            if rest:
+                step = min(rest, len(body) - at)
+                rest, at = rest - step, at + step
+                continue
+            if not prefix:
+                count += 1
+                if one_message and count > 1:
+                    raise refusal(WrongMessageCountError(
+                        "this method takes one request message, and a second one came"
+                    ))  # fmt: skip
+            step = min(5 - len(prefix), len(body) - at)
+            prefix.extend(body[at : at + step])
+            at += step
+            if len(prefix) == 5:
+                if flag_checked and prefix[0] & 0x01:
+                    raise malformed_request(
+                        "a message flagged compressed, and no compression named"
+                    )
+                rest = int.from_bytes(prefix[1:5], "big")
+                prefix.clear()
+        if one_message and count == 0 and not message.get("more_body", False):
+            raise refusal(WrongMessageCountError(
+                "this method takes one request message, and the request has none"
+            ))  # fmt: skip
+        return message
+
+    return checked
+
+
+_GRPC_TIMEOUT_UNITS = "HMSmun"  # hours, minutes, seconds, milli-, micro-, nanoseconds
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+
+
+def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectError] | None:
+    """What connectrpc would refuse with no details, or let through, before reading the
+    request, and the refusal with its reason: the header (to be left out: connectrpc would
+    refuse it first) of a deadline that is not one (INVALID_TIMEOUT) or of a Connect protocol
+    version other than 1 (MALFORMED_REQUEST); a Connect GET's base64 message that is not
+    base64 (MALFORMED_REQUEST: connectrpc would skip the characters it does not know)."""
+    if scope["method"] == "GET":
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if query.get("base64") == ["1"] and not _BASE64.fullmatch(query.get("message", [""])[0]):
+            return b"", refusal(MalformedRequestError("the GET's message is not base64"))
+    if content_type.startswith("application/grpc-web"):
+        value = _header(scope, b"grpc-timeout")
+        digits = (value or "")[:-1]
+        if value is not None and not (
+            0 < len(digits) <= 8 and value[-1] in _GRPC_TIMEOUT_UNITS
+            and digits.isascii() and digits.isdigit()
+        ):  # fmt: skip
+            why = f"grpc-timeout is digits (at most 8) and a unit of {_GRPC_TIMEOUT_UNITS}"
+            return b"grpc-timeout", refusal(InvalidTimeoutError(f"{why}, not {value!r}"))
+        return None
+    value = _header(scope, b"connect-timeout-ms")
+    if value and not (len(value) <= 10 and value.isascii() and value.isdigit()):
+        why = f"connect-timeout-ms is milliseconds, at most 10 digits, not {value!r}"
+        return b"connect-timeout-ms", refusal(InvalidTimeoutError(why))
+    version = _header(scope, b"connect-protocol-version")
+    if version is not None and version != "1":
+        why = f"connect-protocol-version must be 1, not {version!r}"
+        return b"connect-protocol-version", refusal(MalformedRequestError(why))
+    return None
+
+
+_GRPC_WEB_TEXT = "application/grpc-web-text"
+
+
+def _grpc_web_text(scope: Scope, receive: Receive, send: Send) -> tuple[Scope, Receive, Send]:
+    """gRPC-Web's text mode (``application/grpc-web-text``, grpc-web's JavaScript default)
+    as its binary form: the request body is base64 of the frames (in one piece, or in
+    pieces each padded), decoded as it comes (MALFORMED_REQUEST when it is not base64); each
+    piece of the answer is sent in base64 (padded), trailers frame included, under the text
+    content type. What reaches connectrpc is binary gRPC-Web, with its limits and errors."""
+    headers = [
+        (k, v.replace(b"application/grpc-web-text", b"application/grpc-web", 1)
+         if k == b"content-type" else v)
+        for k, v in scope["headers"]
+    ]  # fmt: skip
+    decoder = _Base64Pieces()
+
+    async def decoded() -> dict[str, Any]:
+        message = await receive()
+        if message["type"] == "http.request":
+            last = not message.get("more_body", False)
+            message = {**message, "body": decoder.feed(message.get("body", b""), last=last)}
+        return message
+
+    async def encoded(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [
+                (k, v.replace(b"application/grpc-web", b"application/grpc-web-text", 1)
+                 if k == b"content-type" else v)
+                for k, v in message.get("headers", ())
+            ]}  # fmt: skip
+        elif message["type"] == "http.response.body" and message.get("body"):
+            message = {**message, "body": base64.b64encode(message["body"])}
+        await send(message)
+
+    return {**scope, "headers": headers}, decoded, encoded
+
+
+class _Base64Pieces:
+    """Base64 text fed in chunks cut anywhere, as the bytes it encodes: a padded quantum
+    ends one piece, the next may follow."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+
+    def feed(self, chunk: bytes, *, last: bool) -> bytes:
+        data = self.pending + bytes(chunk)
+        out = bytearray()
+        while (pad := data.find(b"=")) >= 0 and len(data) >= (end := (pad // 4 + 1) * 4):
+            out += self._decode(data[:end])
+            data = data[end:]
+        whole = len(data) - len(data) % 4 if data.find(b"=") < 0 else 0
+        out += self._decode(data[:whole])
+        self.pending = data[whole:]
+        if last and self.pending:
+            raise malformed_request("the grpc-web-text body is not base64: it ends mid-quantum")
+        return bytes(out)
+
+    @staticmethod
+    def _decode(text: bytes) -> bytes:
+        try:
+            return base64.b64decode(text, validate=True)
+        except binascii.Error as exc:
+            raise malformed_request(f"the grpc-web-text body is not base64: {exc}") from None
 
 
 def _with_cors(send: Send, origin: str) -> Send:

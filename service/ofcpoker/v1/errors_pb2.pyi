@@ -44,13 +44,22 @@ class ErrorDetail(_message.Message):
     | INVALID_ROW         | INVALID_ARGUMENT    | a row that cannot be evaluated                 |
     | INVALID_INPUT       | INVALID_ARGUMENT    | any other malformed field (missing, range,     |
     |                     |                     | unknown enum value, duplicate id)              |
-    | MALFORMED_REQUEST   | INVALID_ARGUMENT    | request bytes that do not decode (bad UTF-8)   |
+    | MALFORMED_REQUEST   | INVALID_ARGUMENT    | request bytes that do not decode (bad UTF-8);  |
+    |                     |                     | over HTTP also an envelope cut short, data     |
+    |                     |                     | that does not decompress, bad base64           |
+    | INVALID_TIMEOUT     | INVALID_ARGUMENT    | (HTTP port) a connect-timeout-ms or            |
+    |                     |                     | grpc-timeout header that is not a deadline     |
     | BATCH_TOO_LARGE     | INVALID_ARGUMENT    | more than 1000 hands in one SettleHands call   |
     | REQUEST_ID_REUSED   | INVALID_ARGUMENT    | (table services) a request_id this caller sent |
     |                     |                     | with a different request in the retry window:  |
     |                     |                     | field `request_id`; use a new id               |
     | ILLEGAL_ACTION      | FAILED_PRECONDITION | (table services) well formed but not allowed   |
     |   and sub-reasons   |                     | in the current state: re-read, then decide     |
+    | MESSAGE_TOO_LARGE   | RESOURCE_EXHAUSTED  | (HTTP port) a body or message over the size    |
+    |                     |                     | limit (--max-message-bytes): split it          |
+    | WRONG_MESSAGE_COUNT | UNIMPLEMENTED       | (HTTP port) none or several request messages   |
+    |                     |                     | on a call that takes one                       |
+    | UNSUPPORTED_COMPRESSION | UNIMPLEMENTED   | (HTTP port) a compression other than gzip      |
     | STALE_VERSION       | ABORTED             | expected_version is not the table's: re-read   |
     | TABLE_NOT_FOUND     | NOT_FOUND           | no such table (or it expired)                  |
     | HAND_NOT_FOUND      | NOT_FOUND           | a hand not started or not over yet             |
@@ -69,8 +78,8 @@ class ErrorDetail(_message.Message):
     |                     |                     | seat token where an operator key is needed     |
     | INTERNAL            | INTERNAL            | a server bug; report it with the request id    |
 
-    Codes without an ErrorInfo come from gRPC itself: RESOURCE_EXHAUSTED when a message is
-    over the server's limit (4 MiB by default; `--max-message-bytes`), UNAVAILABLE when the
+    Codes without an ErrorInfo come from gRPC itself (the HTTP port sends its own with the
+    reasons above): RESOURCE_EXHAUSTED when a message is over the server's limit (4 MiB by default; `--max-message-bytes`), UNAVAILABLE when the
     server is unreachable or shutting down, DEADLINE_EXCEEDED, CANCELLED. The server never
     answers UNKNOWN: an error it did not foresee is INTERNAL, with an ErrorInfo.
 

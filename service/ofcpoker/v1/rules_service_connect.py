@@ -42,6 +42,8 @@ class RulesService(Protocol):
     The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
     async def evaluate_row(self, request: EvaluateRowRequest, ctx: RequestContext[EvaluateRowRequest, EvaluateRowResponse], /) -> EvaluateRowResponse:
         """
@@ -173,7 +175,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=EvaluateRowRequest,
                         output=EvaluateRowResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.evaluate_row,
@@ -184,7 +186,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=ValidateBoardRequest,
                         output=ValidateBoardResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.validate_board,
@@ -195,7 +197,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=SettleHandRequest,
                         output=SettleHandResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.settle_hand,
@@ -206,7 +208,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=SettleHandsRequest,
                         output=SettleHandsResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.settle_hands,
@@ -228,7 +230,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=ListPresetsRequest,
                         output=ListPresetsResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_presets,
@@ -239,7 +241,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=ResolveRulesetRequest,
                         output=ResolveRulesetResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.resolve_ruleset,
@@ -250,7 +252,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=SolveFantasylandRequest,
                         output=SolveFantasylandResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.solve_fantasyland,
@@ -261,7 +263,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=DeriveDeckRequest,
                         output=DeriveDeckResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.derive_deck,
@@ -272,7 +274,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=VerifyCommitmentRequest,
                         output=VerifyCommitmentResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.verify_commitment,
@@ -283,7 +285,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=VerifyHandHistoryRequest,
                         output=VerifyHandHistoryResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.verify_hand_history,
@@ -294,7 +296,7 @@ class RulesServiceASGIApplication(ConnectASGIApplication[RulesService]):
                         service_name="ofcpoker.v1.RulesService",
                         input=VerifyMatchRequest,
                         output=VerifyMatchResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.verify_match,
@@ -317,6 +319,8 @@ class RulesServiceClient(ConnectClient):
     The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
     def __init__(
         self,
@@ -348,6 +352,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> EvaluateRowResponse:
         """
         The category and comparable value of one 3- or 5-card row, and its royalty when a row
@@ -362,11 +367,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=EvaluateRowRequest,
                 output=EvaluateRowResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def validate_board(
         self,
@@ -374,6 +380,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> ValidateBoardResponse:
         """
         One complete board on its own: fouled? royalties? Fantasyland next hand?
@@ -387,11 +394,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=ValidateBoardRequest,
                 output=ValidateBoardResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def settle_hand(
         self,
@@ -399,6 +407,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> SettleHandResponse:
         """
         Settle one hand of 2-4 boards: every pair separately, zero-sum, with the full per-pair
@@ -411,11 +420,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=SettleHandRequest,
                 output=SettleHandResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def settle_hands(
         self,
@@ -423,6 +433,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> SettleHandsResponse:
         """
         Settle many hands in one call (tournament back offices). One bad hand does not fail the
@@ -436,11 +447,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=SettleHandsRequest,
                 output=SettleHandsResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def settle_hands_stream(
         self,
@@ -475,6 +487,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> ListPresetsResponse:
         """
         Every preset with all its parameters.
@@ -486,11 +499,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=ListPresetsRequest,
                 output=ListPresetsResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def resolve_ruleset(
         self,
@@ -498,6 +512,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> ResolveRulesetResponse:
         """
         The full parameters of a preset with overrides applied: check a house ruleset before
@@ -510,11 +525,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=ResolveRulesetRequest,
                 output=ResolveRulesetResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def solve_fantasyland(
         self,
@@ -522,6 +538,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> SolveFantasylandResponse:
         """
         The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
@@ -538,11 +555,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=SolveFantasylandRequest,
                 output=SolveFantasylandResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def derive_deck(
         self,
@@ -550,6 +568,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> DeriveDeckResponse:
         """
         Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
@@ -563,11 +582,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=DeriveDeckRequest,
                 output=DeriveDeckResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def verify_commitment(
         self,
@@ -575,6 +595,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> VerifyCommitmentResponse:
         """
         Check a revealed server seed against a published commitment (SHA-256 of the seed).
@@ -587,11 +608,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=VerifyCommitmentRequest,
                 output=VerifyCommitmentResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def verify_hand_history(
         self,
@@ -599,6 +621,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> VerifyHandHistoryResponse:
         """
         Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
@@ -619,11 +642,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=VerifyHandHistoryRequest,
                 output=VerifyHandHistoryResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     async def verify_match(
         self,
@@ -631,6 +655,7 @@ class RulesServiceClient(ConnectClient):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> VerifyMatchResponse:
         """
         Verify a table's hands as one chain (docs/hand-history.md, "Verifying a match"): each
@@ -650,11 +675,12 @@ class RulesServiceClient(ConnectClient):
                 service_name="ofcpoker.v1.RulesService",
                 input=VerifyMatchRequest,
                 output=VerifyMatchResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
 
 class RulesServiceSync(Protocol):
@@ -662,6 +688,8 @@ class RulesServiceSync(Protocol):
     The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
     def evaluate_row(self, request: EvaluateRowRequest, ctx: RequestContext[EvaluateRowRequest, EvaluateRowResponse], /) -> EvaluateRowResponse:
         """
@@ -791,7 +819,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=EvaluateRowRequest,
                         output=EvaluateRowResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.evaluate_row,
@@ -802,7 +830,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=ValidateBoardRequest,
                         output=ValidateBoardResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.validate_board,
@@ -813,7 +841,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=SettleHandRequest,
                         output=SettleHandResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.settle_hand,
@@ -824,7 +852,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=SettleHandsRequest,
                         output=SettleHandsResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.settle_hands,
@@ -846,7 +874,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=ListPresetsRequest,
                         output=ListPresetsResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_presets,
@@ -857,7 +885,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=ResolveRulesetRequest,
                         output=ResolveRulesetResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.resolve_ruleset,
@@ -868,7 +896,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=SolveFantasylandRequest,
                         output=SolveFantasylandResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.solve_fantasyland,
@@ -879,7 +907,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=DeriveDeckRequest,
                         output=DeriveDeckResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.derive_deck,
@@ -890,7 +918,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=VerifyCommitmentRequest,
                         output=VerifyCommitmentResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.verify_commitment,
@@ -901,7 +929,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=VerifyHandHistoryRequest,
                         output=VerifyHandHistoryResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.verify_hand_history,
@@ -912,7 +940,7 @@ class RulesServiceWSGIApplication(ConnectWSGIApplication):
                         service_name="ofcpoker.v1.RulesService",
                         input=VerifyMatchRequest,
                         output=VerifyMatchResponse,
-                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.verify_match,
@@ -935,6 +963,8 @@ class RulesServiceClientSync(ConnectClientSync):
     The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
     def __init__(
         self,
@@ -966,6 +996,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> EvaluateRowResponse:
         """
         The category and comparable value of one 3- or 5-card row, and its royalty when a row
@@ -980,11 +1011,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=EvaluateRowRequest,
                 output=EvaluateRowResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def validate_board(
         self,
@@ -992,6 +1024,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> ValidateBoardResponse:
         """
         One complete board on its own: fouled? royalties? Fantasyland next hand?
@@ -1005,11 +1038,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=ValidateBoardRequest,
                 output=ValidateBoardResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def settle_hand(
         self,
@@ -1017,6 +1051,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> SettleHandResponse:
         """
         Settle one hand of 2-4 boards: every pair separately, zero-sum, with the full per-pair
@@ -1029,11 +1064,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=SettleHandRequest,
                 output=SettleHandResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def settle_hands(
         self,
@@ -1041,6 +1077,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> SettleHandsResponse:
         """
         Settle many hands in one call (tournament back offices). One bad hand does not fail the
@@ -1054,11 +1091,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=SettleHandsRequest,
                 output=SettleHandsResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def settle_hands_stream(
         self,
@@ -1093,6 +1131,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> ListPresetsResponse:
         """
         Every preset with all its parameters.
@@ -1104,11 +1143,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=ListPresetsRequest,
                 output=ListPresetsResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def resolve_ruleset(
         self,
@@ -1116,6 +1156,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> ResolveRulesetResponse:
         """
         The full parameters of a preset with overrides applied: check a house ruleset before
@@ -1128,11 +1169,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=ResolveRulesetRequest,
                 output=ResolveRulesetResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def solve_fantasyland(
         self,
@@ -1140,6 +1182,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> SolveFantasylandResponse:
         """
         The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
@@ -1156,11 +1199,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=SolveFantasylandRequest,
                 output=SolveFantasylandResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def derive_deck(
         self,
@@ -1168,6 +1212,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> DeriveDeckResponse:
         """
         Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
@@ -1181,11 +1226,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=DeriveDeckRequest,
                 output=DeriveDeckResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def verify_commitment(
         self,
@@ -1193,6 +1239,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> VerifyCommitmentResponse:
         """
         Check a revealed server seed against a published commitment (SHA-256 of the seed).
@@ -1205,11 +1252,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=VerifyCommitmentRequest,
                 output=VerifyCommitmentResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def verify_hand_history(
         self,
@@ -1217,6 +1265,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> VerifyHandHistoryResponse:
         """
         Verify a hand history (TableService.GetHandHistory's `history_json`, or what `ofc play`
@@ -1237,11 +1286,12 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=VerifyHandHistoryRequest,
                 output=VerifyHandHistoryResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )
     def verify_match(
         self,
@@ -1249,6 +1299,7 @@ class RulesServiceClientSync(ConnectClientSync):
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
+        use_get: bool = False,
     ) -> VerifyMatchResponse:
         """
         Verify a table's hands as one chain (docs/hand-history.md, "Verifying a match"): each
@@ -1268,9 +1319,10 @@ class RulesServiceClientSync(ConnectClientSync):
                 service_name="ofcpoker.v1.RulesService",
                 input=VerifyMatchRequest,
                 output=VerifyMatchResponse,
-                idempotency_level=IdempotencyLevel.UNKNOWN,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+            use_get=use_get,
         )

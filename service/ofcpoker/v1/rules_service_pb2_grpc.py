@@ -29,6 +29,8 @@ class RulesServiceStub:
     """The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
 
     def __init__(self, channel):
@@ -103,6 +105,8 @@ class RulesServiceServicer:
     """The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
 
     def EvaluateRow(self, request, context):
@@ -302,6 +306,8 @@ class RulesService:
     """The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
 
     @staticmethod

@@ -30,6 +30,8 @@ class RulesServiceStub:
     """The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
 
     @_typing.overload
@@ -115,6 +117,8 @@ class RulesServiceAsyncStub(RulesServiceStub):
     """The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -196,6 +200,8 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
     """The stateless rules service: evaluate rows, assess boards, settle hands, list rulesets,
     and re-derive any deal from its seeds. Every method is idempotent and safe to retry on
     UNAVAILABLE. Errors follow errors.proto (google.rpc.Status with ErrorInfo + BadRequest).
+    Every unary method is marked side-effect free (idempotency_level NO_SIDE_EFFECTS): over
+    Connect it may also be called as an HTTP GET (README, "Connect GET").
     """
 
     @_abc_1.abstractmethod
