@@ -1,10 +1,12 @@
-"""A move's response view, put together as wire bytes, is what the message API writes.
+"""A move's response view and events, put together as wire bytes, are what the message API
+writes.
 
 ``table_view_bytes`` (``ofc_service.api.view_wire``) writes a ``TableView`` without building
 the message; the bytes must be ``table_view``'s serialised, byte for byte, for every viewer
 (each seat and a spectator, in any order) at every step of random play: Fantasyland sets
 face down, a seat's new player, money totals, own client seeds, deadlines, pair unit
-values, both client seed policies.
+values, both client seed policies. The events of a move (``move_event_bytes``) likewise, for
+every event of random play in every audience's copy.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from hypothesis import strategies as st
 from ofc import engine
 from ofc.rulesets import PRESETS
 from ofc_service.api import view_wire
-from ofc_service.api.tables import table_view, table_view_bytes
+from ofc_service.api.tables import (
+    decode_event,
+    encode_event,
+    event_to_proto,
+    table_view,
+    table_view_bytes,
+)
 from ofc_service.application.records import POLICY_PLAYERS, POLICY_TABLE, TableRecord
 from ofcpoker.v1 import cards_pb2, settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -31,7 +39,8 @@ MESSAGES: dict[str, Any] = {
     message.DESCRIPTOR.name: message
     for message in (
         pb.TableView, pb.SeatView, pb.HandView, pb.HandSeatView, cards_pb2.Board,
-        settlement_pb2.PairUnitValue,
+        settlement_pb2.PairUnitValue, pb.TableEvent, pb.CardsDealtEvent, pb.CardsPlacedEvent,
+        pb.DiscardMadeEvent, pb.Placement,
     )
 }  # fmt: skip
 
@@ -113,3 +122,37 @@ def test_a_face_down_fantasyland_set_stays_hidden_from_everyone_else() -> None:
         assert table_view_bytes(record, 7, viewer) == (
             table_view(record, 7, viewer).SerializeToString()
         )
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_a_moves_events_are_what_protobuf_writes_in_every_copy(
+    name: str, data: st.DataObject
+) -> None:
+    state = data.draw(tables(PRESETS[name]))
+    viewers = [None, *range(len(state.seats))]
+    written = set()
+    for _ in range(2):  # two hands: the second plays the Fantasylands the first earned
+        start = state
+        for step, _action, events in play_hand(data.draw, start, checks=False):
+            state = step
+            ids = tuple(s.player_id for s in state.seats)
+            version = data.draw(st.sampled_from([1, 300, 2**40]))
+            for event in events:
+                for viewer in viewers:
+                    copy = engine.event_for_viewer(event, viewer)
+                    wire = view_wire.move_event_bytes(copy, version)
+                    if wire is not None:
+                        written.add(type(event))
+                        assert wire == event_to_proto(copy, version, ids).SerializeToString()
+            record = TableRecord("t", state, 30_000, 120_000, b"", 0, hand_start=start)
+            for event in events:  # every stored copy parses back to the message's own
+                blob = encode_event(event, version, record)
+                for viewer in viewers:
+                    copy = engine.event_for_viewer(event, viewer)
+                    expected = event_to_proto(copy, version, ids)
+                    if isinstance(event, engine.HandStarted):
+                        expected.hand_started.next_commitment = record.next_commitment
+                    assert decode_event(blob, viewer, "") == expected
+    assert engine.CardsDealt in written and engine.CardsPlaced in written

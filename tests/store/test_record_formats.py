@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 from ofc import engine
-from ofc.rulesets import ROWS
+from ofc.rulesets import DEFAULT_RULESET, PRESETS, ROWS, ruleset_from_dict
 from ofc.verify import check_history
-from ofc_service.application import commands
+from ofc_service.application import commands, records
 from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import NewerRecordError, TableRecord, unpack_history
 from ofc_service.auth import Authenticator, Credentials
@@ -184,6 +184,92 @@ def test_a_format_6_record_that_holds_no_format_5_record_is_refused(raw: bytes) 
 
 
 def test_a_record_of_a_newer_format_is_refused_as_retryable() -> None:
+    with pytest.raises(NewerRecordError, match="record format 8"):
+        TableRecord.from_bytes(b'{"format":8,"z":"","head":{}}')
+
+
+def _stored_ruleset(record: TableRecord) -> Any:
+    """The ruleset part of the record as written (format 7)."""
+    fixed, _, _ = records._cut_layout(record.layout_bytes())
+    return json.loads(fixed[2])
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_a_record_stores_its_ruleset_as_the_options_the_default_lacks(name: str) -> None:
+    record = _table(name)
+    stored = _stored_ruleset(record)
+    assert stored["name"] == name and len(stored) < len(record.match.ruleset.to_dict())
+    # what every release reads: the options on top of the default ruleset
+    assert ruleset_from_dict(stored, base=DEFAULT_RULESET) == record.match.ruleset
+    assert TableRecord.from_bytes(record.to_bytes()) == record
+    if name == DEFAULT_RULESET.name:
+        assert stored == {"name": name}
+
+
+def test_a_ruleset_named_like_the_default_keeps_every_option_it_changed() -> None:
+    custom = DEFAULT_RULESET.replace(unit_value=5, loss_cap=40)
+    record = dataclasses.replace(_table("classic"), match=engine.new_match(custom, seats=2))
+    stored = _stored_ruleset(record)
+    assert stored == {"name": "classic", "unit_value": 5, "loss_cap": 40}
+    assert TableRecord.from_bytes(record.to_bytes()).match.ruleset == custom
+
+
+def test_a_hand_s_start_is_kept_without_the_hand_before() -> None:
+    async def play() -> tuple[TableRecord, list[dict[str, Any]]]:
+        clock = [1_000]
+        store = MemoryTableStore(clock=lambda: clock[0] / 1000)
+        manager = TableManager(
+            store, Authenticator(("formats-key",)), SilentPresenter(), clock_ms=lambda: clock[0]
+        )
+        await store.create_table("t", _table("classic").to_bytes())
+        histories = []
+        for number in (1, 2):
+            _, version, _ = await manager.load("t")
+            await manager.run(Request("t", version, f"s{number}"), commands.StartHand(), OPERATOR)
+            while (record := (await manager.load("t"))[0]).match.hand is not None and not (
+                record.match.hand.over
+            ):
+                clock[0] += 200_000
+                await manager.apply_due_timeouts("t")
+            stored = await store.get_extra("t", f"hand:{number}")
+            assert stored is not None
+            histories.append(json.loads(unpack_history(stored)))
+        return record, histories
+
+    record, histories = asyncio.run(play())
+    start = record.hand_start
+    assert start is not None and start.hands_played == 1 and start.hand is None
+    assert json.loads(record.parts_bytes())["hand_start"]["hand"] is None
+    replayed, _ = engine.replay(start, record.hand_actions)
+    assert replayed == record.match
+    for history in histories:
+        verdict = check_history(history, check_policy=True)
+        assert verdict.ok, str(verdict.discrepancy)
+
+
+def test_records_that_differ_in_one_head_field_each_read_back_as_their_own() -> None:
+    # The head's steady fields are spliced as this replica wrote them last for the same
+    # values: a record differing in any one field, steady or moving, must not get another's.
+    base = _table("classic")
+    variants = [
+        base,
+        dataclasses.replace(base, seat_deadlines=((0, 5), (1, 6))),
+        dataclasses.replace(base, seat_units=(-7, 7)),
+        dataclasses.replace(base, table_id="t2"),
+        dataclasses.replace(base, turn_time_limit_ms=31_000),
+        dataclasses.replace(base, fantasyland_time_limit_ms=121_000),
+        dataclasses.replace(base, client_seed=b"other"),
+        dataclasses.replace(base, created_at_ms=9),
+        dataclasses.replace(base, seat_tokens=((1, "b" * 64),)),
+        dataclasses.replace(base, client_seed_policy="players"),
+        dataclasses.replace(base, seat_client_seeds=((0, b"own"),)),
+        dataclasses.replace(base, next_server_seed=b"\x02" * 32),
+        dataclasses.replace(base, seat_changes=(engine.SitDown(1, "bo", 8),)),
+        dataclasses.replace(base, hand_seat_changes=None),
+        dataclasses.replace(base, hand_deadlines=False),
+    ]
+    for record in (*variants, *reversed(variants)):
+        assert TableRecord.from_bytes(record.to_bytes()) == record
     with pytest.raises(NewerRecordError, match="record format 8"):
         TableRecord.from_bytes(b'{"format":8,"z":"","head":{}}')
 

@@ -82,14 +82,7 @@ def _board_fields(board: Board) -> dict[str, list[str]]:
 
 
 def _placements(placements: tuple[tuple[Card, Row], ...]) -> list[pb.Placement]:
-    return [pb.Placement(card=str(c), row=_ROW_TO_PROTO[r]) for c, r in placements]
-
-
-_ROW_TO_PROTO = {
-    Row.TOP: cards_pb2.ROW_POSITION_TOP,
-    Row.MIDDLE: cards_pb2.ROW_POSITION_MIDDLE,
-    Row.BOTTOM: cards_pb2.ROW_POSITION_BOTTOM,
-}
+    return [pb.Placement(card=str(c), row=view_wire.ROW_NUMBERS[r]) for c, r in placements]
 
 
 def write_settlement(
@@ -189,17 +182,28 @@ def event_to_proto(event: TableEvent, version: int, player_ids: tuple[str, ...])
 def encode_event(event: TableEvent, version: int, record: TableRecord) -> bytes:
     """The stored form of an event: its owner seat (255: public), the owner's full view and,
     for a private event, everyone else's redacted view — so a watcher's copy is a lookup."""
-    player_ids = _player_ids(record)
-    message = event_to_proto(event, version, player_ids)
-    if isinstance(event, engine.HandStarted):  # the seed drawn for the next hand, committed
-        message.hand_started.next_commitment = record.next_commitment
     owner = None if isinstance(event, ClientSeedSet) else engine.visible_to(event)
-    full = message.SerializeToString()
+    full = _event_bytes(event, version, record)
     if owner is None:
         return struct.pack(">BI", _PUBLIC, len(full)) + full
     assert not isinstance(event, ClientSeedSet)  # public, above
-    public = event_to_proto(engine.event_for_viewer(event, None), version, player_ids)
-    return struct.pack(">BI", owner, len(full)) + full + public.SerializeToString()
+    public = _event_bytes(engine.event_for_viewer(event, None), version, record)
+    return struct.pack(">BI", owner, len(full)) + full + public
+
+
+def _event_bytes(event: TableEvent, version: int, record: TableRecord) -> bytes:
+    """``event`` as a serialised TableEvent (without event id): a move's own events written
+    as wire bytes (:func:`~ofc_service.api.view_wire.move_event_bytes`, the same bytes), the
+    others built as messages."""
+    if not isinstance(event, ClientSeedSet):
+        written = view_wire.move_event_bytes(event, version)
+        if written is not None:
+            return written
+    message = event_to_proto(event, version, _player_ids(record))
+    if isinstance(event, engine.HandStarted):  # the seed drawn for the next hand, committed
+        message.hand_started.next_commitment = record.next_commitment
+    data: bytes = message.SerializeToString()
+    return data
 
 
 def event_part(blob: bytes, viewer: int | None) -> bytes:

@@ -1,4 +1,4 @@
-"""A ``TableView`` as protobuf wire bytes, for a move's response.
+"""A ``TableView`` as protobuf wire bytes, for a move's response, and the events of a move.
 
 Building a ``TableView`` message field by field and serialising it cost more than the rest
 of a move's encoding; the same bytes are put together here from the record directly. What
@@ -6,8 +6,11 @@ each seat of the hand may show is :func:`ofc.engine.seat_view`'s redaction, the 
 :func:`ofc.engine.view` applies. The result is exactly what
 :func:`ofc_service.api.tables.table_view` fills and protobuf serialises, byte for byte
 (tests/api/test_view_wire.py checks it for every viewer at every step of random play,
-spectators and Fantasyland sets face down included). Only this module knows the field
-numbers it writes; a test compares them with the generated descriptors.
+spectators and Fantasyland sets face down included). The events every move makes (cards
+dealt, placed, discarded) are written the same way (:func:`move_event_bytes`), byte for
+byte what :func:`ofc_service.api.tables.event_to_proto` serialises to, in every audience's
+copy. Only this module knows the field numbers it writes; a test compares them with the
+generated descriptors.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Sequence
 
 from ofc import engine
 from ofc.cards import CODES
+from ofc.rulesets import Row
+from ofcpoker.v1 import cards_pb2
 
 from ofc_service.api.outcome_wire import settlement_bytes, varint, zigzag
 from ofc_service.application.records import TableRecord
@@ -41,6 +46,16 @@ FIELD_NUMBERS = {
     ),
     "Board": ("top", "middle", "bottom"),
     "PairUnitValue": ("a", "b", "unit_value"),
+    "TableEvent": (
+        "event_id", "version", "seat_taken", "seat_vacated", "hand_started", "cards_dealt",
+        "cards_placed", "discard_made", "timeout_applied", "fantasyland_set",
+        "fantasyland_revealed", "hand_settled", "seed_revealed", "button_moved",
+        "client_seed_set",
+    ),
+    "CardsDealtEvent": ("seat", "street", "position", "count", "cards"),
+    "CardsPlacedEvent": ("seat", "street", "placements"),
+    "DiscardMadeEvent": ("seat", "street", "card"),
+    "Placement": ("card", "row"),
 }  # fmt: skip
 """Each message's fields in field-number order from 1: what the encoders below assume."""
 
@@ -195,4 +210,48 @@ def view_bytes(
     return b"".join(parts)
 
 
-__all__ = ["FIELD_NUMBERS", "view_bytes"]
+# --- a move's events ------------------------------------------------------------------------
+_CARDS_DEALT, _CARDS_PLACED, _DISCARD_MADE = 6, 7, 8  # TableEvent's fields of those kinds
+ROW_NUMBERS = {  # RowPosition's number of each row
+    Row.TOP: cards_pb2.ROW_POSITION_TOP,
+    Row.MIDDLE: cards_pb2.ROW_POSITION_MIDDLE,
+    Row.BOTTOM: cards_pb2.ROW_POSITION_BOTTOM,
+}
+# Each (card, row) as a CardsPlacedEvent's placements field: a Placement of the card's code
+# (field 1) and the row's number (field 2).
+_PLACEMENTS = {
+    row: [_delimited(3, _delimited(1, code.encode()) + _uint(2, number)) for code in CODES]
+    for row, number in ROW_NUMBERS.items()
+}
+_DISCARDS = [_delimited(3, code.encode()) for code in CODES]  # DiscardMadeEvent.card
+
+
+def move_event_bytes(event: engine.Event, version: int) -> bytes | None:
+    """``event`` (made at ``version``) as a serialised ``TableEvent`` without an event id,
+    for the kinds of event every move makes (cards dealt, placed, discarded: as given, so a
+    redacted copy is written from the redacted event); None for any other kind."""
+    if isinstance(event, engine.CardsDealt):
+        kind = _CARDS_DEALT
+        body = b"".join(
+            (
+                _uint(1, event.seat),
+                _present(2, event.street),
+                _uint(3, event.position),
+                _uint(4, event.count),
+                _cards(5, event.cards),
+            )
+        )
+    elif isinstance(event, engine.CardsPlaced):
+        kind = _CARDS_PLACED
+        placed = b"".join([_PLACEMENTS[row][card] for card, row in event.placements])
+        body = b"".join((_uint(1, event.seat), _uint(2, event.street), placed))
+    elif isinstance(event, engine.DiscardMade):
+        kind = _DISCARD_MADE
+        card = b"" if event.card is None else _DISCARDS[event.card]
+        body = b"".join((_uint(1, event.seat), _uint(2, event.street), card))
+    else:
+        return None
+    return _uint(2, version) + _delimited(kind, body)
+
+
+__all__ = ["FIELD_NUMBERS", "ROW_NUMBERS", "move_event_bytes", "view_bytes"]

@@ -96,9 +96,14 @@ def _dumps(data: Any) -> str:
 
 # No check for circular references: the values written are trees of JSON data made here.
 _COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-# zlib's memory level for records: 7 compresses a record a little smaller than the default
-# 8, with smaller tables to set up (8% fewer instructions).
-_RECORD_MEMORY_LEVEL = 7
+# zlib's window and memory level for records: an 8 KiB window holds a whole record (~3 KB
+# for two seats), and memory level 5 compresses it as small as the defaults (15, 8) do,
+# with smaller tables to set up (a tenth fewer instructions than 15 and 7). Any zlib
+# reader takes a stream of a smaller window than its own.
+_RECORD_WINDOW_BITS = 13
+_RECORD_MEMORY_LEVEL = 5
+# Format 6 is written as the release before wrote it (TableRecord.packed_6_bytes).
+_FORMAT_6_ZLIB = (zlib.MAX_WBITS, 7)
 
 
 T = TypeVar("T")
@@ -230,7 +235,27 @@ def _split_parts(raw: bytes) -> list[bytes]:
     return parts
 
 
+def _stored_ruleset(ruleset: Ruleset) -> dict[str, Any]:
+    """A ruleset as a record stores it: its name and the options where it differs from
+    :data:`~ofc.rulesets.DEFAULT_RULESET`, the base the reader (of this release and the ones
+    before) applies them to (:func:`_ruleset_from_json`). A classic table's ruleset takes
+    ``{"name":"classic"}`` in place of ~1 KB, to compress and store on every move. Written
+    in full if the options alone would not read back as the same ruleset.
+
+    >>> _stored_ruleset(DEFAULT_RULESET)
+    {'name': 'classic'}
+    """
+    full = ruleset.to_dict()
+    default = _DEFAULT_OPTIONS
+    options = {k: v for k, v in full.items() if k == "name" or k not in default or default[k] != v}
+    return options if ruleset_from_dict(options, base=DEFAULT_RULESET) == ruleset else full
+
+
+_DEFAULT_OPTIONS = DEFAULT_RULESET.to_dict()
+
+
 def _ruleset_json(ruleset: Ruleset) -> str:
+    """Format 5's ruleset, in full as the release before wrote it."""
     return _dumps(ruleset.to_dict())
 
 
@@ -309,7 +334,8 @@ def _action_json(action: Action) -> str:
 
 
 def _ruleset_json_bytes(ruleset: Ruleset) -> bytes:
-    return _ruleset_json(ruleset).encode()
+    """Format 7's ruleset part (:func:`_stored_ruleset`)."""
+    return _dumps(_stored_ruleset(ruleset)).encode()
 
 
 def _compact_state_json_bytes(state: MatchState) -> bytes:
@@ -320,10 +346,16 @@ def _action_json_bytes(action: Action) -> bytes:
     return _action_json(action).encode()
 
 
-def _pack(prefix: bytes, inner: bytes) -> bytes:
+def _pack(
+    prefix: bytes,
+    inner: bytes,
+    zlib_memory: tuple[int, int] = (_RECORD_WINDOW_BITS, _RECORD_MEMORY_LEVEL),
+) -> bytes:
     """``inner`` zlib-compressed (level 1; a record of ~5 KB takes ~1.5 KB) and base64-encoded
-    in ``prefix`` and ``"}``: a JSON object a release that does not know its format reads."""
-    packer = zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS, _RECORD_MEMORY_LEVEL)
+    in ``prefix`` and ``"}``: a JSON object a release that does not know its format reads.
+    ``zlib_memory``: the window bits and memory level."""
+    window_bits, memory_level = zlib_memory
+    packer = zlib.compressobj(1, zlib.DEFLATED, window_bits, memory_level)
     packed = base64.b64encode(packer.compress(inner) + packer.flush())
     return b"".join((prefix, packed, b'"}'))
 
@@ -398,7 +430,8 @@ class TableRecord:
 
     @property
     def deadline_ms(self) -> int | None:
-        return min((ms for _, ms in self.seat_deadlines), default=None)
+        deadlines = self.seat_deadlines
+        return min([ms for _, ms in deadlines]) if deadlines else None
 
     @property
     def next_commitment(self) -> str:
@@ -501,7 +534,7 @@ class TableRecord:
     def packed_6_bytes(self) -> bytes:
         """The record in format 6 (what the release before wrote): :meth:`parts_bytes`
         zlib-compressed and base64-encoded in ``{"format":6,"z":"..."}``."""
-        return _pack(_PACKED_PREFIX_BYTES, self.parts_bytes())
+        return _pack(_PACKED_PREFIX_BYTES, self.parts_bytes(), _FORMAT_6_ZLIB)
 
     def parts_bytes(self) -> bytes:
         """The record in format 5: one JSON object whose parts are laid out one after the
