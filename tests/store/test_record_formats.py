@@ -206,6 +206,15 @@ def test_a_record_stores_its_ruleset_as_the_options_the_default_lacks(name: str)
         assert stored == {"name": name}
 
 
+def test_the_default_a_stored_ruleset_is_read_against_is_format_7_s_own() -> None:
+    # A format-7 record stores a ruleset as its options on the default ruleset: records of
+    # live tables written by an earlier release read against this release's default. A
+    # change to the default's options changes what those records mean: it needs a new
+    # record format that stores rulesets against this default, not an edit of this file.
+    pinned = json.loads((Path(__file__).parent / "format7_default_ruleset.json").read_text())
+    assert DEFAULT_RULESET.to_dict() == pinned
+
+
 def test_a_ruleset_named_like_the_default_keeps_every_option_it_changed() -> None:
     custom = DEFAULT_RULESET.replace(unit_value=5, loss_cap=40)
     record = dataclasses.replace(_table("classic"), match=engine.new_match(custom, seats=2))
