@@ -41,7 +41,11 @@ def seated(live: BackgroundServer) -> Iterator[tuple[str, TableClient, TableClie
     """A fresh two-seat table: (table id, the operator, ann in seat 0, bob in seat 1)."""
     host = TableClient(live.address, api_key=API_KEY)
     ann, bob = TableClient(live.address), TableClient(live.address)
-    table_id = host.create_table(seats=2, turn_time_limit_ms=LONG_TURN_MS).table_id
+    # No Fantasyland (its deal takes another path): a random deal must not decide the test.
+    no_fantasyland = {"preset": "classic", "fantasyland_entry": []}
+    table_id = host.create_table(
+        seats=2, ruleset=no_fantasyland, turn_time_limit_ms=LONG_TURN_MS
+    ).table_id
     ann.join(table_id, 0, "ann")
     bob.join(table_id, 1, "bob")
     yield table_id, host, ann, bob

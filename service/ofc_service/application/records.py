@@ -373,10 +373,10 @@ def _ruleset_from_json(text: bytes) -> Ruleset:
 
 
 def _state_from_json(text: bytes, ruleset: Ruleset) -> MatchState:
-    """A state of a record of format 5 (or 6): written by a server, checked by the engine
-    as it was made, and stored by a commit that checked the version and state it replaced,
-    so it is read back without the strict decoder's checks (:func:`state_from_own_dict`;
-    the same state, property-tested)."""
+    """A state of a record of format 5 or 6, or format 7's hand start: written by a server,
+    checked by the engine as it was made, and stored by a commit that checked the version
+    and state it replaced, so it is read back without the strict decoder's checks
+    (:func:`state_from_own_dict`; the same state, property-tested)."""
     try:
         return state_from_own_dict(json.loads(text), ruleset=ruleset)
     except (KeyError, TypeError, IndexError, ValueError) as broken:

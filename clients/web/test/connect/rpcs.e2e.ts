@@ -229,7 +229,9 @@ async function playAHand(protocol: Protocol, called: Set<string>): Promise<void>
   const refused = await failure(anonymous.tables.createTable({ seats: 2, requestId: `${protocol.name}-refused` }));
   assertError(refused, Code.Unauthenticated, "UNAUTHENTICATED");
   const created = await host.tables.createTable({
-    seats: 2, ruleset: { preset: "pineapple" }, turnTimeLimitMs: 60_000, requestId: `${protocol.name}-create`,
+    // no Fantasyland: bob leaves after the hand, which a Fantasyland he earned would refuse
+    seats: 2, ruleset: { preset: "pineapple", overrides: { fantasylandEntry: { entries: [] } } },
+    turnTimeLimitMs: 60_000, requestId: `${protocol.name}-create`,
     clientSeed: `e2e ${protocol.name}`, clientSeedPolicy: ClientSeedPolicy.PLAYERS,
   });
   const tableId = created.tableId;
