@@ -108,20 +108,36 @@ _FORMAT_6_ZLIB = (zlib.MAX_WBITS, 7)
 
 T = TypeVar("T")
 S = TypeVar("S", str, bytes)
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-class _Fragments(Generic[S]):
-    """The encodings of immutable values by identity: the few this replica wrote last."""
+class _Lru(Generic[K, V]):
+    """The last ``size`` entries put or found, the least recently used dropped first."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._texts: OrderedDict[int, tuple[object, S]] = OrderedDict()
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def _get(self, key: K) -> V | None:
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+        return hit
+
+    def _put(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
+class _Fragments(_Lru[int, tuple[object, S]]):
+    """The encodings of immutable values by identity: the few this replica wrote last."""
 
     def text(self, value: T, write: Callable[[T], S]) -> S:
-        key = id(value)
-        hit = self._texts.get(key)
+        hit = self._get(id(value))
         if hit is not None and hit[0] is value:
-            self._texts.move_to_end(key)
             return hit[1]
         text = write(value)
         self.keep(value, text)
@@ -129,58 +145,45 @@ class _Fragments(Generic[S]):
 
     def keep(self, value: object, text: S) -> None:
         """``value`` was read from ``text``: writing it again splices the same text."""
-        self._texts[id(value)] = (value, text)  # holding the value keeps its id from being reused
-        self._texts.move_to_end(id(value))
-        if len(self._texts) > self._size:
-            self._texts.popitem(last=False)
+        self._put(id(value), (value, text))  # holding the value keeps its id from being reused
 
 
 _FRAGMENTS: _Fragments[str] = _Fragments(16_384)  # format 5's JSON (TableRecord.parts_bytes)
 _PIECES: _Fragments[bytes] = _Fragments(16_384)  # format 7's parts (TableRecord.to_bytes)
 
 
-class _Written(Generic[T]):
+class _Written(_Lru[T, bytes]):
     """The encodings of values by equality (values rebuilt from move to move whose parts
     stay the same): the few this replica wrote last."""
 
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._texts: OrderedDict[T, bytes] = OrderedDict()
-
     def text(self, key: T, write: Callable[[], bytes]) -> bytes:
-        hit = self._texts.get(key)
+        hit = self._get(key)
         if hit is not None:
-            self._texts.move_to_end(key)
             return hit
-        text = self._texts[key] = write()
-        if len(self._texts) > self._size:
-            self._texts.popitem(last=False)
+        text = write()
+        self._put(key, text)
         return text
 
 
-class _Decoded:
+class _Decoded(_Lru[object, Any]):
     """Values read from their bytes, by those bytes: the few this replica read last (the
     parts of a record that other replicas write again unchanged, move after move). ``keep``:
     writing a value read here splices its bytes again (:data:`_PIECES`)."""
 
     def __init__(self, size: int, *, keep: bool = True) -> None:
-        self._size = size
+        super().__init__(size)
         self._keep = keep
-        self._values: OrderedDict[object, Any] = OrderedDict()
 
     def get(self, text: bytes, parse: Callable[[bytes], T], *, within: bytes = b"") -> T:
         """The value of ``text`` (read in the context of ``within``: a state's ruleset)."""
         key = (within, text) if within else text
-        hit = self._values.get(key)
+        hit = self._get(key)
         if hit is not None:
-            self._values.move_to_end(key)
             return hit  # type: ignore[no-any-return]
         value = parse(text)
-        self._values[key] = value
+        self._put(key, value)
         if self._keep:
             _PIECES.keep(value, text)
-        if len(self._values) > self._size:
-            self._values.popitem(last=False)
         return value
 
 
