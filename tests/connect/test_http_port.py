@@ -30,6 +30,7 @@ from google.rpc import error_details_pb2
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
+from ofc_service.server.http import _Base64Pieces
 from ofcpoker.v1 import rules_service_pb2, table_service_pb2
 
 from tests.conftest import self_signed_certificate
@@ -340,3 +341,13 @@ def test_grpc_web_text_is_base64_of_the_binary_frames_each_piece_padded(url: str
     raised.value.status.details[0].Unpack(info)
     assert (raised.value.code().name, info.reason) == ("NOT_FOUND", "TABLE_NOT_FOUND")
     assert "grpc-status-details-bin" in dict(raised.value.http_trailers)
+
+
+def test_grpc_web_text_pieces_read_back_however_the_body_is_cut() -> None:
+    frames = [bytes(range(n % 256)) * (1 + n % 3) for n in range(1, 400)]
+    body = b"".join(base64.b64encode(f) for f in frames)  # padded pieces, one after another
+    for size in (1, 3, 4, 7, 64, len(body)):  # a chunk per size, the body whole last
+        reader = _Base64Pieces()
+        chunks = [body[i : i + size] for i in range(0, len(body), size)]
+        read = b"".join(reader.feed(c, last=i == len(chunks) - 1) for i, c in enumerate(chunks))
+        assert read == b"".join(frames)

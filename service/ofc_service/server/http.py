@@ -416,11 +416,15 @@ class _Base64Pieces:
     def feed(self, chunk: bytes, *, last: bool) -> bytes:
         data = self.pending + bytes(chunk)
         out = bytearray()
-        while (pad := data.find(b"=")) >= 0 and len(data) >= (end := (pad // 4 + 1) * 4):
-            out += self._decode(data[:end])
-            data = data[end:]
-        whole = len(data) - len(data) % 4 if data.find(b"=") < 0 else 0
-        out += self._decode(data[:whole])
+        start = 0  # pieces are cut by index: slicing off each would copy the rest (quadratic)
+        while (pad := data.find(b"=", start)) >= 0 and len(data) >= (
+            end := start + ((pad - start) // 4 + 1) * 4
+        ):
+            out += self._decode(data[start:end])
+            start = end
+        rest = len(data) - start
+        whole = start + rest - rest % 4 if data.find(b"=", start) < 0 else start
+        out += self._decode(data[start:whole])
         self.pending = data[whole:]
         if last and self.pending:
             raise malformed_request("the grpc-web-text body is not base64: it ends mid-quantum")
