@@ -279,6 +279,7 @@ def test_request_bytes_that_do_not_decode_are_refused_as_the_parser_refuses_them
         outcome_wire.repeated_field(1, [plain, bad_id]),
         outcome_wire.repeated_field(1, [plain, plain[:-3]]),  # a hand cut short
         outcome_wire.repeated_field(1, [plain]) + b"\x0a\x05ab",  # a field past the end
+        b"\x0a" + b"\x80" * 10 + b"\x00",  # a length of more varint bytes than 32 bits take
     ):
         try:
             pb.SettleHandsRequest.FromString(request)

@@ -266,8 +266,8 @@ def length_delimited(raw: bytes) -> list[tuple[int, bytes]] | None:
         if tag & 0x87 != _BYTES:
             return None
         size, shift, pos = 0, 0, pos + 1
-        while True:  # the length, a varint
-            if pos >= end:
+        while True:  # the length, a varint of at most 32 bits (as protobuf reads one)
+            if pos >= end or shift > 28:
                 return None
             byte = raw[pos]
             size |= (byte & 0x7F) << shift
