@@ -3,7 +3,7 @@ events or responses."""
 
 from __future__ import annotations
 
-from ofc_service.application.commands import Outcome
+from ofc_service.application.commands import Command, Outcome
 from ofc_service.application.records import TableEvent, TableRecord
 
 
@@ -13,3 +13,6 @@ class SilentPresenter:
 
     def response(self, outcome: Outcome) -> bytes:
         return b""
+
+    def answers(self, command: Command, response: bytes, table_id: str, actor: int | None) -> bool:
+        return False

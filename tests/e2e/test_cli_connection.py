@@ -138,11 +138,12 @@ def test_the_api_key_goes_with_every_call(
     with TableClient(proxy.address, api_key=test_table_affinity.API_KEY) as host:
         table_id = host.create_table(seats=2).table_id
     proxy.calls.clear()
-    key = ["--api-key", "key-on-the-command-line"] if how == "flag" else []
+    on_the_command_line, from_the_environment = test_table_affinity.MORE_API_KEYS
+    key = ["--api-key", on_the_command_line] if how == "flag" else []
     if how == "env":
-        monkeypatch.setenv("OFC_API_KEY", "key-from-the-environment")
+        monkeypatch.setenv("OFC_API_KEY", from_the_environment)
     status = main(["export-match", "--server", proxy.address, *key, "--", table_id, str(tmp_path)])
     assert status == 0, capsys.readouterr().err
     sent = {call.metadata.get("x-ofc-api-key") for call in proxy.calls}
-    expected = "key-on-the-command-line" if how == "flag" else "key-from-the-environment"
+    expected = on_the_command_line if how == "flag" else from_the_environment
     assert proxy.calls and sent == {expected}

@@ -33,6 +33,8 @@ from tests.e2e import test_node_client
 
 node = test_node_client.node  # the fixture: the node binary, clients/node installed
 API_KEY = "affinity-operator-key"
+# More operator keys the proxied server accepts (the command-line tests send each their own).
+MORE_API_KEYS = ("key-on-the-command-line", "key-from-the-environment")
 TABLE_SERVICE = table_service_pb2.DESCRIPTOR.services_by_name["TableService"]
 TABLE_SCOPED = frozenset(m.name for m in TABLE_SERVICE.methods if m.name != "CreateTable")
 # Metadata that belongs to HTTP/2 or gRPC itself, not to the call: not forwarded.
@@ -110,8 +112,9 @@ class RecordingProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[RecordingProxy]:
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", grace_seconds=1, api_keys=API_KEY
-    )
+        listen="127.0.0.1:0", metrics_listen="", grace_seconds=1,
+        api_keys=",".join((API_KEY, *MORE_API_KEYS)),
+    )  # fmt: skip
     with BackgroundServer(config) as running:
         recording = RecordingProxy(running.address)
         recording.server.start()

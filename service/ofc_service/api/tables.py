@@ -13,7 +13,7 @@ import struct
 from collections.abc import AsyncIterator
 from typing import Any
 
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from ofc import engine
 from ofc import errors as core
 from ofc.cards import Card, card_codes
@@ -199,7 +199,7 @@ def _event_bytes(event: TableEvent, version: int, record: TableRecord) -> bytes:
         written = view_wire.move_event_bytes(event, version)
         if written is not None:
             return written
-    message = event_to_proto(event, version, _player_ids(record))
+    message = event_to_proto(event, version, record.hand_player_ids())
     if isinstance(event, engine.HandStarted):  # the seed drawn for the next hand, committed
         message.hand_started.next_commitment = record.next_commitment
     data: bytes = message.SerializeToString()
@@ -289,7 +289,8 @@ def table_view(
                 done=hs.done,
             )
         if hand.settlement is not None:
-            ids = tuple(record.match.seats[hs.seat].player_id for hs in hand.seats)
+            players = record.hand_player_ids()
+            ids = tuple(players[hs.seat] for hs in hand.seats)
             write_settlement(hand.settlement, ids, h.settlement)
     return out
 
@@ -336,10 +337,6 @@ def _ruleset_bytes(ruleset: Ruleset) -> bytes:
 
 _KEPT_RULESETS = 1024  # the rulesets of the tables in play (records keep theirs)
 _RULESET_BYTES: dict[int, tuple[Ruleset, bytes]] = {}
-
-
-def _player_ids(record: TableRecord) -> tuple[str, ...]:
-    return tuple(s.player_id for s in record.match.seats)
 
 
 # --- request checks -------------------------------------------------------------------------
@@ -410,6 +407,22 @@ class ProtobufPresenter:
         # that cost more than the serialisation).
         view_bytes = table_view_bytes(change.record, outcome.version, change.actor_seat)
         return _field(_RESPONSE_TABLE, view_bytes)
+
+    def answers(
+        self, command: commands.Command, response: bytes, table_id: str, actor: int | None
+    ) -> bool:
+        kind = pb.JoinSeatResponse if isinstance(command, commands.JoinSeat) else None
+        kind = kind or _RESPONSES.get(type(command))
+        if kind is None:
+            return False
+        try:
+            answer = kind.FromString(response)
+        except DecodeError:
+            return False
+        if not answer.HasField("table") or answer.table.table_id != table_id:
+            return False
+        view = answer.table
+        return (view.viewer_seat if view.HasField("viewer_seat") else None) == actor
 
 
 _RESPONSES: dict[type, Any] = {
@@ -555,7 +568,7 @@ class TableHandlers:
     async def GetHandHistory(
         self, request: pb.GetHandHistoryRequest, creds: auth.Credentials
     ) -> pb.GetHandHistoryResponse:
-        hand = await self.manager.hand(parse.table_id(request.table_id), request.hand_number)
+        hand = await self.manager.hand(parse.table_id(request.table_id), request.hand_number, creds)
         history = hand.history
         response = pb.GetHandHistoryResponse(
             hand_number=request.hand_number,
@@ -574,7 +587,7 @@ class TableHandlers:
         size = parse.at_most(request.page_size, MAX_PAGE_SIZE, "page_size", zero="20")
         size = size or DEFAULT_PAGE_SIZE
         start = parse.page_token(request.page_token)
-        page = await self.manager.hands(table_id, start=start, count=size)
+        page = await self.manager.hands(table_id, creds, start=start, count=size)
         response = pb.ListHandsResponse(
             next_page_token="" if page.next_start is None else str(page.next_start)
         )

@@ -156,7 +156,8 @@ def _hand(record: TableRecord, viewer: int | None) -> bytes:
     parts.append(_uint(11, over))
     if over:
         settlement = engine.hand_settlement(hand, match.ruleset, pair_units=match.pair_units)
-        ids = tuple(match.seats[s.seat].player_id for s in hand.seats)
+        players = record.hand_player_ids()
+        ids = tuple(players[s.seat] for s in hand.seats)
         parts.append(_delimited(12, settlement_bytes(settlement, ids)))
     return b"".join(parts)
 

@@ -85,6 +85,7 @@ from ofc_service.store import (
     DEFAULT_REQUEST_TTL_SECONDS,
     AlreadyAppliedError,
     Commit,
+    RequestIdReusedError,
     StaleVersionError,
     StoredEvent,
     StoredTable,
@@ -245,9 +246,17 @@ class TableManager:
             return as_seat
         return self.auth.seat_of(creds, record.token_hashes, record.table_id)
 
-    async def hand(self, table_id: str, number: int) -> StoredHand:
+    async def reader(self, table_id: str, creds: Credentials) -> None:
+        """Check that ``creds`` may read the table's finished hands: anyone may, but
+        credentials presented must hold (a wrong API key, or a seat token this table does
+        not know, is refused as GetTable refuses it, never read as no credentials);
+        NOT_FOUND for an unknown table."""
+        record, _, _ = await self.load(table_id)
+        self.viewer(creds, record, None)
+
+    async def hand(self, table_id: str, number: int, creds: Credentials) -> StoredHand:
         """A finished hand's history (:class:`HandNotFoundError` when it is not stored)."""
-        await self.store.load(table_id)  # NOT_FOUND for an unknown table
+        await self.reader(table_id, creds)
         raw = await self.store.get_extra(table_id, f"{HAND_PREFIX}:{number}")
         if raw is None:
             raise HandNotFoundError(
@@ -256,9 +265,9 @@ class TableManager:
             )
         return _stored_hand(number, raw)
 
-    async def hands(self, table_id: str, *, start: int, count: int) -> HandPage:
+    async def hands(self, table_id: str, creds: Credentials, *, start: int, count: int) -> HandPage:
         """Finished hands from number ``start`` on, ascending, up to ``count``."""
-        await self.store.load(table_id)  # NOT_FOUND for an unknown table
+        await self.reader(table_id, creds)
         page = await self.store.list_extra(table_id, HAND_PREFIX, start=start, count=count)
         return HandPage(tuple(_stored_hand(n, raw) for n, raw in page.items), page.next_start)
 
@@ -362,13 +371,17 @@ class TableManager:
             return await self._replayed(request, command, creds, key, missing)
         record = self.decode(table_id, stored.state, stored.version)
         now = self.clock_ms()
-        # Credentials first, even for a request that is stale: a caller the table refuses
-        # is refused whatever the version (and gets only its own record, if any).
-        error: Exception
+        # Credentials first, even for a request that is stale or names no seat of the table:
+        # a caller the table refuses is refused whatever else (and gets only its own record,
+        # if any).
         try:
-            done = self.decide(record, command, creds, now)
+            actor = self.authorise(record, command, getattr(command, "seat", None), creds)
         except AuthError as refused:
             return await self._replayed(request, command, creds, key, refused)
+        error: Exception
+        try:
+            _check_seat(command, record)
+            done = self.step(record, command, actor, now)
         except Exception as refused:
             error = refused
         else:
@@ -381,23 +394,26 @@ class TableManager:
                 current_version=stored.version,
             )
         # The caller passed the table's credential checks: a record of the release before
-        # records were bound to callers may answer it too (see docs/security.md).
-        return await self._replayed(request, command, creds, key, error, legacy=True)
+        # records were bound to callers may answer it too, if it is the answer this caller
+        # would have had (see docs/security.md).
+        return await self._replayed(request, command, creds, key, error, legacy_actor=(actor,))
 
     def decide(
         self, record: TableRecord, command: Command, creds: Credentials | None, now: int
     ) -> Change:
-        """Stages 2 and 3: the seat the command names checked against the table, the
-        caller authorised for it, then the engine step."""
-        seat = _seat(command, record)
-        actor = self.authorise(record, command, seat, creds)
+        """Stages 2 and 3: the caller authorised for the seat the command names, that seat
+        checked against the table, then the engine step."""
+        actor = self.authorise(record, command, getattr(command, "seat", None), creds)
+        _check_seat(command, record)
         return self.step(record, command, actor, now)
 
     def authorise(
         self, record: TableRecord, command: Command, seat: int | None, creds: Credentials | None
     ) -> int | None:
         """The seat the caller acts for (None: an operator, or the server itself); raises
-        :class:`~ofc_service.auth.AuthError` when the credentials do not allow the command."""
+        :class:`~ofc_service.auth.AuthError` when the credentials do not allow the command.
+        ``seat`` is the one the command names, not yet checked against the table's seats
+        (an operator passes for any; a seat token only for its own)."""
         if creds is None:  # the server's own move (a timeout)
             return None
         if isinstance(command, JoinSeat):  # anyone authenticated may take a free seat
@@ -567,7 +583,8 @@ class TableManager:
         try:
             result = await self.store.commit(commit)
         except AlreadyAppliedError:
-            return await self._as_table_is(request, command, creds)
+            # A seat's join is never kept as a marker: one under its id was another request.
+            return await self._as_table_is(request, command, creds, RequestIdReusedError())
         if not result.replayed:
             await self.fan_out(commit, done, result.version)
         return result.response
@@ -594,35 +611,46 @@ class TableManager:
         key: str,
         error: Exception,
         *,
-        legacy: bool = False,
+        legacy_actor: tuple[int | None] | None = None,
     ) -> bytes:
         """The first response of the caller's request already committed (another request
         under its id: RequestIdReusedError; one of an earlier hand whose response is no
         longer kept: the table as it is now, see :meth:`_as_table_is`); else ``error`` is
-        raised. ``legacy``: a record written before records named their caller and request
-        (a rolling upgrade) answers too; the caller passed the credential checks of a new
-        request just now."""
+        raised. ``legacy_actor``: the caller passed the credential checks of a new request
+        just now, acting for that seat (None: for none): a record written before records
+        named their caller and request (a rolling upgrade) answers too, but only when it
+        is the answer such a caller got (:meth:`~.presenter.Presenter.answers`), since it
+        says neither who asked nor what."""
         table_id = request.table_id
         try:
             prior = await self.store.get_response(table_id, key, request_digest=request.digest)
-            if prior is None and legacy:
+            if prior is None and legacy_actor is not None:
                 prior = await self.store.get_response(table_id, request_key(request.request_id))
+                if prior is not None and not self.presenter.answers(
+                    command, prior, table_id, legacy_actor[0]
+                ):
+                    prior = None
         except AlreadyAppliedError:  # either record may be a marker by now
-            return await self._as_table_is(request, command, creds)
+            return await self._as_table_is(request, command, creds, error)
         if prior is None:
             raise error
         return prior
 
     async def _as_table_is(
-        self, request: Request, command: Command, creds: Credentials | None
+        self, request: Request, command: Command, creds: Credentials | None, unanswerable: Exception
     ) -> bytes:
         """The answer to a retry of a move superseded by the caller's newer move or applied in
         an earlier hand, whose record kept only that it was applied: the command's response
         with the table as it is now, as the caller's credentials see it now (credentials that
         no longer pass the command's checks are refused as a new request would be). Nothing is
-        applied again."""
+        applied again. A join's answer holds its seat token, which is not kept: a join never
+        leaves a marker, so one under its request id was another request (``unanswerable``
+        is raised)."""
+        if isinstance(command, JoinSeat):
+            raise unanswerable
         record, version, _ = await self.load(request.table_id)
-        actor = self.authorise(record, command, _seat(command, record), creds)
+        actor = self.authorise(record, command, getattr(command, "seat", None), creds)
+        _check_seat(command, record)
         now = Change(record, (), actor)
         return self.presenter.response(Outcome(command, request.request_id, now, version))
 
@@ -679,12 +707,11 @@ def _after_hand_move(
     )
 
 
-def _seat(command: Command, record: TableRecord) -> int | None:
-    """The seat a command names, checked against the table's seats."""
+def _check_seat(command: Command, record: TableRecord) -> None:
+    """The seat a command names (if any) must be one of the table's."""
     seat = getattr(command, "seat", None)
     if seat is not None and seat >= len(record.match.seats):
         raise UnknownSeatError(f"no seat {seat} at this table", field="seat")
-    return seat
 
 
 def _set_client_seed(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ofc_service.application.commands import Outcome
+from ofc_service.application.commands import Command, Outcome
 from ofc_service.application.records import TableEvent, TableRecord
 
 
@@ -23,6 +23,14 @@ class Presenter(Protocol):
 
     def response(self, outcome: Outcome) -> bytes:
         """The response of the command ``outcome`` committed, serialised."""
+        ...
+
+    def answers(self, command: Command, response: bytes, table_id: str, actor: int | None) -> bool:
+        """Whether ``response``, a stored answer that names neither its caller nor its request
+        (a request record of a release before records did), is an answer to a command of
+        ``command``'s kind at table ``table_id`` made for seat ``actor`` (None: for no seat):
+        the answer's view must be that seat's, so that a request id alone never shows one
+        seat another's cards."""
         ...
 
 

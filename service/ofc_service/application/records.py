@@ -431,6 +431,11 @@ class TableRecord:
         """The seat's running money total at this table (0 before its first hand)."""
         return self.seat_units[seat] if seat < len(self.seat_units) else 0
 
+    def hand_player_ids(self) -> tuple[str, ...]:
+        """Who held each seat when the table's hand (current, or the last, over) started:
+        the names its settlement goes by, even once a seat has changed hands since."""
+        return tuple(s.player_id for s in (self.hand_start or self.match).seats)
+
     @property
     def deadline_ms(self) -> int | None:
         deadlines = self.seat_deadlines

@@ -112,6 +112,9 @@ class _Silent:
     def response(self, outcome: object) -> bytes:
         return b""
 
+    def answers(self, command: object, response: bytes, table_id: str, actor: int | None) -> bool:
+        return False
+
 
 if __name__ == "__main__":
     asyncio.run(play(Path(sys.argv[1])))
