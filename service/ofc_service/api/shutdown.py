@@ -27,6 +27,10 @@ class Shutdown:
     def __init__(self) -> None:
         self._event: asyncio.Event | None = None
         self.started = False
+        # Streams of cancellable sources waiting for their next item, and those of them
+        # that begin() cancelled (their CancelledError becomes SERVER_SHUTTING_DOWN).
+        self._waiting: set[asyncio.Task[object]] = set()
+        self._interrupted: set[asyncio.Task[object]] = set()
 
     def _stopping(self) -> asyncio.Event:
         if self._event is None:  # made on the server's loop, at first use
@@ -40,6 +44,9 @@ class Shutdown:
         self.started = True
         if self._event is not None:
             self._event.set()
+        for task in self._waiting:
+            self._interrupted.add(task)
+            task.cancel()
 
     def error(self) -> ServerShuttingDownError:
         return ServerShuttingDownError(
@@ -47,9 +54,58 @@ class Shutdown:
             "resume where the stream ended"
         )
 
-    async def until(self, source: AsyncIterator[T]) -> AsyncGenerator[T, None]:
+    def until(
+        self, source: AsyncIterator[T], *, cancellable: bool = False
+    ) -> AsyncGenerator[T, None]:
         """The items of ``source`` until the server begins to stop, then
-        :class:`ServerShuttingDownError` (``source`` is closed either way)."""
+        :class:`ServerShuttingDownError` (``source`` is closed either way).
+
+        ``cancellable``: every wait of ``source`` ends when its task is cancelled (it waits
+        on asyncio futures, not in a client that may swallow a cancellation): the stream's
+        task is then cancelled when the server begins to stop, and its items cost nothing
+        more. Otherwise each item is awaited in a task of its own, raced with the stop."""
+        if cancellable:
+            return self._until_cancelled(source)
+        return self._until_raced(source)
+
+    async def _until_cancelled(self, source: AsyncIterator[T]) -> AsyncGenerator[T, None]:
+        task = asyncio.current_task()
+        assert task is not None
+        try:
+            while True:
+                if self.started:
+                    raise self.error()
+                self._waiting.add(task)
+                try:
+                    item = await anext(source)
+                except StopAsyncIteration:
+                    return
+                except asyncio.CancelledError:
+                    if not self._ours(task):
+                        raise
+                    raise self.error() from None
+                finally:
+                    self._waiting.discard(task)
+                if self._ours(task):  # the source took the cancellation and went on
+                    raise self.error()
+                yield item
+        finally:
+            self._interrupted.discard(task)
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+
+    def _ours(self, task: asyncio.Task[object]) -> bool:
+        """Whether ``task`` was cancelled by :meth:`begin` (that cancellation is taken back:
+        the stream goes on to end with SERVER_SHUTTING_DOWN, not as cancelled)."""
+        if task not in self._interrupted:
+            return False
+        self._interrupted.discard(task)
+        task.uncancel()
+        return True
+
+    async def _until_raced(self, source: AsyncIterator[T]) -> AsyncGenerator[T, None]:
         stopped = asyncio.ensure_future(self._stopping().wait())
         step: asyncio.Future[T] | None = None
         try:

@@ -622,7 +622,7 @@ class TableHandlers:
                 snapshot=table_view(record, version, audience.viewer, last_event_id=last)
             )
         follow = self.manager.follow(table_id, cursor, newest=last or "0")
-        async for stored in self.shutdown.until(follow):
+        async for stored in self.shutdown.until(follow, cancellable=True):
             # Each event's stored bytes for this audience, its id spliced in: a message of
             # events is assembled, not parsed and serialised again (see _watch_events).
             ready: list[bytes] = []
