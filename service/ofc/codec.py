@@ -112,6 +112,7 @@ __all__ = [
     "score_request_from_dict",
     "settlement_json",
     "settlement_to_dict",
+    "state_as_written",
     "state_from_dict",
     "state_from_own_dict",
     "state_from_own_parts",
@@ -558,6 +559,26 @@ def _board(raw: Any, path: str) -> Board:
 
 
 # --- states ---------------------------------------------------------------------------------
+def state_as_written(state: MatchState, written: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`state_to_dict` of ``state`` in the form ``written`` (a document that reads as
+    ``state``) has: the releases that first kept a table's pair unit values (75a55fb to
+    c3fb462, before format 2) wrote such a state as format 1, every key as now; a state
+    they wrote is read back (and its history verified) in that form.
+
+    >>> from ofc.engine import new_match
+    >>> staked = new_match(seats=3, pair_units={(0, 1): 5})
+    >>> old = {**state_to_dict(staked), "format_version": 1}
+    >>> state_from_dict(old) == staked, state_as_written(staked, old) == old
+    (True, True)
+    >>> state_as_written(staked, state_to_dict(staked))["format_version"]
+    2
+    """
+    data = state_to_dict(state)
+    if state.pair_units and written.get("format_version") == 1:
+        data["format_version"] = 1
+    return data
+
+
 def state_to_dict(state: MatchState, *, compact: bool = False) -> dict[str, Any]:
     """The whole match state as JSON-ready data (server seed included: store it privately).
 
@@ -635,7 +656,9 @@ def _hand_to_dict(hand: HandState, *, deck: bool = True) -> dict[str, Any]:
 
 def state_from_dict(data: Any, *, ruleset: Ruleset | None = None) -> MatchState:
     """Read :func:`state_to_dict`'s output back (strictly; see the module doc); given
-    ``ruleset``, its compact form (no ruleset, no deck: the deck is the seeds' shuffle)."""
+    ``ruleset``, its compact form (no ruleset, no deck: the deck is the seeds' shuffle).
+    Also the form of the releases that kept pair unit values before format 2 named them
+    (75a55fb to c3fb462): format 1 with ``pair_unit_values`` (see :func:`state_as_written`)."""
     obj = _obj(data, "")
     version = _key(obj, "format_version", "")
     if isinstance(version, bool) or version not in STATE_FORMAT_VERSIONS:
@@ -644,8 +667,6 @@ def state_from_dict(data: Any, *, ruleset: Ruleset | None = None) -> MatchState:
             f"{', '.join(map(str, STATE_FORMAT_VERSIONS))})",
             field="format_version",
         )
-    if version == 1 and "pair_unit_values" in obj:
-        raise InvalidInputError("pair_unit_values needs format_version 2", field="pair_unit_values")
     if ruleset is None:
         ruleset = ruleset_from_dict(_obj(_key(obj, "ruleset", ""), "ruleset"), base=DEFAULT_RULESET)
     elif "ruleset" in obj:

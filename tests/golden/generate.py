@@ -8,6 +8,15 @@ its own when its dependencies are the same)::
     PYTHONPATH=/tmp/old-971f768/service:/tmp/old-971f768/clients/python \
         .venv/bin/python tests/golden/generate.py tests/golden/971f768
 
+The project's own editable install stays importable behind that path: a module the old tree
+lacks would silently come from today's code. For a release whose modules differ from
+today's (75a55fb has no ``ofc.codec``), put a ``sitecustomize.py`` that drops the editable
+finder first on the path as well::
+
+    mkdir -p /tmp/nofinder && echo 'import sys; sys.meta_path[:] = [f for f in sys.meta_path
+        if "editable" not in repr(f).lower()]' > /tmp/nofinder/sitecustomize.py
+    PYTHONPATH=/tmp/nofinder:/tmp/old-75a55fb/service:/tmp/old-75a55fb/clients/python ...
+
 It writes, into the directory given (tests/golden/README.md lists what each file is):
 
 - ``play-<ruleset>-<players>.json``: what ``ofc play`` prints (every move a timeout), for
@@ -17,6 +26,9 @@ It writes, into the directory given (tests/golden/README.md lists what each file
   (format 1; with stakes agreed per pair of seats, format 2), built with the core API;
 - ``fantasyland-*.json``: hands with Fantasyland seats, every move a timeout, built with the
   core API of that release (``hand_history`` of a table whose seats are owed a Fantasyland);
+- ``pairs-pineapple-3.json`` (releases with stakes agreed per pair of seats, 75a55fb on): a
+  hand of a three-seat Pineapple table with such stakes, every move a timeout, core API
+  (format 1 with the stakes in 75a55fb to c3fb462, format 2 from 49c9360 on);
 - ``match/`` (releases with players' client seeds, 9d0467e on): a live table on a real gRPC
   server of that release (in-memory store, its own deadline sweeper and settlement relay):
   pineapple with a loss cap, stakes agreed per pair of seats, players' own client seeds
@@ -127,6 +139,25 @@ def fantasyland_hand(
     for seat, cards in owed.items():
         seats[seat] = dataclasses.replace(seats[seat], fantasyland=cards, fantasyland_streak=1)
     table = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
+    actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
+    state, _ = engine.apply(table, actions[0])
+    while waiting := engine.seats_to_act(state):
+        move = timeout_for(state, waiting[0], 1_000 + len(actions))
+        state, _ = engine.apply(state, move)
+        actions.append(move)
+    return hand_history(table, actions)
+
+
+def pairs_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
+    """A hand of a three-seat Pineapple table with stakes agreed per pair of seats, (0,1) at
+    20 and (0,2) at 15 a unit, every move a timeout (core API; format 2, or 1 in the releases
+    that had stakes before format 2: 75a55fb to c3fb462). None in releases without stakes."""
+    if "pair_units" not in inspect.signature(engine.new_match).parameters:
+        return None
+    table, _ = engine.replay(
+        engine.new_match("pineapple", seats=3, pair_units={(0, 1): 20, (0, 2): 15}),
+        [engine.SitDown(s, f"player-{s}") for s in range(3)],
+    )
     actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
     state, _ = engine.apply(table, actions[0])
     while waiting := engine.seats_to_act(state):
@@ -491,6 +522,9 @@ def main(argv: list[str]) -> int:
         )
         if explicit is not None:
             (out / f"{name}.json").write_text(json.dumps(explicit, indent=2) + "\n")
+    staked = pairs_hand(bytes([8]) * 32, b"golden-pairs")
+    if staked is not None:
+        (out / "pairs-pineapple-3.json").write_text(json.dumps(staked, indent=2) + "\n")
     from ofcpoker.v1 import table_service_pb2
 
     if hasattr(table_service_pb2, "CLIENT_SEED_POLICY_PLAYERS"):  # 9d0467e on

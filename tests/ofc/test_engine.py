@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 from ofc.cards import Card, format_cards, parse_cards
-from ofc.codec import hand_history, state_from_dict, state_to_dict
+from ofc.codec import hand_history, state_as_written, state_from_dict, state_to_dict
 from ofc.engine import (
     Action,
     ButtonMoved,
@@ -898,10 +898,19 @@ def test_a_stored_state_s_pair_units_are_read_strictly(values: object, field: st
     assert "pair_unit_values" not in data  # absent without stakes: older states read as before
     assert data["format_version"] == 1  # and still written in version 1
     data["pair_unit_values"] = values
-    with pytest.raises(InvalidInputError) as caught:  # a version-1 state has no stakes
-        state_from_dict(data)
-    assert caught.value.field == "pair_unit_values"
-    data["format_version"] = 2
-    with pytest.raises(InvalidInputError) as caught:
-        state_from_dict(data)
-    assert caught.value.field == field
+    # version 2, and version 1 as the releases that kept stakes before version 2 wrote it
+    for version in (2, 1):
+        data["format_version"] = version
+        with pytest.raises(InvalidInputError) as caught:
+            state_from_dict(data)
+        assert caught.value.field == field
+
+
+def test_a_state_with_stakes_as_the_releases_before_version_2_wrote_it_reads_the_same() -> None:
+    """75a55fb to c3fb462 kept a table's pair unit values in a state of format 1."""
+    staked = table(CLASSIC, 3, pair_units={(0, 1): 20, (0, 2): 15})
+    data = state_to_dict(staked)
+    assert data["format_version"] == 2
+    old = {**data, "format_version": 1}
+    assert state_from_dict(old) == staked
+    assert state_as_written(staked, old) == old and state_as_written(staked, data) == data

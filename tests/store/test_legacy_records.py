@@ -1,6 +1,6 @@
 """Table records written by earlier releases (tests/store/legacy_records, made by its
-generate.py at commits 971f768 and b8846da) load, finish their hands and write histories
-that verify.
+generate.py at commits 971f768, b8846da and 75a55fb) load, finish their hands and write
+histories that verify.
 
 Before record format 4 a timeout was stored without its move (the engine chose it). The
 move is recovered from the stored hand, named ``ofc-timeout-4`` when that policy makes the
@@ -40,11 +40,14 @@ class Clock:
 
 def test_the_records_are_there() -> None:
     names = {p.name for p in FILES}
-    for commit, record_format in (("971f768", 3), ("b8846da", 2)):
+    for commit, record_format in (("971f768", 3), ("b8846da", 2), ("75a55fb", 2)):
         for shape in ("classic-mid-hand", "pineapple-fantasyland-mid-hand", "classic-hand-over"):
             path = RECORDS / f"{commit}-{shape}.json"
             assert path.name in names
             assert json.loads(path.read_text())["format"] == record_format
+    # 75a55fb to c3fb462 kept a table's stakes in a state of format 1
+    staked = json.loads((RECORDS / "75a55fb-pineapple-pairs-mid-hand.json").read_text())
+    assert staked["match"]["format_version"] == 1 and staked["match"]["pair_unit_values"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])

@@ -374,4 +374,17 @@ function stateToDict(state) {
   return data;
 }
 
-module.exports = { apply, dealPositions, handOver, inFantasyland, matchOver, seatsToAct, stateToDict };
+/**
+ * stateToDict(state) in the form `written` (a document that reads as `state`) has: the releases
+ * that first kept a table's pair unit values (75a55fb to c3fb462, before format 2) wrote such a
+ * state as format 1, every key as now (the service's codec.state_as_written).
+ */
+function stateAsWritten(state, written) {
+  const data = stateToDict(state);
+  if (state.pair_units.length && written !== null && typeof written === 'object' && written.format_version === 1) {
+    data.format_version = 1;
+  }
+  return data;
+}
+
+module.exports = { apply, dealPositions, handOver, inFantasyland, matchOver, seatsToAct, stateAsWritten, stateToDict };

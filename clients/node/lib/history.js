@@ -10,7 +10,7 @@ const { ALGORITHM: V2, DECK_SIZES, algorithmFor, dealDeck } = require('./shuffle
 const { cardCode, parseCard } = require('./cards');
 const { OfcError } = require('./errors');
 const { ROWS, rulesetFromDict, rulesetToDict, usesLaterOptions } = require('./rules');
-const { apply, dealPositions, inFantasyland, seatsToAct, stateToDict } = require('./engine');
+const { apply, dealPositions, inFantasyland, seatsToAct, stateAsWritten } = require('./engine');
 const { settlementToDict } = require('./score');
 const { JsonFloat, JsonSyntaxError, MISSING, difference, isObject, join, parseStrict, show } = require('./json');
 
@@ -323,7 +323,6 @@ function stateFromDict(data) {
   if (!STATE_FORMAT_VERSIONS.includes(version)) {
     throw invalid(`unsupported state format_version ${show(version)} (this engine reads 1, 2)`, 'format_version');
   }
-  if (version === 1 && has(obj, 'pair_unit_values')) throw invalid('pair_unit_values needs format_version 2', 'pair_unit_values');
   const rulesetRaw = codec.obj(codec.key(obj, 'ruleset', ''), 'ruleset');
   let ruleset;
   try {
@@ -455,7 +454,7 @@ function readInitialState(raw) {
     throw error;
   }
   if (state.hand !== null) throw malformed('initial_state.hand', 'must be null: a history starts between hands');
-  canonical(stateToDict(state), raw, 'initial_state');
+  canonical(stateAsWritten(state, raw), raw, 'initial_state');
   return state;
 }
 
@@ -520,8 +519,15 @@ function read(data) {
   HISTORY(obj, '');
   for (const [key, check] of Object.entries(STORED_FIELDS)) if (has(obj, key)) check(obj[key], key);
   const initial = readInitialState(obj.initial_state);
+  // Version 2 is version 1 with pair unit values, and a history of either says its initial
+  // state's version; the releases that kept stakes before version 2 (75a55fb to c3fb462) wrote
+  // such a hand as version 1 throughout (stateAsWritten), and only they.
+  const stated = obj.initial_state.format_version;
   const stateVersion = initial.pair_units.length ? 2 : 1;
-  if (version < 3 && version !== stateVersion) throw malformed('format_version', `is ${version}, the initial state's is ${stateVersion}`);
+  if (version < 3 && version !== stated) throw malformed('format_version', `is ${version}, the initial state's is ${stated}`);
+  if (version >= 3 && stated !== stateVersion) {
+    throw malformed('initial_state.format_version', `is ${stated}, not in its canonical form ${stateVersion}`);
+  }
   if (version < 4 && usesLaterOptions(initial.ruleset)) {
     throw malformed('format_version', `is ${version}: the ruleset uses options of version 4 (Fantasyland tiers, a stay condition's rank, a top high-card royalty, jokers)`);
   }
@@ -713,7 +719,7 @@ function historyFromReplay(history, final, events) {
     button: hand.button,
     order: hand.seats.map((s) => s.seat),
     players: hand.seats.map((s) => ({ seat: s.seat, player_id: initial.seats[s.seat].player_id, fantasyland: s.fantasyland })),
-    initial_state: stateToDict(initial),
+    initial_state: stateAsWritten(initial, history.raw.initial_state), // in its writer's form
     deals: events
       .filter((e) => e.type === 'cards_dealt')
       .map((e) => ({ type: 'cards_dealt', seat: e.seat, street: e.street, position: e.position, count: e.count, cards: codes(e.cards) })),

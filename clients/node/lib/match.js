@@ -6,7 +6,7 @@
 'use strict';
 
 const { Discrepancy, at, checkHand, loads, show, unwrap } = require('./history');
-const { apply, matchOver, stateToDict } = require('./engine');
+const { apply, matchOver, stateAsWritten } = require('./engine');
 const { OfcError } = require('./errors');
 const { difference, isObject, same } = require('./json');
 
@@ -146,7 +146,8 @@ class Chain {
     } else {
       state = this.explained(hand, end, units);
     }
-    const d = difference(stateToDict(state), history.raw.initial_state, 'initial_state');
+    const written = history.raw.initial_state;
+    const d = difference(stateAsWritten(state, written), written, 'initial_state');
     if (d !== null) {
       const how = changes !== null ? ' with the recorded seat changes' : '';
       this.report('CHAIN_STATE_MISMATCH', hand, d.path, `recorded ${show(d.actual)}; ${what}${how} gives ${show(d.expected)}`);

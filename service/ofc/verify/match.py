@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ofc.codec import state_to_dict
+from ofc.codec import state_as_written
 from ofc.engine import MatchState, Seat, SitDown, StandUp, apply
 from ofc.errors import OfcError
 from ofc.rulesets import Ruleset
@@ -236,7 +236,8 @@ class _Chain:
                     units[change.seat] = 0
         else:
             state = self._explained(hand, end, units)
-        differs = difference(state_to_dict(state), history.raw["initial_state"], "initial_state")
+        written = history.raw["initial_state"]
+        differs = difference(state_as_written(state, written), written, "initial_state")
         if differs is not None:
             self.report(
                 Code.CHAIN_STATE_MISMATCH,

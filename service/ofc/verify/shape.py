@@ -22,8 +22,8 @@ from ofc.codec import (
     context_from_dict,
     context_to_dict,
     format_version,
+    state_as_written,
     state_from_dict,
-    state_to_dict,
 )
 from ofc.engine import Action, MatchState, Place, SetFantasyland, StartHand, Timeout
 from ofc.errors import InvalidRulesetError, OfcError, UnknownRulesetError
@@ -241,10 +241,16 @@ def read(data: Any) -> History:
         if key in obj:
             check(obj[key], key)
     initial = _read_initial_state(obj["initial_state"])
-    if version < 3 and version != format_version(initial):  # version 2: pair unit values
+    # Version 2 is version 1 with pair unit values, and a history of either says its initial
+    # state's version; the releases that kept stakes before version 2 (75a55fb to c3fb462)
+    # wrote such a hand as version 1 throughout (codec.state_as_written), and only they.
+    stated = obj["initial_state"]["format_version"]
+    if version < 3 and version != stated:
+        raise malformed("format_version", f"is {version}, the initial state's is {stated}")
+    if version >= 3 and stated != format_version(initial):
         raise malformed(
-            "format_version",
-            f"is {version}, the initial state's is {format_version(initial)}",
+            "initial_state.format_version",
+            f"is {stated}, not in its canonical form {format_version(initial)}",
         )
     if version < 4 and initial.ruleset.uses_later_options:
         raise malformed(
@@ -336,7 +342,7 @@ def _read_initial_state(raw: Any) -> MatchState:
         raise malformed(join("initial_state", field), exc.message) from None
     if state.hand is not None:
         raise malformed("initial_state.hand", "must be null: a history starts between hands")
-    _canonical(state_to_dict(state), raw, "initial_state")
+    _canonical(state_as_written(state, raw), raw, "initial_state")
     return state
 
 

@@ -8,15 +8,19 @@ hands. Run with that release's code first on the path::
     PYTHONPATH=/tmp/old-971f768/service:/tmp/old-971f768/clients/python \
         .venv/bin/python tests/store/legacy_records/generate.py tests/store/legacy_records 971f768
 
-Each file is one record's bytes (JSON) after some moves made through that release's own
-``TableManager.apply_action`` and ``with_deadlines``, every timeout's move chosen by that
-release's engine (stored, before record format 4, without the move). Names:
-``<commit>-<what>.json``. Nothing runs this during the tests; the files are committed.
+(For a release whose modules differ from today's, keep the project's editable install from
+supplying them: see tests/golden/generate.py.) Each file is one record's bytes (JSON) after
+some moves made through that release's own ``TableManager.apply_action`` and
+``with_deadlines``, every timeout's move chosen by that release's engine (stored, before
+record format 4, without the move); in releases with stakes agreed per pair of seats, also a
+Pineapple table with stakes. Names: ``<commit>-<what>.json``. Nothing runs this during the
+tests; the files are committed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,8 +55,11 @@ def naive(state: engine.MatchState, seat: int, now: int) -> engine.Place:
     return engine.Place(seat, tuple(placements), discard, now)
 
 
-def record_for(ruleset: str, seats: int, owed: dict[int, int]) -> Any:
-    match = engine.new_match(ruleset, seats=seats)
+def record_for(
+    ruleset: str, seats: int, owed: dict[int, int], pair_units: dict[Any, int] | None = None
+) -> Any:
+    stakes = {"pair_units": pair_units} if pair_units else {}
+    match = engine.new_match(ruleset, seats=seats, **stakes)
     fields = {f.name for f in dataclasses.fields(tables.TableRecord)}
     extra = {"next_server_seed": bytes([9]) * 32} if "next_server_seed" in fields else {}
     record = tables.TableRecord("legacy", match, 1_000, 4_000, b"legacy-table", 0, **extra)
@@ -98,6 +105,9 @@ def main(argv: list[str]) -> int:
         ),
         "classic-hand-over": (record_for("classic", 2, {}), 40, {2, 3}),
     }
+    if "pair_units" in inspect.signature(engine.new_match).parameters:  # 75a55fb on
+        stakes = {(0, 1): 20, (0, 2): 15}
+        shapes["pineapple-pairs-mid-hand"] = (record_for("pineapple", 3, {}, stakes), 6, {1, 4})
     for name, (record, moves, timeouts) in shapes.items():
         played = play(record, moves, timeouts)
         (out / f"{commit}-{name}.json").write_bytes(played.to_bytes() + b"\n")
