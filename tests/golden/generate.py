@@ -139,6 +139,11 @@ def fantasyland_hand(
     for seat, cards in owed.items():
         seats[seat] = dataclasses.replace(seats[seat], fantasyland=cards, fantasyland_streak=1)
     table = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
+    return timeouts_hand(table, seed, client)
+
+
+def timeouts_hand(table: engine.MatchState, seed: bytes, client: bytes) -> dict[str, Any]:
+    """The history of one hand of ``table`` started at 1 000 ms, every move a timeout."""
     actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
     state, _ = engine.apply(table, actions[0])
     while waiting := engine.seats_to_act(state):
@@ -158,13 +163,7 @@ def pairs_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
         engine.new_match("pineapple", seats=3, pair_units={(0, 1): 20, (0, 2): 15}),
         [engine.SitDown(s, f"player-{s}") for s in range(3)],
     )
-    actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
-    state, _ = engine.apply(table, actions[0])
-    while waiting := engine.seats_to_act(state):
-        move = timeout_for(state, waiting[0], 1_000 + len(actions))
-        state, _ = engine.apply(state, move)
-        actions.append(move)
-    return hand_history(table, actions)
+    return timeouts_hand(table, seed, client)
 
 
 def explicit_hand(
