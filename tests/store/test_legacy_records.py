@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 from ofc import engine
-from ofc.verify import check_history
+from ofc.verify import check_history, verify_match
 from ofc_service.application import commands
 from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import TableRecord, unpack_history
-from ofc_service.auth import Authenticator
-from ofc_service.store import MemoryTableStore
+from ofc_service.application.settlements import SettlementRecord
+from ofc_service.auth import Authenticator, Credentials
+from ofc_service.store import Commit, MemoryTableStore
 
 from tests.silent import SilentPresenter
 
@@ -92,12 +93,7 @@ async def finish(raw: bytes) -> list[dict[str, Any]]:
     if hand.over:
         request = Request("legacy", version, "start-2")
         await manager.run(request, commands.StartHand(), _operator(manager))
-    for _ in range(100):
-        record, _, _ = await manager.load("legacy")
-        if record.match.hand is not None and record.match.hand.over:
-            break
-        clock.ms += 5_000
-        await manager.apply_due_timeouts("legacy")
+    record = await _played_out(manager, clock)
     number = record.match.hands_played
     histories = []
     for n in range(1, number + 1):
@@ -105,6 +101,17 @@ async def finish(raw: bytes) -> list[dict[str, Any]]:
         if stored is not None:
             histories.append(json.loads(unpack_history(stored)))
     return histories
+
+
+async def _played_out(manager: TableManager, clock: Clock) -> TableRecord:
+    """The table's hand left to its deadline sweep (5 s a step) until it is over."""
+    for _ in range(100):
+        record, _, _ = await manager.load("legacy")
+        if record.match.hand is not None and record.match.hand.over:
+            return record
+        clock.ms += 5_000
+        await manager.apply_due_timeouts("legacy")
+    raise AssertionError("the hand did not end")
 
 
 def _operator(manager: TableManager) -> Any:
@@ -131,3 +138,59 @@ def test_a_legacy_record_finishes_its_hand_and_the_history_verifies(path: Path) 
     else:  # a hand begun before: its deadlines were not this release's rule
         assert history["hand_number"] == 1 and history["seat_changes"] is None
         assert all(t["deadline_ms"] is None for t in timeouts)
+
+
+HISTORIES = RECORDS / "histories"
+
+
+async def _next_hand(raw: bytes, stored: dict[str, bytes]) -> tuple[list[Any], list[Any]]:
+    """The table of ``raw`` (a hand over), its finished hands' histories ``stored`` as its
+    release kept them: the next hand begun and left to the deadline sweep; every history
+    the table holds then, and the settlement records it wrote."""
+    clock = Clock(100_000)
+    store = MemoryTableStore(clock=lambda: clock.ms / 1000)
+    manager = TableManager(store, Authenticator(("legacy-key",)), SilentPresenter(), clock_ms=clock)
+    version = (await store.create_table("legacy", raw)).version
+    await store.commit(Commit("legacy", version, raw, "kept", None, extra=stored))
+    _, version, _ = await manager.load("legacy")
+    request = Request("legacy", version, "start-next")
+    await manager.run(request, commands.StartHand(), Credentials(api_key="legacy-key"))
+    await _played_out(manager, clock)
+    page = await store.list_extra("legacy", "hand", start=1, count=100)
+    outbox = await store.read_outbox("legacy")
+    return [json.loads(unpack_history(blob)) for _, blob in page.items], list(outbox.values())
+
+
+def test_a_table_stored_before_money_was_kept_takes_it_from_its_hands() -> None:
+    """Record format 1 (2dc7389 to aa9fec1) kept no money. The table's finished hands'
+    histories give it: the next hand's history says the money the chain from hand 1 gives,
+    so the whole match verifies as one, and the settlement feed's running totals agree."""
+    raw = (RECORDS / "aa9fec1-classic-hand-over.json").read_bytes()
+    assert json.loads(raw)["format"] == 1 and "seat_units" not in json.loads(raw)
+    first = (HISTORIES / "aa9fec1-classic-hand-over-hand-0001.json").read_bytes()
+    won = {p["seat"]: p["units"] for p in json.loads(first)["settlement"]["players"]}
+    assert any(won.values())  # money moved in hand 1
+    histories, feed = asyncio.run(_next_hand(raw, {"hand:1": first}))
+    assert [h["hand_number"] for h in histories] == [1, 2]
+    second = histories[1]
+    assert second["seat_units"] == [won[0], won[1]]
+    report = verify_match([(f"hand-{h['hand_number']}", h) for h in histories])
+    assert report.ok, report.discrepancies
+    (record,) = [SettlementRecord.from_bytes(r) for r in feed]
+    totals = {s.seat: s.total_units for s in record.seats}
+    assert totals == {s: won[s] + s_units for s, s_units in _units(second).items()}
+
+
+def _units(history: dict[str, Any]) -> dict[int, int]:
+    return {p["seat"]: p["units"] for p in history["settlement"]["players"]}
+
+
+def test_without_its_hands_a_table_s_money_stays_not_known() -> None:
+    """Were its finished hands' histories gone, the money stays not known: the next hand's
+    history says so (``seat_units`` null) rather than count it from 0."""
+    raw = (RECORDS / "aa9fec1-classic-hand-over.json").read_bytes()
+    histories, _ = asyncio.run(_next_hand(raw, {}))
+    (second,) = histories
+    assert second["hand_number"] == 2 and second["seat_units"] is None
+    verdict = check_history(second, check_policy=True)
+    assert verdict.ok, str(verdict.discrepancy)

@@ -174,9 +174,11 @@ def test_the_table_record_keeps_money_and_seeds_and_still_reads_formats_1_to_6()
     assert two.next_commitment == "" and two.hand_client_seed() == b"c"
     old["format"] = 1
     del old["seat_units"]
-    loaded = TableRecord.from_bytes(json.dumps(old).encode())
-    assert loaded.seat_units == () and loaded.units_of(1) == 0
+    loaded = TableRecord.from_bytes(json.dumps(old).encode())  # no money kept: not known
+    assert loaded.seat_units is None and loaded.units_of(1) == 0
     assert dataclasses.replace(loaded, seat_units=(40, -40)) == two
+    # written again (format 7), it is still not known (the manager restores it first)
+    assert TableRecord.from_bytes(loaded.to_bytes()).seat_units is None
     old["format"] = 8  # a newer server's record (rolling upgrade): retryable elsewhere
     with pytest.raises(NewerRecordError, match=r"newer server version .*format 8"):
         TableRecord.from_bytes(json.dumps(old).encode())

@@ -64,7 +64,7 @@ from ofc.policy import play_by_timeouts
 from ofc.rulesets import Ruleset
 from ofc.verify.codes import UNREADABLE, Code, Discrepancy, MatchDiscrepancy, Verdict
 from ofc.verify.hand import SECTION_CODES, check_hand
-from ofc.verify.match import MatchReport, verify_match
+from ofc.verify.match import MatchReport, money_at, verify_match
 from ofc.verify.values import Found, loads, unwrap
 
 __all__ = [
@@ -78,6 +78,7 @@ __all__ = [
     "check_history",
     "check_history_json",
     "example_history",
+    "money_at",
     "read_document",
     "verify_history",
     "verify_history_json",

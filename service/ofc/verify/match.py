@@ -35,6 +35,10 @@ class MatchReport:
     verified: int
     discrepancies: tuple[MatchDiscrepancy, ...]
     notes: tuple[str, ...] = ()
+    # The table right after the last hand (when that hand verified) and each seat's money
+    # then, as the chain gives it (None: not known).
+    end: MatchState | None = None
+    money: tuple[int | None, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -107,7 +111,46 @@ def verify_match(
         previous = hand
     if records is not None:
         records.extra()
-    return MatchReport(len(hands), verified, tuple(found), tuple(dict.fromkeys(notes)))
+    last = previous.checked if previous is not None else None
+    return MatchReport(
+        len(hands),
+        verified,
+        tuple(found),
+        tuple(dict.fromkeys(notes)),
+        end=None if last is None else last.final,
+        money=() if last is None or units is None else tuple(units),
+    )
+
+
+def money_at(report: MatchReport, table: MatchState) -> tuple[int, ...] | None:
+    """Each seat's money at ``table`` (between hands, or as its hand started), right after the
+    hands of ``report``, as :func:`verify_match` chains it to the next hand: a seat as the
+    last hand left it keeps its money, a seat taken or left since has none; None when the
+    hands did not verify as one chain from hand 1, a seat's money is not known, or a seat
+    differs from the last hand's end in a way no seat change explains.
+
+    >>> from ofc.verify import example_history
+    >>> history = example_history()
+    >>> report = verify_match([("hand-1.json", history)])
+    >>> assert report.end is not None
+    >>> money_at(report, report.end) == tuple(
+    ...     p["units"] for p in sorted(history["settlement"]["players"], key=lambda p: p["seat"]))
+    True
+    """
+    end = report.end
+    if not report.ok or end is None or len(report.money) != len(table.seats):
+        return None
+    if report.hands != end.hands_played or table.hands_played != end.hands_played:
+        return None  # not every hand from 1 on, or not the table they ended at
+    money: list[int] = []
+    for was, now, units in zip(end.seats, table.seats, report.money, strict=True):
+        if now == was and units is not None:
+            money.append(units)
+        elif now == Seat(now.player_id) and not (was.fantasyland and not end.match_over):
+            money.append(0)  # left (or taken afresh) since: a seat's money restarts at 0
+        else:
+            return None
+    return tuple(money)
 
 
 def _check_one(
@@ -450,4 +493,4 @@ def _expected_record(
     return expected, before
 
 
-__all__ = ["MatchReport", "verify_match"]
+__all__ = ["MatchReport", "money_at", "verify_match"]

@@ -38,6 +38,7 @@ from ofc.codec import HandContext, TurnClock, history_of_hand
 from ofc.engine import Action, Event
 from ofc.errors import InvalidInputError, OfcError, UnknownSeatError
 from ofc.policy import DEFAULT_POLICY, DefaultMovePolicy, timeout
+from ofc.verify import money_at, verify_match
 
 from ofc_service.application.commands import (
     Change,
@@ -197,8 +198,50 @@ class TableManager:
     async def load(self, table_id: str) -> tuple[TableRecord, int, str]:
         """The record, its version and the id of the last event it includes."""
         stored = await self.store.load(table_id)
-        record = self.decode(table_id, stored.state, stored.version)
+        record = await self._decoded(stored)
         return record, stored.version, stored.last_event_id
+
+    async def _decoded(self, stored: StoredTable) -> TableRecord:
+        """:meth:`decode` of a table as loaded, its money restored when its record did not
+        keep it (:meth:`_with_money`)."""
+        record = self.decode(stored.table_id, stored.state, stored.version)
+        if record.seat_units is None:
+            record = await self._with_money(record)
+            self._keep(stored.table_id, stored.state, record, stored.version)
+        return record
+
+    async def _with_money(self, record: TableRecord) -> TableRecord:
+        """A table stored before money was kept (record format 1) with each seat's money as
+        its finished hands' histories give it: the money :func:`ofc.verify.verify_match`
+        chains from hand 1 to the table as it is (or as its hand in play started; a seat
+        taken since has none). Unchanged when they cannot give it (a hand's history is gone
+        or does not verify): its money stays not known, and so its next hands' histories
+        say (``seat_units`` null)."""
+        match = record.match
+        hand = match.hand
+        playing = hand is not None and not hand.over
+        finished = match.hands_played - playing
+        if finished == 0:
+            return dataclasses.replace(record, seat_units=())
+        table = record.hand_start if playing and record.hand_start is not None else match
+        histories: list[tuple[str, bytes]] = []
+        start: int | None = 1
+        while start is not None:
+            page = await self.store.list_extra(
+                record.table_id, HAND_PREFIX, start=start, count=1000
+            )
+            histories += [(f"hand {n}", unpack_history(raw)) for n, raw in page.items]
+            start = page.next_start
+        report = verify_match(histories)
+        units = money_at(report, dataclasses.replace(table, hand=None))
+        if units is None:
+            return record
+        # a seat taken since the hand in play started has none
+        units = tuple(
+            u if now.player_id == then.player_id else 0
+            for u, now, then in zip(units, match.seats, table.seats, strict=True)
+        )
+        return dataclasses.replace(record, seat_units=units)
 
     def decode(self, table_id: str, raw: bytes, version: int) -> TableRecord:
         """The record stored as ``raw`` at ``version``. Decoding is a good part of a move's
@@ -352,7 +395,11 @@ class TableManager:
         if kept is not None and kept.version == request.expected_version:
             now = self.clock_ms()
             try:
-                done = self.decide(kept.decoded(), command, creds, now)
+                record = kept.decoded()
+                # money not known (a record of format 1): restored below, from the histories
+                done = (
+                    None if record.seat_units is None else self.decide(record, command, creds, now)
+                )
             except Exception:  # judged against the store's table below, as a retry may be
                 done = None
             if done is not None:
@@ -369,7 +416,7 @@ class TableManager:
             stored = await self.store.load(table_id)
         except TableNotFoundError as missing:
             return await self._replayed(request, command, creds, key, missing)
-        record = self.decode(table_id, stored.state, stored.version)
+        record = await self._decoded(stored)
         now = self.clock_ms()
         # Credentials first, even for a request that is stale or names no seat of the table:
         # a caller the table refuses is refused whatever else (and gets only its own record,
@@ -486,7 +533,8 @@ class TableManager:
         and the seats' deadlines after the change (made at ``now``: the action's time, the
         new deadlines' and, when the hand ends, its history's, one clock reading)."""
         match, events = engine.apply(record.match, action)
-        units = money_totals(record.seat_units, len(match.seats), events)
+        known = record.seat_units  # None: not known (see _with_money), and so it stays
+        units = None if known is None else money_totals(known, len(match.seats), events)
         deadlines = seat_deadlines(record, match, now, events)
         # One copy of the record per move (it has many fields): everything changed at once.
         if isinstance(action, engine.StartHand):
@@ -679,7 +727,7 @@ class TableManager:
 def _after_hand_move(
     record: TableRecord,
     match: engine.MatchState,
-    units: tuple[int, ...],
+    units: tuple[int, ...] | None,
     deadlines: tuple[tuple[int, int], ...],
     action: Action,
 ) -> TableRecord:
@@ -752,9 +800,13 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
     won = dict(zip(settled.seats, (p.units for p in settled.settlement.players), strict=True))
     # Money before the hand: every seat that played it, less what it won; a seat empty when
     # the hand started had none (a seat's money restarts at 0 when it is taken).
-    before = tuple(
-        record.units_of(seat) - won[seat] if seat in won else 0
-        for seat in range(len(record.match.seats))
+    before = (
+        None  # not known (a table stored before money was kept, see TableManager._with_money)
+        if record.seat_units is None
+        else tuple(
+            record.units_of(seat) - won[seat] if seat in won else 0
+            for seat in range(len(record.match.seats))
+        )
     )
     context = HandContext(
         next_commitment=record.next_commitment,
@@ -781,7 +833,11 @@ def _settlement_outbox(done: Change, now: int) -> Mapping[str, bytes]:
         s.settlement_id: s.to_bytes()
         for s in (
             SettlementRecord.from_event(
-                record.table_id, e, record.match, record.seat_units, settled_at_ms=now
+                record.table_id,
+                e,
+                record.match,
+                tuple(map(record.units_of, range(len(record.match.seats)))),
+                settled_at_ms=now,
             )
             for e in settled
         )

@@ -316,7 +316,7 @@ def _head_fields(head: Mapping[str, Any]) -> dict[str, Any]:
         "client_seed": bytes.fromhex(head["client_seed"]),
         "created_at_ms": head["created_at_ms"],
         "seat_tokens": tuple((int(s), str(h)) for s, h in head["seat_tokens"]),
-        "seat_units": tuple(int(u) for u in head["seat_units"]),
+        "seat_units": None if (units := head["seat_units"]) is None else tuple(map(int, units)),
         "client_seed_policy": head["client_seed_policy"],
         "seat_client_seeds": tuple(
             (int(s), bytes.fromhex(seed)) for s, seed in head["seat_client_seeds"]
@@ -408,7 +408,9 @@ class TableRecord:
     hand_start: MatchState | None = None  # the match right before the current hand started
     hand_actions: tuple[Action, ...] = ()  # the current hand's actions, StartHand first
     seat_deadlines: tuple[tuple[int, int], ...] = ()  # (seat, Unix ms) for seats to act
-    seat_units: tuple[int, ...] = ()  # per seat: running money total (smallest currency unit)
+    # Per seat: running money total (smallest currency unit). None: not known (a table stored
+    # before money was kept, record format 1, whose hands' histories could not give it).
+    seat_units: tuple[int, ...] | None = ()
     client_seed_policy: str = POLICY_TABLE
     seat_client_seeds: tuple[tuple[int, bytes], ...] = ()  # (seat, its own seed), players policy
     # The next hand's server seed, drawn (and its commitment published) one hand ahead, so
@@ -429,7 +431,8 @@ class TableRecord:
 
     def units_of(self, seat: int) -> int:
         """The seat's running money total at this table (0 before its first hand)."""
-        return self.seat_units[seat] if seat < len(self.seat_units) else 0
+        units = self.seat_units
+        return units[seat] if units is not None and seat < len(units) else 0
 
     def hand_player_ids(self) -> tuple[str, ...]:
         """Who held each seat when the table's hand (current, or the last, over) started:
@@ -530,7 +533,7 @@ class TableRecord:
         if deadlines:
             head["seat_deadlines"] = [list(d) for d in self.seat_deadlines]
         return head | {
-            "seat_units": list(self.seat_units),
+            "seat_units": None if self.seat_units is None else list(self.seat_units),
             "client_seed_policy": self.client_seed_policy,
             "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
             "next_server_seed": self.next_server_seed.hex(),
@@ -672,7 +675,8 @@ class TableRecord:
             hand_start=hand_start,
             hand_actions=actions,
             seat_deadlines=tuple((int(s), int(ms)) for s, ms in data["seat_deadlines"]),
-            seat_units=tuple(int(u) for u in data.get("seat_units", ())),
+            # format 1 kept no money: not known (TableManager restores it from the histories)
+            seat_units=None if found == 1 else tuple(int(u) for u in data["seat_units"]),
             client_seed_policy=data.get("client_seed_policy", POLICY_TABLE),
             seat_client_seeds=tuple(
                 (int(s), bytes.fromhex(seed)) for s, seed in data.get("seat_client_seeds", ())

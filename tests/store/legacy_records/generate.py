@@ -23,6 +23,7 @@ import dataclasses
 import inspect
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from ofc import engine
@@ -34,8 +35,13 @@ SEED = bytes(range(32))
 
 
 def apply(record: Any, action: engine.Action, now: int) -> Any:
-    record, _ = tables.TableManager.apply_action(None, record, action, now)  # type: ignore[arg-type]
-    return tables.with_deadlines(record, now)  # type: ignore[call-arg]
+    return applied(record, action, now)[0]
+
+
+def applied(record: Any, action: engine.Action, now: int) -> tuple[Any, Any]:
+    """The record after ``action`` (at ``now``) and the events the action made."""
+    record, events = tables.TableManager.apply_action(None, record, action, now)  # type: ignore[arg-type]
+    return tables.with_deadlines(record, now), events  # type: ignore[call-arg]
 
 
 def naive(state: engine.MatchState, seat: int, now: int) -> engine.Place:
@@ -74,12 +80,15 @@ def record_for(
     return record
 
 
-def play(record: Any, moves: int, timeouts: set[int]) -> Any:
+def play(record: Any, moves: int, timeouts: set[int]) -> tuple[Any, dict[str, bytes]]:
     """Start a hand at 10 000 ms and make ``moves`` moves, 1 s apart: the ones numbered in
     ``timeouts`` as timeouts of the seat the table waits for last (a Fantasyland seat, when
-    one has not set), the others as the first waited-for seat's own placement."""
+    one has not set), the others as the first waited-for seat's own placement. The record,
+    and the hand's history as the release's table stored it when the hand ended (its
+    ``_history_extra``; empty while the hand goes on)."""
     now = 10_000
     record = apply(record, engine.StartHand(SEED, b"legacy-client", now), now)
+    stored: dict[str, bytes] = {}
     for k in range(moves):
         now += 1_000
         waiting = engine.seats_to_act(record.match)
@@ -90,8 +99,9 @@ def play(record: Any, moves: int, timeouts: set[int]) -> Any:
             action = engine.Timeout(waiting[-1], now)  # type: ignore[call-arg]
         else:
             action = naive(record.match, waiting[0], now)
-        record = apply(record, action, now)
-    return record
+        record, events = applied(record, action, now)
+        stored = dict(tables._history_extra(SimpleNamespace(record=record, events=events), now))  # type: ignore[arg-type]
+    return record, stored
 
 
 def main(argv: list[str]) -> int:
@@ -109,8 +119,14 @@ def main(argv: list[str]) -> int:
         stakes = {(0, 1): 20, (0, 2): 15}
         shapes["pineapple-pairs-mid-hand"] = (record_for("pineapple", 3, {}, stakes), 6, {1, 4})
     for name, (record, moves, timeouts) in shapes.items():
-        played = play(record, moves, timeouts)
+        played, histories = play(record, moves, timeouts)
         (out / f"{commit}-{name}.json").write_bytes(played.to_bytes() + b"\n")
+        if getattr(tables, "RECORD_FORMAT", None) == 1:  # no money kept: the histories give it
+            for key, blob in histories.items():
+                number = int(key.rpartition(":")[2])
+                folder = out / "histories"
+                folder.mkdir(exist_ok=True)
+                (folder / f"{commit}-{name}-hand-{number:04d}.json").write_bytes(blob)
     return 0
 
 
