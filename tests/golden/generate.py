@@ -26,6 +26,12 @@ It writes, into the directory given (tests/golden/README.md lists what each file
   (format 1; with stakes agreed per pair of seats, format 2), built with the core API;
 - ``fantasyland-*.json``: hands with Fantasyland seats, every move a timeout, built with the
   core API of that release (``hand_history`` of a table whose seats are owed a Fantasyland);
+- ``explicit-fantasyland-pineapple-3.json`` (releases with a default-move policy): Pineapple,
+  seat 1 owed a 14-card Fantasyland that it sets itself (a player's ``set_fantasyland``),
+  every other move the player's own too; ``house-rules-4.json`` (the same releases, with the
+  options below): a four-seat table of two players (seats 1 and 3) under house rules
+  (Ukrainian royalties, 2-4 scoring, royalties to the row winner only, unit value 5, loss cap
+  30, at most two Fantasylands in a row, the button kept in Fantasyland, max_hands 20);
 - ``pairs-pineapple-3.json`` (releases with stakes agreed per pair of seats, 75a55fb on): a
   hand of a three-seat Pineapple table with such stakes, every move a timeout, core API
   (format 1 with the stakes in 75a55fb to c3fb462, format 2 from 49c9360 on);
@@ -172,14 +178,20 @@ def explicit_hand(
     """A hand whose every move is the player's own (the default policy's choice, sent as a
     move, not a timeout) and no table context: format 1, or 2 with ``pair_units``. None in
     releases without a default-move policy to choose them."""
-    try:
-        from ofc.policy import DEFAULT_POLICY
-    except ImportError:
-        return None
     table, _ = engine.replay(
         engine.new_match(ruleset, seats=players, pair_units=pair_units or None),
         [engine.SitDown(s, f"player-{s}") for s in range(players)],
     )
+    return own_moves_hand(table, seed, client)
+
+
+def own_moves_hand(table: engine.MatchState, seed: bytes, client: bytes) -> dict[str, Any] | None:
+    """The history of one hand of ``table`` started at 1 000 ms, every move the player's own
+    (a Fantasyland seat sets its board itself); None without a default-move policy."""
+    try:
+        from ofc.policy import DEFAULT_POLICY
+    except ImportError:
+        return None
     actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
     state, _ = engine.apply(table, actions[0])
     while waiting := engine.seats_to_act(state):
@@ -187,6 +199,45 @@ def explicit_hand(
         state, _ = engine.apply(state, move)
         actions.append(move)
     return hand_history(table, actions)
+
+
+def explicit_fantasyland_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
+    """Pineapple, three seats, seat 1 owed a 14-card Fantasyland (button 0), every move the
+    player's own: seat 1 sets its board itself, a ``set_fantasyland`` action."""
+    table, _ = engine.replay(
+        engine.new_match("pineapple", seats=3, button=0),
+        [engine.SitDown(s, f"player-{s}") for s in range(3)],
+    )
+    seats = list(table.seats)
+    seats[1] = dataclasses.replace(seats[1], fantasyland=14, fantasyland_streak=1)
+    table = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
+    return own_moves_hand(table, seed, client)
+
+
+def house_rules_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
+    """A four-seat table of two players (seats 1 and 3; 0 and 2 empty) under house rules:
+    Ukrainian royalties, 2-4 scoring, royalties to the row winner only, 5 a unit, a loss cap
+    of 30, at most two Fantasylands in a row, the button kept in Fantasyland, 20 hands at
+    most; every move the player's own. None in releases without those options."""
+    from ofc import rulesets
+
+    try:
+        ruleset = dataclasses.replace(
+            rulesets.PRESETS["classic"],
+            name="classic+house",
+            royalties=rulesets.ROYALTY_TABLES["ukrainian"],
+            scoring=rulesets.SCORING_SCHEMES["2-4"],
+            royalties_to_row_winner_only=True,
+            unit_value=5,
+            loss_cap=30,
+            max_consecutive_fantasylands=2,
+            button_moves_in_fantasyland=False,
+        )
+        match = engine.new_match(ruleset, seats=4, max_hands=20)
+    except (AttributeError, KeyError, TypeError):
+        return None
+    table, _ = engine.replay(match, [engine.SitDown(1, "player-1"), engine.SitDown(3, "player-3")])
+    return own_moves_hand(table, seed, client)
 
 
 def tier_chain(out: Path) -> None:
@@ -521,6 +572,13 @@ def main(argv: list[str]) -> int:
         )
         if explicit is not None:
             (out / f"{name}.json").write_text(json.dumps(explicit, indent=2) + "\n")
+    for name, written in [
+        ("explicit-fantasyland-pineapple-3", explicit_fantasyland_hand),
+        ("house-rules-4", house_rules_hand),
+    ]:
+        history = written(bytes([10]) * 32, name.encode())
+        if history is not None:
+            (out / f"{name}.json").write_text(json.dumps(history, indent=2) + "\n")
     staked = pairs_hand(bytes([8]) * 32, b"golden-pairs")
     if staked is not None:
         (out / "pairs-pineapple-3.json").write_text(json.dumps(staked, indent=2) + "\n")
