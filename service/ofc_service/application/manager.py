@@ -422,7 +422,7 @@ class TableManager:
         # a caller the table refuses is refused whatever else (and gets only its own record,
         # if any).
         try:
-            actor = self.authorise(record, command, getattr(command, "seat", None), creds)
+            actor = self.authorise(record, command, creds)
         except AuthError as refused:
             return await self._replayed(request, command, creds, key, refused)
         error: Exception
@@ -443,24 +443,25 @@ class TableManager:
         # The caller passed the table's credential checks: a record of the release before
         # records were bound to callers may answer it too, if it is the answer this caller
         # would have had (see docs/security.md).
-        return await self._replayed(request, command, creds, key, error, legacy_actor=(actor,))
+        return await self._replayed(request, command, creds, key, error, legacy=True, actor=actor)
 
     def decide(
         self, record: TableRecord, command: Command, creds: Credentials | None, now: int
     ) -> Change:
         """Stages 2 and 3: the caller authorised for the seat the command names, that seat
         checked against the table, then the engine step."""
-        actor = self.authorise(record, command, getattr(command, "seat", None), creds)
+        actor = self.authorise(record, command, creds)
         _check_seat(command, record)
         return self.step(record, command, actor, now)
 
     def authorise(
-        self, record: TableRecord, command: Command, seat: int | None, creds: Credentials | None
+        self, record: TableRecord, command: Command, creds: Credentials | None
     ) -> int | None:
         """The seat the caller acts for (None: an operator, or the server itself); raises
         :class:`~ofc_service.auth.AuthError` when the credentials do not allow the command.
-        ``seat`` is the one the command names, not yet checked against the table's seats
-        (an operator passes for any; a seat token only for its own)."""
+        The seat the command names is not yet checked against the table's seats: an
+        operator passes for any, a seat token only for its own."""
+        seat: int | None = getattr(command, "seat", None)
         if creds is None:  # the server's own move (a timeout)
             return None
         if isinstance(command, JoinSeat):  # anyone authenticated may take a free seat
@@ -659,23 +660,24 @@ class TableManager:
         key: str,
         error: Exception,
         *,
-        legacy_actor: tuple[int | None] | None = None,
+        legacy: bool = False,
+        actor: int | None = None,
     ) -> bytes:
         """The first response of the caller's request already committed (another request
         under its id: RequestIdReusedError; one of an earlier hand whose response is no
         longer kept: the table as it is now, see :meth:`_as_table_is`); else ``error`` is
-        raised. ``legacy_actor``: the caller passed the credential checks of a new request
-        just now, acting for that seat (None: for none): a record written before records
+        raised. ``legacy``: the caller passed the credential checks of a new request just
+        now, acting for seat ``actor`` (None: for none): a record written before records
         named their caller and request (a rolling upgrade) answers too, but only when it
         is the answer such a caller got (:meth:`~.presenter.Presenter.answers`), since it
         says neither who asked nor what."""
         table_id = request.table_id
         try:
             prior = await self.store.get_response(table_id, key, request_digest=request.digest)
-            if prior is None and legacy_actor is not None:
+            if prior is None and legacy:
                 prior = await self.store.get_response(table_id, request_key(request.request_id))
                 if prior is not None and not self.presenter.answers(
-                    command, prior, table_id, legacy_actor[0]
+                    command, prior, table_id, actor
                 ):
                     prior = None
         except AlreadyAppliedError:  # either record may be a marker by now
@@ -697,7 +699,7 @@ class TableManager:
         if isinstance(command, JoinSeat):
             raise unanswerable
         record, version, _ = await self.load(request.table_id)
-        actor = self.authorise(record, command, getattr(command, "seat", None), creds)
+        actor = self.authorise(record, command, creds)
         _check_seat(command, record)
         now = Change(record, (), actor)
         return self.presenter.response(Outcome(command, request.request_id, now, version))
