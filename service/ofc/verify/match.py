@@ -146,11 +146,20 @@ def money_at(report: MatchReport, table: MatchState) -> tuple[int, ...] | None:
     for was, now, units in zip(end.seats, table.seats, report.money, strict=True):
         if now == was and units is not None:
             money.append(units)
-        elif now == Seat(now.player_id) and not (was.fantasyland and not end.match_over):
-            money.append(0)  # left (or taken afresh) since: a seat's money restarts at 0
+        elif _changed_hands(was, now, end):
+            money.append(0)  # a seat's money restarts at 0
         else:
             return None
     return tuple(money)
+
+
+def _changed_hands(was: Seat, now: Seat, end: MatchState) -> bool:
+    """Whether a seat left as ``was`` at ``end`` may be ``now`` by seat changes alone (they
+    are not recorded before format version 3): left, or taken afresh (no points, nothing
+    owed), and it owed no Fantasyland it had to play first."""
+    return (
+        now != was and now == Seat(now.player_id) and not (was.fantasyland and not end.match_over)
+    )
 
 
 def _check_one(
@@ -311,13 +320,9 @@ class _Chain:
         recorded = hand.checked.history.initial.seats
         seats = list(end.seats)
         for i, (was, now) in enumerate(zip(end.seats, recorded, strict=False)):
-            fresh = Seat(now.player_id)
-            if now == was or now != fresh:
-                continue  # unchanged, or a difference no seat change explains (reported)
-            if was.fantasyland and not end.match_over:
-                continue  # leaving while owed a Fantasyland: the difference is reported
-            seats[i] = now
-            units[i] = 0
+            if _changed_hands(was, now, end):  # else unchanged, or a difference reported
+                seats[i] = now
+                units[i] = 0
         return dataclasses.replace(end, seats=tuple(seats))
 
 
