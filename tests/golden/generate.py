@@ -137,6 +137,14 @@ def timeout_for(state: engine.MatchState, seat: int, at_ms: int) -> engine.Actio
 def fantasyland_hand(
     ruleset: str, players: int, owed: dict[int, int], *, button: int, seed: bytes, client: bytes
 ) -> dict[str, Any]:
+    return timeouts_hand(owing_table(ruleset, players, owed, button=button), seed, client)
+
+
+def owing_table(
+    ruleset: str, players: int, owed: dict[int, int], *, button: int
+) -> engine.MatchState:
+    """A table of ``players`` after three hands, its seats in ``owed`` owed a Fantasyland of
+    that many cards (a streak of one)."""
     table, _ = engine.replay(
         engine.new_match(ruleset, seats=players, button=button),
         [engine.SitDown(s, f"player-{s}") for s in range(players)],
@@ -144,8 +152,7 @@ def fantasyland_hand(
     seats = list(table.seats)
     for seat, cards in owed.items():
         seats[seat] = dataclasses.replace(seats[seat], fantasyland=cards, fantasyland_streak=1)
-    table = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
-    return timeouts_hand(table, seed, client)
+    return dataclasses.replace(table, seats=tuple(seats), hands_played=3)
 
 
 def timeouts_hand(table: engine.MatchState, seed: bytes, client: bytes) -> dict[str, Any]:
@@ -204,14 +211,7 @@ def own_moves_hand(table: engine.MatchState, seed: bytes, client: bytes) -> dict
 def explicit_fantasyland_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
     """Pineapple, three seats, seat 1 owed a 14-card Fantasyland (button 0), every move the
     player's own: seat 1 sets its board itself, a ``set_fantasyland`` action."""
-    table, _ = engine.replay(
-        engine.new_match("pineapple", seats=3, button=0),
-        [engine.SitDown(s, f"player-{s}") for s in range(3)],
-    )
-    seats = list(table.seats)
-    seats[1] = dataclasses.replace(seats[1], fantasyland=14, fantasyland_streak=1)
-    table = dataclasses.replace(table, seats=tuple(seats), hands_played=3)
-    return own_moves_hand(table, seed, client)
+    return own_moves_hand(owing_table("pineapple", 3, {1: 14}, button=0), seed, client)
 
 
 def house_rules_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
