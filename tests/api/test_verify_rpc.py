@@ -233,6 +233,15 @@ def test_verify_match_checks_a_golden_match_with_its_feed(stub: RulesServiceStub
     assert stub.VerifyMatch(pb.VerifyMatchRequest(history_jsons=texts, settlements=doctored)).ok
     missing = stub.VerifyMatch(pb.VerifyMatchRequest(history_jsons=texts, check_settlements=True))
     assert [d.code for d in missing.discrepancies] == ["FEED_RECORD_MISSING"] * 4
+    # a feed that begins at hand 3 (a later release began it, or its retention trimmed it)
+    later = stub.VerifyMatch(
+        pb.VerifyMatchRequest(
+            history_jsons=texts, settlements=feed_protos(feed)[2:], check_settlements=True
+        )
+    )
+    assert (later.ok, list(later.notes)) == (True, [
+        "the feed's first record of this table is hand 3: hands 1-2 not checked against the"
+        " feed (settled before the feed began, or dropped by its retention)"])  # fmt: skip
 
 
 def test_verify_match_refuses_what_it_cannot_take(stub: RulesServiceStub) -> None:

@@ -168,6 +168,31 @@ def test_every_feed_record_is_its_hand_s() -> None:
         assert found(HANDS, feed) == expected, what
 
 
+def test_a_feed_covers_the_table_from_its_first_record_on() -> None:
+    """Hands settled before the feed began (or trimmed by its retention) are a prefix the feed
+    cannot hold: said in a note, not a discrepancy; a gap after the first record still is."""
+    h4 = HANDS[3][0]
+    later = verify_match(HANDS, FEED[2:])
+    assert (later.ok, later.verified) == (True, 4)
+    assert later.notes == (
+        "the feed's first record of this table is hand 3: hands 1-2 not checked against the"
+        " feed (settled before the feed began, or dropped by its retention)",
+    )
+    (one_before,) = verify_match(HANDS, FEED[1:]).notes
+    assert one_before.startswith("the feed's first record of this table is hand 2: hand 1 not")
+    assert verify_match(HANDS, FEED).notes == ()
+    assert found(HANDS, FEED[2:3]) == [(Code.FEED_RECORD_MISSING, h4, "")]
+    doctored = copy.deepcopy(FEED[2:])
+    doctored[0][1]["seats"][0]["total_units"] += 1  # the chain still checks the totals
+    assert [c for c, _, _ in found(HANDS, doctored)] == [Code.RUNNING_TOTAL_MISMATCH]
+    # no record of the table at all: nothing says where the feed begins
+    others = [(s, {**r, "table_id": "t-other"}) for s, r in FEED]
+    assert found(HANDS, others) == [(Code.FEED_RECORD_MISSING, h, "") for h, _ in HANDS]
+    # a record only of a hand before the first given: every given hand is missing
+    assert found(HANDS[1:], FEED[:1]) == [(Code.FEED_RECORD_MISSING, h, "")
+                                          for h, _ in HANDS[1:]]  # fmt: skip
+
+
 def test_old_versions_chain_as_far_as_they_can() -> None:
     """Versions 1 and 2 record no seat changes, money or next commitment: a seat may change
     only as a seat change leaves it, money is read from the feed."""

@@ -206,6 +206,11 @@ class Records {
         this.bad(source, number, d === null ? '' : d.path, `hand ${number}'s record is also ${kept[0]}, with other contents`);
       }
     }
+    // The feed covers a table from its first record on: hands settled before the release that
+    // began the feed (e2afa95), or dropped by its retention, were never in it or are gone.
+    // Only a prefix can be so; with no record of the table at all, none is.
+    this.first = this.byNumber.size ? Math.min(...this.byNumber.keys()) : null;
+    this.uncovered = [];
   }
 
   bad(source, number, location, message) {
@@ -215,6 +220,10 @@ class Records {
   /** Compare hand's record; returns the money before the hand, unknown seats' read from the record. */
   check(hand, before) {
     const kept = this.byNumber.get(hand.number);
+    if (kept === undefined && this.first !== null && hand.number < this.first) {
+      this.uncovered.push(hand.number);
+      return before;
+    }
     if (kept === undefined) {
       this.chain.report('FEED_RECORD_MISSING', hand, '', `the feed has no settlement record of hand ${hand.number}`);
       return before;
@@ -235,6 +244,14 @@ class Records {
       );
     }
     return known;
+  }
+
+  notes() {
+    if (!this.uncovered.length) return [];
+    const low = this.uncovered[0];
+    const high = this.uncovered[this.uncovered.length - 1];
+    const hands = low === high ? `hand ${low}` : `hands ${low}-${high}`;
+    return [`the feed's first record of this table is hand ${this.first}: ${hands} not checked against the feed (settled before the feed began, or dropped by its retention)`];
   }
 
   extra() {
@@ -341,7 +358,10 @@ function verifyMatch(histories, feed = null, options = {}) {
     units = unitsAfter(hand.checked, before);
     previous = hand;
   }
-  if (records !== null) records.extra();
+  if (records !== null) {
+    records.extra();
+    notes.push(...records.notes());
+  }
   return { hands: hands.length, verified, discrepancies: found, notes: [...new Set(notes)] };
 }
 

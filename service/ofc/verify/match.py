@@ -111,6 +111,7 @@ def verify_match(
         previous = hand
     if records is not None:
         records.extra()
+        notes.extend(records.notes())
     last = previous.checked if previous is not None else None
     return MatchReport(
         len(hands),
@@ -373,6 +374,11 @@ class _Records:
                     where,
                     f"hand {number}'s record is also {kept[0]}, with other contents",
                 )
+        # The feed covers a table from its first record on: hands settled before the release
+        # that began the feed (e2afa95), or dropped by its retention, were never in it or are
+        # gone. Only a prefix can be so; with no record of the table at all, none is.
+        self.first = min(self.by_number, default=None)
+        self.uncovered: list[int] = []
 
     def _bad(self, source: str, number: int | None, location: str, message: str) -> None:
         self.chain.found.append(
@@ -385,6 +391,9 @@ class _Records:
         checked = hand.checked
         assert checked is not None and hand.number is not None
         kept = self.by_number.get(hand.number)
+        if kept is None and self.first is not None and hand.number < self.first:
+            self.uncovered.append(hand.number)
+            return before
         if kept is None:
             self.chain.report(
                 Code.FEED_RECORD_MISSING,
@@ -409,6 +418,16 @@ class _Records:
                 )
             )
         return before
+
+    def notes(self) -> list[str]:
+        if not self.uncovered:
+            return []
+        low, high = self.uncovered[0], self.uncovered[-1]
+        hands = f"hand {low}" if low == high else f"hands {low}-{high}"
+        return [
+            f"the feed's first record of this table is hand {self.first}: {hands} not checked"
+            " against the feed (settled before the feed began, or dropped by its retention)"
+        ]
 
     def extra(self) -> None:
         numbers = {h.number for h in self.hands}
