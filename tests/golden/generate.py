@@ -51,6 +51,15 @@ It writes, into the directory given (tests/golden/README.md lists what each file
   and ``tiers/hand-0004.json`` … ``hand-0006.json``: three hands in a row of one
   ``progressive-pineapple-keep`` table (core API, every move a timeout) whose seat 0 is owed
   a 16-card and seat 2 a 17-card Fantasyland before hand 4, and who stay at their tiers;
+- shapes no earlier golden held (releases with the options they need): ``custom-streets-3.json``
+  (a ruleset of its own streets, 5/5, 4/3, 4/3, 2/2), ``fantasyland-everyone-classic-4.json``
+  (every seat of four in a 13-card Fantasyland: the whole deck dealt),
+  ``joker-top-pineapple-jokers-2.json`` (a joker on a top row),
+  ``two-jokers-pineapple-jokers-3.json`` (both jokers on one board),
+  ``joker-fantasyland-pineapple-jokers-3.json`` (a joker in the Fantasyland set a player
+  sets itself), ``play-classic-3-clock.json`` (``ofc play`` classic, three players, 1-second
+  turns) and ``seats/``: two hands of a table where a player sat down at a seat and left it
+  again while hand 1 was played (hand 2's ``seat_changes`` hold both);
 - ``SOURCE``: the commit, and the command that wrote the files.
 
 Nothing here is used by the test suite at run time; the files it wrote are committed.
@@ -157,13 +166,21 @@ def owing_table(
 
 def timeouts_hand(table: engine.MatchState, seed: bytes, client: bytes) -> dict[str, Any]:
     """The history of one hand of ``table`` started at 1 000 ms, every move a timeout."""
-    actions: list[engine.Action] = [engine.StartHand(seed, client, 1_000)]
+    return hand_history(table, timeouts_played(table, seed, client, 1_000)[0])
+
+
+def timeouts_played(
+    table: engine.MatchState, seed: bytes, client: bytes, start_ms: int
+) -> tuple[list[engine.Action], engine.MatchState]:
+    """One hand of ``table`` started at ``start_ms``, every move a timeout (the k-th action
+    at ``start_ms + k``): its actions and the table after it."""
+    actions: list[engine.Action] = [engine.StartHand(seed, client, start_ms)]
     state, _ = engine.apply(table, actions[0])
     while waiting := engine.seats_to_act(state):
-        move = timeout_for(state, waiting[0], 1_000 + len(actions))
+        move = timeout_for(state, waiting[0], start_ms + len(actions))
         state, _ = engine.apply(state, move)
         actions.append(move)
-    return hand_history(table, actions)
+    return actions, state
 
 
 def pairs_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
@@ -240,6 +257,120 @@ def house_rules_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
     return own_moves_hand(table, seed, client)
 
 
+def custom_streets_hand(seed: bytes, client: bytes) -> dict[str, Any] | None:
+    """Three seats on a ruleset of its own streets: 5 dealt and placed, then 4 dealt with 3
+    placed twice, then 2 dealt and placed (not a preset's); every move the player's own."""
+    from ofc import rulesets
+
+    try:
+        streets = tuple(rulesets.Street(d, p) for d, p in ((5, 5), (4, 3), (4, 3), (2, 2)))
+        ruleset = dataclasses.replace(
+            rulesets.PRESETS["pineapple"], name="pineapple+streets", streets=streets
+        )
+        table, _ = engine.replay(
+            engine.new_match(ruleset, seats=3), [engine.SitDown(s, f"player-{s}") for s in range(3)]
+        )
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return own_moves_hand(table, seed, client)
+
+
+def everyone_in_fantasyland(seed: bytes, client: bytes) -> dict[str, Any] | None:
+    """Classic, four seats, every one owed a 13-card Fantasyland: the whole deck dealt."""
+    table = owing_table("classic", 4, dict.fromkeys(range(4), 13), button=3)
+    return timeouts_hand(table, seed, client)
+
+
+def first_seed(
+    name: str,
+    wanted: Callable[[dict[str, Any]], bool],
+    hand: Callable[[bytes], dict[str, Any] | None],
+) -> dict[str, Any] | None:
+    """The first hand of ``hand(seed)``, seed SHA-256 of ``<name>-<k>`` for k = 0, 1, ...,
+    that is ``wanted``; None when ``hand`` gives none (the release lacks it)."""
+    import hashlib
+
+    for k in range(5_000):
+        history = hand(hashlib.sha256(f"{name}-{k}".encode()).digest())
+        if history is None or wanted(history):
+            return history
+    raise AssertionError(f"no seed of {name} gives the hand wanted")
+
+
+def joker_hands() -> dict[str, dict[str, Any]]:
+    """Hands with jokers where the other goldens have none (releases with the joker presets;
+    every move the player's own): ``joker-top-pineapple-jokers-2`` (a joker on a top row),
+    ``two-jokers-pineapple-jokers-3`` (both jokers on one board) and
+    ``joker-fantasyland-pineapple-jokers-3`` (seat 1 dealt a joker in the 14-card Fantasyland
+    it sets itself)."""
+    if not has_preset("pineapple-jokers"):
+        return {}
+    jokers = {"X1", "X2"}
+
+    def seated(players: int) -> engine.MatchState:
+        table, _ = engine.replay(
+            engine.new_match("pineapple-jokers", seats=players),
+            [engine.SitDown(s, f"player-{s}") for s in range(players)],
+        )
+        return table
+
+    def boards(history: dict[str, Any]) -> list[list[str]]:
+        return [b["top"] + b["middle"] + b["bottom"] for b in history["boards"]]
+
+    found = {
+        "joker-top-pineapple-jokers-2": first_seed(
+            "joker-top",
+            lambda h: any(jokers & set(b["top"]) for b in h["boards"]),
+            lambda seed: own_moves_hand(seated(2), seed, b"joker-top"),
+        ),
+        "two-jokers-pineapple-jokers-3": first_seed(
+            "two-jokers",
+            lambda h: any(jokers <= set(b) for b in boards(h)),
+            lambda seed: own_moves_hand(seated(3), seed, b"two-jokers"),
+        ),
+        "joker-fantasyland-pineapple-jokers-3": first_seed(
+            "joker-fantasyland",
+            lambda h: bool(jokers & set(h["deals"][0]["cards"])),
+            lambda seed: own_moves_hand(
+                owing_table("pineapple-jokers", 3, {1: 14}, button=0), seed, b"joker-fantasyland"
+            ),
+        ),
+    }
+    return {name: history for name, history in found.items() if history is not None}
+
+
+def seat_taken_and_left(out: Path) -> None:
+    """``seats/``: hands 1 and 2 of a three-seat Pineapple table (core API, every move a
+    timeout, with a table's context: the next commitment, the seats' money and the seat
+    changes). Seats 0 and 1 play hand 1; while it is played, eve sits down at seat 2 and
+    stands up again, so hand 2 records both changes of one seat and starts as hand 1 left
+    the table."""
+    from ofc import shuffle
+    from ofc.codec import HandContext
+
+    if not hasattr(HandContext, "seat_changes"):
+        return
+    table = engine.new_match("pineapple", seats=3, button=0)
+    joined = (engine.SitDown(0, "player-0"), engine.SitDown(1, "player-1"))
+    table, _ = engine.replay(table, joined)
+    seeds = [bytes([11 + k]) * 32 for k in range(3)]
+    money: tuple[int, ...] = (0, 0, 0)
+    changes: tuple[engine.SitDown | engine.StandUp, ...] = joined
+    folder = out / "seats"
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(2):
+        actions, state = timeouts_played(table, seeds[k], b"golden-seats", 1_000 * (k + 1))
+        context = HandContext(shuffle.commitment(seeds[k + 1]), None, money, changes)
+        history = hand_history(table, actions, context)
+        (folder / f"hand-{history['hand_number']:04d}.json").write_text(
+            json.dumps(history, indent=2) + "\n"
+        )
+        units = {p["seat"]: p["units"] for p in history["settlement"]["players"]}
+        money = tuple(m + units.get(seat, 0) for seat, m in enumerate(money))
+        changes = (engine.SitDown(2, "eve"), engine.StandUp(2))
+        table, _ = engine.replay(state, changes)
+
+
 def tier_chain(out: Path) -> None:
     """``tiers/``: hands 4-6 of a progressive-pineapple-keep table, seat 0 owed 16 cards and
     seat 2 owed 17 before hand 4; each hand's seed is SHA-256 of ``tiers-0-<k>``."""
@@ -257,12 +388,7 @@ def tier_chain(out: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for k in range(3):
         seed = hashlib.sha256(b"tiers-0-%d" % k).digest()
-        actions: list[engine.Action] = [engine.StartHand(seed, b"golden-tiers", 1_000 * (k + 1))]
-        state, _ = engine.apply(table, actions[0])
-        while waiting := engine.seats_to_act(state):
-            move = timeout_for(state, waiting[0], 1_000 * (k + 1) + len(actions))
-            state, _ = engine.apply(state, move)
-            actions.append(move)
+        actions, state = timeouts_played(table, seed, b"golden-tiers", 1_000 * (k + 1))
         history = hand_history(table, actions)
         (folder / f"hand-{history['hand_number']:04d}.json").write_text(
             json.dumps(history, indent=2) + "\n"
@@ -572,13 +698,22 @@ def main(argv: list[str]) -> int:
         )
         if explicit is not None:
             (out / f"{name}.json").write_text(json.dumps(explicit, indent=2) + "\n")
-    for name, written in [
-        ("explicit-fantasyland-pineapple-3", explicit_fantasyland_hand),
-        ("house-rules-4", house_rules_hand),
-    ]:
-        history = written(bytes([10]) * 32, name.encode())
-        if history is not None:
-            (out / f"{name}.json").write_text(json.dumps(history, indent=2) + "\n")
+    shapes: list[tuple[str, Callable[[bytes, bytes], dict[str, Any] | None], int]] = [
+        ("explicit-fantasyland-pineapple-3", explicit_fantasyland_hand, 10),
+        ("house-rules-4", house_rules_hand, 10),
+        ("custom-streets-3", custom_streets_hand, 12),
+        ("fantasyland-everyone-classic-4", everyone_in_fantasyland, 12),
+    ]
+    for name, written, seed_byte in shapes:
+        shaped = written(bytes([seed_byte]) * 32, name.encode())
+        if shaped is not None:
+            (out / f"{name}.json").write_text(json.dumps(shaped, indent=2) + "\n")
+    for name, shaped in joker_hands().items():
+        (out / f"{name}.json").write_text(json.dumps(shaped, indent=2) + "\n")
+    seat_taken_and_left(out)
+    if play_supports("turn-time-ms"):
+        text = play("classic", 3, "golden-clock-3", "--turn-time-ms", str(TURN_MS))
+        (out / "play-classic-3-clock.json").write_text(text)
     staked = pairs_hand(bytes([8]) * 32, b"golden-pairs")
     if staked is not None:
         (out / "pairs-pineapple-3.json").write_text(json.dumps(staked, indent=2) + "\n")
