@@ -112,7 +112,7 @@ class RecordingProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[RecordingProxy]:
     config = ServerConfig(
-        listen="127.0.0.1:0", metrics_listen="", grace_seconds=1,
+        listen="127.0.0.1:0", metrics_listen="", http_listen="", grace_seconds=1,
         api_keys=",".join((API_KEY, *MORE_API_KEYS)),
     )  # fmt: skip
     with BackgroundServer(config) as running:

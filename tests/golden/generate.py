@@ -612,7 +612,8 @@ def live_match(out: Path, preset: str = "pineapple", name: str = "match") -> Non
     from ofc_service.server.background import BackgroundServer
     from ofc_service.server.config import ServerConfig
 
-    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", api_keys=API_KEY)
+    http_off = {"http_listen": ""} if hasattr(ServerConfig, "http_listen") else {}  # not 8080
+    config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", api_keys=API_KEY, **http_off)
     with BackgroundServer(config) as server:
         table = LiveTable(server.address)
         table.create(preset)

@@ -35,9 +35,9 @@ class Writer:
         self.acknowledged = 0
         self.unavailable = 0
 
-    async def create(self) -> None:
+    async def create(self, store: TableStore | None = None) -> None:
         for table_id in TABLES:
-            await self.store.create_table(table_id, b"v1")
+            await (store or self.store).create_table(table_id, b"v1")
 
     async def run(self, moves: int, *, timeout_s: float = 40.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -81,7 +81,13 @@ async def test_a_killed_master_fails_over_and_no_acknowledged_move_is_lost(
     store = RedisTableStore.from_url(cluster.url, wait_replicas=1, wait_timeout_ms=200)
     try:
         writer = Writer(store)
-        await writer.create()
+        # Created without WAIT: a creation is not retried, and on a loaded machine a replica
+        # may take more than 200 ms to confirm it. Each confirmed move below confirms it too.
+        plain = RedisTableStore.from_url(cluster.url)
+        try:
+            await writer.create(plain)
+        finally:
+            await plain.close()
         await writer.run(30)
         playing = asyncio.create_task(writer.run(60))
         await asyncio.sleep(0.05)  # the kill lands mid-game, between or inside commits
