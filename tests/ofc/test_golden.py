@@ -22,6 +22,7 @@ FILES = sorted(p for p in GOLDEN.rglob("*.json"))
 IDS = [str(p.relative_to(GOLDEN)) for p in FILES]
 MATCHES = sorted(p for p in GOLDEN.glob("*/match*") if p.is_dir())  # match/, match-jokers/
 TIER_CHAINS = sorted(p for p in GOLDEN.glob("*/tiers") if p.is_dir())
+SEAT_CHAINS = sorted(p for p in GOLDEN.glob("*/seats") if p.is_dir())
 History = dict[str, Any]
 
 
@@ -38,10 +39,16 @@ def test_the_golden_files_are_there() -> None:
     releases = {p.relative_to(GOLDEN).parts[0] for p in FILES}
     assert {
         "10c2cc1", "f66bf42", "75a55fb", "b8846da", "971f768", "18a23e9", "c044494", "7cf969b",
-        "d3fcbf2",
+        "d3fcbf2", "2edd693",
     } <= releases  # fmt: skip
     shapes = {p.name for p in FILES if p.parent.name == "d3fcbf2"}
     assert {"explicit-fantasyland-pineapple-3.json", "house-rules-4.json"} <= shapes
+    shapes = {p.name for p in FILES if p.parent.name == "2edd693"}
+    assert {
+        "custom-streets-3.json", "fantasyland-everyone-classic-4.json",
+        "joker-top-pineapple-jokers-2.json", "two-jokers-pineapple-jokers-3.json",
+        "joker-fantasyland-pineapple-jokers-3.json", "play-classic-3-clock.json",
+    } <= shapes and SEAT_CHAINS  # fmt: skip
     assert len(FILES) >= 37 and MATCHES
 
 
@@ -301,3 +308,55 @@ def test_a_golden_chain_across_fantasyland_tiers_verifies_and_a_changed_tier_is_
     older = copy.deepcopy(first)
     older["format_version"] = 3
     assert codes([(hands[0][0], older)]) == [(Code.MALFORMED_HISTORY, "format_version")]
+
+
+def test_the_new_shapes_hold_what_they_are_named_for() -> None:
+    """Each shape file of 2edd693 shows the case it was made for (the verifier is tested on
+    them by the tests above)."""
+    folder = GOLDEN / "2edd693"
+
+    def read(name: str) -> History:
+        return json.loads((folder / f"{name}.json").read_text())
+
+    jokers = {"X1", "X2"}
+    streets = read("custom-streets-3")["initial_state"]["ruleset"]["streets"]
+    assert streets == [[5, 5], [4, 3], [4, 3], [2, 2]]
+    everyone = read("fantasyland-everyone-classic-4")
+    assert [d["count"] for d in everyone["deals"]] == [13] * 4
+    top = read("joker-top-pineapple-jokers-2")
+    assert any(jokers & set(b["top"]) for b in top["boards"])
+    both = read("two-jokers-pineapple-jokers-3")
+    assert any(jokers <= {*b["top"], *b["middle"], *b["bottom"]} for b in both["boards"])
+    own = read("joker-fantasyland-pineapple-jokers-3")
+    assert jokers & set(own["deals"][0]["cards"]) and own["deals"][0]["count"] == 14
+    assert any(a["type"] == "set_fantasyland" for a in own["actions"])
+    clocked = read("play-classic-3-clock")
+    assert clocked["clock"] is not None and len(clocked["players"]) == 3
+
+
+@pytest.mark.parametrize(
+    "directory", SEAT_CHAINS, ids=[str(m.relative_to(GOLDEN)) for m in SEAT_CHAINS]
+)
+def test_a_seat_taken_and_left_within_a_hand_chains_and_a_changed_record_is_caught(
+    directory: Path,
+) -> None:
+    hands = [(p.name, json.loads(p.read_text())) for p in sorted(directory.glob("hand-????.json"))]
+    assert verify_match(hands).ok and len(hands) == 2
+    assert [(c["type"], c["seat"]) for c in hands[1][1]["seat_changes"]] == [
+        ("sit_down", 2),
+        ("stand_up", 2),
+    ]
+
+    def codes(edit: Callable[[History], Any]) -> list[Any]:
+        changed = copy.deepcopy(hands)
+        edit(changed[1][1])
+        return [(d.code, d.location) for d in verify_match(changed).discrepancies]
+
+    # eve still seated at hand 2: her stand-up left out
+    assert codes(lambda h: h["seat_changes"].pop()) == [
+        (Code.CHAIN_STATE_MISMATCH, "initial_state.seats[2].player_id")
+    ]
+    # leaving a seat before anyone sat there
+    assert codes(lambda h: h["seat_changes"].reverse()) == [
+        (Code.ILLEGAL_ACTION, "seat_changes[0].seat")
+    ]

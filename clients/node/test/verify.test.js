@@ -31,6 +31,7 @@ const chains = (kind) =>
     .filter((d) => fs.statSync(d).isDirectory());
 const MATCHES = chains('match');
 const TIER_CHAINS = chains('tiers');
+const SEAT_CHAINS = chains('seats');
 
 function load(file) {
   const data = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -200,8 +201,22 @@ for (const dir of TIER_CHAINS) {
   });
 }
 
+for (const dir of SEAT_CHAINS) {
+  test(`the hands of ${path.relative(GOLDEN, dir)} chain across a seat taken and left within a hand, and a changed record is caught`, () => {
+    const hands = fs.readdirSync(dir).filter((f) => /^hand-\d{4}\.json$/.test(f)).sort().map((f) => [f, JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))]);
+    assert.equal(hands.length, 2);
+    assert.deepEqual(found(verifyMatch(hands)), []);
+    const kept = structuredClone(hands);
+    kept[1][1].seat_changes.pop(); // eve's stand-up left out
+    assert.deepEqual(found(verifyMatch(kept)), [['CHAIN_STATE_MISMATCH', hands[1][0], 'initial_state.seats[2].player_id']]);
+    const reversed = structuredClone(hands);
+    reversed[1][1].seat_changes.reverse(); // leaving a seat before anyone sat there
+    assert.deepEqual(found(verifyMatch(reversed)), [['ILLEGAL_ACTION', hands[1][0], 'seat_changes[0].seat']]);
+  });
+}
+
 test('every release directory with a live table or a tier chain has its chain checked here', () => {
-  assert.ok(MATCHES.length >= 6 && TIER_CHAINS.length >= 2, `${MATCHES.length} matches, ${TIER_CHAINS.length} tier chains`);
+  assert.ok(MATCHES.length >= 6 && TIER_CHAINS.length >= 2 && SEAT_CHAINS.length >= 1, `${MATCHES.length} matches, ${TIER_CHAINS.length} tier chains, ${SEAT_CHAINS.length} seat chains`);
   assert.ok(MATCHES.some((d) => d.endsWith('match-jokers')));
 });
 
