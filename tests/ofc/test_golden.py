@@ -316,7 +316,8 @@ def test_the_new_shapes_hold_what_they_are_named_for() -> None:
     folder = GOLDEN / "2edd693"
 
     def read(name: str) -> History:
-        return json.loads((folder / f"{name}.json").read_text())
+        history: History = json.loads((folder / f"{name}.json").read_text())
+        return history
 
     jokers = {"X1", "X2"}
     streets = read("custom-streets-3")["initial_state"]["ruleset"]["streets"]
