@@ -242,10 +242,18 @@ class LocalRedisCluster:
                 return int(node["port"])
         raise LookupError(f"no live master serves slot {slot}")
 
-    def replica_of(self, master_port: int) -> int:
-        by_port = {n["port"]: n for n in self.nodes()}
-        master_id = by_port[master_port]["id"]
-        return next(int(p) for p, n in by_port.items() if n["master"] == master_id)
+    def replica_of(self, master_port: int, timeout_s: float = 30.0) -> int:
+        """The port of the master's replica, as the master itself says: another node's
+        ``CLUSTER NODES`` may not have heard of the replica yet (gossip)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(redis.RedisError):
+                info = self.client(master_port).info("replication")
+                replica = dict(info.get("slave0") or {})
+                if replica.get("port"):
+                    return int(replica["port"])
+            time.sleep(0.1)
+        raise RuntimeError(f"the master on {master_port} has no replica")
 
     def wait_promoted(self, replica_port: int, timeout_s: float = 30.0) -> None:
         """Until ``replica_port`` serves slots as a master and the cluster is ok again."""
