@@ -80,10 +80,11 @@ def test_a_legacy_record_loads_with_every_timeout_s_move(path: Path) -> None:
     assert again == record and json.loads(record.to_bytes())["format"] == 7
 
 
-async def finish(raw: bytes) -> list[dict[str, Any]]:
+async def finish(raw: bytes, *, now_ms: int = 100_000) -> list[dict[str, Any]]:
     """The table of ``raw`` left to its deadline sweep until its hand is over (and, when it
-    was over, the next hand too); the histories the table wrote."""
-    clock = Clock(100_000)
+    was over, the next hand too), its clock starting at ``now_ms``; the histories the table
+    wrote."""
+    clock = Clock(now_ms)
     store = MemoryTableStore(clock=lambda: clock.ms / 1000)
     manager = TableManager(store, Authenticator(), SilentPresenter(), clock_ms=clock)
     await store.create_table("legacy", raw)
@@ -104,12 +105,14 @@ async def finish(raw: bytes) -> list[dict[str, Any]]:
 
 
 async def _played_out(manager: TableManager, clock: Clock) -> TableRecord:
-    """The table's hand left to its deadline sweep (5 s a step) until it is over."""
+    """The table's hand left to its deadline sweep until it is over: 5 s a step, or at once
+    to the first deadline still ahead."""
     for _ in range(100):
         record, _, _ = await manager.load("legacy")
         if record.match.hand is not None and record.match.hand.over:
             return record
-        clock.ms += 5_000
+        ahead = [ms for _, ms in record.seat_deadlines if ms > clock.ms]
+        clock.ms = max(clock.ms + 5_000, min(ahead, default=0))
         await manager.apply_due_timeouts("legacy")
     raise AssertionError("the hand did not end")
 
