@@ -43,7 +43,11 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 # Scripts that write test data with older releases' code on the path: not collected.
-collect_ignore = ["golden/generate.py", "store/legacy_records/generate.py"]
+collect_ignore = [
+    "golden/generate.py",
+    "store/legacy_records/generate.py",
+    "store/format7_records/generate.py",
+]
 
 
 def free_port() -> int:
