@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ from dataclasses import dataclass, field
 SEAT_TOKEN_PREFIX = "st_"
 SEAT_TOKEN_HEADER = "x-ofc-seat-token"
 API_KEY_HEADER = "x-ofc-api-key"
+# Every seat token ever issued: st_<table id>.<24 random bytes, URL-safe base64>, and in the
+# first release st_<the same 32 characters>, naming no table.
+_ISSUED = re.compile(r"st_(?:(?P<table>[^.]+)\.)?[A-Za-z0-9_-]{32}")
 
 
 class AuthError(Exception):
@@ -144,6 +148,16 @@ class Authenticator:
         tokens are checked against the table (:meth:`seat_of`)."""
         self.is_operator(creds)
 
+    def require_operator_when_keyed(self, creds: Credentials) -> None:
+        """What calls about no table (``CreateTable``, the settlement feed) need: an operator
+        key when the server has keys; without keys (development) anyone may make them, but
+        an API key sent is still wrong (UNAUTHENTICATED), never ignored. A seat token sent
+        without keys is not looked at: it names no table these calls act on."""
+        if self.has_operator_keys:
+            self.require_operator(creds)
+        else:
+            self.authenticate(creds)
+
     def require_operator(self, creds: Credentials) -> None:
         if not self.is_operator(creds):
             if creds.seat_token is not None:
@@ -153,8 +167,19 @@ class Authenticator:
     def seat_of(self, creds: Credentials, seat_hashes: dict[int, str], table_id: str) -> int | None:
         """The seat a seat token belongs to at table ``table_id``; None when no token was
         given. A token that is not one of this table's seats is refused: UNAUTHENTICATED
-        when it is malformed or names this table (made up, or its seat was left),
-        PERMISSION_DENIED when it names another table (or predates tokens naming one)."""
+        when it is not of a shape ever issued or names this table (made up, or its seat was
+        left), PERMISSION_DENIED when it names another table (or predates tokens naming one).
+
+        >>> auth = Authenticator()
+        >>> for token in ("st_t-1.x", "st_" + "A" * 32, "st_t-2." + "A" * 32):
+        ...     try:
+        ...         auth.seat_of(Credentials(seat_token=token), {}, "t-1")
+        ...     except AuthError as refused:
+        ...         print(refused.reason)
+        UNAUTHENTICATED
+        PERMISSION_DENIED
+        PERMISSION_DENIED
+        """
         token = creds.seat_token
         if token is None:
             return None
@@ -162,11 +187,16 @@ class Authenticator:
         for seat, stored in seat_hashes.items():
             if hmac.compare_digest(presented, stored):
                 return seat
-        if not token.startswith(SEAT_TOKEN_PREFIX):
-            raise UnauthenticatedError(f"not a seat token: they start with {SEAT_TOKEN_PREFIX!r}")
-        named, dot, _ = token[len(SEAT_TOKEN_PREFIX) :].rpartition(".")
-        if dot and named == table_id:
+        shape = _ISSUED.fullmatch(token)
+        if shape is None:
+            raise UnauthenticatedError(
+                f"not a seat token: they are {SEAT_TOKEN_PREFIX}<table id>.<32 characters>"
+            )
+        named = shape["table"]
+        if named == table_id:
             raise UnauthenticatedError("this seat token is not (or no longer) valid at this table")
+        # Another table's, or the first release's (naming no table): this table cannot tell
+        # a made-up token of that shape from a real one.
         raise PermissionDeniedError("this seat token is not valid at this table")
 
     def may_act_for(

@@ -16,12 +16,18 @@ import asyncio
 import grpc
 import pytest
 from ofc import engine
+from ofc_service.api import settlement_feed
 from ofc_service.application.commands import TimeOut
 from ofc_service.application.manager import Request
+from ofc_service.auth import Authenticator
+from ofc_service.store import MemorySettlementFeed
 from ofcpoker.v1 import ruleset_pb2
+from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
 from ofcpoker.v1 import table_service_pb2 as pb
 
+from tests.api.test_create_table import Aborted, Context
 from tests.api.test_request_records import OPERATOR, Service, seat_md, seated
+from tests.in_process import InProcess
 
 
 def _table(service: Service, name: str = "") -> tuple[str, list[str]]:
@@ -140,3 +146,63 @@ def test_a_finished_hand_names_its_players_after_their_seats_change_hands() -> N
         "GetHandHistory", pb.GetHandHistoryRequest(table_id=table_id, hand_number=1)
     )
     assert sorted(p.player_id for p in history.settlement.players) == ["ann", "bob"]
+
+
+def test_a_join_refuses_credentials_that_do_not_hold_and_changes_nothing() -> None:
+    """Anyone may take a free seat; credentials sent with the join are checked all the same:
+    a left seat's token, a made-up one or a wrong key gets nothing (no seat, no token, no
+    request record), another table's token is PERMISSION_DENIED."""
+    service = Service()
+    table_id, tokens = _table(service)
+    other_id, other_tokens = _table(service, "other")
+    version = _play_out(service, table_id)
+    left = pb.LeaveSeatRequest(table_id=table_id, seat=0, expected_version=version,
+                               request_id="bye")  # fmt: skip
+    service.call("LeaveSeat", left, seat_md(tokens[0]))
+    version += 1
+    refused = grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
+    denied = grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"
+    for n, (credentials, expected) in enumerate(
+        [
+            (seat_md(tokens[0]), refused),  # its seat was left
+            (seat_md(f"st_{table_id}.{'A' * 32}"), refused),  # made up, naming this table
+            (seat_md("st_garbage"), refused),  # of no shape ever issued
+            (WRONG_KEY, refused),
+            (seat_md(other_tokens[0]), denied),
+        ]
+    ):
+        for seat, stale in ((0, False), (0, True), (9, False)):  # credentials come first
+            join = pb.JoinSeatRequest(
+                table_id=table_id, seat=seat, player_id="mallory",
+                expected_version=version - stale, request_id=f"j{n}",
+            )  # fmt: skip
+            assert service.refused("JoinSeat", join, credentials) == expected, (n, seat, stale)
+    assert _version(service, table_id) == version  # nothing changed
+    # without credentials the join goes on
+    join = pb.JoinSeatRequest(table_id=table_id, seat=0, player_id="cy",
+                              expected_version=version, request_id="j-ok")  # fmt: skip
+    assert service.call("JoinSeat", join).seat_token.startswith(f"st_{table_id}.")
+    assert other_id != table_id
+
+
+def test_a_server_without_keys_refuses_a_key_on_the_calls_about_no_table() -> None:
+    """Without operator keys (development) anyone may create a table and read the feed, but
+    an API key sent is wrong there as everywhere (UNAUTHENTICATED), never ignored."""
+    service = Service(keys=())
+    create = pb.CreateTableRequest(seats=2, request_id="c")
+    refused = grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
+    assert service.refused("CreateTable", create, WRONG_KEY) == refused
+    assert service.call("CreateTable", create).table_id
+    feed = InProcess(
+        settlement_feed.SettlementFeedHandlers(MemorySettlementFeed(), Authenticator()),
+        settlement_feed.SERVICE,
+    )
+
+    def acknowledge(metadata: tuple[tuple[str, str], ...]) -> object:
+        ack = feed_pb.AcknowledgeRequest(group="g", settlement_ids=["t:1"])
+        return asyncio.run(feed.Acknowledge(ack, Context(metadata=metadata)))
+
+    with pytest.raises(Aborted) as caught:
+        acknowledge(WRONG_KEY)
+    assert (caught.value.code, caught.value.reason) == refused
+    assert acknowledge(()) is not None

@@ -33,9 +33,9 @@ OPERATOR = (("x-ofc-api-key", KEY),)
 
 
 class Service:
-    def __init__(self) -> None:
+    def __init__(self, keys: Sequence[str] = (KEY,)) -> None:
         self.store = MemoryTableStore()
-        self.manager = TableManager(self.store, Authenticator([KEY]), ProtobufPresenter())
+        self.manager = TableManager(self.store, Authenticator(keys), ProtobufPresenter())
         self.servicer = InProcess(TableHandlers(self.manager), SERVICE)
 
     def call(self, method: str, request: Any, metadata: Sequence[tuple[str, str]] = ()) -> Any:

@@ -159,8 +159,7 @@ class SettlementFeedHandlers:
         self.shutdown = shutdown or Shutdown()  # ends every Subscribe when the server stops
 
     def _authorize(self, creds: auth.Credentials) -> None:
-        if self.auth.has_operator_keys:  # none configured: development mode, like CreateTable
-            self.auth.require_operator(creds)
+        self.auth.require_operator_when_keyed(creds)  # none configured: development mode
 
     async def Subscribe(
         self, request: pb.SubscribeRequest, creds: auth.Credentials

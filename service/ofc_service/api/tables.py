@@ -452,8 +452,7 @@ class TableHandlers:
     async def CreateTable(
         self, request: pb.CreateTableRequest, creds: auth.Credentials
     ) -> pb.CreateTableResponse:
-        if self.auth.has_operator_keys:
-            self.auth.require_operator(creds)
+        self.auth.require_operator_when_keyed(creds)
         request_key(request.request_id)  # the one request_id check (INVALID_INPUT)
         spec = request.ruleset if request.HasField("ruleset") else None
         ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
