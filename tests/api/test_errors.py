@@ -309,11 +309,16 @@ def test_error_reason_and_field_over_the_wire(
 
 def test_undecodable_request_is_malformed_request_not_internal(channel: grpc.Channel) -> None:
     # Field 1 of EvaluateRowRequest is a string: invalid UTF-8 does not decode in proto3.
+    from ofc_service.metrics import REQUEST_ERRORS
+
+    counted = REQUEST_ERRORS.labels("MALFORMED_REQUEST")
+    before = counted._value.get()
     raw = channel.unary_unary("/ofcpoker.v1.RulesService/EvaluateRow")
     with pytest.raises(grpc.RpcError) as caught:
         raw(b"\x0a\x02\xff\xfe")
     error = wire_error(caught.value)
     assert (error.code, error.reason) == (INVALID, "MALFORMED_REQUEST")
+    assert counted._value.get() == before + 1  # counted by reason, as a handler's error is
 
 
 def test_oversized_request_is_resource_exhausted(stub: RulesServiceStub) -> None:

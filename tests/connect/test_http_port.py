@@ -266,6 +266,58 @@ def test_a_connect_call_is_counted_once_under_its_protocol(url: str) -> None:
     assert {p: after[p] - before[p] for p in PROTOCOLS} == {"grpc": 0, "connect": 3, "grpc-web": 0}
 
 
+def test_a_call_refused_before_its_handler_is_answered_counted_and_logged_once(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the HTTP port refuses before a handler runs (a body that does not decode, one
+    over the size limit, a deadline header that is not one) still gets its x-request-id,
+    one grpc_server_handled_total count, one ofc_request_errors_total count by reason and
+    one access log line, as a call the handler refuses does."""
+    from ofc_service.metrics import REQUEST_ERRORS
+
+    labels = ("unary", "ofcpoker.v1.RulesService", "ValidateBoard", "connect", "INVALID_ARGUMENT")
+
+    def counts() -> tuple[float, float, float]:
+        return (
+            GRPC_HANDLED.labels(*labels)._value.get(),
+            REQUEST_ERRORS.labels("MALFORMED_REQUEST")._value.get(),
+            REQUEST_ERRORS.labels("INVALID_TIMEOUT")._value.get(),
+        )
+
+    def send(body: bytes, rid: str, **headers: str) -> tuple[int, Any, Message]:
+        request = urllib.request.Request(
+            f"{url}/ofcpoker.v1.RulesService/ValidateBoard", data=body,
+            headers={"content-type": "application/json", "x-request-id": rid, **headers},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, json.loads(answer.read()), answer.headers
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read()), error.headers
+
+    def reason(body: dict[str, Any]) -> str:
+        info = error_details_pb2.ErrorInfo.FromString(details(body)["google.rpc.ErrorInfo"])
+        return str(info.reason)
+
+    before = counts()
+    with caplog.at_level("INFO", logger="ofc.access"):
+        status, body, headers = send(b"{not json", "bad-json-1")
+        assert (status, body["code"], reason(body)) == (
+            400,
+            "invalid_argument",
+            "MALFORMED_REQUEST",
+        )
+        assert headers["x-request-id"] == "bad-json-1"
+        status, body, headers = send(b"{}", "bad-timeout-1", **{"connect-timeout-ms": "soon"})
+        assert (status, reason(body)) == (400, "INVALID_TIMEOUT")
+        assert headers["x-request-id"] == "bad-timeout-1"
+    after = counts()
+    assert [a - b for a, b in zip(after, before, strict=True)] == [2, 1, 1]
+    logged = [r for r in caplog.records if r.name == "ofc.access"]
+    ids = [getattr(r, "fields", {}).get("request_id") for r in logged]
+    assert ids.count("bad-json-1") == 1 and ids.count("bad-timeout-1") == 1
+
+
 def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path: Path) -> None:
     cert, key = self_signed_certificate(tmp_path)
     with BackgroundServer(config(tls_cert=str(cert), tls_key=str(key))) as server:

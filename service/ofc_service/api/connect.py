@@ -45,7 +45,6 @@ from ofc_service.api.errors import (
     MalformedRequestError,
     MessageTooLargeError,
     UnsupportedCompressionError,
-    api_error,
     reported,
     request_id_var,
     rich_status,
@@ -188,8 +187,9 @@ def malformed_request(why: str, *, field: str = "") -> ConnectError:
 
 def refusal(error: Exception) -> ConnectError:
     """``error`` as the Connect error that carries its status and ErrorInfo (the error
-    table's code and reason)."""
-    return connect_error(rich_status(api_error(error)))
+    table's code and reason), counted by reason (``ofc_request_errors_total``) as a
+    handler's error is: what the HTTP port refuses before a handler runs."""
+    return connect_error(rich_status(reported(error, "the HTTP port")))
 
 
 # The errors connectrpc raises itself (without details), by code: what each one is. Only
@@ -222,23 +222,66 @@ def end_refusal(token: contextvars.Token[ConnectError | None]) -> None:
     _refused.reset(token)
 
 
-class TransportErrors:
-    """A connectrpc metadata interceptor: the refusal :func:`refuse_before_reading` set, and
-    every error connectrpc raises itself (no details) given its ErrorInfo reason
-    (:data:`_TRANSPORT_ERRORS`), so that a client can tell each refusal by its reason."""
+class _Call:
+    """One request on the HTTP port from the moment its headers are read: its request id
+    (answered in ``x-request-id`` whatever happens next), when it began, and whether its
+    handler was reached (which then counts and logs it)."""
 
-    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+    __slots__ = ("begun", "rid", "start")
+
+    def __init__(self, rid: str) -> None:
+        self.rid = rid
+        self.start = time.perf_counter()
+        self.begun = False
+
+
+_current: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
+    "ofc_connect_call", default=None
+)
+_METHODS: dict[tuple[str, str], _Method] = {}  # (service, method): for refusals before it
+
+
+class TransportErrors:
+    """A connectrpc metadata interceptor, run before the request is read: every call gets
+    its ``x-request-id``; the refusal :func:`refuse_before_reading` set is raised; every
+    error connectrpc raises itself (no details) is given its ErrorInfo reason
+    (:data:`_TRANSPORT_ERRORS`), so that a client can tell each refusal by its reason; and a
+    call refused before its handler ran (the headers, the body's size, envelopes or
+    encoding) is counted and logged as one the handler ended is."""
+
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> _Call:
+        call = _Call(request_id(ctx.request_headers))
+        ctx.response_headers[REQUEST_ID_KEY] = call.rid
+        request_id_var.set(call.rid)
+        _current.set(call)
         refused = _refused.get()
         if refused is not None:
+            _refused_before_handler(ctx, call, refused)
             raise refused
+        return call
 
     async def on_end(
-        self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /
+        self, call: _Call, ctx: RequestContext[Any, Any], error: Exception | None, /
     ) -> None:
+        answered = error
         if isinstance(error, ConnectError) and not error.details:
             kind = _TRANSPORT_ERRORS.get(error.code)
             if kind is not None:
-                raise refusal(kind(error.message)) from None
+                answered = refusal(kind(error.message))
+        if answered is not None and not call.begun:
+            _refused_before_handler(ctx, call, answered)
+        if answered is not None and answered is not error:
+            raise answered from None
+
+
+def _refused_before_handler(ctx: RequestContext[Any, Any], call: _Call, error: Exception) -> None:
+    method = _METHODS.get((ctx.method.service_name, ctx.method.name))
+    if method is None:
+        return
+    probe = method.probes[protocol_of(ctx.request_headers.get("content-type", ""))]
+    probe.started.inc()
+    connect = error if isinstance(error, ConnectError) else method.error(error)
+    probe.end(call.start, _GRPC_NAMES[connect.code], call.rid, connect)
 
 
 def codecs() -> list[Codec[Any, Any]]:
@@ -291,15 +334,19 @@ class _Method:
         self.name = method.name
         self.probes = {protocol: _Probe(method, protocol) for protocol in
                        ("connect", "grpc-web", "grpc")}  # fmt: skip
+        _METHODS[method.containing_service.full_name, method.name] = self
 
     def begin(self, ctx: RequestContext[Any, Any]) -> tuple[_Probe, str, Credentials, float]:
         headers = ctx.request_headers
         probe = self.probes[protocol_of(headers.get("content-type", ""))]
         probe.started.inc()
-        rid = request_id(headers)
-        request_id_var.set(rid)
-        ctx.response_headers[REQUEST_ID_KEY] = rid
-        return probe, rid, Credentials.from_metadata(headers.allitems()), time.perf_counter()
+        call = _current.get()
+        if call is None:  # called without TransportErrors (an application of its own)
+            call = _Call(request_id(headers))
+            request_id_var.set(call.rid)
+            ctx.response_headers[REQUEST_ID_KEY] = call.rid
+        call.begun = True
+        return probe, call.rid, Credentials.from_metadata(headers.allitems()), time.perf_counter()
 
     def error(self, exc: BaseException) -> ConnectError:
         if isinstance(exc, ConnectError):

@@ -30,8 +30,8 @@ import grpc
 from ofc_service.api.errors import (
     REQUEST_ID_KEY,
     MalformedRequestError,
-    api_error,
     internal_error,
+    reported,
     request_id_var,
     undecodable,
 )
@@ -160,8 +160,8 @@ async def _internal(context: grpc.aio.ServicerContext, probe: _Probe, exc: Excep
 
 
 async def _check(request: Any, context: grpc.aio.ServicerContext) -> None:
-    if isinstance(request, Undecodable):
-        await abort(context, api_error(request.error))
+    if isinstance(request, Undecodable):  # counted by reason, as the HTTP port counts it
+        await abort(context, reported(request.error, "the gRPC port"))
 
 
 async def _checked_stream(
