@@ -152,6 +152,8 @@ def test_a_get_of_a_method_with_effects_or_a_stream_is_refused_405(url: str, pat
                                 "message": "%%%"}),
         ("gzip that is not", {"connect": "v1", "encoding": "proto", "base64": "1",
                               "compression": "gzip", "message": "bm90IGd6aXA"}),
+        ("another protocol version", {"connect": "v2", "encoding": "json",
+                                      "message": json.dumps(ROW)}),
     ],
 )  # fmt: skip
 def test_a_get_that_does_not_decode_is_malformed_request(
@@ -159,6 +161,20 @@ def test_a_get_that_does_not_decode_is_malformed_request(
 ) -> None:
     status, _, body = get(url, "RulesService/EvaluateRow", **query)
     assert (status, reason(body)) == (400, ("invalid_argument", "MALFORMED_REQUEST")), what
+
+
+def test_a_json_get_whose_message_is_not_utf8_is_malformed_request_as_its_post_is(
+    url: str,
+) -> None:
+    message = urllib.parse.quote(b'{"cards": ["A\xffs", "Ad", "Kc"]}')
+    query = f"connect=v1&encoding=json&message={message}"
+    target = f"{url}/ofcpoker.v1.RulesService/EvaluateRow?{query}"
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(target, timeout=10)
+    assert (raised.value.code, reason(raised.value.read())) == (
+        400,
+        ("invalid_argument", "MALFORMED_REQUEST"),
+    )
 
 
 def test_a_get_with_an_unknown_compression_is_unsupported_compression(url: str) -> None:

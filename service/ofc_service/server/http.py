@@ -345,9 +345,19 @@ def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectErro
     version other than 1 (MALFORMED_REQUEST); a Connect GET's base64 message that is not
     base64 (MALFORMED_REQUEST: connectrpc would skip the characters it does not know)."""
     if scope["method"] == "GET":
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if query.get("base64") == ["1"] and not _BASE64.fullmatch(query.get("message", [""])[0]):
-            return b"", refusal(MalformedRequestError("the GET's message is not base64"))
+        text = scope.get("query_string", b"").decode("latin-1")
+        query = parse_qs(text)
+        if query.get("connect", ["v1"]) != ["v1"]:  # as connect-protocol-version: 1 only
+            why = f"connect must be v1, not {query['connect'][0]!r}"
+            return b"", refusal(MalformedRequestError(why))
+        if query.get("base64") == ["1"]:
+            if not _BASE64.fullmatch(query.get("message", [""])[0]):
+                return b"", refusal(MalformedRequestError("the GET's message is not base64"))
+        elif query.get("encoding") == ["json"]:
+            try:  # as a POST's body: JSON is UTF-8 (parse_qs would put U+FFFD for a bad byte)
+                parse_qs(text, encoding="utf-8", errors="strict")
+            except UnicodeDecodeError:
+                return b"", refusal(MalformedRequestError("the GET's message is not UTF-8"))
     if content_type.startswith("application/grpc-web"):
         value = _header(scope, b"grpc-timeout")
         digits = (value or "")[:-1]
