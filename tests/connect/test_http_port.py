@@ -318,6 +318,19 @@ def test_a_call_refused_before_its_handler_is_answered_counted_and_logged_once(
     assert ids.count("bad-json-1") == 1 and ids.count("bad-timeout-1") == 1
 
 
+def test_a_content_coding_is_read_whatever_its_case(url: str) -> None:
+    import gzip
+
+    for coding in ("gzip", "GZIP", "Gzip"):
+        request = urllib.request.Request(
+            f"{url}/ofcpoker.v1.RulesService/EvaluateRow",
+            data=gzip.compress(b'{"cards": ["As", "Ad", "Kc"]}'),
+            headers={"content-type": "application/json", "content-encoding": coding},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert json.loads(answer.read())["hand"]["category"] == "HAND_CATEGORY_PAIR", coding
+
+
 def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path: Path) -> None:
     cert, key = self_signed_certificate(tmp_path)
     with BackgroundServer(config(tls_cert=str(cert), tls_key=str(key))) as server:

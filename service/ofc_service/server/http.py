@@ -150,7 +150,7 @@ class HttpApp:
             if scope["method"] == "OPTIONS":
                 await self._preflight(scope, send, origin)
                 return
-            scope = _utf8_headers(scope)
+            scope = _lower_codings(_utf8_headers(scope))
             send = send if origin is None else _with_cors(send, origin)
             content_type = _header(scope, b"content-type") or ""
             if _is_grpc(content_type) and _TRAILERS not in scope.get("extensions", {}):
@@ -250,6 +250,19 @@ def _is_grpc(content_type: str) -> bool:
     return content_type.startswith("application/grpc") and not content_type.startswith(
         "application/grpc-web"
     )
+
+
+_CODING_HEADERS = frozenset((b"content-encoding", b"connect-content-encoding"))
+
+
+def _lower_codings(scope: Scope) -> Scope:
+    """``scope`` with its content codings in lower case: HTTP's codings are case-insensitive
+    (RFC 9110, 8.4.1), connectrpc compares them as written."""
+    headers = scope.get("headers", ())
+    if not any(k in _CODING_HEADERS and v != v.lower() for k, v in headers):
+        return scope
+    lowered = [(k, v.lower() if k in _CODING_HEADERS else v) for k, v in headers]
+    return {**scope, "headers": lowered}
 
 
 def _utf8_headers(scope: Scope) -> Scope:
