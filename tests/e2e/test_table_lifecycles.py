@@ -344,7 +344,8 @@ def test_a_request_id_answers_only_the_credentials_that_sent_it(cluster: Cluster
     table.model.sync()
     for md, code in (
         (OPERATOR, grpc.StatusCode.ABORTED),
-        (mover.md, grpc.StatusCode.ABORTED),  # any credentials: another caller
+        (ann.md, grpc.StatusCode.ABORTED),  # credentials that hold: another caller
+        (mover.md, PERMISSION_DENIED),  # another table's token: refused first
         (WRONG_KEY, UNAUTHENTICATED),
     ):
         assert wire_status(call_error(table.stub(1).JoinSeat, join, md))[0] == code
@@ -583,6 +584,10 @@ class Lifecycles(RuleBasedStateMachine):
             expected_version=self.table.model.version, request_id=self.request_id("join"),
         )  # fmt: skip
         response = self.call(data, "JoinSeat", request, md)
+        if md in revoked:  # a left seat's token is no credential, for a join too
+            self.refused(response, md, "JoinSeat")
+            assert wire_status(response)[0] == UNAUTHENTICATED
+            return
         if not engine.can_apply(state, engine.SitDown(seat, player)):
             self.refused(response, md, "JoinSeat")
             return
