@@ -264,6 +264,16 @@ def test_cli_match_reads_the_feed_as_protobuf_json_too(
     feed.write_text("\n".join(lines) + "\n")
     paths = write(tmp_path, HANDS)
     assert main(["verify", "--match", *paths, "--feed", str(feed)]) == 0, capsys.readouterr()
+    # as a curl of Subscribe over Connect saves it: the stream's end message last, no record
+    end = {"error": {"code": "deadline_exceeded", "message": "Request timed out"}}
+    feed.write_text("\n".join([*lines, json.dumps(end)]) + "\n")
+    assert main(["verify", "--match", *paths, "--feed", str(feed)]) == 0, capsys.readouterr()
+    from ofc_cli.cmd_verify import read_feed
+
+    assert len(read_feed(str(feed))) == len(lines)
+    # an object that is not such an end is still read (and judged)
+    feed.write_text("\n".join([*lines, json.dumps({**end, "hand_number": 9})]) + "\n")
+    assert len(read_feed(str(feed))) == len(lines) + 1
 
 
 def test_cli_feed_needs_match(capsys: pytest.CaptureFixture[str]) -> None:

@@ -413,6 +413,13 @@ function feedRecord(data) {
 }
 
 /** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
+/** An object of `error` and `metadata` only: how a Connect stream ends, not a record. */
+function isStreamEnd(data) {
+  if (!isObject(data)) return false;
+  const keys = Object.keys(data);
+  return keys.length > 0 && keys.every((k) => k === 'error' || k === 'metadata');
+}
+
 function readFeed(text, name) {
   const records = [];
   text.split(/\r?\n/).forEach((line, i) => {
@@ -423,6 +430,7 @@ function readFeed(text, name) {
     } catch (error) {
       throw new Error(`line ${i + 1} is not JSON: ${error.message}`);
     }
+    if (isStreamEnd(data)) return; // a Connect stream's end message (a curl of Subscribe ends with one)
     records.push([`${name}:${i + 1}`, feedRecord(data)]);
   });
   return records;

@@ -215,6 +215,16 @@ for (const dir of SEAT_CHAINS) {
   });
 }
 
+test('a feed file saved from a curl of Subscribe: the Connect stream end message is no record', () => {
+  const [hands, feed] = matchInputs(MATCHES[0]);
+  const text = fs.readFileSync(path.join(MATCHES[0], 'feed.jsonl'), 'utf8');
+  const ended = readFeed(`${text}{"error": {"code": "deadline_exceeded", "message": "Request timed out"}}\n`, 'curl.jsonl');
+  assert.equal(ended.length, feed.length);
+  assert.deepEqual(found(verifyMatch(hands, ended)), []);
+  const odd = readFeed(`${text}{"error": {"code": "canceled"}, "hand_number": 9}\n`, 'odd.jsonl');
+  assert.equal(odd.length, feed.length + 1); // not an end message: read, and judged
+});
+
 test('every release directory with a live table or a tier chain has its chain checked here', () => {
   assert.ok(MATCHES.length >= 6 && TIER_CHAINS.length >= 2 && SEAT_CHAINS.length >= 1, `${MATCHES.length} matches, ${TIER_CHAINS.length} tier chains, ${SEAT_CHAINS.length} seat chains`);
   assert.ok(MATCHES.some((d) => d.endsWith('match-jokers')));

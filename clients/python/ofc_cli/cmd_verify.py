@@ -302,9 +302,14 @@ def _run_match(paths: list[str], feed_path: str | None, source: _FeedSource | No
     return status
 
 
+_STREAM_END_KEYS = frozenset(("error", "metadata"))
+
+
 def read_feed(path: str) -> list[tuple[str, Any]]:
     """A feed file's records, ``(source, record)``: JSON Lines of records as the feed stream
-    holds them, or of ``Subscribe`` responses / records in protobuf JSON."""
+    holds them, or of ``Subscribe`` responses / records in protobuf JSON. A Connect stream's
+    end message (an object of ``error`` and ``metadata`` only, what a ``curl`` of Subscribe
+    ends with) is no record: it is skipped."""
     records: list[tuple[str, Any]] = []
     text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     for number, line in enumerate(text.splitlines(), start=1):
@@ -314,6 +319,8 @@ def read_feed(path: str) -> list[tuple[str, Any]]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"line {number} is not JSON: {exc}") from None
+        if isinstance(data, dict) and data and data.keys() <= _STREAM_END_KEYS:
+            continue
         records.append((f"{path}:{number}", _feed_record(data)))
     return records
 
