@@ -331,6 +331,29 @@ def test_a_content_coding_is_read_whatever_its_case(url: str) -> None:
             assert json.loads(answer.read())["hand"]["category"] == "HAND_CATEGORY_PAIR", coding
 
 
+def test_a_stream_its_deadline_ends_is_counted_deadline_exceeded_as_the_client_is_told(
+    url: str,
+) -> None:
+    _, created, _ = call(url, "TableService/CreateTable", {"requestId": "deadline-1"})
+    labels = ("server_stream", "ofcpoker.v1.TableService", "Watch", "connect")
+
+    def handled(code: str) -> float:
+        return float(GRPC_HANDLED.labels(*labels, code)._value.get())
+
+    before = handled("DEADLINE_EXCEEDED"), handled("CANCELLED")
+    envelope = json.dumps({"tableId": created["tableId"]}).encode()
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.TableService/Watch",
+        data=b"\0" + len(envelope).to_bytes(4, "big") + envelope,
+        headers={"content-type": "application/connect+json", "connect-timeout-ms": "300"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as stream:
+        body = stream.read()
+    end = json.loads(body[body.rindex(b'{"error"') :])
+    assert end["error"]["code"] == "deadline_exceeded"
+    assert (handled("DEADLINE_EXCEEDED"), handled("CANCELLED")) == (before[0] + 1, before[1])
+
+
 def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path: Path) -> None:
     cert, key = self_signed_certificate(tmp_path)
     with BackgroundServer(config(tls_cert=str(cert), tls_key=str(key))) as server:

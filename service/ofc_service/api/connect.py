@@ -227,12 +227,17 @@ class _Call:
     (answered in ``x-request-id`` whatever happens next), when it began, and whether its
     handler was reached (which then counts and logs it)."""
 
-    __slots__ = ("begun", "rid", "start")
+    __slots__ = ("begun", "deadline", "rid", "start")
 
-    def __init__(self, rid: str) -> None:
+    def __init__(self, rid: str, timeout_ms: float | None = None) -> None:
         self.rid = rid
         self.start = time.perf_counter()
         self.begun = False
+        # when the caller's deadline (connect-timeout-ms, grpc-timeout) passes, if it set one
+        self.deadline = None if timeout_ms is None else self.start + timeout_ms / 1000
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
 
 _current: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
@@ -250,7 +255,7 @@ class TransportErrors:
     encoding) is counted and logged as one the handler ended is."""
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> _Call:
-        call = _Call(request_id(ctx.request_headers))
+        call = _Call(request_id(ctx.request_headers), ctx.timeout_ms)
         ctx.response_headers[REQUEST_ID_KEY] = call.rid
         request_id_var.set(call.rid)
         _current.set(call)
@@ -342,7 +347,8 @@ class _Method:
         probe.started.inc()
         call = _current.get()
         if call is None:  # called without TransportErrors (an application of its own)
-            call = _Call(request_id(headers))
+            call = _Call(request_id(headers), ctx.timeout_ms)
+            _current.set(call)
             request_id_var.set(call.rid)
             ctx.response_headers[REQUEST_ID_KEY] = call.rid
         call.begun = True
@@ -353,7 +359,11 @@ class _Method:
             return exc
         if isinstance(exc, Exception):
             return connect_error(rich_status(reported(exc, self.name)))
-        # CancelledError or GeneratorExit: the client went away, or its deadline passed.
+        # CancelledError or GeneratorExit: the caller's deadline passed (the client is told
+        # DEADLINE_EXCEEDED, and so it is counted), or the client went away.
+        call = _current.get()
+        if call is not None and call.past_deadline():
+            return ConnectError(ConnectCode.DEADLINE_EXCEEDED, "the call's deadline passed")
         return ConnectError(ConnectCode.CANCELED, "the call was cancelled")
 
     def finish(
