@@ -27,6 +27,7 @@ async function route(): Promise<void> {
   const params = new URLSearchParams(location.search);
   const tableId = params.get("table");
   if (!tableId) {
+    credentials.seatToken = undefined; // the lobby's calls are about no table: no seat token goes
     document.title = "OFC · new table";
     await renderLobby(root, api, (key) => { credentials.apiKey = key || undefined; }, (id) => open(id));
     return;

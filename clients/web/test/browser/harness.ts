@@ -39,7 +39,7 @@ export async function recordingProxy(): Promise<{ origin: string; log: Recorded[
       (upRes) => {
         const h = upRes.headers;
         const encoding = String(h["content-encoding"] ?? h["connect-content-encoding"] ?? "").replace("identity", "");
-        const record: Recorded = { path: req.url ?? "", tableIdHeader: String(req.headers["x-ofc-table-id"] ?? ""), contentType: String(h["content-type"] ?? ""), encoding, chunks: [] };
+        const record: Recorded = { path: req.url ?? "", tableIdHeader: String(req.headers["x-ofc-table-id"] ?? ""), seatTokenHeader: String(req.headers["x-ofc-seat-token"] ?? ""), contentType: String(h["content-type"] ?? ""), encoding, chunks: [] };
         log.push(record);
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         upRes.on("data", (data: Buffer) => {

@@ -19,6 +19,8 @@ export interface Recorded {
   path: string;
   /** The request's x-ofc-table-id header (table affinity), if it had one. */
   tableIdHeader?: string;
+  /** The request's x-ofc-seat-token header, if it had one. */
+  seatTokenHeader?: string;
   contentType: string;
   /** content-encoding (unary) or connect-content-encoding (stream messages): "gzip" or "". */
   encoding: string;

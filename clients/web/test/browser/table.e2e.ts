@@ -94,6 +94,16 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     await checkOwnOriginAndStorage(alice, tableId, await seatToken(bob, tableId));
     await checkOwnOriginAndStorage(bob, tableId, await seatToken(alice, tableId));
 
+    // ---- Back to the lobby (the browser's back button: the page's own routing): a table made
+    // there is sent without the seat token of the table left behind.
+    await alice.page.goBack();
+    await alice.page.waitForSelector("#create-table");
+    await alice.page.click("#create-table");
+    await alice.page.waitForSelector("[data-testid=table-id]");
+    const creations = alice.log.filter((r) => r.path.endsWith("/CreateTable"));
+    assert.equal(creations.length, 2);
+    assert.deepEqual(creations.map((r) => r.seatTokenHeader), ["", ""], "no seat token goes with CreateTable");
+
     // ---- A phone-width page fits its screen.
     const overflow = await bob.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `Bob's phone page scrolls sideways by ${overflow}px`);
