@@ -40,3 +40,30 @@ def test_transient_store_errors_are_unavailable(error: Exception) -> None:
 def test_other_errors_pass_through(error: Exception) -> None:
     with pytest.raises(type(error)), unavailable():
         raise error
+
+
+def _raised_in(filename: str) -> dict[str, object]:
+    """A function ``write(writer)`` whose code says it lives in ``filename``."""
+    namespace: dict[str, object] = {}
+    source = "def write(writer):\n    writer.writelines([b'x'])\n"
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+def test_a_write_on_a_torn_down_connection_is_unavailable() -> None:
+    """redis-py 8 writing on a connection that was just closed (by its peer, or by a concurrent
+    disconnect) raises AttributeError or TypeError from the transport's None instead of a
+    ConnectionError (redis/redis-py#4287): an outage to retry, not a bug of ours."""
+    for where in (
+        "/venv/site-packages/redis/asyncio/connection.py",
+        "/usr/lib/python3/asyncio/streams.py",
+    ):
+        write = _raised_in(where)["write"]
+        with pytest.raises(StoreUnavailableError, match="a connection closed"), unavailable():
+            write(None)  # type: ignore[operator]
+    # the same error in our own code is a bug: it goes on as it is
+    ours = _raised_in("/srv/ofc_service/store/redis.py")["write"]
+    with pytest.raises(AttributeError), unavailable():
+        ours(None)  # type: ignore[operator]
+    with pytest.raises(AttributeError), unavailable():
+        None.writelines  # type: ignore[attr-defined]  # noqa: B018

@@ -4,6 +4,7 @@ policy, error and reply handling."""
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -358,6 +359,26 @@ def unavailable() -> Iterator[None]:
         TimeoutError,
     ) as error:
         raise StoreUnavailableError(f"redis unavailable: {error}") from error
+    except (AttributeError, TypeError) as error:
+        if not _torn_down_connection(error):
+            raise  # ours: a bug, not an outage
+        raise StoreUnavailableError(f"redis unavailable: a connection closed ({error})") from error
+
+
+_CLIENT_DIRS = (f"{os.sep}redis{os.sep}", f"{os.sep}asyncio{os.sep}")
+
+
+def _torn_down_connection(error: Exception) -> bool:
+    """Whether ``error`` is redis-py writing on a connection its peer, or a concurrent
+    disconnect, has just torn down: redis-py 8 lets the transport's ``None`` through as an
+    AttributeError or TypeError instead of a ConnectionError (redis/redis-py#4287), raised
+    in redis-py's or asyncio's own code, never in ours."""
+    trace = error.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    if trace is None or "NoneType" not in str(error):
+        return False
+    return any(d in trace.tb_frame.f_code.co_filename for d in _CLIENT_DIRS)
 
 
 def text(value: bytes | str) -> str:
