@@ -465,8 +465,7 @@ class TableManager:
         if creds is None:  # the server's own move (a timeout)
             return None
         if isinstance(command, JoinSeat):  # anyone may take a free seat, with credentials
-            if not self.auth.is_operator(creds):  # that hold, if any are sent
-                self.auth.seat_of(creds, record.token_hashes, record.table_id)
+            self.viewer(creds, record, None)  # that hold, if any are sent
             return seat
         if isinstance(command, StartHand):
             if self.auth.is_operator(creds):
