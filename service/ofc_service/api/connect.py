@@ -243,7 +243,6 @@ class _Call:
 _current: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
     "ofc_connect_call", default=None
 )
-_METHODS: dict[tuple[str, str], _Method] = {}  # (service, method): for refusals before it
 
 
 class TransportErrors:
@@ -252,7 +251,11 @@ class TransportErrors:
     error connectrpc raises itself (no details) is given its ErrorInfo reason
     (:data:`_TRANSPORT_ERRORS`), so that a client can tell each refusal by its reason; and a
     call refused before its handler ran (the headers, the body's size, envelopes or
-    encoding) is counted and logged as one the handler ended is."""
+    encoding) is counted and logged as one the handler ended is. One per Connect
+    application: :func:`connect_service` enters the application's methods in it."""
+
+    def __init__(self) -> None:
+        self.methods: dict[tuple[str, str], _Method] = {}  # (service, method name)
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> _Call:
         call = _Call(request_id(ctx.request_headers), ctx.timeout_ms)
@@ -261,7 +264,7 @@ class TransportErrors:
         _current.set(call)
         refused = _refused.get()
         if refused is not None:
-            _refused_before_handler(ctx, call, refused)
+            self._refused_before_handler(ctx, call, refused)
             raise refused
         return call
 
@@ -274,19 +277,20 @@ class TransportErrors:
             if kind is not None:
                 answered = refusal(kind(error.message))
         if answered is not None and not call.begun:
-            _refused_before_handler(ctx, call, answered)
+            self._refused_before_handler(ctx, call, answered)
         if answered is not None and answered is not error:
             raise answered from None
 
-
-def _refused_before_handler(ctx: RequestContext[Any, Any], call: _Call, error: Exception) -> None:
-    method = _METHODS.get((ctx.method.service_name, ctx.method.name))
-    if method is None:
-        return
-    probe = method.probes[protocol_of(ctx.request_headers.get("content-type", ""))]
-    probe.started.inc()
-    connect = error if isinstance(error, ConnectError) else method.error(error)
-    probe.end(call.start, _GRPC_NAMES[connect.code], call.rid, connect)
+    def _refused_before_handler(
+        self, ctx: RequestContext[Any, Any], call: _Call, error: Exception
+    ) -> None:
+        method = self.methods.get((ctx.method.service_name, ctx.method.name))
+        if method is None:
+            return
+        probe = method.probes[protocol_of(ctx.request_headers.get("content-type", ""))]
+        probe.started.inc()
+        connect = error if isinstance(error, ConnectError) else method.error(error)
+        probe.end(call.start, _GRPC_NAMES[connect.code], call.rid, connect)
 
 
 def codecs() -> list[Codec[Any, Any]]:
@@ -339,18 +343,13 @@ class _Method:
         self.name = method.name
         self.probes = {protocol: _Probe(method, protocol) for protocol in
                        ("connect", "grpc-web", "grpc")}  # fmt: skip
-        _METHODS[method.containing_service.full_name, method.name] = self
 
     def begin(self, ctx: RequestContext[Any, Any]) -> tuple[_Probe, str, Credentials, float]:
         headers = ctx.request_headers
         probe = self.probes[protocol_of(headers.get("content-type", ""))]
         probe.started.inc()
         call = _current.get()
-        if call is None:  # called without TransportErrors (an application of its own)
-            call = _Call(request_id(headers), ctx.timeout_ms)
-            _current.set(call)
-            request_id_var.set(call.rid)
-            ctx.response_headers[REQUEST_ID_KEY] = call.rid
+        assert call is not None, "a Connect application is served with its TransportErrors"
         call.begun = True
         return probe, call.rid, Credentials.from_metadata(headers.allitems()), time.perf_counter()
 
@@ -437,13 +436,18 @@ class _Method:
         }[(method.client_streaming, method.server_streaming)]
 
 
-def connect_service(handlers: object, service: ServiceDescriptor) -> Any:
+def connect_service(
+    handlers: object, service: ServiceDescriptor, transport: TransportErrors
+) -> Any:
     """The service object a generated ``<Service>ASGIApplication`` accepts: each RPC of
     ``service`` is ``handlers``' method of the same name, adapted (a response the handler
-    gives serialised is parsed first: the codecs encode messages)."""
+    gives serialised is parsed first: the codecs encode messages). ``transport``: the
+    application's interceptor, which counts what is refused before a method runs."""
+    methods = {m.name: _Method(m, parsing_bytes(m, getattr(handlers, m.name)))
+               for m in service.methods}  # fmt: skip
+    transport.methods.update({(service.full_name, name): m for name, m in methods.items()})
     return SimpleNamespace(**{
-        snake_case(m.name): _Method(m, parsing_bytes(m, getattr(handlers, m.name))).adapted(m)
-        for m in service.methods
+        snake_case(m.name): methods[m.name].adapted(m) for m in service.methods
     })  # fmt: skip
 
 

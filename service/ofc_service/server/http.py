@@ -115,9 +115,10 @@ class HttpApp:
         self.one_message: frozenset[str] = frozenset()
         for module, name, application in SERVICES:
             service = module.DESCRIPTOR.services_by_name[name]
+            transport = TransportErrors()
             self.apps[f"/{service.full_name}/"] = application(
-                connect_service(handlers[service.full_name], service),
-                interceptors=(TransportErrors(),),
+                connect_service(handlers[service.full_name], service, transport),
+                interceptors=(transport,),
                 read_max_bytes=read_max_bytes,
                 codecs=codecs(),
             )
