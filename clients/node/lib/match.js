@@ -412,7 +412,6 @@ function feedRecord(data) {
   };
 }
 
-/** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
 /** An object of `error` and `metadata` only: how a Connect stream ends, not a record. */
 function isStreamEnd(data) {
   if (!isObject(data)) return false;
@@ -420,6 +419,7 @@ function isStreamEnd(data) {
   return keys.length > 0 && keys.every((k) => k === 'error' || k === 'metadata');
 }
 
+/** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
 function readFeed(text, name) {
   const records = [];
   text.split(/\r?\n/).forEach((line, i) => {
