@@ -1,7 +1,7 @@
-"""Table records across record formats: format 4 (tests/store/format4_records, written by
-that release's own code) loads, is written back in format 7 and finishes its hands with
-histories that verify; format 5 still loads, and format 6 (tests/store/format6_records,
-written by the release before); format 7 (binary parts, compressed) reads back exactly what
+"""Table records across record formats: formats 4 and 5 (tests/store/format4_records and
+format5_records, written by those releases' own code) load, are written back in format 7 and
+finish their hands with histories that verify; format 6 (tests/store/format6_records,
+written by the release before) loads; format 7 (binary parts, compressed) reads back exactly what
 was written, its shared parts read once per replica but never across tables' rules."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ofc_service.store import MemoryTableStore
 from tests.silent import SilentPresenter
 
 FORMAT4 = sorted((Path(__file__).parent / "format4_records").glob("*.json"))
+FORMAT5 = sorted((Path(__file__).parent / "format5_records").glob("*.json"))
 FORMAT6 = sorted((Path(__file__).parent / "format6_records").glob("*.json"))
 OPERATOR = Credentials(api_key="formats-key")
 
@@ -61,6 +62,35 @@ def test_a_format_4_record_loads_and_is_written_as_format_7(path: Path) -> None:
     assert json.loads(parts)["format"] == 5 and "deck" not in parts.decode()
     assert TableRecord.from_bytes(parts) == record
     assert len(written) < len(parts) / 2 < len(path.read_bytes())
+
+
+def test_the_format_5_records_are_there() -> None:
+    assert [p.name for p in FORMAT5] == [
+        "cefcfb2-classic-hand-over.json",
+        "cefcfb2-classic-mid-hand.json",
+    ]
+
+
+@pytest.mark.parametrize("path", FORMAT5, ids=[p.stem for p in FORMAT5])
+def test_a_format_5_record_loads_and_is_written_as_format_7(path: Path) -> None:
+    raw = path.read_bytes()
+    stored = json.loads(raw)
+    assert stored["format"] == 5
+    record = TableRecord.from_bytes(raw)
+    assert record.table_id == "t4" and record.match.pair_units == ((0, 1, 25),)
+    assert record.seat_units == (0, 0)
+    assert len(record.hand_actions) == len(stored["hand_actions"])
+    assert record.hand_seat_changes is not None
+    assert record.hand_start is not None
+    replayed, _ = engine.replay(record.hand_start, record.hand_actions)
+    assert replayed == record.match  # the deck too: rebuilt from the seeds' shuffle
+    if "mid-hand" in path.name:
+        assert any(isinstance(a, engine.Timeout) for a in record.hand_actions)
+        assert [type(c) for c in record.hand_seat_changes] == [engine.StandUp, engine.SitDown]
+    assert record.parts_bytes() == raw  # read exactly: the same bytes written again
+    written = record.to_bytes()
+    assert json.loads(written)["format"] == 7
+    assert TableRecord.from_bytes(written) == record
 
 
 async def finish(raw: bytes) -> list[dict[str, Any]]:
@@ -97,8 +127,8 @@ def raw_clock(raw: bytes) -> int:
     return int(json.loads(raw)["match"]["hand"]["updated_at_ms"])
 
 
-@pytest.mark.parametrize("path", FORMAT4, ids=[p.stem for p in FORMAT4])
-def test_a_format_4_table_plays_on_and_its_histories_verify(path: Path) -> None:
+@pytest.mark.parametrize("path", FORMAT4 + FORMAT5, ids=[p.stem for p in FORMAT4 + FORMAT5])
+def test_a_format_4_or_5_table_plays_on_and_its_histories_verify(path: Path) -> None:
     histories = asyncio.run(finish(path.read_bytes()))
     numbers = [h["hand_number"] for h in histories]
     assert numbers == ([3, 4] if "hand-over" in path.name else [2, 3])
@@ -106,7 +136,7 @@ def test_a_format_4_table_plays_on_and_its_histories_verify(path: Path) -> None:
         verdict = check_history(history, check_policy=True)
         assert verdict.ok, str(verdict.discrepancy)
         assert history["initial_state"]["pair_unit_values"] == [{"a": 0, "b": 1, "unit_value": 25}]
-    if "mid-hand" in path.name:  # the hand begun by the format-4 release: its seat changes
+    if "mid-hand" in path.name:  # the hand begun by the older release: its seat changes
         assert [c["type"] for c in histories[0]["seat_changes"]] == ["stand_up", "sit_down"]
 
 

@@ -1,9 +1,12 @@
-"""Write table records as the release of record format 4 stored them: the code on the path
-writes (run at that release, commit 942c985)::
+"""Write table records as a release stored them: the code on the path writes, and the files
+are named by the commit given (942c985 wrote record format 4, cefcfb2 format 5)::
 
     git worktree add /tmp/old-942c985 942c985
     PYTHONPATH=/tmp/old-942c985/service .venv/bin/python \
-        tests/store/format4_records/generate.py tests/store/format4_records
+        tests/store/format4_records/generate.py tests/store/format4_records 942c985
+    git worktree add /tmp/old-cefcfb2 cefcfb2
+    PYTHONPATH=/tmp/old-cefcfb2/service .venv/bin/python \
+        tests/store/format4_records/generate.py tests/store/format5_records cefcfb2
 
 Each file is one record's bytes (JSON) from a table played through that release's own
 ``TableManager`` on a memory store: two seats (one taken, left and taken again, so that the
@@ -25,7 +28,6 @@ from ofc_service.application.manager import Request, TableManager
 from ofc_service.auth import Authenticator, Credentials
 from ofc_service.store import MemoryTableStore
 
-COMMIT = "942c985"
 OPERATOR = Credentials(api_key="format4-key")
 
 
@@ -38,7 +40,7 @@ class Clock:
         return self.ms
 
 
-async def play(out: Path) -> None:
+async def play(out: Path, commit: str) -> None:
     clock = Clock()
     store = MemoryTableStore()
     seeds = iter(bytes([n]) * 32 for n in range(1, 100))
@@ -77,13 +79,13 @@ async def play(out: Path) -> None:
                 await run(_naive(record.match, seat), f"p{number}-{moves}")
             moves += 1
             if number == 2 and moves == 5:
-                (out / f"{COMMIT}-classic-mid-hand.json").write_bytes(
+                (out / f"{commit}-classic-mid-hand.json").write_bytes(
                     (await store.load("t4")).state
                 )
         if number == 1:  # a seat left and taken again between the hands
             await run(commands.LeaveSeat(1), "l1")
             await run(commands.JoinSeat(1, "cid"), "j1b")
-    (out / f"{COMMIT}-classic-hand-over.json").write_bytes((await store.load("t4")).state)
+    (out / f"{commit}-classic-hand-over.json").write_bytes((await store.load("t4")).state)
 
 
 def _naive(state: engine.MatchState, seat: int) -> commands.PlaceCards:
@@ -117,4 +119,4 @@ class _Silent:
 
 
 if __name__ == "__main__":
-    asyncio.run(play(Path(sys.argv[1])))
+    asyncio.run(play(Path(sys.argv[1]), sys.argv[2]))
