@@ -72,9 +72,12 @@ def test_score_remote_bad_input_exits_2_with_reason_and_field(
 def test_deal_remote_equals_local(
     server: BackgroundServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for extra in ([], ["--json"], ["--jokers", "1"], ["--jokers", "2", "--json"]):
-        assert run(["deal", "--server", server.address, *DEAL, *extra], capsys) == run(
-            ["deal", *DEAL, *extra], capsys
+    # a seed of bytes (zero bytes among them, as a table's combined seed has) sent as bytes
+    hex_seed = [*DEAL[:2], *DEAL[4:], "--client-seed-hex", "0000000574" + "00" * 4]
+    for argv in ([*DEAL], [*DEAL, "--json"], [*DEAL, "--jokers", "1"],
+                 [*DEAL, "--jokers", "2", "--json"], hex_seed):  # fmt: skip
+        assert run(["deal", "--server", server.address, *argv], capsys) == run(
+            ["deal", *argv], capsys
         )
     status, _, err = run(
         ["deal", "--server", server.address, "--server-seed", "abc", "--nonce", "1"], capsys

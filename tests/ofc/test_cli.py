@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ofc.cards import card_codes
 from ofc.rulesets import PRESETS
+from ofc.shuffle import combine_client_seeds, deal_deck
 from ofc_cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -307,9 +309,29 @@ def test_deal_with_jokers_is_ofc_shuffle_v2(capsys: pytest.CaptureFixture[str]) 
     assert exit_.value.code == 2 and "invalid choice: 3" in capsys.readouterr().err
 
 
+def test_deal_takes_the_client_seed_as_hex_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    text = ["deal", "--server-seed", SPEC_SEED_HEX, "--nonce", "1", "--json"]
+    hex_seed = ["--client-seed-hex", b"auditor-test".hex()]
+    assert run([*text, *hex_seed], capsys) == run([*text, "--client-seed", "auditor-test"], capsys)
+    # A table's combined seed (u32be lengths: zero bytes) deals as the seed's bytes do; as
+    # text an argument cannot hold them at all.
+    combined = combine_client_seeds([b"table", b"", b"ann's"])
+    status, out, _ = run([*text, "--client-seed-hex", combined.hex()], capsys)
+    assert status == 0
+    assert json.loads(out)["deck"] == card_codes(deal_deck(bytes(range(32)), combined, 1))
+    assert json.loads(out)["deck"] != json.loads(run([*text], capsys)[1])["deck"]
+    with pytest.raises(SystemExit) as exit_:  # argparse: not both
+        main([*text, *hex_seed, "--client-seed", "x"])
+    assert exit_.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "field"),
     [
+        (
+            ["deal", "--server-seed", SPEC_SEED_HEX, "--client-seed-hex", "abc", "--nonce", "1"],
+            "client_seed_hex",
+        ),
         (["deal", "--server-seed", "00" * 31, "--nonce", "1"], "server_seed"),
         (["deal", "--server-seed", "xyz", "--nonce", "1"], "server_seed"),
         (["deal", "--server-seed", SPEC_SEED_HEX, "--nonce", "-1"], "nonce"),

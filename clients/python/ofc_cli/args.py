@@ -3,13 +3,14 @@ command says one line (reason, place, message) and exits 2, never a traceback.""
 
 from __future__ import annotations
 
+import argparse
 import io
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 from ofc.cards import Card, parse_cards
-from ofc.errors import DuplicateCardError, InvalidInputError
+from ofc.errors import DuplicateCardError, InvalidInputError, InvalidSeedError
 
 
 def utf8(text: str, field: str) -> bytes:
@@ -18,6 +19,19 @@ def utf8(text: str, field: str) -> bytes:
         return text.encode()
     except UnicodeEncodeError:
         raise InvalidInputError(f"{field} is not valid UTF-8 text", field=field) from None
+
+
+def client_seed_bytes(args: argparse.Namespace) -> bytes:
+    """``ofc deal``'s client seed: ``--client-seed-hex``'s bytes, else ``--client-seed``'s
+    text as UTF-8."""
+    if args.client_seed_hex is None:
+        return utf8(args.client_seed, "client_seed")
+    try:
+        return bytes.fromhex(args.client_seed_hex)
+    except ValueError:
+        raise InvalidSeedError(
+            f"client seed is not hex: {args.client_seed_hex!r}", field="client_seed_hex"
+        ) from None
 
 
 def distinct_cards(tokens: Sequence[str], field: str = "cards") -> tuple[Card, ...]:

@@ -15,7 +15,7 @@ from ofc.rulesets import PRESETS, Ruleset
 from ofc.shuffle import commitment, deal_deck, parse_seed_hex
 
 from ofc_cli import remote
-from ofc_cli.args import distinct_cards, open_lines, read_text, utf8
+from ofc_cli.args import client_seed_bytes, distinct_cards, open_lines, read_text
 
 
 def register(subparsers: Any) -> None:
@@ -31,7 +31,14 @@ def register(subparsers: Any) -> None:
         "deal", help="derive a deck with ofc-shuffle-v1 (or v2, for a deck with jokers)"
     )
     deal.add_argument("--server-seed", required=True, help="32 bytes as 64 hex digits")
-    deal.add_argument("--client-seed", default="", help="text, UTF-8 encoded (may be empty)")
+    client_seed = deal.add_mutually_exclusive_group()
+    client_seed.add_argument("--client-seed", default="", help="text, UTF-8 encoded (may be empty)")
+    client_seed.add_argument(
+        "--client-seed-hex",
+        metavar="HEX",
+        help="the client seed's bytes as hex digits, as a hand history's client_seed holds "
+        "them (any bytes: a table's combined seed holds zero bytes)",
+    )
     deal.add_argument("--nonce", type=int, required=True, help="unsigned 64-bit integer")
     deal.add_argument(
         "--jokers",
@@ -96,8 +103,7 @@ def run_score(args: argparse.Namespace) -> int:
 
 def run_deal(args: argparse.Namespace) -> int:
     seed = parse_seed_hex(args.server_seed)
-    client_seed = utf8(args.client_seed, "client_seed")
-    deck = card_codes(deal_deck(seed, client_seed, args.nonce, jokers=args.jokers))
+    deck = card_codes(deal_deck(seed, client_seed_bytes(args), args.nonce, jokers=args.jokers))
     if args.json:
         print(json.dumps({"commitment": commitment(seed), "deck": deck}))
     else:

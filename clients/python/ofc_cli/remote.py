@@ -343,17 +343,19 @@ def run_deal(args: argparse.Namespace) -> int:
     from ofc.shuffle import parse_seed_hex
     from ofc_client import OfcClientError
 
-    from ofc_cli.args import utf8
+    from ofc_cli.args import client_seed_bytes
 
     try:  # bad input is exit 2, whether or not the server answers (its field name, too)
         parse_seed_hex(args.server_seed)
     except OfcError as error:
         raise type(error)(error.message, field="server_seed_hex") from None
-    utf8(args.client_seed, "client_seed")
+    seed_bytes = client_seed_bytes(args)
+    # text is sent as text (client_seed_text), hex's bytes as bytes (client_seed_bytes)
+    client_seed = args.client_seed if args.client_seed_hex is None else seed_bytes
     try:
         with rules_client(args) as client:
             deck = client.derive_deck(
-                args.server_seed, client_seed=args.client_seed, nonce=args.nonce, jokers=args.jokers
+                args.server_seed, client_seed=client_seed, nonce=args.nonce, jokers=args.jokers
             )
     except OfcClientError as error:
         return _fail(error, args)
