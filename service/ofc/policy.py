@@ -113,9 +113,12 @@ __all__ = [
     "choose_fantasyland",
     "choose_placement",
     "identity",
+    "is_newer_policy",
+    "is_unwritten_policy",
     "play_by_timeouts",
     "policy_named",
     "timeout",
+    "unwritten_policy",
 ]
 
 FOUL_COST = 8.0
@@ -377,6 +380,53 @@ def policy_named(name: str | None) -> DefaultMovePolicy | None:
     (True, None)
     """
     return None if name is None else POLICIES.get(name)
+
+
+def is_newer_policy(name: str) -> bool:
+    """Whether ``name`` is a later version of the shipped policy (a newer release's): only
+    a release that ships it can check its moves.
+
+    >>> is_newer_policy("ofc-timeout-5"), is_newer_policy("ofc-timeout-4")
+    (True, False)
+    >>> is_newer_policy("ofc-timeout-3"), is_newer_policy("ofc-timeout-05")
+    (False, False)
+    """
+    prefix = f"{TIMEOUT_POLICY.name}-"
+    version = name.removeprefix(prefix)
+    return (
+        name.startswith(prefix)
+        and version.isascii()
+        and version.isdigit()
+        and not version.startswith("0")
+        and int(version) > TIMEOUT_POLICY.version
+    )
+
+
+def is_unwritten_policy(name: str) -> bool:
+    """Whether ``name`` is of this project's policy's name but none that any release wrote:
+    histories name the policy from format 3 on, when ``ofc-timeout-4`` was already the only
+    one (versions 1 to 3 are names given afterwards to what older releases played,
+    docs/hand-history.md), so only it and later versions occur. Another name (another
+    producer's policy) may be anything.
+
+    >>> [is_unwritten_policy(n) for n in ("ofc-timeout-3", "ofc-timeout-04", "ofc-timeout-")]
+    [True, True, True]
+    >>> [is_unwritten_policy(n) for n in ("ofc-timeout-4", "ofc-timeout-5", "acme-bot-2")]
+    [False, False, False]
+    """
+    return (
+        name.startswith(f"{TIMEOUT_POLICY.name}-")
+        and name not in POLICIES
+        and not is_newer_policy(name)
+    )
+
+
+def unwritten_policy(name: str) -> str:
+    """Why ``--check-policy`` refuses a timeout naming ``name`` (:func:`is_unwritten_policy`)."""
+    return (
+        f"no release of this service wrote a timeout policy {name!r}: its histories name "
+        f"{identity(TIMEOUT_POLICY)} or a later version"
+    )
 
 
 def timeout(

@@ -429,6 +429,42 @@ def test_both_verifiers_hold_histories_to_an_expected_ruleset(
     assert (None in verdicts) == some_pass
 
 
+@pytest.mark.parametrize(
+    ("policy", "code"),
+    [
+        ("ofc-timeout-4", None),
+        ("ofc-timeout-5", None),  # a newer release's: a note
+        ("acme-bot-2", None),  # another producer's: a note
+        (None, None),
+        ("ofc-timeout-3", "POLICY_UNKNOWN"),  # never written: histories name 4 or later
+        ("ofc-timeout-04", "POLICY_UNKNOWN"),
+        ("ofc-timeout-", "POLICY_UNKNOWN"),
+    ],
+)
+def test_both_verifiers_refuse_a_timeout_policy_no_release_wrote(
+    node: str, policy: str | None, code: str | None, tmp_path: Path
+) -> None:
+    source = ROOT / "tests" / "golden" / "2edd693" / "play-classic-3-clock.json"
+    history = json.loads(source.read_text())
+    index = _first_timeout(history)
+    history["actions"][index]["policy"] = policy
+    path = tmp_path / "relabelled.json"
+    path.write_text(json.dumps(history))
+    # the recorded moves are ofc-timeout-4's: verified as they are under the name it has
+    checked = check_history_json(path.read_bytes(), check_policy=True)
+    found = checked.discrepancy
+    assert (None if found is None else (str(found.code), found.location)) == (
+        None if code is None else (code, f"actions[{index}].policy")
+    )
+    (record,) = _node_json(node, "--check-policy", str(path))[:-1]
+    assert (record["code"], record["location"]) == (
+        (None, None) if found is None else (str(found.code), found.location)
+    )
+    if found is not None:
+        assert record["message"] == found.message
+    assert check_history_json(path.read_bytes()).ok  # without --check-policy: names unchecked
+
+
 # --- whole matches -----------------------------------------------------------------------------
 def _match_cases(directory: Path) -> dict[str, tuple[list[History], list[str]]]:
     """Named variations of one golden match: its hands (as documents) and feed lines."""

@@ -682,6 +682,23 @@ def test_a_recorded_move_is_verified_as_played_whatever_policy_chose_it() -> Non
         "timeout policy not checkable with this release: the history (format version 3) "
         "names no policy",
     )
+    newer = check_history(naive_history("ofc-timeout-5"), check_policy=True)
+    assert newer.ok and newer.notes == (
+        "timeout policy not checkable with this release: the policy 'ofc-timeout-5' is newer "
+        "than this release ships",
+    )
+    # A name of this project's policy that no release wrote (histories name the policy from
+    # format 3 on, when ofc-timeout-4 was the only one): refused, so that moves cannot be
+    # passed off as an older version's.
+    for name in ("ofc-timeout-3", "ofc-timeout-1", "ofc-timeout-04", "ofc-timeout-4.1"):
+        assert verify_history(naive_history(name)) is None  # names are checked on request
+        refused = check_history(naive_history(name), check_policy=True).discrepancy
+        assert refused is not None
+        assert (refused.code, refused.location) == (Code.POLICY_UNKNOWN, "actions[1].policy")
+        assert refused.message == (
+            f"no release of this service wrote a timeout policy {name!r}: its histories name "
+            "ofc-timeout-4 or a later version"
+        )
 
 
 def test_deadlines_are_checked_by_the_clock_rule() -> None:

@@ -12,7 +12,7 @@ const { OfcError } = require('./errors');
 const { ROWS, rulesetFromDict, rulesetToDict, usesLaterOptions } = require('./rules');
 const { apply, dealPositions, inFantasyland, seatsToAct, stateAsWritten } = require('./engine');
 const { settlementToDict } = require('./score');
-const { JsonFloat, JsonSyntaxError, MISSING, difference, isObject, join, parseStrict, show } = require('./json');
+const { JsonFloat, JsonSyntaxError, MISSING, difference, isObject, join, parseStrict, repr, show } = require('./json');
 
 const FORMAT_VERSIONS = [1, 2, 3, 4];
 const FORMAT_VERSION = 4;
@@ -637,6 +637,22 @@ function checkDeals(started, deals, deck) {
   if (deals.length > expected.length) throw found('DEAL_MISMATCH', `deals[${expected.length}]`, `extra: the deal order has ${expected.length} batches`);
 }
 
+// Histories name a timeout's policy from format 3 on, when ofc-timeout-4 was the only one
+// (docs/hand-history.md, "Timeout policies"): a name of the project's policy is that one or
+// a later version (a newer release's); any other ofc-timeout-* was never written. Another
+// producer's policy may have any other name.
+const TIMEOUT_POLICY = 'ofc-timeout-4';
+
+function isUnwrittenPolicy(name) {
+  if (!name.startsWith('ofc-timeout-') || name === TIMEOUT_POLICY) return false;
+  const match = /^ofc-timeout-([1-9][0-9]*)$/.exec(name);
+  return match === null || Number(match[1]) < 4;
+}
+
+function unwrittenPolicy(name) {
+  return `no release of this service wrote a timeout policy ${repr(name)}: its histories name ${TIMEOUT_POLICY} or a later version`;
+}
+
 /** Step 7: every action through the rules, each timeout's recorded move, seat, time and deadline checked. */
 function replay(history, started, startEvents, checkPolicy) {
   const clock = history.context === null ? null : history.context.clock;
@@ -664,7 +680,11 @@ function replay(history, started, startEvents, checkPolicy) {
     if (action.type === 'timeout') {
       checkDeadline(clock, before, action, index, handStartedAt, dealtAt);
       if (checkPolicy) {
-        const why = action.policy === null ? `the history (format version ${history.version}) names no policy` : `this verifier re-runs no policy (${show(action.policy)})`;
+        const name = action.policy;
+        let why;
+        if (name === null) why = `the history (format version ${history.version}) names no policy`;
+        else if (isUnwrittenPolicy(name)) throw found('POLICY_UNKNOWN', `actions[${index}].policy`, unwrittenPolicy(name));
+        else why = `this verifier re-runs no policy (${show(name)})`;
         notes.push(`timeout policy not checkable with this release: ${why}`);
       }
     }

@@ -126,6 +126,31 @@ test('a timeout: its move is the seat own, its deadline the clock rule, at or af
   }
 });
 
+test('--check-policy refuses a name of the project policy that no release wrote', () => {
+  const file = path.join(GOLDEN, '18a23e9', 'play-pineapple-2-clock.json');
+  const original = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const index = original.actions.findIndex((a) => a.type === 'timeout');
+  const cases = [
+    ['ofc-timeout-4', 'OK'],
+    ['ofc-timeout-5', 'OK'], // a newer release's: a note
+    ['acme-bot-2', 'OK'], // another producer's: a note
+    [null, 'OK'],
+    ['ofc-timeout-3', `POLICY_UNKNOWN at actions[${index}].policy`],
+    ['ofc-timeout-04', `POLICY_UNKNOWN at actions[${index}].policy`],
+    ['ofc-timeout-', `POLICY_UNKNOWN at actions[${index}].policy`],
+  ];
+  for (const [name, expected] of cases) {
+    const h = structuredClone(original);
+    h.actions[index].policy = name;
+    const text = JSON.stringify(h);
+    const { discrepancy, notes } = checkDocument(text, { checkPolicy: true });
+    const got = discrepancy === null ? 'OK' : `${discrepancy.code} at ${discrepancy.location}`;
+    assert.equal(got, expected, String(name));
+    if (got === 'OK') assert.ok(notes.some((n) => n.startsWith('timeout policy not checkable')));
+    assert.equal(verdict(text), 'OK'); // names are checked only on request
+  }
+});
+
 test('a document two JSON readers could read differently is MALFORMED_HISTORY', () => {
   assert.equal(verdict('{"format_version": 1, "format_version": 1}'), 'MALFORMED_HISTORY at ');
   assert.equal(verdict('{"format_version": NaN}'), 'MALFORMED_HISTORY at ');

@@ -30,7 +30,8 @@ The checks, in the order they run (the first that fails is the answer):
    reason starts the message), ``DEADLINE_MISMATCH`` and ``TIMEOUT_BEFORE_DEADLINE``
    (version 3 with a clock: a timeout's deadline is not its clock's, or the timeout came
    before it), ``POLICY_MISMATCH`` (``check_policy``: the named policy, shipped by this
-   release, chooses another move), ``INCOMPLETE_HAND`` (the actions end before every
+   release, chooses another move), ``POLICY_UNKNOWN`` (``check_policy``: a name of this
+   project's policy that no release wrote), ``INCOMPLETE_HAND`` (the actions end before every
    board is complete). A timeout's move is data: no policy is run to verify it.
 8. The rest of the history is recomputed from ``initial_state``, ``actions`` and the
    table's context and compared key by key, in document order: ``HEADER_MISMATCH``
@@ -93,8 +94,9 @@ def check_history(
 
     ``expected_ruleset``: the ruleset agreed for the match; when given, the history's
     parameters must equal it (``RULESET_MISMATCH`` otherwise). ``check_policy``: re-run each
-    timeout's named policy when this release ships it (``POLICY_MISMATCH``), else note that
-    it is not checkable. Never raises for bad input.
+    timeout's named policy when this release ships it (``POLICY_MISMATCH``), refuse a name of
+    this project's policy that no release wrote (``POLICY_UNKNOWN``), else note that it is
+    not checkable. Never raises for bad input.
 
     >>> check_history(example_history(), check_policy=True).ok
     True

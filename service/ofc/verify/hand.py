@@ -26,7 +26,13 @@ from ofc.engine import (
     seats_to_act,
 )
 from ofc.errors import OfcError
-from ofc.policy import identity, policy_named
+from ofc.policy import (
+    identity,
+    is_newer_policy,
+    is_unwritten_policy,
+    policy_named,
+    unwritten_policy,
+)
 from ofc.rulesets import Ruleset
 from ofc.shuffle import commitment, deal_deck
 from ofc.verify.codes import Code
@@ -287,12 +293,17 @@ class _Replay:
             )
 
     def _check_policy(self, before: MatchState, action: Timeout, index: int) -> None:
-        policy = policy_named(action.policy)
+        name = action.policy
+        policy = policy_named(name)
         if policy is None:
-            if action.policy is None:
+            if name is None:
                 why = f"the history (format version {self.history.version}) names no policy"
+            elif is_unwritten_policy(name):
+                raise found(Code.POLICY_UNKNOWN, f"actions[{index}].policy", unwritten_policy(name))
+            elif is_newer_policy(name):
+                why = f"the policy {name!r} is newer than this release ships"
             else:
-                why = f"the policy {action.policy!r} is not one this release ships"
+                why = f"the policy {name!r} is not one this release ships"
             self.notes.append(f"timeout policy not checkable with this release: {why}")
             return
         chosen = dataclasses.replace(policy.choose(before, action.seat), at_ms=action.at_ms)

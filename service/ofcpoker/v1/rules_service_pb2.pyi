@@ -821,8 +821,9 @@ class VerifyHandHistoryRequest(_message.Message):
     """The hand history as a JSON document, at most 1 MiB of UTF-8."""
     check_policy: _builtins.bool
     """True: also re-run each timeout's named policy when this server ships that version
-    (POLICY_MISMATCH when it chooses another move); a policy it does not ship, or a history
-    that names none, is a note, not a failure.
+    (POLICY_MISMATCH when it chooses another move); a name of this project's policy that no
+    release wrote (ofc-timeout-1 to -3) is POLICY_UNKNOWN; another policy it does not ship,
+    or a history that names none, is a note, not a failure.
     """
     @_builtins.property
     def expected_ruleset(self) -> _ruleset_pb2.RulesetSpec:
@@ -859,7 +860,7 @@ class HistoryDiscrepancy(_message.Message):
     """What kind, stable UPPER_SNAKE: MALFORMED_HISTORY, NEWER_FORMAT_VERSION,
     COMMITMENT_MISMATCH, DECK_MISMATCH, RULESET_MISMATCH, DEAL_MISMATCH, ILLEGAL_ACTION,
     TIMEOUT_MISMATCH, DEADLINE_MISMATCH, TIMEOUT_BEFORE_DEADLINE, POLICY_MISMATCH,
-    INCOMPLETE_HAND, HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH
+    POLICY_UNKNOWN, INCOMPLETE_HAND, HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH
     (docs/hand-history.md). New codes may be added; none is renamed.
     """
     location: _builtins.str

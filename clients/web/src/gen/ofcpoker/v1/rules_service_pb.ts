@@ -865,8 +865,9 @@ export type VerifyHandHistoryRequest = Message<"ofcpoker.v1.VerifyHandHistoryReq
 
   /**
    * True: also re-run each timeout's named policy when this server ships that version
-   * (POLICY_MISMATCH when it chooses another move); a policy it does not ship, or a history
-   * that names none, is a note, not a failure.
+   * (POLICY_MISMATCH when it chooses another move); a name of this project's policy that no
+   * release wrote (ofc-timeout-1 to -3) is POLICY_UNKNOWN; another policy it does not ship,
+   * or a history that names none, is a note, not a failure.
    *
    * @generated from field: bool check_policy = 3;
    */
@@ -890,7 +891,7 @@ export type HistoryDiscrepancy = Message<"ofcpoker.v1.HistoryDiscrepancy"> & {
    * What kind, stable UPPER_SNAKE: MALFORMED_HISTORY, NEWER_FORMAT_VERSION,
    * COMMITMENT_MISMATCH, DECK_MISMATCH, RULESET_MISMATCH, DEAL_MISMATCH, ILLEGAL_ACTION,
    * TIMEOUT_MISMATCH, DEADLINE_MISMATCH, TIMEOUT_BEFORE_DEADLINE, POLICY_MISMATCH,
-   * INCOMPLETE_HAND, HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH
+   * POLICY_UNKNOWN, INCOMPLETE_HAND, HEADER_MISMATCH, BOARD_MISMATCH or SETTLEMENT_MISMATCH
    * (docs/hand-history.md). New codes may be added; none is renamed.
    *
    * @generated from field: string code = 1;
