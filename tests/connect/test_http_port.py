@@ -165,6 +165,26 @@ def test_only_the_bundle_is_served(url: str) -> None:
     assert get(f"{url}/ofcpoker.v1.Nope/X", "POST")[0] == 404
 
 
+def test_a_percent_encoded_path_is_not_served(url: str) -> None:
+    # What a proxy filtering by path sees is what is served: %2F is not a slash here.
+    body = json.dumps({"cards": ["As", "Kd", "Qh"]}).encode()
+    for path in (
+        "/ofcpoker.v1.RulesService%2FEvaluateRow",
+        "/ofcpoker.v1.RulesService/%45valuateRow",
+        "/ofcpoker.v1.SettlementFeedService%2FAcknowledge",
+        "/%61pp.js",
+        "/healthz%3F",
+    ):
+        request = urllib.request.Request(
+            f"{url}{path}", data=body, headers={"content-type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 404, path
+    status, answer, _ = call(url, "RulesService/EvaluateRow", {"cards": ["As", "Kd", "Qh"]})
+    assert status == 200 and answer["hand"]["category"] == "HAND_CATEGORY_HIGH_CARD"
+
+
 def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> None:
     server = BackgroundServer(config()).start()
     url = server.http_url

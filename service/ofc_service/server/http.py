@@ -142,6 +142,12 @@ class HttpApp:
         if scope["type"] != "http":
             return
         path: str = scope["path"]
+        raw_path = scope.get("raw_path")
+        if raw_path is not None and raw_path != path.encode():
+            # A percent-encoded path (``%2F`` for a slash): no method or file needs one, and a
+            # proxy in front that filters by path would see another path than the one served.
+            await _respond(send, 404, b"not found\n", "text/plain; charset=utf-8")
+            return
         origin = _header(scope, b"origin")
         if origin is not None and "*" not in self.cors_origins and origin not in self.cors_origins:
             origin = None  # not an origin this server lets in: no CORS headers at all
