@@ -131,6 +131,7 @@ from ofc.scoring import Board, Settlement, settle
 from ofc.shuffle import SERVER_SEED_BYTES, commitment, deal_deck
 
 __all__ = [
+    "MAX_STREET_PLACE",
     "Action",
     "ButtonMoved",
     "CardsDealt",
@@ -313,6 +314,13 @@ class MatchState:
         return self.hand is not None and not self.hand.over
 
 
+MAX_STREET_PLACE = 5
+"""The most cards a street of a new table places (the first street of every preset's five).
+A seat whose clock runs out has its move chosen over every way to place its street, which
+grows with the street: 5 cards at most keeps that within ~150 ms; 8 took seconds, 13 a
+minute and a GB (tables and histories of earlier rulesets still load, verify and play)."""
+
+
 def new_match(
     ruleset: Ruleset | str = "classic",
     *,
@@ -339,6 +347,13 @@ def new_match(
         if street.discard > 1:
             raise InvalidRulesetError(
                 f"ruleset {rules.name!r}: the engine supports at most one discard per street",
+                field=f"streets[{i}]",
+            )
+        if street.place > MAX_STREET_PLACE:
+            raise InvalidRulesetError(
+                f"ruleset {rules.name!r}: a street places at most {MAX_STREET_PLACE} cards "
+                f"(the default move of a seat out of time is chosen over every placement of "
+                f"its street), not {street.place}",
                 field=f"streets[{i}]",
             )
     count = rules.max_players if seats is None else seats

@@ -21,7 +21,7 @@ from ofc_service.application.manager import TableManager
 from ofc_service.application.records import TableRecord
 from ofc_service.auth import Authenticator
 from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS, MemoryTableStore, StoreUnavailableError
-from ofcpoker.v1 import settlement_pb2
+from ofcpoker.v1 import ruleset_pb2, settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
 from tests.in_process import InProcess
@@ -230,6 +230,20 @@ def test_a_crash_between_the_claim_and_the_create_is_healed_by_the_retry() -> No
     assert list(service.store._tables) == [retried.table_id]
 
 
+def assert_refused(
+    service: Service, request: pb.CreateTableRequest, reason: str, field: str
+) -> None:
+    """INVALID_ARGUMENT with ``reason`` at ``field``, and no table claimed."""
+    with pytest.raises(Aborted) as refused:
+        service.create(request)
+    assert (refused.value.code, refused.value.reason, refused.value.field) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        reason,
+        field,
+    )
+    assert not service.store._tables
+
+
 @pytest.mark.parametrize(
     ("pairs", "field"),
     [
@@ -251,14 +265,7 @@ def test_pair_unit_values_are_checked_like_settle_hands(
             settlement_pb2.PairUnitValue(a=a, b=b, unit_value=u) for a, b, u in pairs
         ],
     )
-    with pytest.raises(Aborted) as refused:
-        service.create(request)
-    assert (refused.value.code, refused.value.reason, refused.value.field) == (
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "INVALID_INPUT",
-        field,
-    )
-    assert not service.store._tables  # nothing claimed a table
+    assert_refused(service, request, "INVALID_INPUT", field)
 
 
 def test_the_agreed_pair_unit_values_are_in_the_table_view() -> None:
@@ -273,3 +280,39 @@ def test_the_agreed_pair_unit_values_are_in_the_table_view() -> None:
         (0, 1, 20),
         (1, 2, 15),
     ]
+
+
+@pytest.mark.parametrize(
+    ("streets", "field"),
+    [
+        ([(6, 6), (7, 7)], "ruleset.overrides.streets[0]"),
+        ([(5, 5), (8, 8)], "ruleset.overrides.streets[1]"),
+        ([(14, 13)], "ruleset.overrides.streets[0]"),
+        ([(5, 5), (6, 4), (5, 4)], "ruleset.overrides.streets[1]"),  # two discards
+    ],
+)
+def test_a_table_plays_no_street_its_clock_cannot_play(
+    streets: list[tuple[int, int]], field: str
+) -> None:
+    # A seat out of time gets the move the timeout policy chooses over every placement of
+    # its street: a street of 8 took seconds, 14 dealt and 13 placed a minute and a GB,
+    # on every replica at once. A new table places at most 5 cards a street.
+    service = Service()
+    overrides = ruleset_pb2.RulesetOverrides(
+        streets=ruleset_pb2.StreetList(
+            streets=[ruleset_pb2.Street(deal=d, place=p) for d, p in streets]
+        ),
+        max_players=2,
+    )
+    request = pb.CreateTableRequest(
+        seats=2,
+        request_id="big-streets",
+        ruleset=ruleset_pb2.RulesetSpec(preset="pineapple", overrides=overrides),
+    )
+    assert_refused(service, request, "INVALID_RULESET", field)
+    five = [ruleset_pb2.Street(deal=6, place=5), ruleset_pb2.Street(deal=6, place=5)]
+    request.ruleset.overrides.streets.CopyFrom(
+        ruleset_pb2.StreetList(streets=[*five, ruleset_pb2.Street(deal=4, place=3)])
+    )
+    request.request_id = "five-a-street"
+    assert service.create(request).table.ruleset.streets[0].place == 5

@@ -914,3 +914,28 @@ def test_a_state_with_stakes_as_the_releases_before_version_2_wrote_it_reads_the
     old = {**data, "format_version": 1}
     assert state_from_dict(old) == staked
     assert state_as_written(staked, old) == old and state_as_written(staked, data) == data
+
+
+@pytest.mark.parametrize(
+    ("streets", "refused"),
+    [
+        ((Street(5, 5), Street(4, 4), Street(4, 4)), None),
+        ((Street(6, 5), Street(6, 5), Street(4, 3)), None),
+        ((Street(6, 6), Street(7, 7)), ("streets[0]", "places at most 5 cards")),
+        ((Street(5, 5), Street(8, 8)), ("streets[1]", "places at most 5 cards")),
+        ((Street(14, 13),), ("streets[0]", "places at most 5 cards")),
+        ((Street(5, 5), Street(7, 5), Street(3, 3)), ("streets[1]", "at most one discard")),
+    ],
+)
+def test_a_new_table_plays_streets_its_clock_can_play(
+    streets: tuple[Street, ...], refused: tuple[str, str] | None
+) -> None:
+    # The rules allow any streets that place 13 cards; a table plays those whose default
+    # moves stay cheap (a street's candidates grow with the cards it places).
+    ruleset = dataclasses.replace(get_ruleset("pineapple"), name="custom", streets=streets)
+    if refused is None:
+        assert new_match(ruleset, seats=2).ruleset.streets == streets
+        return
+    with pytest.raises(InvalidRulesetError, match=refused[1]) as error:
+        new_match(ruleset, seats=2)
+    assert error.value.field == refused[0]

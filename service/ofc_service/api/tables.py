@@ -475,12 +475,15 @@ class TableHandlers:
             "pair_unit_values",
             what="seat",
         )
-        match = engine.new_match(
-            ruleset,
-            seats=request.seats or None,
-            max_hands=request.max_hands or None,
-            pair_units=pair_units,
-        )
+        try:
+            match = engine.new_match(
+                ruleset,
+                seats=request.seats or None,
+                max_hands=request.max_hands or None,
+                pair_units=pair_units,
+            )
+        except core.InvalidRulesetError as refused:  # a street the engine does not play
+            raise convert.with_field(refused, f"ruleset.overrides.{refused.field}") from None
         table = commands.NewTable(match, turn_ms, fantasyland_ms, client_seed, policy)
         # A retry of the same request finds its table: answer with the table as it is now.
         current, version, last = await self.manager.create_for_request(

@@ -343,7 +343,10 @@ class Street(_message.Message):
     deal: _builtins.int
     """Cards dealt to each player this round, at least 1."""
     place: _builtins.int
-    """Cards each player places this round, 1..deal."""
+    """Cards each player places this round, 1..deal. A live table's streets (CreateTable)
+    place at most 5 cards and discard at most 1 each (INVALID_RULESET otherwise): a seat
+    whose clock runs out has its move chosen over every placement of its street.
+    """
     def __init__(
         self,
         *,

@@ -381,7 +381,9 @@ export type Street = Message<"ofcpoker.v1.Street"> & {
   deal: number;
 
   /**
-   * Cards each player places this round, 1..deal.
+   * Cards each player places this round, 1..deal. A live table's streets (CreateTable)
+   * place at most 5 cards and discard at most 1 each (INVALID_RULESET otherwise): a seat
+   * whose clock runs out has its move chosen over every placement of its street.
    *
    * @generated from field: uint32 place = 2;
    */
