@@ -436,9 +436,12 @@ def timeout(
     at_ms: int = 0,
     deadline_ms: int | None = None,
     policy: DefaultMovePolicy = DEFAULT_POLICY,
+    chosen: Place | SetFantasyland | None = None,
 ) -> Timeout:
     """The :class:`~ofc.engine.Timeout` for ``seat`` now: ``policy``'s move, timed ``at_ms``,
-    with the policy's identity and the deadline that ran out.
+    with the policy's identity and the deadline that ran out. ``chosen``: the move
+    ``policy.choose`` gave for this ``state`` and ``seat``, chosen ahead (in a worker thread,
+    say: it may take a while).
 
     >>> from ofc.engine import SitDown, StartHand, new_match, replay
     >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32), at_ms=5)]
@@ -448,7 +451,9 @@ def timeout(
     ...     TIMEOUT_POLICY.choose(state, 1), at_ms=1_005)
     ('ofc-timeout-4', 1005, True)
     """
-    move = dataclasses.replace(policy.choose(state, seat), at_ms=at_ms)
+    move = dataclasses.replace(
+        policy.choose(state, seat) if chosen is None else chosen, at_ms=at_ms
+    )
     return Timeout(seat, move, identity(policy), at_ms, deadline_ms)
 
 

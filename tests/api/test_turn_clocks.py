@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ofc import engine
+from ofc.policy import TIMEOUT_POLICY
 from ofc.rulesets import Row
 from ofc.verify import Code, check_history
 from ofc_service.application import commands
@@ -227,3 +229,55 @@ def test_a_hand_of_timeouts_records_its_deadlines_and_they_verify() -> None:
         Code.DEADLINE_MISMATCH,
         f"actions[{index}].deadline_ms",
     )
+
+
+class RecordingPolicy:
+    """ofc-timeout-4, noting the thread of each choice (or choosing another, scripted move)."""
+
+    name, version = TIMEOUT_POLICY.name, TIMEOUT_POLICY.version
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def choose(self, state: engine.MatchState, seat: int) -> engine.Place | engine.SetFantasyland:
+        self.threads.append(threading.get_ident())
+        return TIMEOUT_POLICY.choose(state, seat)
+
+
+def test_the_sweep_chooses_the_default_move_off_the_event_loop() -> None:
+    # Choosing takes tens of milliseconds (more on a big street): the replica's other calls
+    # must go on meanwhile, so the sweep asks the policy in a worker thread and the step
+    # applies that move, not a second choice on the loop.
+    table = Table("classic", 2, {})
+    policy = RecordingPolicy()
+    table.manager.policy = policy
+    table.start()
+    loop_threads: list[int] = []
+
+    async def job() -> int:
+        loop_threads.append(threading.get_ident())
+        return await table.manager.apply_due_timeouts("clock")
+
+    table.now = START + TURN
+    assert table.run(job) == 1
+    assert len(policy.threads) == 1 and policy.threads[0] != loop_threads[0]
+    table.run(table._refresh)
+    (timed_out,) = [a for a in table.record.hand_actions if isinstance(a, engine.Timeout)]
+    assert timed_out.at_ms == timed_out.move.at_ms == START + TURN
+    assert timed_out.policy == "ofc-timeout-4"
+
+
+def test_a_move_chosen_for_another_state_is_chosen_again() -> None:
+    table = Table("classic", 2, {})
+    policy = RecordingPolicy()
+    table.manager.policy = policy
+    table.start()
+    seat = table.record.match.hand.turn if table.record.match.hand else None
+    assert seat is not None
+    chosen = TIMEOUT_POLICY.choose(table.record.match, seat)
+    other = dataclasses.replace(table.record.match)  # equal, but not the match the step meets
+    table.now = START + TURN
+    table.run(lambda: table._change(commands.TimeOut(seat, chosen, other)))
+    assert len(policy.threads) == 1  # asked again, in the step
+    table.run(lambda: table._change(commands.TimeOut(1 - seat, None, None)))
+    assert len(policy.threads) == 2

@@ -8,8 +8,9 @@ seat is checked against the table inside the pipeline, where the table is known.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ofc import engine
 from ofc.cards import Card
 from ofc.engine import MatchState
 from ofc.rulesets import Row
@@ -57,9 +58,14 @@ class SetFantasyland:
 
 @dataclass(frozen=True, slots=True)
 class TimeOut:
-    """The server's own move for a seat whose clock ran out (the deadline sweeper's)."""
+    """The server's own move for a seat whose clock ran out (the deadline sweeper's).
+    ``chosen``: the policy's move, chosen ahead (off the event loop) for ``chosen_for``, the
+    match as the sweeper loaded it; the step takes it when it meets that very match, and
+    asks the policy itself otherwise."""
 
     seat: int
+    chosen: engine.Place | engine.SetFantasyland | None = None
+    chosen_for: MatchState | None = field(default=None, compare=False, repr=False)
 
 
 Command = JoinSeat | LeaveSeat | StartHand | SetClientSeed | PlaceCards | SetFantasyland | TimeOut

@@ -21,6 +21,7 @@ module knows nothing of protobuf: the presenter does the encoding.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import hashlib
@@ -512,8 +513,14 @@ class TableManager:
             deadline = (
                 dict(record.seat_deadlines).get(command.seat) if record.hand_deadlines else None
             )
+            chosen = command.chosen if command.chosen_for is record.match else None
             move = timeout(
-                record.match, command.seat, at_ms=now, deadline_ms=deadline, policy=self.policy
+                record.match,
+                command.seat,
+                at_ms=now,
+                deadline_ms=deadline,
+                policy=self.policy,
+                chosen=chosen,
             )
             new, events = self.apply_action(record, move, now)
             return Change(new, events, None, move="timeout")
@@ -720,8 +727,15 @@ class TableManager:
         hand = record.match.hand
         number = 0 if hand is None else hand.number
         request = Request(table_id, version, f"timeout:{number}:{seat}:{version}")
+        # The policy weighs many placements (tens of ms, more on a big street): in a worker
+        # thread, so that the replica's other calls go on meanwhile. A move it cannot choose
+        # is judged in the step, as any command is.
         try:
-            await self.run(request, TimeOut(seat))
+            chosen = await asyncio.to_thread(self.policy.choose, record.match, seat)
+        except Exception:
+            chosen = None
+        try:
+            await self.run(request, TimeOut(seat, chosen, record.match))
         except StaleVersionError:
             return 0  # someone moved (or another replica timed out) first: nothing to do
         return 1
