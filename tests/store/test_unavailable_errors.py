@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from ofc_service.store import StoreUnavailableError
 from ofc_service.store.redis_io import unavailable
@@ -67,3 +69,42 @@ def test_a_write_on_a_torn_down_connection_is_unavailable() -> None:
         ours(None)  # type: ignore[operator]
     with pytest.raises(AttributeError), unavailable():
         None.writelines  # type: ignore[attr-defined]  # noqa: B018
+
+
+class SwallowingRead:
+    """A client read that catches its cancellation and returns as if it had finished (what
+    redis-py's reads do now and then on Python 3.11)."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    async def read(self) -> bytes:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            self.cancelled = True
+        return b"reply"
+
+
+def test_a_cancellation_the_client_swallowed_is_raised_again() -> None:
+    async def deadline_passes(client: SwallowingRead) -> None:
+        async with asyncio.timeout(0.01):
+            with unavailable():
+                await client.read()
+            await asyncio.sleep(10)  # e.g. a Watch waiting for the next event: never reached
+
+    client = SwallowingRead()
+    with pytest.raises(TimeoutError):
+        asyncio.run(deadline_passes(client))
+    assert client.cancelled
+
+
+def test_a_read_that_was_not_cancelled_goes_on() -> None:
+    async def read() -> bytes:
+        with unavailable():
+            await asyncio.sleep(0)
+            return b"reply"
+
+    assert asyncio.run(read()) == b"reply"
+    with unavailable():  # outside an event loop (a synchronous caller): nothing to check
+        pass

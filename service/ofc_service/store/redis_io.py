@@ -3,6 +3,7 @@ policy, error and reply handling."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import struct
@@ -347,7 +348,14 @@ def unavailable() -> Iterator[None]:
     """Connection errors and timeouts as :class:`StoreUnavailableError` (UNAVAILABLE); on a
     cluster also a slot with no reachable master (during a failover) and a slot still moving
     when the client's redirections ran out (``TRYAGAIN`` or ``ASK`` past redis-py's request
-    TTL, a ``ClusterError``), after the retries."""
+    TTL, a ``ClusterError``), after the retries.
+
+    A cancellation the client swallowed (redis-py's reads on Python 3.11 do, about once in a
+    few hundred cancelled reads: the call then returns as if nothing happened) is raised
+    again when the block ends, so that a call's deadline or a client's disconnect still
+    ends it: otherwise a stream would wait on for events that may never come."""
+    task = asyncio.current_task() if _loop_running() else None
+    cancelling = 0 if task is None else task.cancelling()
     try:
         yield
     except (
@@ -363,6 +371,16 @@ def unavailable() -> Iterator[None]:
         if not _torn_down_connection(error):
             raise  # ours: a bug, not an outage
         raise StoreUnavailableError(f"redis unavailable: a connection closed ({error})") from error
+    if task is not None and task.cancelling() > cancelling:
+        raise asyncio.CancelledError("a cancellation the Redis client swallowed")
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 _CLIENT_DIRS = (f"{os.sep}redis{os.sep}", f"{os.sep}asyncio{os.sep}")
