@@ -467,6 +467,15 @@ def test_batched_watch_sends_the_same_events_and_old_hands_are_trimmed_from_the_
     with pytest.raises(grpc.RpcError) as caught:
         next(iter(watch(single[0].event_id, batch=True)))
     assert error_reason(caught.value) == (grpc.StatusCode.OUT_OF_RANGE, "EVENTS_TRIMMED")
+    # A resume point after the newest event (another table's id, or events a failover
+    # lost) is refused alike, not waited on: the events before it would be skipped unseen.
+    newest = single[-1].event_id
+    ms, seq = (int(n) for n in newest.split("-"))
+    for ahead in (f"{ms}-{seq + 1}", f"{ms + 1}-0", "18446744073709551615-0"):
+        with pytest.raises(grpc.RpcError) as caught:
+            next(iter(watch(ahead, batch=True)))
+        assert error_reason(caught.value) == (grpc.StatusCode.OUT_OF_RANGE, "EVENTS_TRIMMED")
+        assert f"has no event {ahead}: its newest is {newest}" in caught.value.details()
     history = stubs[0].GetHandHistory(pb.GetHandHistoryRequest(table_id=table.id, hand_number=1))
     assert history.hand_number == 1
     hand_2 = next(

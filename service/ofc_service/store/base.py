@@ -159,6 +159,23 @@ class EventsTrimmedError(StoreError):
         self.first_retained = first_retained
 
 
+class EventIdAheadError(EventsTrimmedError):
+    """A resume point after the table's newest event: another table's id, a made-up one, or
+    one of events a store failover lost. Waiting for events after it would skip those
+    before it unseen, so the reader resynchronises from a snapshot, as for trimmed events
+    (the same reason: clients already do)."""
+
+    def __init__(self, table_id: str, *, after: str, newest: str) -> None:
+        StoreError.__init__(
+            self,
+            f"table {table_id!r} has no event {after}: its newest is {newest} (an id of "
+            "another table, or of events lost); start again from a snapshot",
+        )
+        self.table_id = table_id
+        self.after = after
+        self.first_retained = newest
+
+
 class RequestIdReusedError(StoreError):
     """A request id already recorded for another request (its digest differs): the first
     request's answer is not this one's, and nothing was changed."""
