@@ -281,3 +281,29 @@ def test_a_move_chosen_for_another_state_is_chosen_again() -> None:
     assert len(policy.threads) == 1  # asked again, in the step
     table.run(lambda: table._change(commands.TimeOut(1 - seat, None, None)))
     assert len(policy.threads) == 2
+
+
+def test_of_two_replicas_sweeping_a_due_table_one_chooses_the_move() -> None:
+    # Every replica's sweeper finds the same due table; the policy's choice costs tens of
+    # milliseconds, so only the replica that claims the timeout makes it.
+    table = Table("classic", 2, {})
+    first, second = RecordingPolicy(), RecordingPolicy()
+    table.manager.policy = first
+    other = TableManager(
+        table.store, Authenticator((KEY,)), SilentPresenter(), clock_ms=lambda: table.now
+    )
+    other.policy = second
+    table.start()
+    table.now = START + TURN
+
+    async def both() -> list[int]:
+        return list(
+            await asyncio.gather(
+                table.manager.apply_due_timeouts("clock"), other.apply_due_timeouts("clock")
+            )
+        )
+
+    assert sorted(table.run(both)) == [0, 1]
+    assert len(first.threads) + len(second.threads) == 1
+    table.run(table._refresh)
+    assert sum(isinstance(a, engine.Timeout) for a in table.record.hand_actions) == 1

@@ -99,6 +99,9 @@ from ofc_service.store import (
 log = logging.getLogger("ofc.tables")
 
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
+# How long a replica's claim on a due timeout keeps the others from choosing the same move
+# (a timeout waits at most this long more when its claimant dies mid-way).
+TIMEOUT_CLAIM_MS = 2_000
 KEPT_RECORDS = 1024  # per replica: the tables in play here (a few MB)
 _MOVE_KINDS: dict[type, str] = {PlaceCards: "place", SetFantasyland: "set_fantasyland"}
 
@@ -723,6 +726,8 @@ class TableManager:
         due = [seat for seat, ms in record.seat_deadlines if ms <= self.clock_ms()]
         if not due:
             return 0
+        if not await self.store.claim_timeout(table_id, version, ttl_ms=TIMEOUT_CLAIM_MS):
+            return 0  # another replica chooses this move (its commit or its claim's end tells)
         seat = due[0]
         hand = record.match.hand
         number = 0 if hand is None else hand.number

@@ -398,6 +398,13 @@ class TableStore(Protocol):
         hints included until a sweep drops them): a gauge of tables waiting for a move."""
         ...
 
+    async def claim_timeout(self, table_id: str, version: int, *, ttl_ms: int) -> bool:
+        """Whether this caller is the first to claim the timeout move of the table at
+        ``version`` within ``ttl_ms``: every replica's sweeper finds the same due table, and
+        only the claimant chooses the move (the commit's version check still decides which
+        move lands; a claimant that dies leaves it to the others once the claim expires)."""
+        ...
+
     async def pending_outboxes(
         self, now_ms: int, *, limit: int = 100, rescan: bool = False
     ) -> list[str]:

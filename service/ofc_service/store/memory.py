@@ -104,6 +104,7 @@ class MemoryTableStore:
         self._outboxes: dict[str, dict[str, bytes]] = {}  # table id -> record id -> bytes
         # claim id -> (table id, expires at, request digest)
         self._claims: dict[str, tuple[str, float, str]] = {}
+        self._timeout_claims: dict[tuple[str, int], float] = {}  # (table id, version) -> until
 
     # --- writes -------------------------------------------------------------------------------
     async def create_table(
@@ -388,6 +389,18 @@ class MemoryTableStore:
 
     async def deadline_count(self) -> int:
         return sum(1 for table in self._tables.values() if table.deadline_ms is not None)
+
+    async def claim_timeout(self, table_id: str, version: int, *, ttl_ms: int) -> bool:
+        check_id(table_id, what="table id")
+        check_at_least(ttl_ms, 1, what="ttl_ms")
+        now = self._clock()
+        claims = self._timeout_claims
+        for key in [k for k, until in claims.items() if until <= now]:
+            del claims[key]
+        if (table_id, version) in claims:
+            return False
+        claims[(table_id, version)] = now + ttl_ms / 1000
+        return True
 
     # --- outboxes -----------------------------------------------------------------------------
     async def pending_outboxes(

@@ -787,6 +787,14 @@ class RedisTableStore:
                 counts: list[int] = await pipe.execute()
         return sum(counts)
 
+    async def claim_timeout(self, table_id: str, version: int, *, ttl_ms: int) -> bool:
+        check_id(table_id, what="table id")
+        check_at_least(ttl_ms, 1, what="ttl_ms")
+        key = self._table_key(table_id, f"timeout:{version}")  # the table's slot
+        with unavailable():
+            claimed = await self._client.set(key, b"", nx=True, px=ttl_ms)
+        return bool(claimed)
+
     # --- outboxes -----------------------------------------------------------------------------
     async def pending_outboxes(
         self, now_ms: int, *, limit: int = 100, rescan: bool = False
