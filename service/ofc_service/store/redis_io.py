@@ -354,7 +354,10 @@ def unavailable() -> Iterator[None]:
     few hundred cancelled reads: the call then returns as if nothing happened) is raised
     again when the block ends, so that a call's deadline or a client's disconnect still
     ends it: otherwise a stream would wait on for events that may never come."""
-    task = asyncio.current_task() if _loop_running() else None
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop: a synchronous caller, nothing to cancel
+        task = None
     cancelling = 0 if task is None else task.cancelling()
     try:
         yield
@@ -373,14 +376,6 @@ def unavailable() -> Iterator[None]:
         raise StoreUnavailableError(f"redis unavailable: a connection closed ({error})") from error
     if task is not None and task.cancelling() > cancelling:
         raise asyncio.CancelledError("a cancellation the Redis client swallowed")
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 _CLIENT_DIRS = (f"{os.sep}redis{os.sep}", f"{os.sep}asyncio{os.sep}")
