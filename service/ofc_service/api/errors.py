@@ -202,6 +202,7 @@ ERRORS: dict[type[Exception], ErrorRule] = {
     store.RequestIdReusedError: ErrorRule(_INVALID, "REQUEST_ID_REUSED", "request_id"),
     store.TableNotFoundError: ErrorRule(Code.NOT_FOUND, "TABLE_NOT_FOUND", "table_id"),
     store.EventsTrimmedError: ErrorRule(Code.OUT_OF_RANGE, "EVENTS_TRIMMED", "after_event_id"),
+    store.EventIdAheadError: ErrorRule(Code.OUT_OF_RANGE, "EVENTS_TRIMMED", "after_event_id"),
     store.StoreUnavailableError: ErrorRule(
         Code.UNAVAILABLE, "STORE_UNAVAILABLE", message="the table store is unavailable; retry"
     ),

@@ -615,9 +615,9 @@ class TableHandlers:
         as_seat = request.as_seat if request.HasField("as_seat") else None
         record, version, last = await self.manager.load(table_id)
         audience = _Audience(self.manager, table_id, creds, as_seat, record)
-        if resume and store.parse_event_id(resume) > store.parse_event_id(last or "0"):
-            raise store.EventIdAheadError(table_id, after=resume, newest=last or "0")
         if resume:
+            if store.parse_event_id(resume) > store.parse_event_id(last or "0"):
+                raise store.EventIdAheadError(table_id, after=resume, newest=last or "0")
             cursor = resume
             await audience.resume(cursor, last)
         else:

@@ -159,21 +159,22 @@ class EventsTrimmedError(StoreError):
         self.first_retained = first_retained
 
 
-class EventIdAheadError(EventsTrimmedError):
+class EventIdAheadError(StoreError):
     """A resume point after the table's newest event: another table's id, a made-up one, or
     one of events a store failover lost. Waiting for events after it would skip those
     before it unseen, so the reader resynchronises from a snapshot, as for trimmed events
     (the same reason: clients already do)."""
 
+    reason = EventsTrimmedError.reason
+
     def __init__(self, table_id: str, *, after: str, newest: str) -> None:
-        StoreError.__init__(
-            self,
+        super().__init__(
             f"table {table_id!r} has no event {after}: its newest is {newest} (an id of "
-            "another table, or of events lost); start again from a snapshot",
+            "another table, or of events lost); start again from a snapshot"
         )
         self.table_id = table_id
         self.after = after
-        self.first_retained = newest
+        self.newest = newest
 
 
 class RequestIdReusedError(StoreError):
