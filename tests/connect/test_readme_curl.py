@@ -16,16 +16,13 @@ from collections.abc import Iterator
 import pytest
 
 from tests.connect.conftest import ROOT, Served, serve, stop
+from tests.docs import sh_block
 
 README = ROOT / "README.md"
 
 
 def readme_curl_block() -> str:
-    text = README.read_text()
-    section = text[text.index("## Talk to the running service") :]
-    found = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert found, "no sh block under 'Talk to the running service'"
-    return found.group(1)
+    return sh_block(README, "## Talk to the running service")
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +73,9 @@ def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None
 
 def section_curl_block(heading: str) -> str:
     """The first ``sh`` block of a README section (its curl form; grpcurl comes second)."""
-    text = README.read_text()
-    section = text[text.index(heading) :]
-    found = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert found, f"no sh block under {heading!r}"
-    assert "grpcurl" not in found.group(1), f"the first block under {heading!r} is curl's"
-    return found.group(1)
+    block = sh_block(README, heading)
+    assert "grpcurl" not in block, f"the first block under {heading!r} is curl's"
+    return block
 
 
 def test_the_table_and_feed_sections_curl_lines_work_as_written(make_run_service: Served) -> None:

@@ -7,12 +7,13 @@ decks with jokers, Fantasyland and a seat with a client seed of its own."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.docs import sh_block
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "2edd693"
@@ -27,11 +28,7 @@ HISTORIES = [
 
 def by_hand_steps() -> str:
     """The shell block under "### Verifying by hand"."""
-    text = (ROOT / "docs" / "hand-history.md").read_text(encoding="utf-8")
-    section = text.split("### Verifying by hand", 1)[1]
-    match = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert match is not None
-    return match.group(1)
+    return sh_block(ROOT / "docs" / "hand-history.md", "### Verifying by hand")
 
 
 def test_the_steps_read_a_bare_history_named_h() -> None:
