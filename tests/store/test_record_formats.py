@@ -25,6 +25,7 @@ from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import NewerRecordError, TableRecord, unpack_history
 from ofc_service.auth import Authenticator, Credentials
 from ofc_service.store import MemoryTableStore
+from ofc_service.store.redis_io import RESPONSE_DICTIONARY, pack_response
 
 from tests.silent import SilentPresenter
 
@@ -393,6 +394,17 @@ def test_a_format_7_record_reads_back_every_move_of_a_hand(ruleset: str, seats: 
         assert again.match.hand is not None and record.match.hand is not None
         assert again.match.hand.deck == record.match.hand.deck  # stored, not shuffled again
         assert TableRecord.from_bytes(raw) == record  # and again from what was read before
+
+
+def test_a_format_7_record_and_a_stored_response_inflate_with_the_standard_zlib() -> None:
+    # zlib-ng writes them; a replica of an earlier release reads them with CPython's zlib.
+    record = _mid_hand("classic", 4, 9)
+    raw = record.to_bytes()
+    inner = zlib.decompress(base64.b64decode(json.loads(raw)["z"]))
+    assert inner == record.layout_bytes()
+    view = RESPONSE_DICTIONARY[:665]
+    unpacker = zlib.decompressobj(zdict=RESPONSE_DICTIONARY)
+    assert unpacker.decompress(pack_response(view)) + unpacker.flush() == view
 
 
 def test_a_format_7_record_holds_its_deck_and_is_smaller_than_format_6() -> None:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from ofc import engine
 from ofc.codec import (
@@ -46,6 +46,7 @@ from ofc.policy import TIMEOUT_POLICY, identity
 from ofc.rulesets import DEFAULT_RULESET, ROWS, Ruleset, ruleset_from_dict
 from ofc.scoring import Settlement
 from ofc.shuffle import combine_client_seeds, commitment
+from zlib_ng import zlib_ng
 
 
 class NewerRecordError(Exception):
@@ -96,14 +97,25 @@ def _dumps(data: Any) -> str:
 
 # No check for circular references: the values written are trees of JSON data made here.
 _COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-# zlib's window and memory level for records: an 8 KiB window holds a whole record (~3 KB
-# for two seats), and memory level 5 compresses it as small as the defaults (15, 8) do,
-# with smaller tables to set up (a tenth fewer instructions than 15 and 7). Any zlib
-# reader takes a stream of a smaller window than its own.
+# Records are deflated by zlib-ng (the same zlib streams, which any zlib reader reads, every
+# earlier release included): its level 1 packs a two-seat record of ~2.3 KB in ~11 µs where
+# zlib's took ~50 µs (a tenth of a move's CPU), to ~1.0 KB rather than ~0.86 KB. An 8 KiB
+# window holds a whole record, and memory level 5 keeps the compressor's tables small.
 _RECORD_WINDOW_BITS = 13
 _RECORD_MEMORY_LEVEL = 5
-# Format 6 is written as the release before wrote it (TableRecord.packed_6_bytes).
-_FORMAT_6_ZLIB = (zlib.MAX_WBITS, 7)
+
+
+# zlib-ng's stubs type its error as an instance, not the class it is.
+_INFLATE_ERROR = cast("type[Exception]", zlib_ng.error)
+
+
+def _record_packer() -> Any:
+    return zlib_ng.compressobj(1, zlib_ng.DEFLATED, _RECORD_WINDOW_BITS, _RECORD_MEMORY_LEVEL)
+
+
+def _format_6_packer() -> Any:
+    """Format 6 is written as the release before wrote it (TableRecord.packed_6_bytes)."""
+    return zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS, 7)
 
 
 T = TypeVar("T")
@@ -349,24 +361,19 @@ def _action_json_bytes(action: Action) -> bytes:
     return _action_json(action).encode()
 
 
-def _pack(
-    prefix: bytes,
-    inner: bytes,
-    zlib_memory: tuple[int, int] = (_RECORD_WINDOW_BITS, _RECORD_MEMORY_LEVEL),
-) -> bytes:
-    """``inner`` zlib-compressed (level 1; a record of ~5 KB takes ~1.5 KB) and base64-encoded
-    in ``prefix`` and ``"}``: a JSON object a release that does not know its format reads.
-    ``zlib_memory``: the window bits and memory level."""
-    window_bits, memory_level = zlib_memory
-    packer = zlib.compressobj(1, zlib.DEFLATED, window_bits, memory_level)
-    packed = base64.b64encode(packer.compress(inner) + packer.flush())
+def _pack(prefix: bytes, inner: bytes, packer: Callable[[], Any] = _record_packer) -> bytes:
+    """``inner`` deflated (level 1; a record of ~5 KB takes ~1.5 KB) by a compressor from
+    ``packer`` and base64-encoded in ``prefix`` and ``"}``: a JSON object a release that
+    does not know its format reads."""
+    compressor = packer()
+    packed = base64.b64encode(compressor.compress(inner) + compressor.flush())
     return b"".join((prefix, packed, b'"}'))
 
 
 def _unpack(raw: bytes, prefix: bytes, found: int) -> bytes:
     try:
-        return zlib.decompress(base64.b64decode(raw[len(prefix) : -2]))
-    except (binascii.Error, zlib.error) as broken:
+        return zlib_ng.decompress(base64.b64decode(raw[len(prefix) : -2]))
+    except (binascii.Error, _INFLATE_ERROR) as broken:
         message = f"a table record of format {found} that does not unpack: {broken}"
         raise ValueError(message) from None
 
@@ -459,7 +466,7 @@ class TableRecord:
         return combine_client_seeds([self.client_seed, *(own.get(s, b"") for s in seats)])
 
     def to_bytes(self) -> bytes:
-        """The record in format 7: :meth:`layout_bytes` zlib-compressed (level 1) and
+        """The record in format 7: :meth:`layout_bytes` deflated (zlib-ng, level 1) and
         base64-encoded in ``{"format":7,"z":"..."}``, which a replica of an earlier release
         reads as JSON and refuses as a newer format (:class:`NewerRecordError`, retryable)
         rather than failing on binary bytes."""
@@ -545,7 +552,7 @@ class TableRecord:
     def packed_6_bytes(self) -> bytes:
         """The record in format 6 (what the release before wrote): :meth:`parts_bytes`
         zlib-compressed and base64-encoded in ``{"format":6,"z":"..."}``."""
-        return _pack(_PACKED_PREFIX_BYTES, self.parts_bytes(), _FORMAT_6_ZLIB)
+        return _pack(_PACKED_PREFIX_BYTES, self.parts_bytes(), _format_6_packer)
 
     def parts_bytes(self) -> bytes:
         """The record in format 5: one JSON object whose parts are laid out one after the

@@ -161,13 +161,13 @@ import asyncio
 import logging
 import secrets
 import time
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
 from redis.asyncio import RedisCluster
 from redis.commands.core import AsyncScript
+from zlib_ng import zlib_ng
 
 from .base import (
     DEFAULT_MAX_EVENTS,
@@ -451,7 +451,7 @@ class RedisTableStore:
             # kept to records an earlier release never reads: see compact_response)
             pack_response(commit.response)
             if commit.compact_response
-            else zlib.compress(commit.response, 1),
+            else zlib_ng.compress(commit.response, 1),
             "" if deadline_ms is None else deadline_ms,
             commit.ttl_seconds,
             commit.request_ttl_seconds,

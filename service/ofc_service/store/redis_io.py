@@ -21,6 +21,7 @@ from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.connection import AbstractConnection, ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
+from zlib_ng import zlib_ng
 
 from .base import StoreError, StoreUnavailableError
 
@@ -50,16 +51,20 @@ one classic two-seat hand (the view's ruleset and layout repeat in every answer)
 halves a compressed response (≈ 480 -> 250 B). Its bytes never change: a record names it
 by its Adler-32 in the zlib header; a new dictionary is a new file beside it."""
 _DICTIONARIES: Final = {zlib.adler32(RESPONSE_DICTIONARY): RESPONSE_DICTIONARY}
-# A 4 KiB window holds the dictionary and a response; with memory level 5 the compressor's
-# tables are small, so copying one primed with the dictionary (below) costs less than
-# setting the dictionary up again for every response (level 1: ~8 µs).
-_PACKER: Final = zlib.compressobj(1, zlib.DEFLATED, 12, 5, zdict=RESPONSE_DICTIONARY)
+# Deflated by zlib-ng (standard zlib streams: every release reads them), whose level 1 packs
+# a response in ~8 µs where zlib's took ~25 µs, ~10% larger. A 4 KiB window holds the
+# dictionary and a response; with memory level 5 the compressor's tables are small, so
+# copying one primed with the dictionary (below) costs less than setting it up again.
+_PACKER: Final[Any] = zlib_ng.compressobj(  # Any: zlib-ng's stubs lack copy()
+    1, zlib_ng.DEFLATED, 12, 5, zdict=RESPONSE_DICTIONARY
+)
 
 
 def pack_response(response: bytes) -> bytes:
-    """``response`` zlib-compressed with :data:`RESPONSE_DICTIONARY`."""
+    """``response`` deflated with :data:`RESPONSE_DICTIONARY`."""
     packer = _PACKER.copy()
-    return packer.compress(response) + packer.flush()
+    packed: bytes = packer.compress(response) + packer.flush()
+    return packed
 
 
 def unpack_response(stored: bytes) -> bytes:
@@ -73,9 +78,9 @@ def unpack_response(stored: bytes) -> bytes:
         dictionary = _DICTIONARIES.get(int.from_bytes(stored[2:6], "big"))
         if dictionary is None:
             raise StoreError("a request record packed with a dictionary this release lacks")
-        unpacker = zlib.decompressobj(zdict=dictionary)
+        unpacker = zlib_ng.decompressobj(zdict=dictionary)
         return unpacker.decompress(stored) + unpacker.flush()
-    return zlib.decompress(stored)
+    return zlib_ng.decompress(stored)
 
 
 EVENT_DICTIONARY: Final = resources.files(__package__).joinpath("events-1.zdict").read_bytes()
