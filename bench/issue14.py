@@ -48,10 +48,13 @@ class Settings:
     batch_rounds: int
     cli_hands: int
     open_loop_seconds: float
+    pairs: int = move_path.PAIRS  # of rows per move_path ratio
 
 
 FULL = Settings(seconds=3.0, rounds=3, batch_rounds=3, cli_hands=20_000, open_loop_seconds=4.0)
-QUICK = Settings(seconds=1.0, rounds=1, batch_rounds=1, cli_hands=20_000, open_loop_seconds=1.5)
+QUICK = Settings(
+    seconds=1.0, rounds=1, batch_rounds=1, cli_hands=20_000, open_loop_seconds=1.5, pairs=1
+)
 
 
 def start_workers(redis_url: str, workers: int) -> tuple[subprocess.Popen[str], str, list[int]]:
@@ -118,6 +121,7 @@ def run(redis_url: str, settings: Settings) -> list[str]:
         redis_url,
         seconds=settings.seconds,
         rounds=settings.rounds,
+        pairs=settings.pairs,
         say=lambda line: say(f"{next(numbered)}. {line}"),
     )
     one, two = (_worker_moves(redis_url, n, settings) for n in (1, 2))

@@ -86,13 +86,16 @@ def test_issue14_bench_prints_every_figure(
     redis_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tiny = issue14.Settings(
-        seconds=0.4, rounds=1, batch_rounds=1, cli_hands=100, open_loop_seconds=0.4
+        seconds=0.4, rounds=1, batch_rounds=1, cli_hands=100, open_loop_seconds=0.4, pairs=2
     )
     issue14.run(redis_url, tiny)
     out = capsys.readouterr().out
-    floor = r"^1\. PlaceCards / no-logic floor .* = \d+\.\d\dx +\[target <= 1.5x"
+    # each ratio: the median of its pairs, every pair printed
+    pairs = r"median \d+\.\d\dx of 2 pairs \((\d+\.\d\d / \d+\.\d\d ms = \d+\.\d\dx(, )?){2}\)"
+    floor = rf"^1\. PlaceCards / no-logic floor .*: {pairs} \[target <= 1.5x: (PASS|MISS)\]"
     assert re.search(floor, out, re.M), out
-    assert re.search(r"^2\. moves alternating .* = \d+\.\d\dx +\[target <= 1.15x", out, re.M), out
+    replicas = rf"^2\. moves alternating .*: {pairs} \[target <= 1.15x: (PASS|MISS)\]; moves/s"
+    assert re.search(replicas, out, re.M), out
     workers = re.search(r"^3\. .*1 worker (\d+)/s .*--workers 2 (\d+)/s", out, re.M)
     assert workers is not None and int(workers[1]) > 0 and int(workers[2]) > 0, out
     assert "target >= 40%" in out and "target >= 25%" in out and "target >= 30%" in out, out
