@@ -30,6 +30,7 @@ import asyncio
 import random
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -55,7 +56,7 @@ class Row:
     p50_ms: float
     p99_ms: float
     waited_for_a_table: float = 0.0  # share of PlaceCards arrivals with no table ready
-    failed: int = 0  # calls that ended in an error (no latency counted for them)
+    failed: tuple[str, ...] = ()  # status codes of calls that failed (no latency counted)
 
 
 Ready = tuple["ReadyPlayer", pb.PlaceCardsRequest, int, "asyncio.Future[None]"]
@@ -97,13 +98,13 @@ def schedule(rate: float, seconds: float, rng: random.Random) -> list[float]:
 
 async def _open_loop_places(
     ready: asyncio.Queue[Ready], times: Sequence[float]
-) -> tuple[list[float], float, int, int]:
+) -> tuple[list[float], float, int, list[str]]:
     """Latencies from the scheduled times, the elapsed time, how many arrivals found no
-    table ready, and how many calls failed."""
+    table ready, and the status codes of the calls that failed."""
     loop = asyncio.get_running_loop()
     start = loop.time() + 0.01
     latencies: list[float] = []
-    failures: list[int] = []
+    failures: list[str] = []
     waited = 0
 
     async def send(player: ReadyPlayer, request: pb.PlaceCardsRequest, seat: int,
@@ -111,8 +112,8 @@ async def _open_loop_places(
         try:
             await player._send(player.moves.PlaceCards, request, seat, timed=False)
             latencies.append(loop.time() - due)
-        except grpc.aio.AioRpcError:  # counted; that table takes no more moves
-            failures.append(1)
+        except grpc.aio.AioRpcError as error:  # counted; that table takes no more moves
+            failures.append(error.code().name)
         finally:
             sent.set_result(None)
 
@@ -126,12 +127,12 @@ async def _open_loop_places(
         player, request, seat, sent = await ready.get()
         tasks.append(asyncio.create_task(send(player, request, seat, sent, due)))
     await asyncio.gather(*tasks)
-    return latencies, loop.time() - start, waited, len(failures)
+    return latencies, loop.time() - start, waited, failures
 
 
 async def _open_loop_settles(
     channel: grpc.aio.Channel, times: Sequence[float]
-) -> tuple[list[float], float, int]:
+) -> tuple[list[float], float, list[str]]:
     call = channel.unary_unary(SETTLE)
     request = settle_request()
     loop = asyncio.get_running_loop()
@@ -154,15 +155,16 @@ async def _open_loop_settles(
             await asyncio.sleep(delay)
         tasks.append(asyncio.create_task(send(due)))
     await asyncio.gather(*tasks)
-    return latencies, loop.time() - start, len(failures)
+    return latencies, loop.time() - start, failures
 
 
 def _row(rpc: str, fraction: float, rate: float, latencies: list[float], elapsed: float,
-         waited: float = 0.0, failed: int = 0) -> Row:  # fmt: skip
+         waited: float = 0.0, failed: Sequence[str] = ()) -> Row:  # fmt: skip
     latencies.sort()
     return Row(
         rpc, fraction, rate, len(latencies) / elapsed, len(latencies),
-        percentile(latencies, 0.50) * 1000, percentile(latencies, 0.99) * 1000, waited, failed,
+        percentile(latencies, 0.50) * 1000, percentile(latencies, 0.99) * 1000, waited,
+        tuple(sorted(failed)),
     )  # fmt: skip
 
 
@@ -235,7 +237,8 @@ def report(maxima: dict[str, float], rows: Sequence[Row]) -> list[str]:
         if r.rpc == "PlaceCards" and r.waited_for_a_table:
             line += f"   ({r.waited_for_a_table:.1%} of arrivals waited for a ready table)"
         if r.failed:
-            line += f"   ({r.failed} calls failed, left out of the latencies)"
+            codes = ", ".join(f"{code} {n}" for code, n in Counter(r.failed).items())
+            line += f"   ({len(r.failed)} calls failed: {codes}; left out of the latencies)"
         lines.append(line)
     by = {(r.rpc, r.fraction): r for r in rows}
     for fraction in sorted({r.fraction for r in rows}):
