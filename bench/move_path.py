@@ -109,7 +109,7 @@ def _paired(pairs: Sequence[tuple[float, float]], target: float) -> str:
     median = statistics.median(ratios)
     each = ", ".join(f"{a:.2f} / {b:.2f} ms = {a / b:.2f}x" for a, b in pairs)
     return (
-        f"median {median:.2f}x of {len(pairs)} pairs ({each}) "
+        f"median {median:.2f}x of {len(pairs)} pair{'s' if len(pairs) > 1 else ''} ({each}) "
         f"[target <= {target}x: {_verdict(median <= target)}]"
     )
 
