@@ -66,7 +66,7 @@ def test_serve_help_names_every_service_served(capsys: pytest.CaptureFixture[str
 
 
 def test_a_plaintext_command_at_a_tls_server_is_told_to_use_tls(
-    tls_server: tuple[str, Path], capsys: pytest.CaptureFixture[str]
+    tls_server: tuple[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     port, _ = tls_server
     status, out, err = run(["score", "--server", f"127.0.0.1:{port}", str(EXAMPLE)], capsys)
@@ -77,7 +77,8 @@ def test_a_plaintext_command_at_a_tls_server_is_told_to_use_tls(
         "certificate)\n"
     )
     table = "A" * 22
-    status, _, err = run(["export-match", "--server", f"127.0.0.1:{port}", table, "out"], capsys)
+    out_dir = str(tmp_path / "out")
+    status, _, err = run(["export-match", "--server", f"127.0.0.1:{port}", table, out_dir], capsys)
     assert status == 1 and "speaks TLS" in err and "add --tls" in err
 
 
@@ -106,10 +107,13 @@ def test_tls_without_trusting_the_certificate_says_to_pass_its_ca(
 
 
 def test_tls_at_a_plaintext_server_says_it_may_be_plaintext(
-    proxy: test_table_affinity.RecordingProxy, capsys: pytest.CaptureFixture[str]
+    proxy: test_table_affinity.RecordingProxy,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
+    out_dir = str(tmp_path / "out")
     status, _, err = run(
-        ["export-match", "--server", proxy.address, "--tls", "A" * 22, "out"], capsys
+        ["export-match", "--server", proxy.address, "--tls", "A" * 22, out_dir], capsys
     )
     assert status == 1
     assert err.endswith("(the TLS handshake failed: the server may be plaintext; drop --tls)\n")
