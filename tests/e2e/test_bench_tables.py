@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bench import miss_path, move_floor, tables
+from bench import miss_path, move_floor, redis_exchange, tables
 
 
 def test_move_floor_prints_its_three_rows_and_the_verdict(
@@ -30,6 +30,15 @@ def test_miss_path_prints_both_modes_and_their_ratio(
     for mode in miss_path.MODES:
         assert re.search(rf"^{mode}: 8 PlaceCards, \d+ us CPU per move$", out, re.M), out
     assert re.search(r"^alternating / affine \(process CPU per move\): \d+\.\d\dx$", out, re.M)
+
+
+def test_redis_exchange_prints_each_way_of_a_round_trip(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert redis_exchange.main(["--calls", "80", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    for way in ("redis-py pipeline", "direct, a clock per step", "direct, one clock"):
+        assert re.search(rf"^{way} +\d+\.\d$", out, re.M), out
 
 
 def test_tables_bench_prints_round_trips_memory_and_both_rpcs(

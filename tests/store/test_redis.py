@@ -594,6 +594,16 @@ class _CountedConnects(Connection):
         await super()._connect()  # type: ignore[no-untyped-call]
 
 
+async def _attempts_of_redis_py(client: Redis, error: type[Exception]) -> int:
+    """How often redis-py's own call tries to connect before it raises ``error``."""
+    _CountedConnects.attempts = 0
+    with pytest.raises(error):
+        await client.hmget("k", ["version"])
+    await client.aclose()
+    assert _CountedConnects.attempts > 1  # retried at all
+    return _CountedConnects.attempts
+
+
 async def test_the_direct_calls_of_one_server_retry_and_fail_as_redis_py_does() -> None:
     """A store on one server sends its loads and commits itself (not through redis-py's
     command methods): against a server that is not there it tries to connect as often as
@@ -603,14 +613,7 @@ async def test_the_direct_calls_of_one_server_retry_and_fail_as_redis_py_does() 
     def client() -> Redis:
         return Redis.from_url(url, retry=Retry(NoBackoff(), 2), connection_class=_CountedConnects)
 
-    by_redis_py = client()
-    _CountedConnects.attempts = 0
-    with pytest.raises(redis_errors.ConnectionError):
-        await by_redis_py.hmget("k", ["version"])
-    expected = _CountedConnects.attempts
-    await by_redis_py.aclose()
-    assert expected > 1  # retried at all
-
+    expected = await _attempts_of_redis_py(client(), redis_errors.ConnectionError)
     store = RedisTableStore(client(), owns_clients=True)
     calls: list[Callable[[], Awaitable[object]]] = [
         lambda: store.load("t"),
@@ -625,6 +628,46 @@ async def test_the_direct_calls_of_one_server_retry_and_fail_as_redis_py_does() 
         assert isinstance(caught.value.__cause__, redis_errors.ConnectionError)
         assert _CountedConnects.attempts == expected
     await store.close()
+
+
+async def test_the_direct_calls_of_one_server_time_out_and_retry_as_redis_py_does() -> None:
+    """Against a server that takes connections and never answers, a store's load and commit
+    are bounded by the client's socket timeout and retried as redis-py retries a timeout
+    (as many connections), then the store is reported unavailable."""
+    connections: list[asyncio.StreamWriter] = []
+
+    async def mute(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    def client() -> Redis:
+        return Redis.from_url(
+            f"redis://127.0.0.1:{port}/0",
+            retry=Retry(NoBackoff(), 2),
+            socket_timeout=0.2,
+            connection_class=_CountedConnects,
+        )
+
+    try:
+        expected = await _attempts_of_redis_py(client(), redis_errors.TimeoutError)
+        store = RedisTableStore(client(), owns_clients=True)
+        for call in (lambda: store.load("t"), lambda: play(store, "t", 1)):
+            _CountedConnects.attempts = 0
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailableError) as caught:
+                await asyncio.wait_for(call(), 10)  # a hang fails here, not at the suite's limit
+            assert isinstance(caught.value.__cause__, redis_errors.TimeoutError)
+            assert _CountedConnects.attempts == expected
+            # each try waited its 0.2 s, and no longer (generous: a loaded machine)
+            assert 0.2 * expected <= time.monotonic() - started < 0.2 * expected + 5
+        await store.close()
+    finally:
+        for writer in connections:
+            writer.close()
+        server.close()
+        await server.wait_closed()
 
 
 async def test_the_direct_calls_of_one_server_never_share_or_desync_a_connection(
