@@ -142,7 +142,11 @@ class _Lru(Generic[K, V]):
 class _Fragments(_Lru[int, tuple[object, S]]):
     """The encodings of immutable values by identity: the few this replica wrote last."""
 
-    def text(self, value: T, write: Callable[[T], S]) -> S:
+    def text(
+        self, value: T, write: Callable[[T], S], read_back: _Decoded | None = None
+    ) -> S:
+        """``value``'s encoding; ``read_back``: a value written here is also read back from
+        its bytes without parsing (a record another replica writes next holds them)."""
         key = id(value)
         hit = self._entries.get(key)
         if hit is not None and hit[0] is value:
@@ -150,6 +154,8 @@ class _Fragments(_Lru[int, tuple[object, S]]):
             return hit[1]
         text = write(value)
         self.keep(value, text)
+        if read_back is not None:
+            read_back._put(text, value)
         return text
 
     def keep(self, value: object, text: S) -> None:
@@ -497,10 +503,12 @@ class TableRecord:
             hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
             deck = bytes(hand.deck)
             progress = own_progress_bytes(hand)
-            seats = [_PIECES.text(s, own_seat_bytes) for s in hand.seats]
+            seats = [_PIECES.text(s, own_seat_bytes, _SEATS) for s in hand.seats]
         start = self.hand_start
         hand_start = b"" if start is None else _PIECES.text(start, _compact_state_json_bytes)
-        actions = [_PIECES.text(a, _action_json_bytes) for a in self.hand_actions]
+        actions = [_PIECES.text(a, _action_json_bytes, _ACTIONS) for a in self.hand_actions]
+        if actions:  # the next record another replica writes holds this run and one more
+            _ACTION_RUNS._put(b"".join(actions), self.hand_actions)
         parts = (head, deadlines, ruleset, stable, hand_head, deck, progress, hand_start,
                  *seats, *actions)  # fmt: skip
         sizes = _sizes(len(parts)).pack(*map(len, parts))
