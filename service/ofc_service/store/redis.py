@@ -257,6 +257,14 @@ def _blob(value: bytes | str | None) -> bytes | None:
     return value
 
 
+def _reply(value: Any) -> bytes | None:
+    """One reply of a pipeline run with ``raise_on_error=False``, as :func:`_blob`; an error
+    reply is raised."""
+    if isinstance(value, Exception):
+        raise value
+    return _blob(value)
+
+
 def _check_retained(
     table_id: str, after: str, position: tuple[int, int], events_from: bytes | None
 ) -> None:
@@ -607,13 +615,22 @@ class RedisTableStore:
             check_digest(request_digest)
         with unavailable():
             segments = _blob(await self._client.hget(self._table_keys(table_id)[0], "segments"))
+            # Then every place the record may be, in one round trip: each kept hand's records
+            # and markers, the newest hand first, and the key of a record kept on its own.
+            starts = list(reversed(text(segments or b"").split()))
+            field = marker_field(request_id)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for start in starts:
+                    pipe.hget(self._hand_key(table_id, start), request_id)
+                    pipe.hget(self._table_key(table_id, f"markers:{start}"), field)
+                pipe.get(key)
+                *kept, alone = await pipe.execute(raise_on_error=False)
             record = packed = None
-            for start in reversed(text(segments or b"").split()):  # the newest hand first
-                record = _blob(await self._client.hget(self._hand_key(table_id, start), request_id))
+            for at in range(0, len(kept), 2):
+                record, packed = _reply(kept[at]), _reply(kept[at + 1])
                 if record is not None:
+                    packed = None
                     break
-                markers = self._table_key(table_id, f"markers:{start}")
-                packed = _blob(await self._client.hget(markers, marker_field(request_id)))
                 if packed is not None:
                     break
             if packed is not None:
@@ -624,13 +641,13 @@ class RedisTableStore:
                     raise RequestIdReusedError()
                 raise AlreadyAppliedError(table_id, version=marker.version)
             if record is None:
-                try:
-                    record = _blob(await self._client.get(key))
-                except redis_errors.ResponseError:  # WRONGTYPE: a record of the older hash layout
+                if isinstance(alone, redis_errors.ResponseError):
+                    # WRONGTYPE: a record of the older hash layout
                     old = _blob(await self._client.hget(key, "response"))
                     if old is not None and request_digest:
                         raise RequestIdReusedError() from None
                     return old
+                record = _reply(alone)
         if record is None:
             return None
         head, _, response = record.partition(b"\n")
