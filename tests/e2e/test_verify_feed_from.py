@@ -36,7 +36,9 @@ OFC = Path(sys.executable).with_name("ofc")
 def address() -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
-        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", ""],
+        # no HTTP port: the default one (8080) may be taken by a service running here
+        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
+         "--http-listen", ""],
         env={**os.environ, "OFC_API_KEYS": API_KEY},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
