@@ -6,8 +6,11 @@
     .venv/bin/python -m bench --list
 
 A section is a module with ``main(argv)`` that prints its own figures with its defaults
-and returns an exit status (it also runs alone as ``python -m bench.<name>``, with more
-options). To add one, add a line to ``SECTIONS`` (and its short arguments to ``QUICK``).
+and returns an exit status; it runs alone as ``python -m bench.<name>``, with more options,
+and so it runs here: each section in a process of its own, so that no section inherits
+another's threads, event loops or gRPC state (grpc.aio's poller thread, left bound to an
+earlier section's closed event loop, printed tracebacks into later sections). To add one,
+add a line to ``SECTIONS`` (and its short arguments to ``QUICK``).
 ``issue14`` measures the move path's figures and runs ``batch`` and ``open_loop`` itself,
 so those two run only when named.
 """
@@ -15,10 +18,13 @@ so those two run only when named.
 from __future__ import annotations
 
 import argparse
-import importlib
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # where `python -m bench.<name>` finds bench
 
 SECTIONS: dict[str, tuple[str, str]] = {
     # name: (module, what it measures)
@@ -66,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for name, (module, what) in SECTIONS.items():
-            print(f"{name:<8} {what}  [{module}]")
+            print(f"{name:<15} {what}  [{module}]")
         return 0
     unknown = [s for s in args.sections if s not in SECTIONS]
     if unknown:
@@ -77,7 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"== {name}: {what}", flush=True)
         start = time.perf_counter()
         section_argv = QUICK.get(name, []) if args.quick else []
-        status |= importlib.import_module(module_name).main(section_argv) or 0
+        section = subprocess.run([sys.executable, "-m", module_name, *section_argv], cwd=ROOT)
+        if section.returncode:
+            status = 1
         print(f"   ({time.perf_counter() - start:.1f} s)\n", flush=True)
     return status
 
