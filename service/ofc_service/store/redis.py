@@ -626,11 +626,11 @@ class RedisTableStore:
                 pipe.get(key)
                 *kept, alone = await pipe.execute(raise_on_error=False)
             record = packed = None
-            for at in range(0, len(kept), 2):
-                record, packed = _reply(kept[at]), _reply(kept[at + 1])
+            for found, marker in zip(kept[::2], kept[1::2], strict=True):  # newest hand first
+                record = _reply(found)
                 if record is not None:
-                    packed = None
                     break
+                packed = _reply(marker)
                 if packed is not None:
                     break
             if packed is not None:
