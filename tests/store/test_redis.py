@@ -43,6 +43,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.crc import key_slot
 
+from bench.tables import CountingConnection
 from tests.conftest import RedisServer, free_port
 
 from .conftest import Backend, Harness
@@ -584,16 +585,6 @@ async def test_markers_of_the_release_before_still_answer_and_move_at_the_next_h
         assert (await h.store.load("t")).version == 4  # nothing applied twice
 
 
-class _CountedSends(Connection):
-    """A connection that counts what it sends: each send is one round trip."""
-
-    sent = 0
-
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        _CountedSends.sent += 1
-        await super().send_packed_command(command, check_health)
-
-
 async def test_a_request_record_is_found_in_two_round_trips_however_many_hands_are_kept(
     redis_backend: Backend,
 ) -> None:
@@ -602,7 +593,7 @@ async def test_a_request_record_is_found_in_two_round_trips_however_many_hands_a
     in the newest hand, a marker of an older one, or nowhere."""
     async with redis_backend.open():  # a flushed server
         store = RedisTableStore(
-            Redis.from_url(redis_backend.url or "", connection_class=_CountedSends),
+            Redis.from_url(redis_backend.url or "", connection_class=CountingConnection),
             owns_clients=True,
         )
         await store.create_table("t", b"v1", ttl_seconds=600)
@@ -615,13 +606,13 @@ async def test_a_request_record_is_found_in_two_round_trips_however_many_hands_a
             ))  # fmt: skip
         await store.get_response("t", "warm-up")  # connections made (their handshakes sent)
         for name, expected in (("move-2", b"Rmove-2"), ("move-1", None), ("never", None)):
-            _CountedSends.sent = 0
+            CountingConnection.sent = 0
             if name == "move-1":  # a marker of the hand before: applied, not kept
                 with pytest.raises(AlreadyAppliedError):
                     await store.get_response("t", name, request_digest="d-" + name)
             else:
                 assert await store.get_response("t", name) == expected
-            assert _CountedSends.sent == 2, name
+            assert CountingConnection.sent == 2, name
         await store.close()
 
 
