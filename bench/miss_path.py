@@ -4,7 +4,8 @@
     .venv/bin/python -m bench.miss_path --memory            # the in-memory store
     .venv/bin/python -m bench.miss_path --callgrind --moves 200   # instructions per move
 
-Two :class:`~ofc_service.application.manager.TableManager` replicas share one store; each
+Two :class:`~ofc_service.application.manager.TableManager` replicas share one store, each
+with record caches of its own, as two processes have (:class:`_ProcessCaches`); each
 table is watched through replica B (its watch feed reads the table with its events, as a
 ``Watch`` stream does) and its hands are started on replica A. Each PlaceCards goes to A
 (``affine``: the replica meets the record it wrote) or to A and B in turn
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +41,7 @@ from ofc import engine
 from ofc.engine import MatchState
 from ofc.rulesets import ROWS
 from ofc_service.api.tables import ProtobufPresenter
-from ofc_service.application import commands
+from ofc_service.application import commands, records
 from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import TableRecord
 from ofc_service.application.watch import WatchHub
@@ -133,8 +135,26 @@ class _Offers:
             await self.changed.wait()
 
 
-async def _watch(manager: TableManager, table_id: str, started: asyncio.Event) -> None:
-    _, _, newest = await manager.load(table_id)  # the Watch snapshot's load keeps the table
+class _ProcessCaches:
+    """The record caches of :mod:`ofc_service.application.records` (what a replica decoded,
+    and what it wrote, by bytes or by value) are a process's: two replicas in one process
+    would share them, and each would decode the parts the other just wrote as if it had read
+    them before, which two ``ofc serve`` processes never do. So each replica here has a set
+    of its own, put in place before each of its steps (steps run one at a time)."""
+
+    def __init__(self, first: TableManager) -> None:
+        self.first = first
+        self._caches = [c for c in vars(records).values() if isinstance(c, records._Lru)]
+        self._sets = [[c._entries for c in self._caches], [OrderedDict() for _ in self._caches]]
+
+    def use(self, replica: TableManager) -> None:
+        """Put ``replica``'s caches in place (the first replica's are the process's own)."""
+        own = self._sets[0 if replica is self.first else 1]
+        for cache, entries in zip(self._caches, own, strict=True):
+            cache._entries = entries
+
+
+async def _watch(manager: TableManager, table_id: str, newest: str, started: asyncio.Event) -> None:
     feed = manager.follow(table_id, newest, newest=newest)
     started.set()
     async for _ in feed:
@@ -168,12 +188,14 @@ async def play(
     positions = [0] * tables
     placed = [0] * tables
     replicas = (a, b) if mode == "alternating" else (a, a)
+    caches = _ProcessCaches(a)
 
     async def step(t: int, watched: bool = True) -> bool:
         """The table's next command; whether it was a timed move."""
         item = scripts[t][positions[t]]
         positions[t] += 1
         manager = replicas[placed[t] % 2] if item.on_either else a
+        caches.use(manager)
         request = Request(ids[t], versions[t], f"r{positions[t]}")
         await manager.run(request, item.command)
         versions[t] += 1
@@ -185,8 +207,10 @@ async def play(
     for t in range(tables):  # both seats taken, then the watch opens
         await step(t, watched=False)
         await step(t, watched=False)
+        caches.use(b)
+        _, _, newest = await b.load(ids[t])  # the Watch snapshot's load keeps the table
         started = asyncio.Event()
-        watchers.append(asyncio.create_task(_watch(b, ids[t], started)))
+        watchers.append(asyncio.create_task(_watch(b, ids[t], newest, started)))
         await started.wait()
 
     async def run_moves(count: int) -> int:
@@ -204,6 +228,7 @@ async def play(
     cpu = time.process_time()
     measured = await run_moves(moves)
     cpu = time.process_time() - cpu
+    caches.use(a)  # the process's own again
     for w in watchers:
         w.cancel()
     await asyncio.gather(*watchers, return_exceptions=True)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
+from ofc import codec
+from ofc.engine import HandSeat
+from ofc_service.application import records
+from ofc_service.store import MemoryTableStore
 
 from bench import miss_path, move_floor, redis_exchange, tables
 
@@ -30,6 +35,27 @@ def test_miss_path_prints_both_modes_and_their_ratio(
     for mode in miss_path.MODES:
         assert re.search(rf"^{mode}: 8 PlaceCards, \d+ us CPU per move$", out, re.M), out
     assert re.search(r"^alternating / affine \(process CPU per move\): \d+\.\d\dx$", out, re.M)
+
+
+@pytest.mark.parametrize(("mode", "parsed"), [("affine", False), ("alternating", True)])
+def test_miss_path_replicas_read_each_others_seats_from_their_bytes(
+    mode: str, parsed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each in-process replica decodes with caches of its own, as a process does: a record
+    the other replica wrote has seats this one never read (a replica that wrote the last
+    record reads its seats back from its own caches)."""
+    seats_parsed = 0
+    parse = codec.seat_from_own_bytes
+
+    def counted(raw: bytes) -> HandSeat:
+        nonlocal seats_parsed
+        seats_parsed += 1
+        return parse(raw)
+
+    monkeypatch.setattr(records, "seat_from_own_bytes", counted)
+    measured, _ = asyncio.run(miss_path.play(MemoryTableStore(), mode, tables=2, warmup=4, moves=8))
+    assert measured == 8
+    assert (seats_parsed >= measured) is parsed, seats_parsed
 
 
 def test_redis_exchange_prints_each_way_of_a_round_trip(
