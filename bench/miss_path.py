@@ -142,15 +142,16 @@ class _ProcessCaches:
     them before, which two ``ofc serve`` processes never do. So each replica here has a set
     of its own, put in place before each of its steps (steps run one at a time)."""
 
-    def __init__(self, first: TableManager) -> None:
-        self.first = first
+    def __init__(self, own: TableManager, other: TableManager) -> None:
         self._caches = [c for c in vars(records).values() if isinstance(c, records._Lru)]
-        self._sets = [[c._entries for c in self._caches], [OrderedDict() for _ in self._caches]]
+        self._sets = {
+            own: [c._entries for c in self._caches],  # the process's own
+            other: [OrderedDict() for _ in self._caches],
+        }
 
     def use(self, replica: TableManager) -> None:
-        """Put ``replica``'s caches in place (the first replica's are the process's own)."""
-        own = self._sets[0 if replica is self.first else 1]
-        for cache, entries in zip(self._caches, own, strict=True):
+        """Put ``replica``'s caches in place."""
+        for cache, entries in zip(self._caches, self._sets[replica], strict=True):
             cache._entries = entries
 
 
@@ -188,7 +189,7 @@ async def play(
     positions = [0] * tables
     placed = [0] * tables
     replicas = (a, b) if mode == "alternating" else (a, a)
-    caches = _ProcessCaches(a)
+    caches = _ProcessCaches(a, b)
 
     async def step(t: int, watched: bool = True) -> bool:
         """The table's next command; whether it was a timed move."""
