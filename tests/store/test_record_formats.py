@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ofc import engine
 from ofc.rulesets import DEFAULT_RULESET, PRESETS, ROWS, ruleset_from_dict
 from ofc.verify import check_history
@@ -349,13 +351,13 @@ def _fill(state: engine.MatchState, seat: int) -> engine.Action:
     return engine.Place(seat, placements, batch[keep] if keep < len(batch) else None, 11)
 
 
-def _hand_records(ruleset: str, seats: int) -> Iterator[TableRecord]:
+def _hand_records(ruleset: str, seats: int, client_seed: bytes = b"mid") -> Iterator[TableRecord]:
     """A table's record after each action of a hand, from its start to its end."""
     start, _ = engine.replay(
         engine.new_match(ruleset, seats=seats),
         [engine.SitDown(s, f"p{s}", s) for s in range(seats)],
     )
-    actions: list[engine.Action] = [engine.StartHand(bytes(range(32)), b"mid", 9)]
+    actions: list[engine.Action] = [engine.StartHand(bytes(range(32)), client_seed, 9)]
     state, _ = engine.apply(start, actions[0])
     while True:
         yield TableRecord(
@@ -441,3 +443,91 @@ def test_a_format_7_record_not_laid_out_by_its_sizes_is_refused(mangle: Any) -> 
 def test_a_format_7_record_that_does_not_unpack_is_refused() -> None:
     with pytest.raises(ValueError, match="format 7 that does not unpack"):
         TableRecord.from_bytes(b'{"format":7,"z":"' + base64.b64encode(b"not zlib") + b'"}')
+
+
+def _forget_read_parts() -> None:
+    """This process's record caches emptied, as a replica that never read these tables."""
+    for cache in vars(records).values():
+        if isinstance(cache, records._Lru):
+            cache._entries.clear()
+
+
+def _table_life() -> list[TableRecord]:
+    """A table's records move by move over a hand, a seat changing hands after it (the head
+    changes), the same for a hand of other seeds (another deck) and at a pineapple table:
+    consecutive records share most parts, records far apart few, two tables' next to none."""
+    life: list[TableRecord] = []
+    for ruleset, seats, seed in (
+        ("classic", 2, b"mid"),
+        ("classic", 2, b"new"),
+        ("pineapple", 3, b"mid"),
+    ):
+        first = list(_hand_records(ruleset, seats, seed))
+        over = first[-1]
+        after = dataclasses.replace(
+            over,
+            seat_changes=(engine.StandUp(1, 20), engine.SitDown(1, "cy", 21)),
+            seat_units=tuple(range(seats)),
+            seat_deadlines=(),
+            next_server_seed=b"\x01" * 32,
+        )
+        # the next hand's seed drawn again: a head of the same size, other bytes
+        redrawn = dataclasses.replace(after, next_server_seed=b"\x02" * 32)
+        life += [
+            *first,
+            after,
+            redrawn,
+            *(dataclasses.replace(r, table_id="t2") for r in first[:4]),
+        ]
+    return life
+
+
+def test_a_record_read_against_an_earlier_one_of_its_table_is_itself() -> None:
+    # A replica reads a table's new record against the one it holds (its own last write,
+    # or what it read): parts with the base's bytes are the base's values, the rest read.
+    life = _table_life()
+    written = [r.write() for r in life]
+    for i in range(1, len(life)):
+        _forget_read_parts()
+        again, layout = TableRecord.read(written[i][0], written[i - 1][1])
+        assert again == life[i]
+        assert layout is not None and layout.record is again
+        # and against the base as read from its bytes, not as written here
+        _forget_read_parts()
+        read_base = TableRecord.read(written[i - 1][0])[1]
+        assert TableRecord.read(written[i][0], read_base)[0] == life[i]
+
+
+@pytest.mark.parametrize(("ruleset", "seats"), [("classic", 2), ("pineapple", 3)])
+def test_a_record_read_against_another_hand_s_at_the_same_point_is_itself(
+    ruleset: str, seats: int
+) -> None:
+    # Two hands of other seeds, move by move: each seat's rows and discards have the same
+    # sizes in both, other cards; nothing of the base's hand may be taken for this one's.
+    ours = list(_hand_records(ruleset, seats, b"ours"))
+    theirs = list(_hand_records(ruleset, seats, b"theirs"))
+    for record, other in zip(ours, theirs, strict=True):
+        raw, base_raw = record.to_bytes(), other.to_bytes()
+        _forget_read_parts()  # (a record written puts its parts in them)
+        base = TableRecord.read(base_raw)[1]
+        assert TableRecord.read(raw, base)[0] == record
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_record_read_against_any_record_is_itself(data: st.DataObject) -> None:
+    # Bytes equal to a part of any base are that base's value: whatever the base (another
+    # table's, a later record's), the record read is the one written, caches or none.
+    life = _TABLE_LIFE
+    base_at = data.draw(st.integers(0, len(life) - 1), label="base")
+    read_at = data.draw(st.integers(0, len(life) - 1), label="read")
+    base_raw, raw = life[base_at].to_bytes(), life[read_at].to_bytes()
+    if data.draw(st.booleans(), label="caches emptied"):
+        _forget_read_parts()
+    base = TableRecord.read(base_raw)[1]
+    again, layout = TableRecord.read(raw, base)
+    assert again == life[read_at]
+    assert layout is not None and TableRecord.read(layout.record.to_bytes())[0] == again
+
+
+_TABLE_LIFE = _table_life()

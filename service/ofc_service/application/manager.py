@@ -61,6 +61,7 @@ from ofc_service.application.records import (
     POLICY_PLAYERS,
     ClientSeedPolicyError,
     ClientSeedSet,
+    Layout,
     TableRecord,
     pack_history,
     unpack_history,
@@ -114,17 +115,22 @@ class HandNotFoundError(OfcError):
 
 @dataclass(slots=True)
 class _Kept:
-    """A table's record as this replica last wrote or read it; ``record`` None: bytes a watch
-    feed read with the table's events, decoded when a move needs them."""
+    """A table's record as this replica last wrote or read it, with its layout (the base
+    the table's next record is read against); ``record`` None: bytes a watch feed read
+    with the table's events, decoded (against ``base``, the record kept before) when a
+    move needs them."""
 
     raw: bytes
     record: TableRecord | None
     version: int
+    layout: Layout | None = None
+    base: Layout | None = None
     _sha1: str = ""
 
     def decoded(self) -> TableRecord:
         if self.record is None:
-            self.record = TableRecord.from_bytes(self.raw)
+            self.record, self.layout = TableRecord.read(self.raw, self.base)
+            self.base = None
         return self.record
 
     def sha1(self) -> str:
@@ -256,12 +262,20 @@ class TableManager:
             self._kept.move_to_end(table_id)
             kept.version = version
             return kept.decoded()
-        record = TableRecord.from_bytes(raw)
-        self._keep(table_id, raw, record, version)
+        record, layout = TableRecord.read(raw, _base(kept))
+        self._keep(table_id, raw, record, version, layout)
         return record
 
-    def _keep(self, table_id: str, raw: bytes, record: TableRecord | None, version: int) -> None:
-        self._kept[table_id] = _Kept(raw, record, version)
+    def _keep(
+        self,
+        table_id: str,
+        raw: bytes,
+        record: TableRecord | None,
+        version: int,
+        layout: Layout | None = None,
+        base: Layout | None = None,
+    ) -> None:
+        self._kept[table_id] = _Kept(raw, record, version, layout, base)
         self._kept.move_to_end(table_id)
         if len(self._kept) > KEPT_RECORDS:
             self._kept.popitem(last=False)
@@ -282,7 +296,7 @@ class TableManager:
         if kept.raw == table.state:
             kept.version = table.version
         else:
-            self._keep(table.table_id, table.state, None, table.version)
+            self._keep(table.table_id, table.state, None, table.version, base=_base(kept))
 
     def viewer(self, creds: Credentials, record: TableRecord, as_seat: int | None) -> int | None:
         """The seat whose view the caller gets: the seat token's, or ``as_seat`` for an
@@ -585,18 +599,20 @@ class TableManager:
         now: int,
         sha1: str,
         lane: str = "",
-    ) -> tuple[Commit, Change]:
+    ) -> tuple[Commit, Layout]:
         """Stage 4: the new record, every event for every audience, the hand history and
-        settlement when the hand ended, and the response, as one commit."""
+        settlement when the hand ended, and the response, as one commit; and the new
+        record's layout (kept with it once committed)."""
         version = request.expected_version + 1
         blobs = [self.presenter.event(e, version, done.record) for e in done.events]
         # Event ids are assigned by the commit, so a move's response carries none; watchers
         # resume from the ids in Watch snapshots and events.
         response = self.presenter.response(Outcome(command, request.request_id, done, version))
+        state, layout = done.record.write()
         commit = Commit(
             request.table_id,
             expected_version=request.expected_version,
-            state=done.record.to_bytes(),
+            state=state,
             request_id=key,
             deadline_ms=done.record.deadline_ms,
             events=blobs,
@@ -624,7 +640,7 @@ class TableManager:
             request_lane=lane,
             request_ttl_seconds=self.request_ttl_seconds,
         )
-        return commit, done
+        return commit, layout
 
     async def _commit(
         self,
@@ -639,22 +655,22 @@ class TableManager:
         """Stages 4 to 6: encode, the one store commit, fan-out."""
         caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
         lane = request_lane(caller, getattr(command, "seat", None))
-        commit, done = self.encode(request, command, key, done, now, sha1, lane)
+        commit, layout = self.encode(request, command, key, done, now, sha1, lane)
         try:
             result = await self.store.commit(commit)
         except AlreadyAppliedError:
             # A seat's join is never kept as a marker: one under its id was another request.
             return await self._as_table_is(request, command, creds, RequestIdReusedError())
         if not result.replayed:
-            await self.fan_out(commit, done, result.version)
+            await self.fan_out(commit, done, result.version, layout)
         return result.response
 
-    async def fan_out(self, commit: Commit, done: Change, version: int) -> None:
+    async def fan_out(self, commit: Commit, done: Change, version: int, layout: Layout) -> None:
         """Stage 6, after a commit that took effect: the record kept for the table's next
         move here, the move counted, and a settlement relayed to the feed at once (the
         relay's sweep retries what fails: the move is committed either way). Watchers of
         every replica read the events from the table's log."""
-        self._keep(commit.table_id, commit.state, done.record, version)
+        self._keep(commit.table_id, commit.state, done.record, version, layout)
         if done.move is not None:
             MOVES_BY_KIND[done.move].inc()
         if commit.outbox and self.relay is not None:
@@ -775,6 +791,14 @@ def _after_hand_move(
         hand_seat_changes=record.hand_seat_changes,
         hand_deadlines=record.hand_deadlines,
     )
+
+
+def _base(kept: _Kept | None) -> Layout | None:
+    """The layout a table's next record is read against: the kept record's, or, kept
+    undecoded, the one it would have been read against."""
+    if kept is None:
+        return None
+    return kept.layout if kept.record is not None else kept.base
 
 
 def _check_seat(command: Command, record: TableRecord) -> None:

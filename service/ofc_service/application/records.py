@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from ofc import engine
 from ofc.codec import (
@@ -142,9 +142,7 @@ class _Lru(Generic[K, V]):
 class _Fragments(_Lru[int, tuple[object, S]]):
     """The encodings of immutable values by identity: the few this replica wrote last."""
 
-    def text(
-        self, value: T, write: Callable[[T], S], read_back: _Decoded | None = None
-    ) -> S:
+    def text(self, value: T, write: Callable[[T], S], read_back: _Decoded | None = None) -> S:
         """``value``'s encoding; ``read_back``: a value written here is also read back from
         its bytes without parsing (a record another replica writes next holds them)."""
         key = id(value)
@@ -279,7 +277,7 @@ def _ruleset_json(ruleset: Ruleset) -> str:
     return _dumps(ruleset.to_dict())
 
 
-def _cut_layout(inner: bytes) -> tuple[list[bytes], list[bytes], list[int]]:
+def _cut_layout(inner: bytes) -> tuple[tuple[bytes, ...], tuple[bytes, ...], list[int]]:
     """Format 7's parts (see :meth:`TableRecord.layout_bytes`): the fixed ones, the hand
     seats', and where the actions start and each one ends (:func:`_action_run`). The sizes
     must add up to the record exactly."""
@@ -293,9 +291,15 @@ def _cut_layout(inner: bytes) -> tuple[list[bytes], list[bytes], list[int]]:
     ends = list(accumulate(_sizes(count).unpack_from(inner, _LAYOUT.size), initial=at))
     if ends[-1] != len(inner):
         raise ValueError("a table record of format 7 is not laid out by its sizes")
+    e = ends  # the fixed parts sliced one by one: slicing in a loop takes twice as long
+    fixed = (
+        inner[e[0] : e[1]], inner[e[1] : e[2]], inner[e[2] : e[3]], inner[e[3] : e[4]],
+        inner[e[4] : e[5]], inner[e[5] : e[6]], inner[e[6] : e[7]], inner[e[7] : e[8]],
+    )  # fmt: skip
     cut = _FIXED_PARTS + seats
-    parts = list(map(inner.__getitem__, map(slice, ends[:cut], ends[1 : cut + 1])))
-    return parts[:_FIXED_PARTS], parts[_FIXED_PARTS:], ends[cut:]
+    starts = e[_FIXED_PARTS:cut]
+    hand_seats = tuple([inner[a:b] for a, b in zip(starts, e[_FIXED_PARTS + 1 :], strict=False)])
+    return fixed, hand_seats, ends[cut:]
 
 
 @functools.lru_cache(maxsize=64)
@@ -316,6 +320,70 @@ def _action_run(inner: bytes, ends: list[int]) -> tuple[Action, ...]:
             *_action_run(inner, ends[:-1]),
             _ACTIONS.get(inner[ends[-2] : ends[-1]], _action_from_json),
         ),
+    )
+
+
+def _actions(inner: bytes, ends: list[int], run: bytes, base: Layout | None) -> tuple[Action, ...]:
+    """The actions of a record whose actions' bytes are ``run``: ``base``'s when they are
+    its bytes, or its and one more (the move made since), else :func:`_action_run`."""
+    if base is not None and len(ends) > 1:
+        if run == base.actions:
+            return base.record.hand_actions
+        if len(ends) > 2 and run[: ends[-2] - ends[0]] == base.actions:
+            last = _ACTIONS.get(inner[ends[-2] : ends[-1]], _action_from_json)
+            return (*base.record.hand_actions, last)
+    return _action_run(inner, ends)
+
+
+def _seats(
+    parts: tuple[bytes, ...], then: tuple[bytes, ...], seats: tuple[engine.HandSeat, ...]
+) -> tuple[engine.HandSeat, ...]:
+    """The hand seats of their parts: those of ``seats`` (of parts ``then``) whose bytes are
+    the same, the others read."""
+    if len(parts) != len(then):
+        return tuple([_SEATS.get(part, seat_from_own_bytes) for part in parts])
+    return tuple(
+        [
+            was if part == old else _SEATS.get(part, seat_from_own_bytes)
+            for part, old, was in zip(parts, then, seats, strict=True)
+        ]
+    )
+
+
+def _hand_head_of(hand: engine.HandState) -> tuple[int, int, bytes, bytes, int]:
+    return (hand.number, hand.button, hand.server_seed, hand.client_seed, hand.started_at_ms)
+
+
+def _match_reader(ruleset: Ruleset) -> Callable[[bytes], MatchState]:
+    return lambda text: match_from_own_bytes(text, ruleset=ruleset)
+
+
+def _with_play(
+    prior: TableRecord,
+    match: MatchState,
+    hand_start: MatchState | None,
+    actions: tuple[Action, ...],
+    seat_deadlines: tuple[tuple[int, int], ...],
+) -> TableRecord:
+    """``prior`` with the parts of the record a move changes (its head's fields the same)."""
+    return TableRecord(
+        table_id=prior.table_id,
+        match=match,
+        turn_time_limit_ms=prior.turn_time_limit_ms,
+        fantasyland_time_limit_ms=prior.fantasyland_time_limit_ms,
+        client_seed=prior.client_seed,
+        created_at_ms=prior.created_at_ms,
+        seat_tokens=prior.seat_tokens,
+        hand_start=hand_start,
+        hand_actions=actions,
+        seat_deadlines=seat_deadlines,
+        seat_units=prior.seat_units,
+        client_seed_policy=prior.client_seed_policy,
+        seat_client_seeds=prior.seat_client_seeds,
+        next_server_seed=prior.next_server_seed,
+        seat_changes=prior.seat_changes,
+        hand_seat_changes=prior.hand_seat_changes,
+        hand_deadlines=prior.hand_deadlines,
     )
 
 
@@ -406,6 +474,22 @@ def _action_from_json(text: bytes) -> Action:
         raise ValueError(f"a table record's action does not decode: {broken!r}") from None
 
 
+class Layout(NamedTuple):
+    """A record of format 7 as its parts (as written, or cut from its bytes) and the record
+    they hold: the base the table's next record is read against (:meth:`TableRecord.read`),
+    which takes each part of the same bytes from ``record`` without reading it. A move
+    changes a few small parts; the rest, most of the record, is compared, not looked up.
+    (A named tuple: made at every move, it costs half a frozen dataclass.)"""
+
+    record: TableRecord
+    fixed: tuple[bytes, ...]  # the eight fixed parts (TableRecord.layout_bytes)
+    seats: tuple[bytes, ...]  # each hand seat's
+    actions: bytes  # the actions', back to back
+
+
+_NO_BASE = (None,) * _FIXED_PARTS  # compares equal to no part
+
+
 @dataclass(frozen=True, slots=True)
 class TableRecord:
     """Everything stored for one table (server side only: it holds the server seed)."""
@@ -475,7 +559,13 @@ class TableRecord:
         base64-encoded in ``{"format":7,"z":"..."}``, which a replica of an earlier release
         reads as JSON and refuses as a newer format (:class:`NewerRecordError`, retryable)
         rather than failing on binary bytes."""
-        return _pack(_PACKED_7_PREFIX_BYTES, self.layout_bytes())
+        return self.write()[0]
+
+    def write(self) -> tuple[bytes, Layout]:
+        """:meth:`to_bytes`, and the record's :class:`Layout` (the base the table's next
+        record is read against)."""
+        inner, layout = self._laid_out()
+        return _pack(_PACKED_7_PREFIX_BYTES, inner), layout
 
     def layout_bytes(self) -> bytes:
         """Format 7's parts, laid out one after the other behind their sizes (``>HH``: hand
@@ -487,6 +577,9 @@ class TableRecord:
         (:class:`ofc.codec.OwnParts`), the hand's start (compact JSON) and each action
         (JSON). A move changes the deadlines, the progress, the seats that moved or were
         dealt and adds an action; the rest is what the record before held."""
+        return self._laid_out()[0]
+
+    def _laid_out(self) -> tuple[bytes, Layout]:
         match = self.match
         hand = match.hand
         head = _HEAD_TEXTS.text(self._head_key(), self._head_json)
@@ -507,12 +600,14 @@ class TableRecord:
         start = self.hand_start
         hand_start = b"" if start is None else _PIECES.text(start, _compact_state_json_bytes)
         actions = [_PIECES.text(a, _action_json_bytes, _ACTIONS) for a in self.hand_actions]
+        run = b"".join(actions)
         if actions:  # the next record another replica writes holds this run and one more
-            _ACTION_RUNS._put(b"".join(actions), self.hand_actions)
-        parts = (head, deadlines, ruleset, stable, hand_head, deck, progress, hand_start,
-                 *seats, *actions)  # fmt: skip
+            _ACTION_RUNS._put(run, self.hand_actions)
+        fixed = (head, deadlines, ruleset, stable, hand_head, deck, progress, hand_start)
+        parts = (*fixed, *seats, *actions)
         sizes = _sizes(len(parts)).pack(*map(len, parts))
-        return b"".join((_LAYOUT.pack(len(seats), len(actions)), sizes, *parts))
+        inner = b"".join((_LAYOUT.pack(len(seats), len(actions)), sizes, *parts))
+        return inner, Layout(self, fixed, tuple(seats), run)
 
     def _head_key(self) -> tuple[Any, ...]:
         return (
@@ -603,43 +698,83 @@ class TableRecord:
         )
 
     @classmethod
-    def _from_layout(cls, inner: bytes) -> TableRecord:
-        """Read a record of format 7 (see :meth:`layout_bytes`): each part that was read
-        here before is taken as it was read (by its bytes); what a move changed is read by
-        the constructors, like format 5's states (the same state, property-tested)."""
+    def _from_layout(cls, inner: bytes, base: Layout | None) -> tuple[TableRecord, Layout]:
+        """Read a record of format 7 (see :meth:`layout_bytes`): each part of the same bytes
+        as ``base``'s is taken from its record; each other part that was read here before
+        is taken as it was read (by its bytes); what a move changed is read by the
+        constructors, like format 5's states (the same state, property-tested)."""
         fixed, seat_parts, action_ends = _cut_layout(inner)
         head, deadlines, rules, stable, hand_head, deck, progress, start = fixed
+        prior = base.record if base is not None else None
+        same = base.fixed if base is not None else _NO_BASE
         try:
-            fields: dict[str, Any] = _HEADS.get(head, _head_from_json)
-            ruleset: Ruleset = _RULESETS.get(rules, _ruleset_from_json)
-            match: MatchState = _MATCHES.get(
-                stable, lambda text: match_from_own_bytes(text, ruleset=ruleset), within=rules
-            )
+            # a part equal to base's is one base has: ``prior`` is a record then
+            if rules == same[2]:
+                ruleset = prior.match.ruleset  # type: ignore[union-attr]
+                if stable == same[3]:
+                    match = prior.match  # type: ignore[union-attr]  # its hand is not read
+                else:
+                    match = _MATCHES.get(stable, _match_reader(ruleset), within=rules)
+            else:
+                ruleset = _RULESETS.get(rules, _ruleset_from_json)
+                match = _MATCHES.get(stable, _match_reader(ruleset), within=rules)
+            hand = None
             if hand_head:
-                hand = hand_from_own_parts(
-                    _HAND_HEADS.get(hand_head, hand_head_from_own_bytes),
-                    _DECKS.get(deck, cards_from_own_bytes),
-                    progress,
-                    tuple([_SEATS.get(seat, seat_from_own_bytes) for seat in seat_parts]),
+                was = prior.match.hand if prior is not None else None
+                if was is None:
+                    hand = hand_from_own_parts(
+                        _HAND_HEADS.get(hand_head, hand_head_from_own_bytes),
+                        _DECKS.get(deck, cards_from_own_bytes),
+                        progress,
+                        tuple([_SEATS.get(seat, seat_from_own_bytes) for seat in seat_parts]),
+                    )
+                else:
+                    hand = hand_from_own_parts(
+                        _hand_head_of(was)
+                        if hand_head == same[4]
+                        else _HAND_HEADS.get(hand_head, hand_head_from_own_bytes),
+                        was.deck if deck == same[5] else _DECKS.get(deck, cards_from_own_bytes),
+                        progress,
+                        _seats(seat_parts, cast(Layout, base).seats, was.seats),
+                    )
+            match = MatchState(ruleset, match.seats, match.button, match.hands_played,
+                               match.max_hands, hand, match.pair_units)  # fmt: skip
+            if not start:
+                hand_start = None
+            elif start == same[7] and rules == same[2]:
+                hand_start = prior.hand_start  # type: ignore[union-attr]
+            else:
+                hand_start = _STARTS.get(
+                    start, lambda text: _state_from_json(text, ruleset), within=rules
                 )
-                match = MatchState(ruleset, match.seats, match.button, match.hands_played,
-                                   match.max_hands, hand, match.pair_units)  # fmt: skip
-            hand_start = (
-                None
-                if not start
-                else _STARTS.get(start, lambda text: _state_from_json(text, ruleset), within=rules)
-            )
             seat_deadlines = tuple(_DEADLINE.iter_unpack(deadlines))
+            fields = None if head == same[0] else _HEADS.get(head, _head_from_json)
         except (KeyError, TypeError, IndexError, struct.error) as broken:
             raise ValueError(f"a table record's state does not decode: {broken!r}") from None
-        actions = _action_run(inner, action_ends)
-        return cls(
-            match=match,
-            hand_start=hand_start,
-            hand_actions=actions,
-            seat_deadlines=seat_deadlines,
-            **fields,
-        )
+        run = inner[action_ends[0] : action_ends[-1]]
+        actions = _actions(inner, action_ends, run, base)
+        if fields is None:  # base's head: its fields
+            record = _with_play(
+                cast(TableRecord, prior), match, hand_start, actions, seat_deadlines
+            )
+        else:
+            record = cls(
+                match=match,
+                hand_start=hand_start,
+                hand_actions=actions,
+                seat_deadlines=seat_deadlines,
+                **fields,
+            )
+        return record, Layout(record, fixed, seat_parts, run)
+
+    @classmethod
+    def read(cls, raw: bytes, base: Layout | None = None) -> tuple[TableRecord, Layout | None]:
+        """:meth:`from_bytes`, read against ``base`` (the layout of an earlier record of the
+        same table: the record a replica last wrote or read), and the record's own
+        :class:`Layout` (None for a record of a format before 7)."""
+        if raw.startswith(_PACKED_7_PREFIX_BYTES) and raw.endswith(b'"}'):
+            return cls._from_layout(_unpack(raw, _PACKED_7_PREFIX_BYTES, 7), base)
+        return cls._from_older(raw), None
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> TableRecord:
@@ -647,8 +782,11 @@ class TableRecord:
         ``hand_actions`` was stored without its move (the engine chose it): the move is
         recovered from the stored hand (:func:`_recover_timeouts`), and the seat changes
         since the last hand are not known."""
-        if raw.startswith(_PACKED_7_PREFIX_BYTES) and raw.endswith(b'"}'):
-            return cls._from_layout(_unpack(raw, _PACKED_7_PREFIX_BYTES, 7))
+        return cls.read(raw)[0]
+
+    @classmethod
+    def _from_older(cls, raw: bytes) -> TableRecord:
+        """Read a record of a format before 7."""
         if raw.startswith(_PACKED_PREFIX_BYTES) and raw.endswith(b'"}'):
             inner = _unpack(raw, _PACKED_PREFIX_BYTES, 6)
             if not inner.startswith(_PARTS_PREFIX_BYTES):
