@@ -9,7 +9,6 @@ reads what the previous release wrote), and a record of a newer format is refuse
 
 from __future__ import annotations
 
-import base64
 import binascii
 import dataclasses
 import functools
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Generic, NamedTuple, TypeVar, cast
 
+import pybase64
 from ofc import engine
 from ofc.codec import (
     action_from_dict,
@@ -439,13 +439,13 @@ def _pack(prefix: bytes, inner: bytes, packer: Callable[[], Any] = _record_packe
     ``packer`` and base64-encoded in ``prefix`` and ``"}``: a JSON object a release that
     does not know its format reads."""
     compressor = packer()
-    packed = base64.b64encode(compressor.compress(inner) + compressor.flush())
+    packed = pybase64.b64encode(compressor.compress(inner) + compressor.flush())
     return b"".join((prefix, packed, b'"}'))
 
 
 def _unpack(raw: bytes, prefix: bytes, found: int) -> bytes:
     try:
-        return zlib_ng.decompress(base64.b64decode(raw[len(prefix) : -2]))
+        return zlib_ng.decompress(pybase64.b64decode(memoryview(raw)[len(prefix) : -2]))
     except (binascii.Error, _INFLATE_ERROR) as broken:
         message = f"a table record of format {found} that does not unpack: {broken}"
         raise ValueError(message) from None
