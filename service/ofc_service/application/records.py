@@ -42,6 +42,7 @@ from ofc.codec import (
 )
 from ofc.engine import Action, Event, MatchState
 from ofc.errors import IllegalActionError
+from ofc.frozen import maker
 from ofc.policy import TIMEOUT_POLICY, identity
 from ofc.rulesets import DEFAULT_RULESET, ROWS, Ruleset, ruleset_from_dict
 from ofc.scoring import Settlement
@@ -366,24 +367,24 @@ def _with_play(
     seat_deadlines: tuple[tuple[int, int], ...],
 ) -> TableRecord:
     """``prior`` with the parts of the record a move changes (its head's fields the same)."""
-    return TableRecord(
-        table_id=prior.table_id,
-        match=match,
-        turn_time_limit_ms=prior.turn_time_limit_ms,
-        fantasyland_time_limit_ms=prior.fantasyland_time_limit_ms,
-        client_seed=prior.client_seed,
-        created_at_ms=prior.created_at_ms,
-        seat_tokens=prior.seat_tokens,
-        hand_start=hand_start,
-        hand_actions=actions,
-        seat_deadlines=seat_deadlines,
-        seat_units=prior.seat_units,
-        client_seed_policy=prior.client_seed_policy,
-        seat_client_seeds=prior.seat_client_seeds,
-        next_server_seed=prior.next_server_seed,
-        seat_changes=prior.seat_changes,
-        hand_seat_changes=prior.hand_seat_changes,
-        hand_deadlines=prior.hand_deadlines,
+    return _make_record(
+        prior.table_id,
+        match,
+        prior.turn_time_limit_ms,
+        prior.fantasyland_time_limit_ms,
+        prior.client_seed,
+        prior.created_at_ms,
+        prior.seat_tokens,
+        hand_start,
+        actions,
+        seat_deadlines,
+        prior.seat_units,
+        prior.client_seed_policy,
+        prior.seat_client_seeds,
+        prior.next_server_seed,
+        prior.seat_changes,
+        prior.hand_seat_changes,
+        prior.hand_deadlines,
     )
 
 
@@ -737,8 +738,8 @@ class TableRecord:
                         progress,
                         _seats(seat_parts, cast(Layout, base).seats, was.seats),
                     )
-            match = MatchState(ruleset, match.seats, match.button, match.hands_played,
-                               match.max_hands, hand, match.pair_units)  # fmt: skip
+            match = _make_match(ruleset, match.seats, match.button, match.hands_played,
+                                match.max_hands, hand, match.pair_units)  # fmt: skip
             if not start:
                 hand_start = None
             elif start == same[7] and rules == same[2]:
@@ -839,6 +840,10 @@ class TableRecord:
             hand_deadlines=hand_deadlines,
         )
 
+
+# A record read back from its parts: their values, as written, were checked (ofc.frozen).
+_make_record = maker(TableRecord)
+_make_match = maker(MatchState)
 
 SeatChanges = tuple[engine.SitDown | engine.StandUp, ...] | None
 
