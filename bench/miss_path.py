@@ -143,7 +143,7 @@ class _ProcessCaches:
     of its own, put in place before each of its steps (steps run one at a time)."""
 
     def __init__(self, own: TableManager, other: TableManager) -> None:
-        self._caches = [c for c in vars(records).values() if isinstance(c, records._Lru)]
+        self._caches = records.caches()
         self._sets = {
             own: [c._entries for c in self._caches],  # the process's own
             other: [OrderedDict() for _ in self._caches],

@@ -447,9 +447,8 @@ def test_a_format_7_record_that_does_not_unpack_is_refused() -> None:
 
 def _forget_read_parts() -> None:
     """This process's record caches emptied, as a replica that never read these tables."""
-    for cache in vars(records).values():
-        if isinstance(cache, records._Lru):
-            cache._entries.clear()
+    for cache in records.caches():
+        cache._entries.clear()
 
 
 def _table_life() -> list[TableRecord]:

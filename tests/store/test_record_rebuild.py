@@ -1,7 +1,6 @@
-"""The manager builds a record after a hand move by its constructor, field by field
-(cheaper than ``dataclasses.replace``): rebuilt with nothing else changed, every value
-must come back equal, so a field added to TableRecord later cannot be silently reset on
-every move."""
+"""A record after a hand move is built field by field (``TableRecord.with_play``, cheaper
+than ``dataclasses.replace``): rebuilt with nothing else changed, every value must come
+back equal, so a field added to TableRecord later cannot be silently reset on every move."""
 
 from __future__ import annotations
 
@@ -9,10 +8,9 @@ import dataclasses
 
 from ofc import engine
 from ofc.policy import timeout
-from ofc_service.application import manager
 from ofc_service.application.records import POLICY_PLAYERS, TableRecord
 
-# What manager._after_hand_move copies: a field added to TableRecord must be copied there
+# What TableRecord.with_play copies: a field added to TableRecord must be copied there
 # too, then listed here.
 _COPIED = {
     "table_id", "match", "turn_time_limit_ms", "fantasyland_time_limit_ms", "client_seed",
@@ -22,7 +20,7 @@ _COPIED = {
 }  # fmt: skip
 
 
-def test_every_field_of_a_record_is_one_the_manager_copies() -> None:
+def test_every_field_of_a_record_is_one_with_play_copies() -> None:
     assert {f.name for f in dataclasses.fields(TableRecord)} == _COPIED
 
 
@@ -54,7 +52,7 @@ def test_a_record_rebuilt_after_a_move_changes_only_the_move_s_fields() -> None:
     )
     action = timeout(match, engine.seats_to_act(match)[0], at_ms=7)
     after, _ = engine.apply(match, action)
-    rebuilt = manager._after_hand_move(record, after, (4, -4), ((1, 11),), action)
+    rebuilt = record.with_play(after, record.hand_start, (start, action), ((1, 11),), (4, -4))
     assert rebuilt == dataclasses.replace(
         record,
         match=after,

@@ -578,7 +578,8 @@ class TableManager:
                 hand_deadlines=True,
             )
         elif isinstance(action, engine.Place | engine.SetFantasyland | engine.Timeout):
-            record = _after_hand_move(record, match, units, deadlines, action)
+            actions = (*record.hand_actions, action)
+            record = record.with_play(match, record.hand_start, actions, deadlines, units)
         else:  # a seat taken or left: the next hand's history explains the changed seat
             changes = record.seat_changes
             record = dataclasses.replace(
@@ -760,37 +761,6 @@ class TableManager:
         except StaleVersionError:
             return 0  # someone moved (or another replica timed out) first: nothing to do
         return 1
-
-
-def _after_hand_move(
-    record: TableRecord,
-    match: engine.MatchState,
-    units: tuple[int, ...] | None,
-    deadlines: tuple[tuple[int, int], ...],
-    action: Action,
-) -> TableRecord:
-    """``record`` after a move of its hand (``action``, which made ``match``), built by its
-    constructor, field by field: every move makes one, and ``dataclasses.replace`` costs
-    half as much again (tests/store/test_record_rebuild.py checks every field)."""
-    return TableRecord(
-        table_id=record.table_id,
-        match=match,
-        turn_time_limit_ms=record.turn_time_limit_ms,
-        fantasyland_time_limit_ms=record.fantasyland_time_limit_ms,
-        client_seed=record.client_seed,
-        created_at_ms=record.created_at_ms,
-        seat_tokens=record.seat_tokens,
-        hand_start=record.hand_start,
-        hand_actions=(*record.hand_actions, action),
-        seat_deadlines=deadlines,
-        seat_units=units,
-        client_seed_policy=record.client_seed_policy,
-        seat_client_seeds=record.seat_client_seeds,
-        next_server_seed=record.next_server_seed,
-        seat_changes=record.seat_changes,
-        hand_seat_changes=record.hand_seat_changes,
-        hand_deadlines=record.hand_deadlines,
-    )
 
 
 def _base(kept: _Kept | None) -> Layout | None:

@@ -217,6 +217,15 @@ _ACTION_RUNS = _Decoded(2048, keep=False)
 _HEAD_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
 _MATCH_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
 _HAND_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
+
+
+def caches() -> tuple[_Lru[Any, Any], ...]:
+    """Every cache of this module: what this process wrote and read of table records (a
+    process's, as a replica's; tests empty them, ``bench.miss_path`` gives each of its
+    in-process replicas a set of its own)."""
+    return tuple(c for c in globals().values() if isinstance(c, _Lru))
+
+
 _PACKED_7_PREFIX_BYTES = b'{"format":7,"z":"'
 # format 7's layout: the number of hand seats and of actions, then each part's size
 _LAYOUT = struct.Struct(">HH")
@@ -337,16 +346,16 @@ def _actions(inner: bytes, ends: list[int], run: bytes, base: Layout | None) -> 
 
 
 def _seats(
-    parts: tuple[bytes, ...], then: tuple[bytes, ...], seats: tuple[engine.HandSeat, ...]
+    parts: tuple[bytes, ...], base: Layout | None, hand: engine.HandState | None
 ) -> tuple[engine.HandSeat, ...]:
-    """The hand seats of their parts: those of ``seats`` (of parts ``then``) whose bytes are
-    the same, the others read."""
-    if len(parts) != len(then):
+    """The hand seats of their parts: ``hand``'s (``base``'s) where the bytes are the same,
+    the others read."""
+    if base is None or hand is None or len(parts) != len(base.seats):
         return tuple([_SEATS.get(part, seat_from_own_bytes) for part in parts])
     return tuple(
         [
-            was if part == old else _SEATS.get(part, seat_from_own_bytes)
-            for part, old, was in zip(parts, then, seats, strict=True)
+            was if part == then else _SEATS.get(part, seat_from_own_bytes)
+            for part, then, was in zip(parts, base.seats, hand.seats, strict=True)
         ]
     )
 
@@ -357,35 +366,6 @@ def _hand_head_of(hand: engine.HandState) -> tuple[int, int, bytes, bytes, int]:
 
 def _match_reader(ruleset: Ruleset) -> Callable[[bytes], MatchState]:
     return lambda text: match_from_own_bytes(text, ruleset=ruleset)
-
-
-def _with_play(
-    prior: TableRecord,
-    match: MatchState,
-    hand_start: MatchState | None,
-    actions: tuple[Action, ...],
-    seat_deadlines: tuple[tuple[int, int], ...],
-) -> TableRecord:
-    """``prior`` with the parts of the record a move changes (its head's fields the same)."""
-    return _make_record(
-        prior.table_id,
-        match,
-        prior.turn_time_limit_ms,
-        prior.fantasyland_time_limit_ms,
-        prior.client_seed,
-        prior.created_at_ms,
-        prior.seat_tokens,
-        hand_start,
-        actions,
-        seat_deadlines,
-        prior.seat_units,
-        prior.client_seed_policy,
-        prior.seat_client_seeds,
-        prior.next_server_seed,
-        prior.seat_changes,
-        prior.hand_seat_changes,
-        prior.hand_deadlines,
-    )
 
 
 def _head_from_json(text: bytes) -> dict[str, Any]:
@@ -531,6 +511,39 @@ class TableRecord:
         units = self.seat_units
         return units[seat] if units is not None and seat < len(units) else 0
 
+    def with_play(
+        self,
+        match: MatchState,
+        hand_start: MatchState | None,
+        hand_actions: tuple[Action, ...],
+        seat_deadlines: tuple[tuple[int, int], ...],
+        seat_units: tuple[int, ...] | None,
+    ) -> TableRecord:
+        """This record with the fields a hand's play changes, the others the same: every
+        move makes one (after its engine step, and reading a record against the one kept),
+        so it is built by :func:`ofc.frozen.maker`'s constructor, not ``dataclasses.replace``
+        (half as much again) nor ``__init__`` (tests/store/test_record_rebuild.py checks
+        every field)."""
+        return _make_record(
+            table_id=self.table_id,
+            match=match,
+            turn_time_limit_ms=self.turn_time_limit_ms,
+            fantasyland_time_limit_ms=self.fantasyland_time_limit_ms,
+            client_seed=self.client_seed,
+            created_at_ms=self.created_at_ms,
+            seat_tokens=self.seat_tokens,
+            hand_start=hand_start,
+            hand_actions=hand_actions,
+            seat_deadlines=seat_deadlines,
+            seat_units=seat_units,
+            client_seed_policy=self.client_seed_policy,
+            seat_client_seeds=self.seat_client_seeds,
+            next_server_seed=self.next_server_seed,
+            seat_changes=self.seat_changes,
+            hand_seat_changes=self.hand_seat_changes,
+            hand_deadlines=self.hand_deadlines,
+        )
+
     def hand_player_ids(self) -> tuple[str, ...]:
         """Who held each seat when the table's hand (current, or the last, over) started:
         the names its settlement goes by, even once a seat has changed hands since."""
@@ -590,14 +603,14 @@ class TableRecord:
         stable = _MATCH_TEXTS.text(key, lambda: own_match_bytes(match))
         if hand is None:
             hand_head = deck = progress = b""
-            seats: list[bytes] = []
+            seats: tuple[bytes, ...] = ()
         else:
             hand_key = (hand.number, hand.button, hand.server_seed, hand.client_seed,
                         hand.started_at_ms)  # fmt: skip
             hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
             deck = bytes(hand.deck)
             progress = own_progress_bytes(hand)
-            seats = [_PIECES.text(s, own_seat_bytes, _SEATS) for s in hand.seats]
+            seats = tuple([_PIECES.text(s, own_seat_bytes, _SEATS) for s in hand.seats])
         start = self.hand_start
         hand_start = b"" if start is None else _PIECES.text(start, _compact_state_json_bytes)
         actions = [_PIECES.text(a, _action_json_bytes, _ACTIONS) for a in self.hand_actions]
@@ -608,7 +621,7 @@ class TableRecord:
         parts = (*fixed, *seats, *actions)
         sizes = _sizes(len(parts)).pack(*map(len, parts))
         inner = b"".join((_LAYOUT.pack(len(seats), len(actions)), sizes, *parts))
-        return inner, Layout(self, fixed, tuple(seats), run)
+        return inner, Layout(self, fixed, seats, run)
 
     def _head_key(self) -> tuple[Any, ...]:
         return (
@@ -722,22 +735,16 @@ class TableRecord:
             hand = None
             if hand_head:
                 was = prior.match.hand if prior is not None else None
-                if was is None:
-                    hand = hand_from_own_parts(
-                        _HAND_HEADS.get(hand_head, hand_head_from_own_bytes),
-                        _DECKS.get(deck, cards_from_own_bytes),
-                        progress,
-                        tuple([_SEATS.get(seat, seat_from_own_bytes) for seat in seat_parts]),
-                    )
-                else:
-                    hand = hand_from_own_parts(
-                        _hand_head_of(was)
-                        if hand_head == same[4]
-                        else _HAND_HEADS.get(hand_head, hand_head_from_own_bytes),
-                        was.deck if deck == same[5] else _DECKS.get(deck, cards_from_own_bytes),
-                        progress,
-                        _seats(seat_parts, cast(Layout, base).seats, was.seats),
-                    )
+                hand = hand_from_own_parts(
+                    _hand_head_of(was)  # type: ignore[arg-type]
+                    if hand_head == same[4]
+                    else _HAND_HEADS.get(hand_head, hand_head_from_own_bytes),
+                    was.deck  # type: ignore[union-attr]
+                    if deck == same[5]
+                    else _DECKS.get(deck, cards_from_own_bytes),
+                    progress,
+                    _seats(seat_parts, base, was),
+                )
             match = _make_match(ruleset, match.seats, match.button, match.hands_played,
                                 match.max_hands, hand, match.pair_units)  # fmt: skip
             if not start:
@@ -755,9 +762,8 @@ class TableRecord:
         run = inner[action_ends[0] : action_ends[-1]]
         actions = _actions(inner, action_ends, run, base)
         if fields is None:  # base's head: its fields
-            record = _with_play(
-                cast(TableRecord, prior), match, hand_start, actions, seat_deadlines
-            )
+            prior = cast(TableRecord, prior)
+            record = prior.with_play(match, hand_start, actions, seat_deadlines, prior.seat_units)
         else:
             record = cls(
                 match=match,
