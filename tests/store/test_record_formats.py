@@ -11,6 +11,7 @@ import base64
 import dataclasses
 import itertools
 import json
+import random
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import NewerRecordError, TableRecord, unpack_history
 from ofc_service.auth import Authenticator, Credentials
 from ofc_service.store import MemoryTableStore
-from ofc_service.store.redis_io import RESPONSE_DICTIONARY, pack_response
+from ofc_service.store.redis_io import RESPONSE_DICTIONARY, pack_response, unpack_response
 
 from tests.silent import SilentPresenter
 
@@ -399,14 +400,34 @@ def test_a_format_7_record_reads_back_every_move_of_a_hand(ruleset: str, seats: 
 
 
 def test_a_format_7_record_and_a_stored_response_inflate_with_the_standard_zlib() -> None:
-    # zlib-ng writes them; a replica of an earlier release reads them with CPython's zlib.
+    # ISA-L deflates records and responses are stored blocks; a replica of an earlier
+    # release reads both with CPython's zlib.
     record = _mid_hand("classic", 4, 9)
     raw = record.to_bytes()
     inner = zlib.decompress(base64.b64decode(json.loads(raw)["z"]))
     assert inner == record.layout_bytes()
     view = RESPONSE_DICTIONARY[:665]
-    unpacker = zlib.decompressobj(zdict=RESPONSE_DICTIONARY)
-    assert unpacker.decompress(pack_response(view)) + unpacker.flush() == view
+    assert zlib.decompress(pack_response(view)) == view
+
+
+@pytest.mark.parametrize("size", [0, 1, 665, 65_535, 65_536, 131_070, 131_071, 200_000])
+def test_a_stored_response_of_any_size_inflates_with_the_standard_zlib(size: int) -> None:
+    # stored blocks hold at most 65,535 bytes each: the edges of one, two and three blocks
+    response = bytes(random.Random(size).getrandbits(8) for _ in range(size))
+    packed = pack_response(response)
+    assert zlib.decompress(packed) == response == unpack_response(packed)
+    assert len(packed) == size + 6 + 5 * max(1, -(-size // 65_535))
+
+
+@pytest.mark.parametrize("level", [1, 6, 9])
+def test_a_response_an_earlier_release_deflated_still_unpacks(level: int) -> None:
+    # releases before stored responses deflated with the preset dictionary (FDICT and its
+    # Adler-32 in the zlib header), or without it
+    view = RESPONSE_DICTIONARY[665:1300]
+    packer = zlib.compressobj(level, zlib.DEFLATED, 12, 5, zdict=RESPONSE_DICTIONARY)
+    with_dictionary = packer.compress(view) + packer.flush()
+    assert with_dictionary[1] & 0x20
+    assert unpack_response(with_dictionary) == view == unpack_response(zlib.compress(view, level))
 
 
 def test_a_format_7_record_holds_its_deck_and_is_smaller_than_format_6() -> None:

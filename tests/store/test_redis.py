@@ -432,8 +432,7 @@ async def test_a_table_playing_hands_keeps_one_hash_of_records_per_hand(
         tokens = head.split()
         assert tokens[:2] == [b"2", first.event_ids[0].encode()] and tokens[-1] == b"~"
         assert tokens[2].startswith(b"@")  # the end of its retry window, in ms
-        assert packed[1] & 0x20  # packed with the preset dictionary (FDICT)
-        assert len(packed) < len(zlib.compress(view, 1))
+        assert zlib.decompress(packed) == view  # a zlib stream any release inflates
         assert unpack_response(packed) == view == await h.other.get_response("t", "start-1")
 
         second = await start(2, "start-2")

@@ -455,8 +455,9 @@ class RedisTableStore:
         args: list[bytes | str | int] = [
             commit.expected_version,
             commit.state,
-            # a request record's bulk (views compress well; better still with the dictionary,
-            # kept to records an earlier release never reads: see compact_response)
+            # a request record's bulk: kept whole only while its hand is the newest
+            # (compact_response), a move's is stored as it is; the rest, kept for the whole
+            # retry window, deflated
             pack_response(commit.response)
             if commit.compact_response
             else zlib_ng.compress(commit.response, 1),

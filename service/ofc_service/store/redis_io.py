@@ -46,30 +46,41 @@ def lua(name: str) -> str:
 
 
 RESPONSE_DICTIONARY: Final = resources.files(__package__).joinpath("responses-1.zdict").read_bytes()
-"""A preset zlib dictionary for request records' responses: three serialised responses of
-one classic two-seat hand (the view's ruleset and layout repeat in every answer), which
-halves a compressed response (≈ 480 -> 250 B). Its bytes never change: a record names it
-by its Adler-32 in the zlib header; a new dictionary is a new file beside it."""
+"""The preset zlib dictionary earlier releases deflated request records' responses with
+(three serialised responses of one classic two-seat hand). Its bytes never change: such a
+record names it by its Adler-32 in the zlib header, and still unpacks with it."""
 _DICTIONARIES: Final = {zlib.adler32(RESPONSE_DICTIONARY): RESPONSE_DICTIONARY}
-# Deflated by zlib-ng (standard zlib streams: every release reads them), whose level 1 packs
-# a response in ~23 µs with the caches cold where CPython's zlib took ~32 µs, ~10% larger.
-# A 4 KiB window holds the dictionary and a response. Each response copies one compressor
-# primed with the dictionary (below).
-_PACKER: Final[Any] = zlib_ng.compressobj(  # Any: zlib-ng's stubs lack copy()
-    1, zlib_ng.DEFLATED, 12, 5, zdict=RESPONSE_DICTIONARY
-)
+_ZLIB_STORED_HEADER: Final = b"\x78\x01"  # deflate, 32 KiB window, no dictionary
+_STORED_BLOCK: Final = struct.Struct("<BHH")  # BFINAL and BTYPE 00, LEN, NLEN
+_STORED_MAX: Final = 0xFFFF
 
 
 def pack_response(response: bytes) -> bytes:
-    """``response`` deflated with :data:`RESPONSE_DICTIONARY`."""
-    packer = _PACKER.copy()
-    packed: bytes = packer.compress(response) + packer.flush()
-    return packed
+    """``response`` as a request record keeps it: a zlib stream of stored (not compressed)
+    blocks, which any zlib inflates, every earlier release's included.
+
+    Deflating it took ~12 µs of a move with the CPU caches warm and ~60 µs cold (copying a
+    compressor primed with :data:`RESPONSE_DICTIONARY`: over 100 KB of zlib-ng state), for
+    ~290 B rather than ~680 (a two-seat view); a move's records are kept whole only while
+    their hand is the newest (then as markers), so it costs ~0.4 KB of a table's live
+    memory per caller (docs/capacity.md).
+
+    >>> pack_response(b"view") == zlib.compress(b"view", 0)
+    True
+    """
+    blocks = [_ZLIB_STORED_HEADER]
+    last = max(0, len(response) - 1) // _STORED_MAX * _STORED_MAX
+    for at in range(0, last + 1, _STORED_MAX):
+        chunk = response[at : at + _STORED_MAX]
+        blocks.append(_STORED_BLOCK.pack(at == last, len(chunk), len(chunk) ^ 0xFFFF))
+        blocks.append(chunk)
+    blocks.append(zlib.adler32(response).to_bytes(4, "big"))
+    return b"".join(blocks)
 
 
 def unpack_response(stored: bytes) -> bytes:
-    """A stored response: :func:`pack_response`'s, or plain zlib (records of earlier
-    releases, and those not packed with the dictionary).
+    """A stored response: :func:`pack_response`'s, or deflated (records of earlier releases,
+    with :data:`RESPONSE_DICTIONARY` or without).
 
     >>> unpack_response(pack_response(b"view")), unpack_response(zlib.compress(b"view"))
     (b'view', b'view')
