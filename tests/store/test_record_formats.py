@@ -313,6 +313,14 @@ def test_records_that_differ_in_one_head_field_each_read_back_as_their_own() -> 
     ]
     for record in (*variants, *reversed(variants)):
         assert TableRecord.from_bytes(record.to_bytes()) == record
+    # written against another's layout (all the other fields the same objects), each is
+    # written as alone, as read or as written there
+    for record in variants:
+        alone = record.to_bytes()
+        for other in variants:
+            raw, layout = other.write()
+            assert record.write(layout)[0] == alone
+            assert record.write(TableRecord.read(raw)[1])[0] == alone
     with pytest.raises(NewerRecordError, match="record format 8"):
         TableRecord.from_bytes(b'{"format":8,"z":"","head":{}}')
 
@@ -548,6 +556,47 @@ def test_a_record_read_against_any_record_is_itself(data: st.DataObject) -> None
     again, layout = TableRecord.read(raw, base)
     assert again == life[read_at]
     assert layout is not None and TableRecord.read(layout.record.to_bytes())[0] == again
+
+
+def test_a_record_written_against_an_earlier_one_is_the_record_written_alone() -> None:
+    # A replica writes a move's record against the one it kept (as it wrote it, or as it
+    # read it), the move's record made from that one: a part of a value the base's record
+    # holds is the base's bytes, the actions the base's and one more. The bytes must be
+    # those of the record written alone.
+    life = _table_life()
+    reused = 0
+    for i in range(1, len(life)):
+        written = life[i - 1].write()
+        read = TableRecord.read(written[0])[1]
+        assert read is not None
+        now = life[i]
+        moved = read.record.with_play(  # as the manager makes a move's record
+            now.match, now.hand_start, now.hand_actions, now.seat_deadlines, now.seat_units
+        )
+        for base, record in ((written[1], now), (read, moved)):
+            raw, layout = record.write(base)
+            assert raw == record.to_bytes()
+            assert layout.record is record
+            assert layout[1:] == TableRecord.read(raw)[1][1:]  # type: ignore[index]
+        reused += layout.fixed[0] is read.fixed[0]  # the head cut from the base's bytes
+    assert reused > len(life) // 2  # most moves keep the head: the base's part is taken
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_record_written_against_any_record_is_the_record_written_alone(
+    data: st.DataObject,
+) -> None:
+    life = _TABLE_LIFE
+    base_at = data.draw(st.integers(0, len(life) - 1), label="base")
+    record = life[data.draw(st.integers(0, len(life) - 1), label="written")]
+    base_raw, base = life[base_at].write()
+    if data.draw(st.booleans(), label="base as read"):
+        base = TableRecord.read(base_raw)[1]  # type: ignore[assignment]
+    raw, layout = record.write(base)
+    assert raw == record.to_bytes()
+    assert TableRecord.read(raw)[0] == record
+    assert layout[1:] == TableRecord.read(raw)[1][1:]  # type: ignore[index]
 
 
 _TABLE_LIFE = _table_life()

@@ -609,7 +609,9 @@ class TableManager:
         # Event ids are assigned by the commit, so a move's response carries none; watchers
         # resume from the ids in Watch snapshots and events.
         response = self.presenter.response(Outcome(command, request.request_id, done, version))
-        state, layout = done.record.write()
+        # written against the record kept for the table (the one this move was decided
+        # from, or read since): the parts the move left as they were are its bytes
+        state, layout = done.record.write(_base(self._kept.get(request.table_id)))
         commit = Commit(
             request.table_id,
             expected_version=request.expected_version,
@@ -764,8 +766,8 @@ class TableManager:
 
 
 def _base(kept: _Kept | None) -> Layout | None:
-    """The layout a table's next record is read against: the kept record's, or, kept
-    undecoded, the one it would have been read against."""
+    """The layout a table's next record is read or written against: the kept record's,
+    or, kept undecoded, the one it would have been read against."""
     if kept is None:
         return None
     return kept.layout if kept.record is not None else kept.base

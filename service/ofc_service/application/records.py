@@ -467,9 +467,37 @@ class Layout(NamedTuple):
     fixed: tuple[bytes, ...]  # the eight fixed parts (TableRecord.layout_bytes)
     seats: tuple[bytes, ...]  # each hand seat's
     actions: bytes  # the actions', back to back
+    action_sizes: bytes  # their sizes as the layout writes them (a ``>I`` each)
 
 
 _NO_BASE = (None,) * _FIXED_PARTS  # compares equal to no part
+_ACTION_SIZE = struct.Struct(">I")
+
+
+class _Unlike:
+    """No base record: each of its attributes is itself, which no value of a record is."""
+
+    def __getattr__(self, name: str) -> _Unlike:
+        return self
+
+    def __len__(self) -> int:
+        return 0
+
+
+_NO_RECORD = cast("TableRecord", _Unlike())
+
+
+def _seat_parts(seats: tuple[engine.HandSeat, ...], base: Layout | None) -> tuple[bytes, ...]:
+    """Each hand seat's part: ``base``'s where the seat is its record's (the same object)."""
+    if base is None or base.record.match.hand is None or len(base.seats) != len(seats):
+        return tuple([_PIECES.text(s, own_seat_bytes, _SEATS) for s in seats])
+    then = base.record.match.hand.seats
+    return tuple(
+        [
+            part if seat is was else _PIECES.text(seat, own_seat_bytes, _SEATS)
+            for seat, was, part in zip(seats, then, base.seats, strict=True)
+        ]
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,10 +604,13 @@ class TableRecord:
         rather than failing on binary bytes."""
         return self.write()[0]
 
-    def write(self) -> tuple[bytes, Layout]:
+    def write(self, base: Layout | None = None) -> tuple[bytes, Layout]:
         """:meth:`to_bytes`, and the record's :class:`Layout` (the base the table's next
-        record is read against)."""
-        inner, layout = self._laid_out()
+        record is read against); written against ``base`` (the layout of an earlier record
+        of the table, as :meth:`read` reads against one): each part of a value ``base``'s
+        record holds (the same object) is ``base``'s bytes, and the actions of the hand
+        there and one more are its run and one action (a move's record)."""
+        inner, layout = self._laid_out(base)
         return _pack(_PACKED_7_PREFIX_BYTES, inner), layout
 
     def layout_bytes(self) -> bytes:
@@ -594,14 +625,27 @@ class TableRecord:
         dealt and adds an action; the rest is what the record before held."""
         return self._laid_out()[0]
 
-    def _laid_out(self) -> tuple[bytes, Layout]:
+    def _laid_out(self, base: Layout | None = None) -> tuple[bytes, Layout]:
         match = self.match
         hand = match.hand
-        head = _HEAD_TEXTS.text(self._head_key(), self._head_json)
+        prior = base.record if base is not None else _NO_RECORD
+        then: tuple[bytes, ...] = base.fixed if base is not None else ()  # read only if base
+        was = prior.match
+        if self._same_head(prior):
+            head = then[0]
+        else:
+            head = _HEAD_TEXTS.text(self._head_key(), self._head_json)
         deadlines = b"".join(_DEADLINE.pack(s, ms) for s, ms in self.seat_deadlines)
-        ruleset = _PIECES.text(match.ruleset, _ruleset_json_bytes)
+        if match.ruleset is was.ruleset:
+            ruleset = then[2]
+        else:
+            ruleset = _PIECES.text(match.ruleset, _ruleset_json_bytes)
         key = (match.seats, match.button, match.hands_played, match.max_hands, match.pair_units)
-        stable = _MATCH_TEXTS.text(key, lambda: own_match_bytes(match))
+        if match.seats is was.seats and key[1:] == (was.button, was.hands_played,
+                                                     was.max_hands, was.pair_units):  # fmt: skip
+            stable = then[3]
+        else:
+            stable = _MATCH_TEXTS.text(key, lambda: own_match_bytes(match))
         if hand is None:
             hand_head = deck = progress = b""
             seats: tuple[bytes, ...] = ()
@@ -611,18 +655,49 @@ class TableRecord:
             hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
             deck = bytes(hand.deck)
             progress = own_progress_bytes(hand)
-            seats = tuple([_PIECES.text(s, own_seat_bytes, _SEATS) for s in hand.seats])
+            seats = _seat_parts(hand.seats, base)
         start = self.hand_start
-        hand_start = b"" if start is None else _PIECES.text(start, _compact_state_json_bytes)
-        actions = [_PIECES.text(a, _action_json_bytes, _ACTIONS) for a in self.hand_actions]
-        run = b"".join(actions)
-        if actions:  # the next record another replica writes holds this run and one more
-            _ACTION_RUNS._put(run, self.hand_actions)
+        if start is None:
+            hand_start = b""
+        elif start is prior.hand_start:
+            hand_start = then[7]
+        else:
+            hand_start = _PIECES.text(start, _compact_state_json_bytes)
+        acts = self.hand_actions
+        before = len(prior.hand_actions)
+        if base is not None and len(acts) == before + 1 and acts[:before] == prior.hand_actions:
+            last = _PIECES.text(acts[-1], _action_json_bytes, _ACTIONS)
+            run = base.actions + last
+            action_sizes = base.action_sizes + _ACTION_SIZE.pack(len(last))
+        else:
+            actions = [_PIECES.text(a, _action_json_bytes, _ACTIONS) for a in acts]
+            run = b"".join(actions)
+            action_sizes = _sizes(len(actions)).pack(*map(len, actions))
+        if acts:  # the next record another replica writes holds this run and one more
+            _ACTION_RUNS._put(run, acts)
         fixed = (head, deadlines, ruleset, stable, hand_head, deck, progress, hand_start)
-        parts = (*fixed, *seats, *actions)
-        sizes = _sizes(len(parts)).pack(*map(len, parts))
-        inner = b"".join((_LAYOUT.pack(len(seats), len(actions)), sizes, *parts))
-        return inner, Layout(self, fixed, seats, run)
+        sizes = _sizes(_FIXED_PARTS + len(seats)).pack(*map(len, fixed), *map(len, seats))
+        inner = b"".join((_LAYOUT.pack(len(seats), len(acts)), sizes, action_sizes, *fixed,
+                          *seats, run))  # fmt: skip
+        return inner, Layout(self, fixed, seats, run, action_sizes)
+
+    def _same_head(self, prior: TableRecord) -> bool:
+        """Whether this record's head (:meth:`_head_key`) is ``prior``'s: the same values."""
+        return (
+            self.seat_tokens is prior.seat_tokens
+            and self.seat_units is prior.seat_units
+            and self.seat_client_seeds is prior.seat_client_seeds
+            and self.seat_changes is prior.seat_changes
+            and self.hand_seat_changes is prior.hand_seat_changes
+            and self.table_id is prior.table_id
+            and self.client_seed is prior.client_seed
+            and self.next_server_seed is prior.next_server_seed
+            and self.turn_time_limit_ms == prior.turn_time_limit_ms
+            and self.fantasyland_time_limit_ms == prior.fantasyland_time_limit_ms
+            and self.created_at_ms == prior.created_at_ms
+            and self.client_seed_policy == prior.client_seed_policy
+            and bool(self.hand_deadlines) == bool(prior.hand_deadlines)
+        )
 
     def _head_key(self) -> tuple[Any, ...]:
         return (
@@ -773,7 +848,9 @@ class TableRecord:
                 seat_deadlines=seat_deadlines,
                 **fields,
             )
-        return record, Layout(record, fixed, seat_parts, run)
+        header = _LAYOUT.size + 4 * (_FIXED_PARTS + len(seat_parts))
+        action_sizes = inner[header : header + 4 * (len(action_ends) - 1)]
+        return record, Layout(record, fixed, seat_parts, run, action_sizes)
 
     @classmethod
     def read(cls, raw: bytes, base: Layout | None = None) -> tuple[TableRecord, Layout | None]:
