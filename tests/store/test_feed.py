@@ -368,6 +368,23 @@ async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> No
         assert ids(await f.feed.read_new("g", "c")) == ["t:1"]
 
 
+async def test_the_sweeper_counts_the_waiting_tables_every_few_seconds(backend: Backend) -> None:
+    async with backend.open() as h:
+        far = 10**15  # never due
+        for table_id in ("a", "b"):
+            await h.store.create_table(table_id, b"v1")
+        await play(h.store, "a", 1, deadline_ms=far)
+        manager = TableManager(h.store, Authenticator(), SilentPresenter())
+        sweeper = DeadlineSweeper(manager, count_interval_s=3600)
+        assert await sweeper.sweep_once() == 0
+        assert REGISTRY.get_sample_value("ofc_active_tables") == 1  # the first sweep counts
+        await play(h.store, "b", 1, deadline_ms=far)
+        assert await sweeper.sweep_once() == 0
+        assert REGISTRY.get_sample_value("ofc_active_tables") == 1  # not again within the hour
+        assert await DeadlineSweeper(manager, count_interval_s=0).sweep_once() == 0
+        assert REGISTRY.get_sample_value("ofc_active_tables") == 2
+
+
 async def test_deadline_count_is_global_and_the_sweeper_reports_it(backend: Backend) -> None:
     async with backend.open() as h:
         far = 10**15  # never due

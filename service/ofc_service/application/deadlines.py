@@ -5,6 +5,8 @@ replica's timeout win; docs/hand-history.md, "Turn clocks", is the rule the veri
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -50,15 +52,27 @@ class DeadlineSweeper:
     """Applies timeout moves when turns run out; runs in every replica, safely."""
 
     def __init__(
-        self, manager: TableManager, *, interval_s: float = 0.25, batch: int = 100
+        self,
+        manager: TableManager,
+        *,
+        interval_s: float = 0.25,
+        batch: int = 100,
+        count_interval_s: float = 5.0,
     ) -> None:
         self.manager = manager
         self.batch = batch
+        self.count_interval_s = count_interval_s
+        self._next_count = -math.inf
         self._loop = Periodic("deadline sweep", self.sweep_once, interval_s)
 
     async def sweep_once(self) -> int:
-        # Tables waiting for a move, all replicas' (the index is global): dashboards take max().
-        ACTIVE_TABLES.set(await self.manager.store.deadline_count())
+        # Tables waiting for a move, all replicas' (the index is global): dashboards take
+        # max(). Counted every few seconds, not every sweep: a count reads every index shard
+        # (a pipeline of 17 ZCARDs, ~0.4% of a loaded replica's CPU at four sweeps a second),
+        # and a scrape comes every 15 s or so.
+        if time.monotonic() >= self._next_count:
+            ACTIVE_TABLES.set(await self.manager.store.deadline_count())
+            self._next_count = time.monotonic() + self.count_interval_s
         due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
         applied = 0
         for table_id, _ in due:
