@@ -767,15 +767,21 @@ def _checked_place(
                 f"placements[{k}] must be a (card, row) pair, got {pair!r}",
                 field=f"placements[{k}]",
             )
+        card, row = pair
+        # A Card and a Row are checked already (the only instances there are): a field's
+        # name is written out only for a value that needs checking.
         placements.append(
             (
-                _check_card(pair[0], f"placements[{k}].card"),
-                _check_row(pair[1], f"placements[{k}].row"),
+                card if type(card) is Card else _check_card(card, f"placements[{k}].card"),
+                row if type(row) is Row else _check_row(row, f"placements[{k}].row"),
             )
         )
     discard = None if action.discard is None else _check_card(action.discard, "discard")
-    named = [(c, f"placements[{k}].card") for k, (c, _) in enumerate(placements)]
-    _check_unique(named + ([] if discard is None else [(discard, "discard")]))
+    cards = [c for c, _ in placements]
+    if discard is not None:
+        cards.append(discard)
+    if len(set(cards)) != len(cards):
+        _check_unique(_named(placements, discard))
     street = state.ruleset.streets[hand.street]
     if len(placements) != street.place:
         raise WrongCardCountError(
@@ -786,11 +792,13 @@ def _checked_place(
         raise DiscardNotAllowedError(f"street {hand.street + 1} has no discard", field="discard")
     if street.discard == 1 and discard is None:
         raise WrongCardCountError(f"street {hand.street + 1} discards one card", field="discard")
-    for card, name in named + ([] if discard is None else [(discard, "discard")]):
-        if card not in hand_seat.pending:
-            raise CardNotDealtError(
-                f"{name}: {card} is not in seat {hand_seat.seat}'s dealt batch", field=name
-            )
+    pending = hand_seat.pending
+    if not all(card in pending for card in cards):
+        for card, name in _named(placements, discard):
+            if card not in pending:
+                raise CardNotDealtError(
+                    f"{name}: {card} is not in seat {hand_seat.seat}'s dealt batch", field=name
+                )
     room = {row: row.size - len(hand_seat.board.row(row)) for row in ROWS}
     for k, (_, row) in enumerate(placements):
         room[row] -= 1
@@ -800,6 +808,14 @@ def _checked_place(
                 field=f"placements[{k}].row",
             )
     return hand, i, tuple(placements), discard
+
+
+def _named(
+    placements: Sequence[tuple[Card, Row]], discard: Card | None
+) -> list[tuple[Card, str]]:
+    """Each card of a Place with the name of its field, for an error that names it."""
+    named = [(c, f"placements[{k}].card") for k, (c, _) in enumerate(placements)]
+    return named if discard is None else [*named, (discard, "discard")]
 
 
 def _checked_set(
