@@ -313,6 +313,14 @@ def test_records_that_differ_in_one_head_field_each_read_back_as_their_own() -> 
     ]
     for record in (*variants, *reversed(variants)):
         assert TableRecord.from_bytes(record.to_bytes()) == record
+    # and records whose match differs in one field of its part without the hand (its
+    # seats the same object)
+    match = base.match
+    variants += [
+        dataclasses.replace(base, match=dataclasses.replace(match, **change))
+        for change in ({"button": 1}, {"hands_played": 3}, {"max_hands": 9},
+                       {"pair_units": ((0, 1, 5),)})
+    ]  # fmt: skip
     # written against another's layout (all the other fields the same objects), each is
     # written as alone, as read or as written there
     for record in variants:

@@ -103,8 +103,8 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 # zlib reader reads, every earlier release included): a two-seat record of ~2.3 KB packs
 # to ~1.1 KB in ~7 µs with the caches warm and ~27 µs cold, as a move meets it, where
 # zlib-ng's level 1 (the release before) took ~19 / ~72 µs for ~1.0 KB; its set-up clears
-# and frees tables of over 100 KB each time. ISA-L also inflates its own streams in less
-# than half zlib-ng's time (~6 against ~12 µs), and zlib-ng's in about the same.
+# and frees tables of over 100 KB each time. ISA-L inflates them too: ~6 µs, where zlib-ng
+# takes ~12 on ISA-L's streams (~5 on its own).
 _RECORD_LEVEL = 0
 # python-isal's stubs type its error as an instance, not the class it is.
 _INFLATE_ERROR = cast("type[Exception]", isal_zlib.error)
@@ -474,17 +474,16 @@ _NO_BASE = (None,) * _FIXED_PARTS  # compares equal to no part
 _ACTION_SIZE = struct.Struct(">I")
 
 
-class _Unlike:
-    """No base record: each of its attributes is itself, which no value of a record is."""
 
-    def __getattr__(self, name: str) -> _Unlike:
-        return self
-
-    def __len__(self) -> int:
-        return 0
-
-
-_NO_RECORD = cast("TableRecord", _Unlike())
+def _same_stable(match: MatchState, was: MatchState) -> bool:
+    """Whether ``match``'s part without its hand (``own_match_bytes``) is ``was``'s."""
+    return (
+        match.seats is was.seats
+        and match.button == was.button
+        and match.hands_played == was.hands_played
+        and match.max_hands == was.max_hands
+        and match.pair_units == was.pair_units
+    )
 
 
 def _seat_parts(seats: tuple[engine.HandSeat, ...], base: Layout | None) -> tuple[bytes, ...]:
@@ -628,23 +627,23 @@ class TableRecord:
     def _laid_out(self, base: Layout | None = None) -> tuple[bytes, Layout]:
         match = self.match
         hand = match.hand
-        prior = base.record if base is not None else _NO_RECORD
-        then: tuple[bytes, ...] = base.fixed if base is not None else ()  # read only if base
-        was = prior.match
-        if self._same_head(prior):
+        prior = base.record if base is not None else None
+        then: tuple[bytes, ...] = base.fixed if base is not None else ()
+        was = prior.match if prior is not None else None
+        if prior is not None and self._same_head(prior):
             head = then[0]
         else:
             head = _HEAD_TEXTS.text(self._head_key(), self._head_json)
         deadlines = b"".join(_DEADLINE.pack(s, ms) for s, ms in self.seat_deadlines)
-        if match.ruleset is was.ruleset:
+        if was is not None and match.ruleset is was.ruleset:
             ruleset = then[2]
         else:
             ruleset = _PIECES.text(match.ruleset, _ruleset_json_bytes)
-        key = (match.seats, match.button, match.hands_played, match.max_hands, match.pair_units)
-        if match.seats is was.seats and key[1:] == (was.button, was.hands_played,
-                                                     was.max_hands, was.pair_units):  # fmt: skip
+        if was is not None and _same_stable(match, was):
             stable = then[3]
         else:
+            key = (match.seats, match.button, match.hands_played, match.max_hands,
+                   match.pair_units)  # fmt: skip
             stable = _MATCH_TEXTS.text(key, lambda: own_match_bytes(match))
         if hand is None:
             hand_head = deck = progress = b""
@@ -659,13 +658,12 @@ class TableRecord:
         start = self.hand_start
         if start is None:
             hand_start = b""
-        elif start is prior.hand_start:
+        elif prior is not None and start is prior.hand_start:
             hand_start = then[7]
         else:
             hand_start = _PIECES.text(start, _compact_state_json_bytes)
         acts = self.hand_actions
-        before = len(prior.hand_actions)
-        if base is not None and len(acts) == before + 1 and acts[:before] == prior.hand_actions:
+        if base is not None and acts and acts[:-1] == base.record.hand_actions:  # one more
             last = _PIECES.text(acts[-1], _action_json_bytes, _ACTIONS)
             run = base.actions + last
             action_sizes = base.action_sizes + _ACTION_SIZE.pack(len(last))
@@ -1012,7 +1010,7 @@ def _move_from_final(
 def pack_history(history: Mapping[str, Any]) -> bytes:
     """A hand history as stored: compact JSON, zlib-compressed (about a quarter the size;
     a table keeps every finished hand for its lifetime). zlib-ng's level 6: a two-seat
-    hand's ~6.5 KB in ~80 µs, where CPython's zlib took ~200 µs, 1% larger.
+    hand's ~6.7 KB in ~90 µs, where CPython's zlib took ~160 µs, 1% larger.
 
     >>> unpack_history(pack_history({"hand_number": 1}))
     b'{"hand_number":1}'
