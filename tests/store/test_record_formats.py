@@ -21,6 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ofc import engine
+from ofc.cards import CODES, Card
+from ofc.codec import action_to_dict
 from ofc.rulesets import DEFAULT_RULESET, PRESETS, ROWS, ruleset_from_dict
 from ofc.verify import check_history
 from ofc_service.application import commands, records
@@ -426,12 +428,33 @@ def test_a_format_7_record_and_a_stored_response_inflate_with_the_standard_zlib(
     assert zlib.decompress(pack_response(view)) == view
 
 
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seat=st.integers(0, 3),
+    cards=st.lists(st.sampled_from(CODES), max_size=13, unique=True),
+    rows=st.lists(st.sampled_from(ROWS), min_size=13, max_size=13),
+    discard=st.none() | st.sampled_from(CODES),
+    at_ms=st.integers(0, 2**53),
+)
+def test_a_place_is_written_as_the_json_encoder_writes_it(
+    seat: int, cards: list[str], rows: list[Any], discard: str | None, at_ms: int
+) -> None:
+    # a move's action part is written out directly: the encoder's bytes, any card or row
+    placements = tuple((Card.parse(c), r) for c, r in zip(cards, rows, strict=False))
+    place = engine.Place(seat, placements, None if discard is None else Card.parse(discard), at_ms)
+    written = records._action_json_bytes(place)
+    assert written == json.dumps(action_to_dict(place), separators=(",", ":")).encode()
+    assert records._action_from_json(written) == place
+
 @pytest.mark.parametrize("size", [0, 1, 665, 65_535, 65_536, 131_070, 131_071, 200_000])
 def test_a_stored_response_of_any_size_inflates_with_the_standard_zlib(size: int) -> None:
     # stored blocks hold at most 65,535 bytes each: the edges of one, two and three blocks
     response = bytes(random.Random(size).getrandbits(8) for _ in range(size))
     packed = pack_response(response)
     assert zlib.decompress(packed) == response == unpack_response(packed)
+    if size < 65_532:  # zlib's own level 0 writes the same bytes (it splits 65,532 on)
+        assert packed == zlib.compress(response, 0)
     assert size + 11 <= len(packed) <= size + 6 + 5 * (1 + size // 16_384)  # stored blocks
     repeated = b"view" * (size // 4)  # stored as it is, however well it would deflate
     assert len(pack_response(repeated)) >= len(repeated) + 11

