@@ -209,12 +209,13 @@ _RULESETS = _Decoded(256)  # few tables differ in rules
 _STARTS = _Decoded(1024)  # one per table in play (KEPT_RECORDS of the manager)
 _ACTIONS = _Decoded(16_384)  # up to 17 per hand of each of those tables
 # format 7's parts (see TableRecord.to_bytes): the head's and the match's that stay the same
-# over a hand, the hand's seeds and its deck, each hand seat (most change at every move)
+# over a hand, the hand's seeds and its deck. Not the hand seats: a seat a move left as it was
+# is the kept record's (the same bytes, compared; the same object, written again), and one
+# it changed is new to every replica, so a cache of seats was never hit.
 _HEADS = _Decoded(1024, keep=False)
 _MATCHES = _Decoded(1024, keep=False)
 _HAND_HEADS = _Decoded(1024, keep=False)
 _DECKS = _Decoded(1024, keep=False)
-_SEATS = _Decoded(8192)
 _ACTION_RUNS = _Decoded(2048, keep=False)
 _HEAD_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
 _MATCH_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
@@ -353,10 +354,10 @@ def _seats(
     """The hand seats of their parts: ``hand``'s (``base``'s) where the bytes are the same,
     the others read."""
     if base is None or hand is None or len(parts) != len(base.seats):
-        return tuple([_SEATS.get(part, seat_from_own_bytes) for part in parts])
+        return tuple([seat_from_own_bytes(part) for part in parts])
     return tuple(
         [
-            was if part == then else _SEATS.get(part, seat_from_own_bytes)
+            was if part == then else seat_from_own_bytes(part)
             for part, then, was in zip(parts, base.seats, hand.seats, strict=True)
         ]
     )
@@ -510,11 +511,11 @@ def _same_stable(match: MatchState, was: MatchState) -> bool:
 def _seat_parts(seats: tuple[engine.HandSeat, ...], base: Layout | None) -> tuple[bytes, ...]:
     """Each hand seat's part: ``base``'s where the seat is its record's (the same object)."""
     if base is None or base.record.match.hand is None or len(base.seats) != len(seats):
-        return tuple([_PIECES.text(s, own_seat_bytes, _SEATS) for s in seats])
+        return tuple([own_seat_bytes(s) for s in seats])
     then = base.record.match.hand.seats
     return tuple(
         [
-            part if seat is was else _PIECES.text(seat, own_seat_bytes, _SEATS)
+            part if seat is was else own_seat_bytes(seat)
             for seat, was, part in zip(seats, then, base.seats, strict=True)
         ]
     )
