@@ -335,6 +335,33 @@ def test_records_that_differ_in_one_head_field_each_read_back_as_their_own() -> 
         TableRecord.from_bytes(b'{"format":8,"z":"","head":{}}')
 
 
+
+def test_records_whose_hand_head_or_deck_differs_are_written_as_their_own() -> None:
+    # The hand's head (number, button, seeds, start) and its deck are spliced from the
+    # record written against when they are its values: one that differs in any of them,
+    # its seats the same objects, must be written as it would be alone.
+    base = _mid_hand("classic", 2, 3)
+    hand = base.match.hand
+    assert hand is not None
+    changes: list[dict[str, Any]] = [
+        {}, {"number": hand.number + 1}, {"button": 1 - hand.button},
+        {"server_seed": b"\x03" * 32}, {"client_seed": b"other"}, {"started_at_ms": 7},
+        {"deck": tuple(reversed(hand.deck))}, {"deck": tuple(list(hand.deck))},
+    ]  # fmt: skip
+    variants = [
+        dataclasses.replace(
+            base, match=dataclasses.replace(base.match, hand=dataclasses.replace(hand, **c))
+        )
+        for c in changes
+    ]
+    for record in variants:
+        alone = record.to_bytes()
+        assert TableRecord.from_bytes(alone) == record
+        for other in variants:
+            raw, layout = other.write()
+            assert record.write(layout)[0] == alone
+            assert record.write(TableRecord.read(raw)[1])[0] == alone
+
 def test_the_format_6_records_are_there() -> None:
     assert [p.name for p in FORMAT6] == [
         "7cf969b-classic-mid-hand.json",

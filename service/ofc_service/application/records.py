@@ -508,6 +508,17 @@ def _same_stable(match: MatchState, was: MatchState) -> bool:
     )
 
 
+def _same_hand_head(hand: engine.HandState, was: engine.HandState) -> bool:
+    """Whether ``hand``'s head part (``own_hand_bytes``) is ``was``'s."""
+    return (
+        hand.number == was.number
+        and hand.button == was.button
+        and hand.started_at_ms == was.started_at_ms
+        and hand.server_seed == was.server_seed
+        and hand.client_seed == was.client_seed
+    )
+
+
 def _seat_parts(seats: tuple[engine.HandSeat, ...], base: Layout | None) -> tuple[bytes, ...]:
     """Each hand seat's part: ``base``'s where the seat is its record's (the same object)."""
     if base is None or base.record.match.hand is None or len(base.seats) != len(seats):
@@ -671,10 +682,15 @@ class TableRecord:
             hand_head = deck = progress = b""
             seats: tuple[bytes, ...] = ()
         else:
-            hand_key = (hand.number, hand.button, hand.server_seed, hand.client_seed,
-                        hand.started_at_ms)  # fmt: skip
-            hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
-            deck = bytes(hand.deck)
+            then_hand = was.hand if was is not None else None
+            if then_hand is not None and _same_hand_head(hand, then_hand):
+                hand_head = then[4]
+            else:
+                hand_key = (hand.number, hand.button, hand.server_seed, hand.client_seed,
+                            hand.started_at_ms)  # fmt: skip
+                hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
+            same_deck = then_hand is not None and hand.deck is then_hand.deck
+            deck = then[5] if same_deck else bytes(hand.deck)
             progress = own_progress_bytes(hand)
             seats = _seat_parts(hand.seats, base)
         start = self.hand_start
@@ -686,7 +702,10 @@ class TableRecord:
             hand_start = _PIECES.text(start, _compact_state_json_bytes)
         acts = self.hand_actions
         if base is not None and acts and acts[:-1] == base.record.hand_actions:  # one more
-            last = _PIECES.text(acts[-1], _action_json_bytes, _ACTIONS)
+            # the move just made: new here (no look-up), and read back without parsing
+            # when the other replica's next record holds it
+            last = _action_json_bytes(acts[-1])
+            _ACTIONS._put(last, acts[-1])
             run = base.actions + last
             action_sizes = base.action_sizes + _ACTION_SIZE.pack(len(last))
         else:

@@ -268,6 +268,9 @@ def money_totals(
     >>> from ofc.engine import SeatTaken
     >>> money_totals((), 2, [SeatTaken(1, "bob")])
     (0, 0)
+    >>> units = (5, -5)
+    >>> money_totals(units, 2, []) is units  # unchanged: the same tuple
+    True
     """
     totals = list(units) + [0] * (seat_count - len(units))
     for event in events:
@@ -276,7 +279,10 @@ def money_totals(
         elif isinstance(event, HandSettled):
             for seat, player in zip(event.seats, event.settlement.players, strict=True):
                 totals[seat] += player.units
-    return tuple(totals)
+    after = tuple(totals)
+    # unchanged (most moves): the same tuple, so that a record written against the one
+    # before sees its head unchanged by identity (TableRecord.write)
+    return units if after == units else after
 
 
 def _hand_order(record_id: str) -> tuple[int, str]:
