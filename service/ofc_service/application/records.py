@@ -683,12 +683,11 @@ class TableRecord:
             seats: tuple[bytes, ...] = ()
         else:
             then_hand = was.hand if was is not None else None
-            if then_hand is not None and _same_hand_head(hand, then_hand):
-                hand_head = then[4]
-            else:
-                hand_key = (hand.number, hand.button, hand.server_seed, hand.client_seed,
-                            hand.started_at_ms)  # fmt: skip
-                hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
+            hand_head = (
+                then[4]
+                if then_hand is not None and _same_hand_head(hand, then_hand)
+                else _HAND_TEXTS.text(_hand_head_of(hand), lambda: own_hand_bytes(hand))
+            )
             same_deck = then_hand is not None and hand.deck is then_hand.deck
             deck = then[5] if same_deck else bytes(hand.deck)
             progress = own_progress_bytes(hand)
