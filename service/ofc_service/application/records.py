@@ -496,7 +496,6 @@ _NO_BASE = (None,) * _FIXED_PARTS  # compares equal to no part
 _ACTION_SIZE = struct.Struct(">I")
 
 
-
 def _same_stable(match: MatchState, was: MatchState) -> bool:
     """Whether ``match``'s part without its hand (``own_match_bytes``) is ``was``'s."""
     return (
@@ -505,17 +504,6 @@ def _same_stable(match: MatchState, was: MatchState) -> bool:
         and match.hands_played == was.hands_played
         and match.max_hands == was.max_hands
         and match.pair_units == was.pair_units
-    )
-
-
-def _same_hand_head(hand: engine.HandState, was: engine.HandState) -> bool:
-    """Whether ``hand``'s head part (``own_hand_bytes``) is ``was``'s."""
-    return (
-        hand.number == was.number
-        and hand.button == was.button
-        and hand.started_at_ms == was.started_at_ms
-        and hand.server_seed == was.server_seed
-        and hand.client_seed == was.client_seed
     )
 
 
@@ -685,7 +673,7 @@ class TableRecord:
             then_hand = was.hand if was is not None else None
             hand_head = (
                 then[4]
-                if then_hand is not None and _same_hand_head(hand, then_hand)
+                if then_hand is not None and _hand_head_of(hand) == _hand_head_of(then_hand)
                 else _HAND_TEXTS.text(_hand_head_of(hand), lambda: own_hand_bytes(hand))
             )
             same_deck = then_hand is not None and hand.deck is then_hand.deck
