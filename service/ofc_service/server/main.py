@@ -49,6 +49,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ofc.server")
 
+# The collector's first threshold while serving (CPython's default: 700). A loaded server
+# holds ~5,000 young objects alive at any moment (its in-flight calls and watch streams:
+# coroutines, async generators, futures), and a young collection walks them all: at 700 one
+# ran every ~50 moves (~1.4 ms each), promoting them to be walked again in older
+# collections, ~3% of a move's CPU. At 5,000 the collector costs about a third of that
+# (collections ~7x rarer, ~4 ms each; PlaceCards at 64 tables in flight).
+GC_YOUNG_THRESHOLD = 5000
 HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 SERVICE_NAMES = (
     SERVICE_NAME,
@@ -246,6 +253,7 @@ async def run(
     # process: keep it out of the collector's way so full collections stay short.
     gc.collect()
     gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     if stop_on_eof is not None:
         fd = stop_on_eof
 
