@@ -5,7 +5,8 @@
 
 ``bench.tables`` compares PlaceCards with SettleHand. This section asks how much of the
 gap is the shape of a move rather than the code that judges it: a server process (the
-same grpc.aio server, interceptor and redis-py client as ``ofc serve``) answers
+same grpc.aio server, interceptor, redis-py client and collector settings as ``ofc serve``)
+answers
 
 - ``SettleHand``: the real RPC, the yardstick of ``bench.tables``;
 - an empty move: a unary call with no work, on a table whose two watchers each get one
@@ -39,6 +40,7 @@ from ofc_service.api.rules import SERVICE as RULES_SERVICE
 from ofc_service.api.rules import RulesHandlers
 from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import configure_logging
+from ofc_service.server.main import tune_collector
 from redis.asyncio import Redis
 
 from bench.grpc_load import SETTLE, settle_request
@@ -134,6 +136,7 @@ async def serve(port: int, redis_url: str) -> None:
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
+    tune_collector()  # as `ofc serve` does once it serves
     await server.wait_for_termination()
 
 

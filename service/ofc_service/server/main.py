@@ -49,13 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ofc.server")
 
-# The collector's first threshold while serving (CPython's default: 700). A loaded server
-# holds ~5,000 young objects alive at any moment (its in-flight calls and watch streams:
-# coroutines, async generators, futures), and a young collection walks them all: at 700 one
-# ran every ~50 moves (~1.4 ms each), promoting them to be walked again in older
-# collections, ~3% of a move's CPU. At 5,000 the collector costs about a third of that
-# (collections ~7x rarer, ~4 ms each; PlaceCards at 64 tables in flight).
-GC_YOUNG_THRESHOLD = 5000
+GC_YOUNG_THRESHOLD = 5000  # the collector's first threshold while serving (CPython's: 700)
 HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 SERVICE_NAMES = (
     SERVICE_NAME,
@@ -229,6 +223,22 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
     return ofc_server
 
 
+def tune_collector() -> None:
+    """The garbage collector set for serving, once the server is built.
+
+    Everything built so far (protobuf descriptors, tables, caches) lives as long as the
+    process: it is frozen out of the collector's way, so full collections stay short. And a
+    loaded server holds ~5,000 young objects alive at any moment (its in-flight calls and
+    watch streams: coroutines, async generators, futures), which every young collection
+    walks: at CPython's threshold of 700 one ran every ~50 moves (~1.4 ms each) and promoted
+    them to be walked again in older collections, ~3% of a move's CPU; at
+    :data:`GC_YOUNG_THRESHOLD` the collector costs about a third of that (collections ~7x
+    rarer, ~4 ms each; PlaceCards at 64 tables in flight)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+
+
 async def run(
     config: ServerConfig,
     *,
@@ -249,11 +259,7 @@ async def run(
     await ofc_server.start()
     if on_ready is not None:
         on_ready()
-    # Everything built so far (protobuf descriptors, tables, caches) lives as long as the
-    # process: keep it out of the collector's way so full collections stay short.
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    tune_collector()
     if stop_on_eof is not None:
         fd = stop_on_eof
 
