@@ -232,7 +232,7 @@ def tune_collector() -> None:
     watch streams: coroutines, async generators, futures), which every young collection
     walks: at CPython's threshold of 700 one ran every ~50 moves (~1.4 ms each) and promoted
     them to be walked again in older collections, ~3% of a move's CPU; at
-    :data:`GC_YOUNG_THRESHOLD` the collector costs about a third of that (collections ~7x
+    :data:`GC_YOUNG_THRESHOLD` the collector costs about a third of that (collections ~8x
     rarer, ~4 ms each; PlaceCards at 64 tables in flight)."""
     gc.collect()
     gc.freeze()
