@@ -117,6 +117,31 @@ def test_errors_reach_the_caller_as_the_table_says() -> None:
     assert refusal(bad_card) == ("INVALID_ARGUMENT", "INVALID_CARD", "cards[1]")
 
 
+def test_a_refusal_that_names_the_table_quotes_its_id() -> None:
+    # A table id is random text that may hold a card's code ("2h-..."): quoted, a reader (or
+    # an audit that looks for cards in messages) can tell it from the message's words.
+    table = handlers()
+    table_id = ""
+
+    async def no_such_hand() -> None:
+        nonlocal table_id
+        table_id, _ = await seated_table(table)
+        await table.GetHandHistory(
+            pb.GetHandHistoryRequest(table_id=table_id, hand_number=1), OPERATOR
+        )
+
+    async def no_such_table() -> None:
+        await table.GetTable(pb.GetTableRequest(table_id="2h-nowhere"), OPERATOR)
+
+    for call, quoted in (
+        (no_such_hand, lambda: repr(table_id)),
+        (no_such_table, lambda: "'2h-nowhere'"),
+    ):
+        with pytest.raises(Exception) as caught:
+            asyncio.run(call())
+        assert quoted() in api_error(caught.value).message
+
+
 def test_an_api_error_is_itself_and_names_its_field_violation() -> None:
     error = ApiError(Code.FAILED_PRECONDITION, "NOT_YOUR_TURN", "wait", "seat")
     assert api_error(error) is error

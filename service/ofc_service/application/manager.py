@@ -321,7 +321,7 @@ class TableManager:
         raw = await self.store.get_extra(table_id, f"{HAND_PREFIX}:{number}")
         if raw is None:
             raise HandNotFoundError(
-                f"hand {number} of table {table_id} is not over (or never started)",
+                f"hand {number} of table {table_id!r} is not over (or never started)",
                 field="hand_number",
             )
         return _stored_hand(number, raw)
