@@ -335,7 +335,6 @@ def test_records_that_differ_in_one_head_field_each_read_back_as_their_own() -> 
         TableRecord.from_bytes(b'{"format":8,"z":"","head":{}}')
 
 
-
 def test_records_whose_hand_head_or_deck_differs_are_written_as_their_own() -> None:
     # The hand's head (number, button, seeds, start) and its deck are spliced from the
     # record written against when they are its values: one that differs in any of them,
@@ -361,6 +360,7 @@ def test_records_whose_hand_head_or_deck_differs_are_written_as_their_own() -> N
             raw, layout = other.write()
             assert record.write(layout)[0] == alone
             assert record.write(TableRecord.read(raw)[1])[0] == alone
+
 
 def test_the_format_6_records_are_there() -> None:
     assert [p.name for p in FORMAT6] == [
@@ -455,7 +455,6 @@ def test_a_format_7_record_and_a_stored_response_inflate_with_the_standard_zlib(
     assert zlib.decompress(pack_response(view)) == view
 
 
-
 @settings(max_examples=200, deadline=None)
 @given(
     seat=st.integers(0, 3),
@@ -473,6 +472,7 @@ def test_a_place_is_written_as_the_json_encoder_writes_it(
     written = records._action_json_bytes(place)
     assert written == json.dumps(action_to_dict(place), separators=(",", ":")).encode()
     assert records._action_from_json(written) == place
+
 
 @pytest.mark.parametrize("size", [0, 1, 665, 65_535, 65_536, 131_070, 131_071, 200_000])
 def test_a_stored_response_of_any_size_inflates_with_the_standard_zlib(size: int) -> None:

@@ -671,11 +671,11 @@ class TableRecord:
             seats: tuple[bytes, ...] = ()
         else:
             then_hand = was.hand if was is not None else None
-            hand_head = (
-                then[4]
-                if then_hand is not None and _hand_head_of(hand) == _hand_head_of(then_hand)
-                else _HAND_TEXTS.text(_hand_head_of(hand), lambda: own_hand_bytes(hand))
-            )
+            hand_key = _hand_head_of(hand)
+            if then_hand is not None and hand_key == _hand_head_of(then_hand):
+                hand_head = then[4]
+            else:
+                hand_head = _HAND_TEXTS.text(hand_key, lambda: own_hand_bytes(hand))
             same_deck = then_hand is not None and hand.deck is then_hand.deck
             deck = then[5] if same_deck else bytes(hand.deck)
             progress = own_progress_bytes(hand)
