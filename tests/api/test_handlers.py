@@ -36,11 +36,16 @@ def started(raw: bytes) -> pb.StartHandResponse:
     return pb.StartHandResponse.FromString(raw)
 
 
-def refusal(call: Any) -> tuple[str, str, str]:
-    """The (code, reason, field) a client would be sent for the error ``call`` raises."""
+def refused(call: Any) -> ApiError:
+    """The error a client would be sent for the one ``call`` raises."""
     with pytest.raises(Exception) as caught:
         asyncio.run(call())
-    error = api_error(caught.value)
+    return api_error(caught.value)
+
+
+def refusal(call: Any) -> tuple[str, str, str]:
+    """The (code, reason, field) a client would be sent for the error ``call`` raises."""
+    error = refused(call)
     return error.code.name, error.reason, error.field
 
 
@@ -133,12 +138,9 @@ def test_a_refusal_that_names_the_table_quotes_its_id() -> None:
     async def no_such_table() -> None:
         await table.GetTable(pb.GetTableRequest(table_id="2h-nowhere"), OPERATOR)
 
-    with pytest.raises(Exception) as caught:
-        asyncio.run(no_such_hand())
-    assert repr(table_id) in api_error(caught.value).message
-    with pytest.raises(Exception) as caught:
-        asyncio.run(no_such_table())
-    assert "'2h-nowhere'" in api_error(caught.value).message
+    message = refused(no_such_hand).message  # the call names the table it seats
+    assert repr(table_id) in message
+    assert "'2h-nowhere'" in refused(no_such_table).message
 
 
 def test_an_api_error_is_itself_and_names_its_field_violation() -> None:
