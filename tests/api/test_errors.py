@@ -104,6 +104,44 @@ CASES: list[tuple[str, tuple[str, Message], str, str]] = [
         "board.bottom",
     ),
     (
+        "joker on a board whose deck has none",
+        ("ValidateBoard", pb.ValidateBoardRequest(board=board(EXAMPLE_A.replace("Ac", "X1")))),
+        "INVALID_CARD",
+        "board.top",
+    ),
+    (
+        "second joker on a one-joker deck's board",
+        (
+            "ValidateBoard",
+            pb.ValidateBoardRequest(
+                board=board(EXAMPLE_A.replace("Ac", "X1").replace("9c", "X2")),
+                ruleset=ruleset_pb2.RulesetSpec(preset="classic-joker"),
+            ),
+        ),
+        "INVALID_CARD",
+        "board.bottom",
+    ),
+    (
+        "joker in a classic row",
+        (
+            "EvaluateRow",
+            pb.EvaluateRowRequest(cards=["As", "X1", "Kd"], row=cards_pb2.ROW_POSITION_TOP),
+        ),
+        "INVALID_CARD",
+        "cards[1]",
+    ),
+    (
+        "joker the ruleset's deck lacks",
+        (
+            "EvaluateRow",
+            pb.EvaluateRowRequest(
+                cards=["As", "Kd", "X2"], ruleset=ruleset_pb2.RulesetSpec(preset="classic-joker")
+            ),
+        ),
+        "INVALID_CARD",
+        "cards[2]",
+    ),
+    (
         "short middle",
         _settle(hand(EXAMPLE_A, "Kd 3c 2d / 5c 5d 9d 8h / 7c 7h Qd Js 4s")),
         "WRONG_ROW_SIZE",

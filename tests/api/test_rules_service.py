@@ -343,16 +343,46 @@ def test_list_presets_has_every_parameter(stub: RulesServiceStub) -> None:
 
 # --- jokers over the wire ---------------------------------------------------------------------
 def test_evaluate_row_with_jokers(stub: RulesServiceStub) -> None:
+    one_joker = ruleset_pb2.RulesetSpec(preset="classic-joker")
     top = stub.EvaluateRow(
-        pb.EvaluateRowRequest(cards=["X1", "Kd", "Ac"], row=cards_pb2.ROW_POSITION_TOP)
+        pb.EvaluateRowRequest(
+            cards=["X1", "Kd", "Ac"], row=cards_pb2.ROW_POSITION_TOP, ruleset=one_joker
+        )
     )
     assert (top.hand.name, top.royalty) == ("pair of aces, king kicker", 9)
     natural = stub.EvaluateRow(
         pb.EvaluateRowRequest(cards=["As", "Kd", "Ac"], row=cards_pb2.ROW_POSITION_TOP)
     )
     assert natural.hand.value == top.hand.value  # a joker ranks as the card it stands for
-    bottom = stub.EvaluateRow(pb.EvaluateRowRequest(cards=["x2", "X1", "Th", "Jh", "Ah"]))
-    assert bottom.hand.category == cards_pb2.HAND_CATEGORY_ROYAL_FLUSH
+    both = pb.EvaluateRowRequest(
+        cards=["x2", "X1", "Th", "Jh", "Ah"],
+        ruleset=ruleset_pb2.RulesetSpec(preset="pineapple-jokers"),
+    )
+    assert stub.EvaluateRow(both).hand.category == cards_pb2.HAND_CATEGORY_ROYAL_FLUSH
+    # With neither a row nor a ruleset the cards are only ranked, as `ofc eval` ranks them.
+    both.ClearField("ruleset")
+    assert stub.EvaluateRow(both).hand.category == cards_pb2.HAND_CATEGORY_ROYAL_FLUSH
+
+
+def test_a_board_with_a_joker_its_deck_lacks_is_refused_in_its_own_terms(
+    stub: RulesServiceStub,
+) -> None:
+    # rules.md example 1's A with its top Ac a joker: under classic (no jokers) it was once
+    # scored as a pair of threes; it is a card the deck does not have.
+    joker_a = "X1 3d 2h / 6c 6d 9h 8s 4c / 9c 8c 7d 6h 5s"
+    with pytest.raises(grpc.RpcError) as refused:
+        stub.ValidateBoard(pb.ValidateBoardRequest(board=board(joker_a)))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details() == "board.top holds the joker X1, but the deck has 0 jokers"
+    ok = stub.ValidateBoard(
+        pb.ValidateBoardRequest(
+            board=board(joker_a), ruleset=ruleset_pb2.RulesetSpec(preset="classic-joker")
+        )
+    )
+    assert ok.assessment.top.name == "pair of threes, two kicker"
+    with pytest.raises(grpc.RpcError) as twice:
+        stub.ValidateBoard(pb.ValidateBoardRequest(board=board(EXAMPLE_A.replace("6d", "3d"))))
+    assert twice.value.details() == "duplicate card 3d: board.top and board.middle"
 
 
 def test_settle_with_jokers_needs_a_ruleset_with_jokers(stub: RulesServiceStub) -> None:

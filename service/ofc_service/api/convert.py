@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, NoReturn
 
 from ofc import errors as core
-from ofc.cards import CODES, RANK_CHARS, Card
+from ofc.cards import CODES, NATURAL_CARDS, RANK_CHARS, Card
 from ofc.evaluator import Category, HandValue
 from ofc.frozen import maker
 from ofc.rulesets import PRESETS, ROWS, Row, Ruleset, StayCondition, get_ruleset, ruleset_from_dict
@@ -774,12 +774,28 @@ def pair_units_from_proto(
     return units
 
 
-def validate_board(board: Board, field: str) -> None:
-    """Duplicate cards within one board (sizes and codes were checked when it was read)."""
+def validate_board(board: Board, field: str, *, jokers: int) -> None:
+    """Duplicate cards within one board, and jokers the deck of ``jokers`` jokers does not
+    have (sizes and codes were checked when it was read); the error names ``field``'s row,
+    in its field and its message."""
     try:
-        validate_boards([board])
+        validate_boards([board], jokers=jokers)
     except core.OfcError as exc:
-        raise with_field(exc, _CORE_PLAYER_FIELD.sub(rf"{field}.\2", exc.field) or field) from None
+        def local(text: str) -> str:
+            return _CORE_PLAYER_FIELD.sub(rf"{field}.\2", text)
+
+        raise type(exc)(local(exc.message), field=local(exc.field) or field) from None
+
+
+def check_jokers(cards: Sequence[Card], jokers: int, field: str) -> None:
+    """INVALID_CARD at ``field[k]`` for a joker a deck of ``jokers`` jokers does not have."""
+    for k, card in enumerate(cards):
+        if card >= NATURAL_CARDS + jokers:
+            have = f"{jokers} joker{'' if jokers == 1 else 's'}"
+            raise core.InvalidCardError(
+                f"{field}[{k}] is the joker {card}, but the ruleset's deck has {have}",
+                field=f"{field}[{k}]",
+            )
 
 
 def write_assessment(result: BoardResult, out: settlement_pb2.BoardAssessment) -> None:

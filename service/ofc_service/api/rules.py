@@ -313,10 +313,14 @@ class RulesHandlers:
         convert.check_distinct(cards, "cards")
         value = rank_row(cards)
         royalty = 0
-        if row is not None:
+        if row is not None or request.HasField("ruleset"):
+            # A row of a game: its ruleset's deck says which jokers it may hold (alone, the
+            # cards are only ranked, a joker as the card it stands for, as `ofc eval` does).
             spec = request.ruleset if request.HasField("ruleset") else None
-            table = convert.ruleset_from_proto(spec, "ruleset").ruleset.royalties
-            royalty = row_royalty(row, value, table)
+            ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
+            convert.check_jokers(cards, ruleset.jokers, "cards")
+            if row is not None:
+                royalty = row_royalty(row, value, ruleset.royalties)
         response = pb.EvaluateRowResponse(royalty=royalty)
         convert.write_hand_value(value, response.hand)
         return response
@@ -332,7 +336,7 @@ class RulesHandlers:
                 field="fantasyland_streak",
             )
         board = convert.board_from_proto(request.board, "board")
-        convert.validate_board(board, "board")
+        convert.validate_board(board, "board", jokers=ruleset.jokers)
         tier = convert.fantasyland_tier(
             ruleset, request.in_fantasyland, request.fantasyland_cards, "fantasyland_cards"
         )

@@ -44,7 +44,10 @@ class EvaluateRowRequest(_message.Message):
 
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetSpec:
-        """The rules for the royalty; unset means "classic". Ignored when `row` is unset."""
+        """The rules for the royalty; unset means "classic". With a row or a ruleset, a joker (X1,
+        X2) the ruleset's deck does not have is INVALID_CARD (classic has none); with neither,
+        the cards are only ranked, a joker as the card it stands for.
+        """
 
     def __init__(
         self,
@@ -118,7 +121,9 @@ class ValidateBoardRequest(_message.Message):
 
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetSpec:
-        """The rules (royalty table, Fantasyland); unset means "classic"."""
+        """The rules (royalty table, Fantasyland, the deck's jokers: a joker the deck does not have
+        is INVALID_CARD); unset means "classic".
+        """
 
     def __init__(
         self,

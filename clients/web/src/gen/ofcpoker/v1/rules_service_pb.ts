@@ -45,7 +45,9 @@ export type EvaluateRowRequest = Message<"ofcpoker.v1.EvaluateRowRequest"> & {
   row: RowPosition;
 
   /**
-   * The rules for the royalty; unset means "classic". Ignored when `row` is unset.
+   * The rules for the royalty; unset means "classic". With a row or a ruleset, a joker (X1,
+   * X2) the ruleset's deck does not have is INVALID_CARD (classic has none); with neither,
+   * the cards are only ranked, a joker as the card it stands for.
    *
    * @generated from field: ofcpoker.v1.RulesetSpec ruleset = 3;
    */
@@ -101,7 +103,8 @@ export type ValidateBoardRequest = Message<"ofcpoker.v1.ValidateBoardRequest"> &
   board?: Board | undefined;
 
   /**
-   * The rules (royalty table, Fantasyland); unset means "classic".
+   * The rules (royalty table, Fantasyland, the deck's jokers: a joker the deck does not have
+   * is INVALID_CARD); unset means "classic".
    *
    * @generated from field: ofcpoker.v1.RulesetSpec ruleset = 2;
    */
