@@ -55,7 +55,7 @@ def url(running: BackgroundServer) -> str:
     return running.http_url
 
 
-def call(url: str, method: str, body: dict[str, Any], **headers: str) -> tuple[int, Any, Message]:
+def call(url: str, method: str, body: Any, **headers: str) -> tuple[int, Any, Message]:
     request = urllib.request.Request(
         f"{url}/ofcpoker.v1.{method}",
         data=json.dumps(body).encode(),
@@ -247,6 +247,17 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
         # A value of the wrong type, and one nested under another field.
         ("RulesService/EvaluateRow", {"cards": "As Ks Qs"}, "cards"),
         ("RulesService/ValidateBoard", {"board": {"top": 3}}, "board.top"),
+        # What protobuf's own JSON reader would take: an enum as a boolean or a fraction
+        # (read as 1), an array or a string where a message is (read as an empty message).
+        ("RulesService/EvaluateRow", {"cards": ["As", "Ad", "Kc"], "row": 1.5}, "row"),
+        ("RulesService/EvaluateRow", {"cards": ["As", "Ad", "Kc"], "row": True}, "row"),
+        ("RulesService/EvaluateRow", {"cards": ["As", "Ad", "Kc"], "row": [1]}, "row"),
+        ("RulesService/ValidateBoard", {"board": []}, "board"),
+        ("RulesService/ValidateBoard", {"board": {}, "ruleset": "classic"}, "ruleset"),
+        ("RulesService/SettleHand", {"hand": {"players": [{}, []]}}, "hand.players[1]"),
+        ("RulesService/SettleHand", {"hand": {"players": [{"board": {"top": []}}],
+                                              "ruleset": {"overrides": []}}},
+         "hand.ruleset.overrides"),
     ],
 )  # fmt: skip
 def test_an_unknown_or_wrong_typed_json_field_is_malformed_request_naming_it(
@@ -259,6 +270,18 @@ def test_an_unknown_or_wrong_typed_json_field_is_malformed_request_naming_it(
     assert (info.reason, info.metadata["field"]) == ("MALFORMED_REQUEST", field)
     bad = error_details_pb2.BadRequest.FromString(details(answer)["google.rpc.BadRequest"])
     assert [v.field for v in bad.field_violations] == [field]
+
+
+@pytest.mark.parametrize("root", [None, 1, "x", [], [{"cards": ["As", "Ad", "Kc"]}]])
+def test_a_json_request_that_is_not_an_object_is_malformed_request(url: str, root: Any) -> None:
+    status, answer, _ = call(url, "RulesService/EvaluateRow", root)
+    assert (status, answer["code"]) == (400, "invalid_argument")
+    assert answer["message"] == (
+        "the request does not decode: a request is a JSON object, not "
+        + {type(None): "null", int: "a number", str: "a string", list: "an array"}[type(root)]
+    )
+    info = error_details_pb2.ErrorInfo.FromString(details(answer)["google.rpc.ErrorInfo"])
+    assert info.reason == "MALFORMED_REQUEST"
 
 
 def test_a_connect_json_response_is_compact_json(url: str) -> None:

@@ -21,6 +21,7 @@ same ``google.rpc.Status`` a gRPC client gets: the code, the message and its det
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import logging
 import re
@@ -36,7 +37,12 @@ from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.request import RequestContext
 from google.protobuf import json_format
-from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.descriptor import (
+    Descriptor,
+    FieldDescriptor,
+    MethodDescriptor,
+    ServiceDescriptor,
+)
 from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
 
@@ -127,8 +133,81 @@ class _StrictJsonCodec:
 
     def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
         message = message_class()
-        json_format.Parse(bytes(data), message, ignore_unknown_fields=False)
+        text = bytes(data)
+        try:
+            loaded = json.loads(text)
+        except ValueError:  # protobuf's reader below says what is wrong with it
+            pass
+        else:
+            check_json_shapes(loaded, message.DESCRIPTOR)
+        json_format.Parse(text, message, ignore_unknown_fields=False)
         return message
+
+
+class JsonShapeError(json_format.ParseError):
+    """A JSON value of the wrong kind for its field, which protobuf's reader would take."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _json_kind(value: object) -> str:
+    kinds = {type(None): "null", bool: "a boolean", float: "a number with a fraction",
+             str: "a string", list: "an array", dict: "an object"}  # fmt: skip
+    return kinds.get(type(value), "a number")
+
+
+def check_json_shapes(value: object, descriptor: Descriptor, path: str = "") -> None:
+    """JsonShapeError for what protobuf's JSON reader accepts but should not: a request that
+    is not a JSON object, an array or a string where a message is (it reads ``[]`` as an
+    empty message), and a boolean or a fraction where an enum is (it reads ``true`` and
+    ``1.5`` as the value 1). Everything else it checks itself; null is a field's default.
+
+    >>> from ofcpoker.v1 import rules_service_pb2 as pb
+    >>> check_json_shapes({"board": []}, pb.ValidateBoardRequest.DESCRIPTOR)
+    Traceback (most recent call last):
+    ...
+    ofc_service.api.connect.JsonShapeError: board: a message is a JSON object, not an array
+    >>> check_json_shapes({"cards": ["As"], "row": 1.5}, pb.EvaluateRowRequest.DESCRIPTOR)
+    Traceback (most recent call last):
+    ...
+    ofc_service.api.connect.JsonShapeError: row: an enum is its value's name or number, not a number with a fraction
+    """  # noqa: E501
+    if not isinstance(value, dict):
+        what = f"{path}: a message" if path else "a request"
+        raise JsonShapeError(f"{what} is a JSON object, not {_json_kind(value)}", path)
+    fields = _json_fields(descriptor)
+    for name, item in value.items():
+        field = fields.get(name)
+        if field is None or item is None:  # unknown: protobuf's reader names it
+            continue
+        at = f"{path}.{field.name}" if path else field.name
+        if not field.is_repeated:
+            _check_json_value(item, field, at)
+        elif isinstance(item, list):  # else protobuf's reader: "must be in []"
+            for k, element in enumerate(item):
+                _check_json_value(element, field, f"{at}[{k}]")
+
+
+def _check_json_value(value: object, field: FieldDescriptor, at: str) -> None:
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        # 1.0 is 1, as an integer field reads it
+        whole = isinstance(value, float) and value.is_integer()
+        if isinstance(value, bool) or not (whole or isinstance(value, int | str)):
+            message = f"{at}: an enum is its value's name or number, not {_json_kind(value)}"
+            raise JsonShapeError(message, at)
+    elif field.type == FieldDescriptor.TYPE_MESSAGE and value is not None:
+        message_type = field.message_type
+        assert message_type is not None
+        if not message_type.full_name.startswith("google.protobuf."):  # their own forms
+            check_json_shapes(value, message_type, at)
+
+
+@functools.cache
+def _json_fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
+    """A message's fields by each name JSON may give them (lowerCamelCase or as declared)."""
+    return {n: f for f in descriptor.fields for n in (f.json_name, f.name)}
 
 
 _UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)" at "([^"]*)"')
@@ -175,7 +254,12 @@ class _TolerantCodec:
             return self._codec.decode(data, message_class)
         except Exception as exc:
             text = str(exc)
-            field = json_error_field(text) if isinstance(exc, json_format.ParseError) else ""
+            if isinstance(exc, JsonShapeError):
+                field = exc.field
+            elif isinstance(exc, json_format.ParseError):
+                field = json_error_field(text)
+            else:
+                field = ""
             raise malformed_request(text, field=field) from None
 
 
