@@ -5,6 +5,7 @@ adapter sends). Nothing here opens a channel or builds a servicer context."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
@@ -221,3 +222,50 @@ def test_a_move_s_response_is_the_bytes_of_its_message() -> None:
         assert response_type.FromString(raw).table.version == 7
     timeout = commands.Outcome(commands.TimeOut(1), "r", commands.Change(record, ()), 7)
     assert ProtobufPresenter().response(timeout) == b""  # nobody reads the server's own
+
+
+def test_a_fantasyland_set_s_refusals_name_the_request_s_fields() -> None:
+    # The engine names a card of a set by its row ("top[0]"); the request holds the rows
+    # in its board, and a client program reads the field to point at the card.
+    manager = TableManager(store.MemoryTableStore(), Authenticator([KEY]), ProtobufPresenter())
+    table = TableHandlers(manager)
+    match, _ = engine.replay(
+        engine.new_match("pineapple", seats=2), [engine.SitDown(s, f"p{s}") for s in range(2)]
+    )
+    owed = dataclasses.replace(match.seats[0], fantasyland=14)
+    match = dataclasses.replace(match, seats=(owed, match.seats[1]))
+    request = pb.SetFantasylandRequest(table_id="fl", seat=0, request_id="f")
+
+    async def deal() -> list[str]:
+        await manager.create(TableRecord("fl", match, 30_000, 60_000, b"", 0))
+        start = pb.StartHandRequest(table_id="fl", expected_version=1, request_id="s")
+        request.expected_version = started(await table.StartHand(start, OPERATOR)).table.version
+        record, _, _ = await manager.load("fl")
+        assert record.match.hand is not None
+        return [str(c) for c in record.match.hand.seat(0).pending]
+
+    dealt = asyncio.run(deal())
+    not_dealt = next(c for c in ("2c", "3c", "4c", "5c") if c not in dealt)
+
+    def refused_set(cards: list[str], discards: list[str]) -> tuple[str, str, str, str]:
+        request.board.CopyFrom(cards_pb2.Board(top=cards[:3], middle=cards[3:8], bottom=cards[8:]))
+        request.discards[:] = discards
+
+        async def call() -> bytes:
+            return await table.SetFantasyland(request, OPERATOR)
+
+        error = refused(call)
+        return error.code.name, error.reason, error.field, error.message
+
+    assert refused_set([not_dealt, *dealt[1:13]], dealt[13:]) == (
+        "FAILED_PRECONDITION", "CARD_NOT_DEALT", "board.top[0]",
+        f"board.top[0]: {not_dealt} was not dealt to seat 0",
+    )  # fmt: skip
+    assert refused_set([*dealt[:3], dealt[0], *dealt[4:13]], dealt[13:]) == (
+        "INVALID_ARGUMENT", "DUPLICATE_CARD", "board.middle[0]",
+        f"card {dealt[0]} appears twice: board.top[0] and board.middle[0]",
+    )  # fmt: skip
+    assert refused_set(dealt[:13], [dealt[12]]) == (
+        "INVALID_ARGUMENT", "DUPLICATE_CARD", "discards[0]",
+        f"card {dealt[12]} appears twice: board.bottom[4] and discards[0]",
+    )  # fmt: skip

@@ -8,7 +8,9 @@ or event carries another seat's hidden cards, the undealt deck or an unrevealed 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 import struct
 from collections.abc import AsyncIterator
 from typing import Any
@@ -60,6 +62,7 @@ _POLICY_FROM_PROTO = {
 MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE = 100, 20
 MAX_PLACEMENTS = 13  # a board holds 13 cards: no move can place more
 MAX_DISCARDS = 17 - 13  # a Fantasyland hand has at most 17 cards for a 13-card board
+_ENGINE_ROW = re.compile(r"\b(top|middle|bottom)\[")  # a Fantasyland set's card, by the engine
 MAX_PAIRS = 6  # every pair of a 4-seat table
 _PUBLIC = 255
 
@@ -551,7 +554,16 @@ class TableHandlers:
         command = commands.SetFantasyland(
             request.seat, board.top, board.middle, board.bottom, tuple(discards)
         )
-        return await self._run(request, creds, command)
+        try:
+            return await self._run(request, creds, command)
+        except core.OfcError as refused:
+            # The engine names a card by its row ("top[0]"): the request holds the rows in
+            # its board ("board.top[0]"), and the field and the message say so.
+            local = functools.partial(_ENGINE_ROW.sub, r"board.\1[")
+            message, field = local(refused.message), local(refused.field)
+            if (message, field) == (refused.message, refused.field):
+                raise
+            raise type(refused)(message, field=field) from None
 
     async def _run(self, request: Any, creds: auth.Credentials, command: commands.Command) -> bytes:
         """One mutating request: the caller authenticated first, then the command, applied
