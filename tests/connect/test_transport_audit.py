@@ -452,6 +452,11 @@ def bad_requests(
          {**uj, "connect-timeout-ms": "soon"}, (400, *bad_timeout)),
         ("a connect-timeout-ms of 11 digits", "Watch", watch,
          {**cj, "connect-timeout-ms": "1" * 11}, (200, *bad_timeout)),
+        # A deadline of 0 would race the call: refused or applied by chance.
+        ("a connect-timeout-ms of 0", "PlaceCards", as_json,
+         {**uj, "connect-timeout-ms": "0"}, (400, *bad_timeout)),
+        ("a grpc-timeout of 0", "PlaceCards", envelope(as_proto),
+         {**gw, "grpc-timeout": "0m"}, (200, *bad_timeout)),
         ("a grpc-timeout without its unit", "PlaceCards", envelope(as_proto),
          {**gw, "grpc-timeout": "100"}, (200, *bad_timeout)),
         ("a grpc-timeout of 9 digits", "Watch", envelope(pb.WatchRequest(

@@ -383,14 +383,19 @@ def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectErro
         digits = (value or "")[:-1]
         if value is not None and not (
             0 < len(digits) <= 8 and value[-1] in _GRPC_TIMEOUT_UNITS
-            and digits.isascii() and digits.isdigit()
+            and digits.isascii() and digits.isdigit() and int(digits) > 0
         ):  # fmt: skip
-            why = f"grpc-timeout is digits (at most 8) and a unit of {_GRPC_TIMEOUT_UNITS}"
+            why = (
+                "grpc-timeout is a positive number (at most 8 digits) and a unit of "
+                + _GRPC_TIMEOUT_UNITS
+            )
             return b"grpc-timeout", refusal(InvalidTimeoutError(f"{why}, not {value!r}"))
         return None
     value = _header(scope, b"connect-timeout-ms")
-    if value and not (len(value) <= 10 and value.isascii() and value.isdigit()):
-        why = f"connect-timeout-ms is milliseconds, at most 10 digits, not {value!r}"
+    # A deadline of 0 has passed before the call starts: racing it would refuse the call or
+    # not, and apply a move or not, by chance (the Connect and gRPC specs: positive).
+    if value and not (len(value) <= 10 and value.isascii() and value.isdigit() and int(value)):
+        why = f"connect-timeout-ms is milliseconds, 1 to 10 digits and positive, not {value!r}"
         return b"connect-timeout-ms", refusal(InvalidTimeoutError(why))
     version = _header(scope, b"connect-protocol-version")
     if version is not None and version != "1":
