@@ -267,7 +267,9 @@ class AcknowledgeRequest(_message.Message):
     """The consumer group that received the records."""
     @_builtins.property
     def settlement_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Settlement ids of records to acknowledge (at most 1000 ids in all)."""
+        """Settlement ids of records to acknowledge (at most 1000 ids in all, with stream_ids;
+        more is INVALID_ARGUMENT, reason BATCH_TOO_LARGE).
+        """
 
     @_builtins.property
     def stream_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:

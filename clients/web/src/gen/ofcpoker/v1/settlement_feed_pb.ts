@@ -321,7 +321,8 @@ export type AcknowledgeRequest = Message<"ofcpoker.v1.AcknowledgeRequest"> & {
   group: string;
 
   /**
-   * Settlement ids of records to acknowledge (at most 1000 ids in all).
+   * Settlement ids of records to acknowledge (at most 1000 ids in all, with stream_ids;
+   * more is INVALID_ARGUMENT, reason BATCH_TOO_LARGE).
    *
    * @generated from field: repeated string settlement_ids = 2;
    */
