@@ -68,7 +68,7 @@ def token_hash(token: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """What a request presented; at most one of each. Each secret's :func:`token_hash` is
+    """What a request presented: at most one of each (two that differ are refused). Each secret's :func:`token_hash` is
     taken once, here: every check and record of the request compares or stores the hash."""
 
     seat_token: str | None = None
@@ -84,21 +84,36 @@ class Credentials:
 
     @classmethod
     def from_metadata(cls, metadata: Iterable[tuple[str, str | bytes]] | None) -> Credentials:
-        seat_token = api_key = None
+        """The request's credentials; UNAUTHENTICATED when it sends two different seat
+        tokens or two different API keys (headers repeated, or a header and a bearer
+        token): which one a request acts with is never left to the order of its headers.
+
+        >>> Credentials.from_metadata([("x-ofc-seat-token", "st_a"), ("authorization",
+        ...                            "Bearer st_b")])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ofc_service.auth.UnauthenticatedError: the request sends two different seat tokens...
+        """
+        seat_tokens: set[str] = set()
+        api_keys: set[str] = set()
         for key, raw in metadata or ():
             value = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
             key = key.lower()
             if key == SEAT_TOKEN_HEADER:
-                seat_token = value.strip()
+                seat_tokens.add(value.strip())
             elif key == API_KEY_HEADER:
-                api_key = value.strip()
+                api_keys.add(value.strip())
             elif key == "authorization" and value.lower().startswith("bearer "):
                 bearer = value[7:].strip()
-                if bearer.startswith(SEAT_TOKEN_PREFIX):
-                    seat_token = bearer
-                else:
-                    api_key = bearer
-        return cls(seat_token or None, api_key or None)
+                (seat_tokens if bearer.startswith(SEAT_TOKEN_PREFIX) else api_keys).add(bearer)
+        for found, what in ((seat_tokens, "seat tokens"), (api_keys, "API keys")):
+            found.discard("")  # an empty header is none
+            if len(found) > 1:
+                raise UnauthenticatedError(
+                    f"the request sends two different {what} ({SEAT_TOKEN_HEADER}, "
+                    f"{API_KEY_HEADER} and authorization headers): send one"
+                )
+        return cls(next(iter(seat_tokens), None), next(iter(api_keys), None))
 
 
 ANONYMOUS = ""

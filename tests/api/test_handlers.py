@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from ofc import engine
-from ofc_service import store
+from ofc_service import auth, store
 from ofc_service.api import tables
 from ofc_service.api.errors import ApiError, Code, api_error
 from ofc_service.api.rules import RulesHandlers
@@ -269,3 +269,28 @@ def test_a_fantasyland_set_s_refusals_name_the_request_s_fields() -> None:
         "INVALID_ARGUMENT", "DUPLICATE_CARD", "discards[0]",
         f"card {dealt[12]} appears twice: board.bottom[4] and discards[0]",
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ((("x-ofc-seat-token", "st_t.a"), ("x-ofc-seat-token", "st_t.a")), ("st_t.a", None)),
+        ((("x-ofc-seat-token", "st_t.a"), ("authorization", "Bearer st_t.a")), ("st_t.a", None)),
+        ((("x-ofc-api-key", "k"), ("x-ofc-seat-token", "st_t.a")), ("st_t.a", "k")),
+        ((("x-ofc-api-key", ""), ("authorization", "Bearer k")), (None, "k")),
+        ((("x-ofc-seat-token", "st_t.a"), ("x-ofc-seat-token", "st_t.b")), "seat tokens"),
+        ((("authorization", "Bearer st_t.b"), ("x-ofc-seat-token", "st_t.a")), "seat tokens"),
+        ((("x-ofc-api-key", "k"), ("authorization", "Bearer other")), "API keys"),
+    ],
+)
+def test_credentials_sent_twice_must_agree(
+    metadata: tuple[tuple[str, str], ...], expected: tuple[str | None, str | None] | str
+) -> None:
+    if isinstance(expected, str):  # which one acts is never the order of the headers'
+        with pytest.raises(auth.UnauthenticatedError, match=f"two different {expected}"):
+            Credentials.from_metadata(metadata)
+        with pytest.raises(auth.UnauthenticatedError):
+            Credentials.from_metadata(metadata[::-1])
+    else:
+        creds = Credentials.from_metadata(metadata)
+        assert (creds.seat_token, creds.api_key) == expected

@@ -207,20 +207,22 @@ class HttpStub:
             message.ParseFromString(data)
         return message
 
-    def headers(self, content_type: str, metadata: Sequence[tuple[str, str]]) -> dict[str, str]:
-        headers = {"content-type": content_type, **dict(metadata)}
-        if self.grpc_web:
-            headers["x-grpc-web"] = "1"
-        else:
-            headers["connect-protocol-version"] = "1"
-        return headers
+    def headers(
+        self, content_type: str, metadata: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """The request's headers: the metadata as given, a key given twice sent twice."""
+        protocol = ("x-grpc-web", "1") if self.grpc_web else ("connect-protocol-version", "1")
+        return [("content-type", content_type), *metadata, protocol]
 
     # --- calls -------------------------------------------------------------------------------
     def post(
-        self, path: str, body: bytes, headers: dict[str, str], timeout: float | None
+        self, path: str, body: bytes, headers: Sequence[tuple[str, str]], timeout: float | None
     ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         conn = http.client.HTTPConnection(self.base.hostname or "", self.base.port, timeout=timeout)
-        conn.request("POST", path, body=body, headers=headers)
+        conn.putrequest("POST", path)
+        for key, value in [*headers, ("content-length", str(len(body)))]:
+            conn.putheader(key, value)
+        conn.endheaders(body)
         return conn, conn.getresponse()
 
     def keep(self, exchange: Exchange) -> None:

@@ -258,6 +258,16 @@ def credential_cases(t: Seated) -> list[tuple[str, Metadata, grpc.StatusCode]]:
         ("a wrong API key beside the seat's own token",
          (("x-ofc-api-key", "not-the-key"), ("x-ofc-seat-token", t.tokens[0])),
          grpc.StatusCode.UNAUTHENTICATED),
+        # Two of a kind that differ: never the last (or first) header's, whatever the order.
+        ("the seat's own token, then another seat's",
+         (("x-ofc-seat-token", t.tokens[0]), ("x-ofc-seat-token", t.tokens[1])),
+         grpc.StatusCode.UNAUTHENTICATED),
+        ("another seat's token, then the seat's own as a bearer token",
+         (("x-ofc-seat-token", t.tokens[1]), ("authorization", f"Bearer {t.tokens[0]}")),
+         grpc.StatusCode.UNAUTHENTICATED),
+        ("a wrong API key, then the right one",
+         (("x-ofc-api-key", "not-the-key"), ("x-ofc-api-key", API_KEY)),
+         grpc.StatusCode.UNAUTHENTICATED),
     ]  # fmt: skip
 
 

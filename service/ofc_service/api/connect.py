@@ -56,7 +56,7 @@ from ofc_service.api.errors import (
     rich_status,
 )
 from ofc_service.api.serialized import Handler, parsing_bytes
-from ofc_service.auth import Credentials
+from ofc_service.auth import AuthError, Credentials
 from ofc_service.metrics import RpcMetrics
 
 access_log = logging.getLogger("ofc.access")
@@ -425,17 +425,40 @@ class _Method:
     def __init__(self, method: MethodDescriptor, handler: Handler) -> None:
         self.handler = handler
         self.name = method.name
+        self.server_streaming = method.server_streaming
         self.probes = {protocol: _Probe(method, protocol) for protocol in
                        ("connect", "grpc-web", "grpc")}  # fmt: skip
 
-    def begin(self, ctx: RequestContext[Any, Any]) -> tuple[_Probe, str, Credentials, float]:
+    def begin(
+        self, ctx: RequestContext[Any, Any]
+    ) -> tuple[_Probe, str, Credentials | AuthError, float]:
         headers = ctx.request_headers
         probe = self.probes[protocol_of(headers.get("content-type", ""))]
         probe.started.inc()
         call = _current.get()
         assert call is not None, "a Connect application is served with its TransportErrors"
         call.begun = True
-        return probe, call.rid, Credentials.from_metadata(headers.allitems()), time.perf_counter()
+        try:
+            creds: Credentials | AuthError = Credentials.from_metadata(headers.allitems())
+        except AuthError as refused:  # raised by the call below: answered and counted as one
+            creds = refused
+        return probe, call.rid, creds, time.perf_counter()
+
+    def invoke(self, request: Any, creds: Credentials | AuthError) -> Any:
+        """The handler's call (a coroutine, or an async iterator for a server stream), or
+        one that raises the credentials' refusal where the call's would be raised."""
+        if not isinstance(creds, AuthError):
+            return self.handler(request, creds)
+        refusal = creds
+
+        async def refused() -> Any:
+            raise refusal
+
+        async def refused_stream() -> AsyncIterator[Any]:
+            raise refusal
+            yield  # pragma: no cover  (an async generator)
+
+        return refused_stream() if self.server_streaming else refused()
 
     def error(self, exc: BaseException) -> ConnectError:
         if isinstance(exc, ConnectError):
@@ -465,14 +488,14 @@ class _Method:
     async def unary(self, request: Any, ctx: RequestContext[Any, Any]) -> Any:
         probe, rid, creds, start = self.begin(ctx)
         probe.received.inc()
-        return await self._one(probe, rid, start, self.handler(request, creds))
+        return await self._one(probe, rid, start, self.invoke(request, creds))
 
     async def client_stream(
         self, requests: AsyncIterator[Any], ctx: RequestContext[Any, Any]
     ) -> Any:
         probe, rid, creds, start = self.begin(ctx)
         counted = self.requests(probe, requests)
-        return await self._one(probe, rid, start, self.handler(counted, creds))
+        return await self._one(probe, rid, start, self.invoke(counted, creds))
 
     async def _one(self, probe: _Probe, rid: str, start: float, call: Any) -> Any:
         try:
@@ -489,13 +512,13 @@ class _Method:
     def server_stream(self, request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
         probe, rid, creds, start = self.begin(ctx)
         probe.received.inc()
-        return self._many(probe, rid, start, self.handler(request, creds))
+        return self._many(probe, rid, start, self.invoke(request, creds))
 
     def bidi_stream(
         self, requests: AsyncIterator[Any], ctx: RequestContext[Any, Any]
     ) -> AsyncIterator[Any]:
         probe, rid, creds, start = self.begin(ctx)
-        return self._many(probe, rid, start, self.handler(self.requests(probe, requests), creds))
+        return self._many(probe, rid, start, self.invoke(self.requests(probe, requests), creds))
 
     async def _many(
         self, probe: _Probe, rid: str, start: float, responses: AsyncIterator[Any]

@@ -781,6 +781,7 @@ def validate_board(board: Board, field: str, *, jokers: int) -> None:
     try:
         validate_boards([board], jokers=jokers)
     except core.OfcError as exc:
+
         def local(text: str) -> str:
             return _CORE_PLAYER_FIELD.sub(rf"{field}.\2", text)
 
