@@ -68,8 +68,9 @@ def token_hash(token: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """What a request presented: at most one of each (two that differ are refused). Each secret's :func:`token_hash` is
-    taken once, here: every check and record of the request compares or stores the hash."""
+    """What a request presented: at most one of each (two that differ are refused). Each
+    secret's :func:`token_hash` is taken once, here: every check and record of the request
+    compares or stores the hash."""
 
     seat_token: str | None = None
     api_key: str | None = None
