@@ -18,7 +18,9 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from email.message import Message
@@ -219,6 +221,74 @@ def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> N
     assert info.reason == "SERVER_SHUTTING_DOWN"
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{url}/healthz", timeout=2)
+
+
+def _raw_exchange(port: int, pieces: list[tuple[float, bytes]], *, wait: float = 10) -> bytes:
+    """What the HTTP port answers a request sent as ``pieces`` over one plain socket, each
+    after its pause in seconds: everything it sends until it closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        for pause, piece in pieces:
+            time.sleep(pause)
+            sock.sendall(piece)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def _post_head(method: str, content_type: str, length: int) -> bytes:
+    return (
+        f"POST /ofcpoker.v1.{method} HTTP/1.1\r\nhost: ofc\r\ncontent-type: {content_type}\r\n"
+        f"content-length: {length}\r\nconnection: close\r\n\r\n"
+    ).encode()
+
+
+def test_a_request_body_that_stalls_is_refused_in_time_and_its_connection_closed() -> None:
+    """A client that sends its headers and then stalls (a slowloris) holds a connection only
+    until ``--http-body-seconds``: it is answered DEADLINE_EXCEEDED, REQUEST_BODY_TIMEOUT,
+    in its own protocol, and the connection is closed; a body that arrives in pieces within
+    the time is served, and a Watch (its request in full) outlives that time."""
+    with BackgroundServer(config(http_body_seconds=0.6)) as server:
+        port = urllib.parse.urlsplit(server.http_url).port
+        assert port is not None
+        body = json.dumps({"cards": ["As", "Ad", "Kc"]}).encode()
+
+        started = time.monotonic()
+        head = _post_head("RulesService/EvaluateRow", "application/json", len(body))
+        answer = _raw_exchange(port, [(0, head + body[:5])])
+        assert 0.5 < time.monotonic() - started < 5
+        status_line, _, rest = answer.partition(b"\r\n")
+        assert status_line.split()[1] == b"504"
+        error = json.loads(rest[rest.index(b"{") : rest.rindex(b"}") + 1])
+        assert error["code"] == "deadline_exceeded"
+        info = error_details_pb2.ErrorInfo.FromString(details(error)["google.rpc.ErrorInfo"])
+        assert info.reason == "REQUEST_BODY_TIMEOUT"
+
+        envelope = b"\0" + len(body).to_bytes(4, "big") + body
+        head = _post_head("RulesService/EvaluateRow", "application/grpc-web+json", len(envelope))
+        answer = _raw_exchange(port, [(0, head + envelope[:3])])
+        assert b"grpc-status: 4\r\n" in answer and b"REQUEST_BODY_TIMEOUT" in base64.b64decode(
+            re.search(rb"grpc-status-details-bin: ([A-Za-z0-9+/]+)", answer)[1] + b"=="  # type: ignore[index]
+        )
+
+        head = _post_head("RulesService/EvaluateRow", "application/json", len(body))
+        answer = _raw_exchange(port, [(0, head + body[:5]), (0.2, body[5:12]), (0.2, body[12:])])
+        assert answer.split()[1] == b"200" and b"HAND_CATEGORY_PAIR" in answer
+
+        _, created, _ = call(server.http_url, "TableService/CreateTable", {"requestId": "slow-1"})
+        watch = json.dumps({"tableId": created["tableId"]}).encode()
+        request = urllib.request.Request(
+            f"{server.http_url}/ofcpoker.v1.TableService/Watch",
+            data=b"\0" + len(watch).to_bytes(4, "big") + watch,
+            headers={"content-type": "application/connect+json", "connect-timeout-ms": "1500"},
+        )
+        started = time.monotonic()
+        with urllib.request.urlopen(request, timeout=10) as stream:
+            answer = stream.read()
+        assert time.monotonic() - started >= 1.4 and b'"snapshot"' in answer
+        end = json.loads(answer[answer.rindex(b'{"error"') :])
+        assert end["error"]["code"] == "deadline_exceeded"  # its own deadline's, no reason
+        assert "details" not in end["error"]
 
 
 def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:

@@ -120,6 +120,13 @@ class InvalidTimeoutError(core.InvalidInputError):
     reason = "INVALID_TIMEOUT"
 
 
+class RequestBodyTimeoutError(core.OfcError):
+    """(HTTP port) a call that takes one request message whose body did not arrive in full
+    within ``--http-body-seconds`` of its headers: nothing was done; send it again."""
+
+    reason = "REQUEST_BODY_TIMEOUT"
+
+
 class WrongMessageCountError(core.OfcError):
     """A call that takes one request message sent none or several."""
 
@@ -170,6 +177,7 @@ _CORE: dict[type[core.OfcError], Code] = {
     MessageTooLargeError: Code.RESOURCE_EXHAUSTED,
     WrongMessageCountError: Code.UNIMPLEMENTED,
     UnsupportedCompressionError: Code.UNIMPLEMENTED,
+    RequestBodyTimeoutError: Code.DEADLINE_EXCEEDED,
     # well formed but not allowed in the current state: re-read the state, then decide
     core.IllegalActionError: _PRECONDITION,
     core.NotYourTurnError: _PRECONDITION,

@@ -30,6 +30,7 @@ MAX_REQUEST_WINDOW_SECONDS = 24 * 3600  # the default: store.DEFAULT_REQUEST_TTL
 MIN_HISTORY_TTL_SECONDS = 60
 MAX_HISTORY_TTL_SECONDS = 366 * 24 * 3600
 MAX_WORKERS = 64
+DEFAULT_HTTP_BODY_SECONDS = 30.0
 
 
 class ConfigError(ValueError):
@@ -44,6 +45,7 @@ class ServerConfig:
     metrics_listen: str = "127.0.0.1:9464"  # empty: no metrics endpoint
     http_listen: str = "127.0.0.1:8080"  # Connect, gRPC-Web, the web table; empty: none
     cors_origins: str = ""  # browser origins allowed to call the HTTP port, comma-separated
+    http_body_seconds: float = DEFAULT_HTTP_BODY_SECONDS  # a one-message call's body, at most
     redis_url: str = ""  # table storage (tables service); empty: embedded in-memory store
     log_level: str = "info"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -118,6 +120,15 @@ OPTIONS: tuple[Option, ...] = (
         "browser origins (https://host[:port], or *) allowed to call the HTTP port from "
         "other sites, comma-separated; empty: same origin only",
         metavar="ORIGINS",
+    ),
+    Option(
+        "http_body_seconds",
+        "OFC_HTTP_BODY_SECONDS",
+        "--http-body-seconds",
+        "HTTP port: how long the request body of a call that takes one message may take to "
+        "arrive in full after its headers (slower: DEADLINE_EXCEEDED): 0.1 .. 3600",
+        _number(float),
+        "SECONDS",
     ),
     Option(
         "redis_url",
@@ -290,6 +301,8 @@ def _validate(c: ServerConfig) -> None:
     for origin in c.cors_origin_list:
         if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
             raise bad("cors_origins", f"not an origin (scheme://host[:port]): {origin!r}")
+    if not 0.1 <= c.http_body_seconds <= 3600:
+        raise bad("http_body_seconds", "must be 0.1 .. 3600")
     if c.log_level not in LOG_LEVELS:
         raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
     if not 1024 <= c.max_message_bytes <= 2**31 - 1:

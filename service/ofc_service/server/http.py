@@ -68,9 +68,10 @@ from ofc_service.api.connect import (
 from ofc_service.api.errors import (
     InvalidTimeoutError,
     MalformedRequestError,
+    RequestBodyTimeoutError,
     WrongMessageCountError,
 )
-from ofc_service.server.config import ServerConfig
+from ofc_service.server.config import DEFAULT_HTTP_BODY_SECONDS, ServerConfig
 
 log = logging.getLogger("ofc.http")
 
@@ -108,6 +109,7 @@ class HttpApp:
         *,
         cors_origins: Sequence[str] = (),
         read_max_bytes: int | None = None,
+        body_seconds: float = DEFAULT_HTTP_BODY_SECONDS,
         web_dir: Path = WEB_DIR,
     ) -> None:
         self.apps: dict[str, Any] = {}
@@ -124,6 +126,7 @@ class HttpApp:
             )
             self.one_message |= {f"/{service.full_name}/{m.name}" for m in service.methods
                                  if not m.client_streaming}  # fmt: skip
+        self.body_seconds = body_seconds
         self.health = health_servicer
         self.cors_origins = frozenset(cors_origins)
         # Only the bundle's own files are served: no path from a request reaches the disk.
@@ -163,10 +166,12 @@ class HttpApp:
             if _is_grpc(content_type) and _TRAILERS not in scope.get("extensions", {}):
                 await _grpc_needs_http2(send)
                 return
+            one = path in self.one_message
+            if one:
+                receive = _body_in_time(receive, self.body_seconds)
             if content_type.startswith(_GRPC_WEB_TEXT):
                 scope, receive, send = _grpc_web_text(scope, receive, send)
                 content_type = _header(scope, b"content-type") or ""
-            one = path in self.one_message
             receive = _checked_envelopes(scope, receive, content_type, one_message=one)
             refused = _header_refusal(scope, content_type)
             if refused is None:
@@ -300,6 +305,32 @@ async def _grpc_needs_http2(send: Send) -> None:
         (b"grpc-message", message),
     ]})  # fmt: skip
     await send({"type": "http.response.body", "body": b""})
+
+
+def _body_in_time(receive: Receive, seconds: float) -> Receive:
+    """``receive``, refusing a request body that has not arrived in full ``seconds`` after
+    this call (REQUEST_BODY_TIMEOUT): a client that sends its headers and then stalls holds
+    the connection and a task until then, and no longer. Hypercorn's own read timeout would
+    also close a Watch, whose connection is rightly idle once its request has arrived; what
+    is read after the body (a disconnect) is never timed."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    body_done = False
+
+    async def in_time() -> dict[str, Any]:
+        nonlocal body_done
+        if body_done:
+            return await receive()
+        try:
+            async with asyncio.timeout_at(deadline):
+                message = await receive()
+        except TimeoutError:
+            raise refusal(RequestBodyTimeoutError(
+                f"the request body did not arrive in full within {seconds:g} s; send it again"
+            )) from None  # fmt: skip
+        body_done = message["type"] != "http.request" or not message.get("more_body", False)
+        return message
+
+    return in_time
 
 
 def _checked_envelopes(
@@ -570,6 +601,7 @@ def create_http_server(
         health_servicer,
         cors_origins=config.cors_origin_list,
         read_max_bytes=config.max_message_bytes,
+        body_seconds=config.http_body_seconds,
     )
     return HttpServer(app, config, reuse_port=reuse_port)
 

@@ -60,6 +60,8 @@ class ErrorDetail(_message.Message):
     | WRONG_MESSAGE_COUNT | UNIMPLEMENTED       | (HTTP port) none or several request messages   |
     |                     |                     | on a call that takes one                       |
     | UNSUPPORTED_COMPRESSION | UNIMPLEMENTED   | (HTTP port) a compression other than gzip      |
+    | REQUEST_BODY_TIMEOUT | DEADLINE_EXCEEDED | (HTTP port) a one-message call's body that    |
+    |                     |                     | did not arrive in full in --http-body-seconds  |
     | STALE_VERSION       | ABORTED             | expected_version is not the table's: re-read   |
     | TABLE_NOT_FOUND     | NOT_FOUND           | no such table (or it expired)                  |
     | HAND_NOT_FOUND      | NOT_FOUND           | a hand not started or not over yet             |
