@@ -1,12 +1,15 @@
 """Every Prometheus metric the service exports, declared once with bounded label sets.
 
-The gRPC ones use the standard names of go-grpc-prometheus / py-grpc-prometheus so existing
-dashboards work: ``grpc_server_started_total``, ``grpc_server_handled_total`` and the
+The gRPC ones use the standard names of go-grpc-prometheus / py-grpc-prometheus:
+``grpc_server_started_total``, ``grpc_server_handled_total`` and the
 ``grpc_server_handling_seconds`` histogram, labelled by ``grpc_type``, ``grpc_service``,
-``grpc_method`` (and ``grpc_code`` once handled), and by the wire ``protocol`` the call came
-in on: ``grpc`` (the gRPC port, or gRPC over HTTP/2 on the HTTP port), ``connect`` (Connect
-JSON or binary) or ``grpc-web`` (both on the HTTP port). Domain metrics are labelled by ruleset:
-a preset name, or ``custom`` for any ruleset with overrides (never a free-form name).
+``grpc_method`` (and ``grpc_code`` once handled: the status name as gRPC's Python library and
+py-grpc-prometheus spell it, ``OK``, ``INVALID_ARGUMENT``, ``DEADLINE_EXCEEDED``; a query
+written for go-grpc-prometheus matches ``OK`` but not ``InvalidArgument``), and by the wire
+``protocol`` the call came in on: ``grpc`` (the gRPC port, or gRPC over HTTP/2 on the HTTP
+port), ``connect`` (Connect JSON or binary) or ``grpc-web`` (both on the HTTP port). Domain
+metrics are labelled by ruleset: a preset name, or ``custom`` for any ruleset with overrides
+(never a free-form name).
 """
 
 from __future__ import annotations
@@ -70,15 +73,19 @@ class RpcMetrics:
 
 CUSTOM_RULESET_LABEL = "custom"
 
+# ``source``: "rules" for the rules service's settle calls (SettleHand, SettleHands,
+# SettleHandsStream), "table" for hands played to the end at live tables (counted once, by
+# the replica whose commit ended the hand).
+SETTLE_SOURCES = ("rules", "table")
 HANDS_SETTLED = Counter(
     "ofc_hands_settled_total",
-    "Hands settled (SettleHand, SettleHands, SettleHandsStream), by ruleset preset.",
-    ("ruleset",),
+    "Hands settled, by ruleset preset and source (rules: the settle RPCs; table: live tables).",
+    ("ruleset", "source"),
 )
 FOULS = Counter(
     "ofc_fouls_total",
-    "Fouled boards in settled hands, by ruleset preset.",
-    ("ruleset",),
+    "Fouled boards in settled hands, by ruleset preset and source.",
+    ("ruleset", "source"),
 )
 REQUEST_ERRORS = Counter(
     "ofc_request_errors_total",

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+import grpc
 import pytest
 
 from tests.deploy.deployfiles import COMPOSE, DASHBOARD, dashboard_targets, load_yaml, metric_names
@@ -152,4 +153,22 @@ def test_dashboard_and_alert_agree_on_what_a_server_error_is() -> None:
     dashboard_codes = {match for _, _, expr in TARGETS for match in codes.findall(expr)}
     assert len(alert_codes) == 1 and alert_codes == dashboard_codes
     (listed,) = alert_codes
-    assert not {"InvalidArgument", "FailedPrecondition", "NotFound"} & set(listed.split("|"))
+    assert not {"INVALID_ARGUMENT", "FAILED_PRECONDITION", "NOT_FOUND"} & set(listed.split("|"))
+
+
+def test_codes_are_matched_as_the_service_labels_them() -> None:
+    """``grpc_code`` holds the status names of gRPC's Python library (``INTERNAL``,
+    ``DEADLINE_EXCEEDED``), as the service records them: an alert or panel (or the alert
+    rules' unit tests) naming go-grpc-prometheus's ``Internal`` would match nothing
+    (tests/connect/test_http_port.py reads the counter under such names)."""
+    names = {code.name for code in grpc.StatusCode}
+    in_rules = [
+        *re.findall(r'grpc_code(?:=~|!=|=)"([^"]+)"', ALERTS["OfcHighErrorRate"]["expr"]),
+        *(m for _, _, expr in TARGETS for m in re.findall(r'grpc_code(?:=~|!=|=)"([^"]+)"', expr)),
+        *re.findall(
+            r'grpc_code="([^"]+)"', (COMPOSE / "prometheus" / "alerts_test.yml").read_text()
+        ),
+    ]
+    assert len(in_rules) >= 4
+    for listed in in_rules:
+        assert set(listed.split("|")) <= names, listed

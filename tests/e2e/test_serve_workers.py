@@ -179,7 +179,7 @@ def test_both_workers_serve_one_port_and_one_endpoint_sums_their_metrics(
     assert set(served) == set(workers.pids)
     calls = sum(served.values())
     assert _wait_until(lambda: workers.settled() == calls), (workers.settled(), calls)
-    assert workers.metric("ofc_hands_settled_total", 'ruleset="classic"') == calls
+    assert workers.metric("ofc_hands_settled_total", 'ruleset="classic",source="rules"') == calls
 
     sent_at = time.monotonic()
     assert workers.stop() == 0

@@ -198,6 +198,7 @@ def test_a_full_hand_settles_zero_sum_and_its_history_reveals_the_committed_seed
     stubs: list[pb_grpc.TableServiceStub],
 ) -> None:
     table = Table(stubs[0], "full")
+    settled_before = settled_at_tables()
     started = table.start()
     committed = started.hand.commitment
     assert started.hand.server_seed == b""
@@ -212,6 +213,9 @@ def test_a_full_hand_settles_zero_sum_and_its_history_reveals_the_committed_seed
     final = table.view(None)
     assert final.hand.over
     assert sum(p.points for p in final.hand.settlement.players) == 0
+    # counted once, by the replica whose move ended it, beside the settle RPCs' hands
+    fouled = sum(p.board.fouled for p in final.hand.settlement.players)
+    assert settled_at_tables() == (settled_before[0] + 1, settled_before[1] + fouled)
     assert [p.player_id for p in final.hand.settlement.players] == [
         "bob",
         "ann",
@@ -245,6 +249,15 @@ def test_views_never_show_another_seats_cards_or_the_seed(
         assert list(seat.pending) == [] and seat.pending_count == 5
         assert seen.hand.server_seed == b""
         assert "deck" not in str(seen).lower() or seen.hand.deck_remaining == 47
+
+
+def settled_at_tables() -> tuple[float, float]:
+    """ofc_hands_settled_total and ofc_fouls_total of classic hands at tables (this process)."""
+    labels = {"ruleset": "classic", "source": "table"}
+    return tuple(  # type: ignore[return-value]
+        REGISTRY.get_sample_value(name, labels) or 0.0
+        for name in ("ofc_hands_settled_total", "ofc_fouls_total")
+    )
 
 
 def moves_counted(kind: str) -> float:

@@ -44,7 +44,7 @@ SERVICE_NAME = SERVICE.full_name
 
 @functools.cache  # labels are preset names or "custom": a handful
 def _domain_counters(ruleset_label: str) -> tuple[Counter, Counter]:
-    return HANDS_SETTLED.labels(ruleset_label), FOULS.labels(ruleset_label)
+    return HANDS_SETTLED.labels(ruleset_label, "rules"), FOULS.labels(ruleset_label, "rules")
 
 
 def _record(settled: convert.SettledHand) -> None:

@@ -39,6 +39,7 @@ from ofc.codec import HandContext, TurnClock, history_of_hand
 from ofc.engine import Action, Event
 from ofc.errors import InvalidInputError, OfcError, UnknownSeatError
 from ofc.policy import DEFAULT_POLICY, DefaultMovePolicy, timeout
+from ofc.rulesets import PRESETS
 from ofc.verify import money_at, verify_match
 
 from ofc_service.application.commands import (
@@ -83,7 +84,7 @@ from ofc_service.auth import (
     new_seat_token,
     token_hash,
 )
-from ofc_service.metrics import MOVES_BY_KIND
+from ofc_service.metrics import CUSTOM_RULESET_LABEL, FOULS, HANDS_SETTLED, MOVES_BY_KIND
 from ofc_service.store import (
     DEFAULT_REQUEST_TTL_SECONDS,
     AlreadyAppliedError,
@@ -676,6 +677,9 @@ class TableManager:
         self._keep(commit.table_id, commit.state, done.record, version, layout)
         if done.move is not None:
             MOVES_BY_KIND[done.move].inc()
+        for event in done.events:
+            if isinstance(event, engine.HandSettled):
+                _count_settled(done.record, event)
         if commit.outbox and self.relay is not None:
             try:
                 await self.relay.relay_table(commit.table_id)
@@ -840,6 +844,17 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
     history["table_id"] = record.table_id
     history["settled_at_ms"] = now
     return {f"{HAND_PREFIX}:{hand.number}": pack_history(history)}
+
+
+def _count_settled(record: TableRecord, settled: engine.HandSettled) -> None:
+    """A hand played to the end at a table, in the metrics the settle RPCs count theirs in
+    (``source="table"``; the ruleset's preset name, or "custom" for any other ruleset)."""
+    ruleset = record.match.ruleset
+    label = ruleset.name if PRESETS.get(ruleset.name) == ruleset else CUSTOM_RULESET_LABEL
+    HANDS_SETTLED.labels(label, "table").inc()
+    fouls = sum([player.fouled for player in settled.settlement.players])
+    if fouls:
+        FOULS.labels(label, "table").inc(fouls)
 
 
 def _settlement_outbox(done: Change, now: int) -> Mapping[str, bytes]:
