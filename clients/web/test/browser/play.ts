@@ -50,6 +50,7 @@ export async function createTable(p: Player, options: { preset: string; turnSeco
   await page.fill("#turn-seconds", String(options.turnSeconds));
   if (options.playersSeeds) await page.selectOption("#seed-policy", { label: "the table's seed and each player's own" });
   await page.fill("#client-seed", options.clientSeed);
+  await typeOperatorKey(page);
   await shot(p, "01-lobby");
   await page.click("#create-table");
   await page.waitForSelector("[data-testid=table-id]");
@@ -58,6 +59,12 @@ export async function createTable(p: Player, options: { preset: string; turnSeco
   assert.equal(joinLink.searchParams.get("table"), tableId);
   assert.equal(joinLink.searchParams.get("seat"), "1");
   return { tableId, joinLink };
+}
+
+/** A service with operator keys (OFC_API_KEYS) creates tables for a key holder only: the
+ * key in OFC_API_KEY, typed into the lobby's field (which the page empties after each use). */
+export async function typeOperatorKey(page: Page): Promise<void> {
+  if (process.env.OFC_API_KEY) await page.fill("#api-key", process.env.OFC_API_KEY);
 }
 
 /** Sit down: at seat 1 from the table page, at seat 2 by following the join link. */

@@ -1,6 +1,6 @@
 // Two people play a complete Pineapple hand in Chromium against a live service.
 //
-//   OFC_WEB_URL=http://127.0.0.1:8080 node --test .test-build/browser/table.e2e.mjs
+//   OFC_WEB_URL=http://127.0.0.1:8080 [OFC_API_KEY=...] node --test .test-build/browser/table.e2e.mjs
 //
 // (tests/web/test_browser_table.py builds and runs it against a fresh server.) Alice, on a
 // desktop-sized page, creates the table (players add seeds), sends Bob the join link of seat
@@ -16,7 +16,7 @@ import { test } from "node:test";
 import { ARTIFACTS, launch, player, shot, snapshot } from "./harness";
 import {
   checkNoLeaks, checkOwnOriginAndStorage, checkRouting, checkSettlement, createTable, history, myTurn, playBatch,
-  seatToken, sitDown, type Style, tables, waitVerified,
+  seatToken, sitDown, type Style, tables, typeOperatorKey, waitVerified,
 } from "./play";
 
 const TURN_SECONDS = Number(process.env.OFC_WEB_TURN_SECONDS ?? 10); // short, yet room for a loaded CI machine
@@ -98,6 +98,7 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     // there is sent without the seat token of the table left behind.
     await alice.page.goBack();
     await alice.page.waitForSelector("#create-table");
+    await typeOperatorKey(alice.page);
     await alice.page.click("#create-table");
     await alice.page.waitForSelector("[data-testid=table-id]");
     const creations = alice.log.filter((r) => r.path.endsWith("/CreateTable"));
