@@ -475,11 +475,16 @@ class Stream:
         return max(self.watch.version(), self.base)
 
 
-class Sent:
-    """A mutating request that succeeded, as sent, and its answer."""
+SEAT_CHANGES = ("CreateTable", "JoinSeat", "LeaveSeat")  # their answers are kept whole
 
-    def __init__(self, method: str, request: Any, md: Metadata, response: Any) -> None:
+
+class Sent:
+    """A mutating request that succeeded, as sent, its answer, and the table's hand then
+    (0: before the first)."""
+
+    def __init__(self, method: str, request: Any, md: Metadata, response: Any, hand: int) -> None:
         self.method, self.request, self.md, self.response = method, request, md, response
+        self.hand = hand
 
 
 class Lifecycles(RuleBasedStateMachine):
@@ -543,8 +548,30 @@ class Lifecycles(RuleBasedStateMachine):
 
     def commit(self, method: str, request: Any, md: Metadata, response: Any) -> None:
         assert not isinstance(response, grpc.RpcError), (method, wire_status(response))
-        self.sent.append(Sent(method, request, md, response))
         self.table.model.sync()
+        self.sent.append(Sent(method, request, md, response, self.hand_now()))
+
+    def hand_now(self) -> int:
+        return max(self.table.model.started_by, default=0)
+
+    def record_kept(self, sent: Sent) -> bool:
+        """Whether ``sent``'s request record is still kept: a table keeps those of its
+        current and previous hand (what came before the first hand counts as one; a
+        CreateTable's claim, the whole retry window). An older request is judged afresh."""
+        return sent.method == "CreateTable" or self.hand_now() - sent.hand <= 1
+
+    def answered_as_first(self, sent: Sent) -> bool:
+        """Whether a retry of ``sent`` gets its first answer again (docs/security.md): a seat
+        change, or a request before the first hand, while its record is kept; a move while
+        its hand is the current one and its credentials made no move since."""
+        if not self.record_kept(sent):
+            return False
+        if sent.method in SEAT_CHANGES or sent.hand == 0:
+            return True
+        later = self.sent[self.sent.index(sent) + 1 :]
+        return sent.hand == self.hand_now() and not any(
+            s.md == sent.md and s.method not in SEAT_CHANGES for s in later
+        )
 
     def request_id(self, what: str) -> str:
         return f"{self.table.table_id}-{what}-{next(self.ids)}"
@@ -558,7 +585,7 @@ class Lifecycles(RuleBasedStateMachine):
             self.cluster, "machine", RULESETS[name], seats=seats,
             create_id=f"machine-{next(EXAMPLES)}",
         )  # fmt: skip
-        self.sent.append(Sent("CreateTable", self.t.create_request, OPERATOR, None))
+        self.sent.append(Sent("CreateTable", self.t.create_request, OPERATOR, None, 0))
         # Every seat taken and watched by its player (the watches a leave must end).
         for seat in range(seats):
             self.join(data, seat=seat)
@@ -783,15 +810,25 @@ class Lifecycles(RuleBasedStateMachine):
     @precondition(lambda self: self.sent)
     @rule(data=st.data())
     def retry(self, data: st.DataObject) -> None:
-        """A request sent again, unchanged, by its sender: its first answer."""
-        sent = data.draw(st.sampled_from(self.sent), label="retried")
+        """A request sent again, unchanged, by its sender while its record is kept: its
+        first answer, or (a move since superseded) the table as it is now for the
+        credentials as they are now, or their refusal; applied once either way."""
+        sent = data.draw(st.sampled_from([s for s in self.sent if self.record_kept(s)]))
+        first = self.answered_as_first(sent)
         response = self.call(data, sent.method, sent.request, sent.md)
+        what = f"a retried {sent.method}"
+        if not first and isinstance(response, grpc.RpcError):
+            self.refused(response, sent.md, what, sent.request)
+            return
         assert not isinstance(response, grpc.RpcError), (sent.method, wire_status(response))
         if sent.method == "CreateTable":
             assert response.table_id == self.table.table_id
             self.answered(None, response.table.version, response, "CreateTable")
+        elif first:
+            assert response == sent.response, f"{what} answered differently"
         else:
-            assert response == sent.response, f"a retried {sent.method} answered differently"
+            audience = self.audience(sent.md, getattr(sent.request, "seat", None))
+            self.answered(audience, response.table.version, response, what)
 
     @precondition(lambda self: self.sent)
     @rule(data=st.data())
@@ -809,8 +846,9 @@ class Lifecycles(RuleBasedStateMachine):
     @precondition(lambda self: self.sent)
     @rule(data=st.data())
     def reuse(self, data: st.DataObject) -> None:
-        """The sender reuses a request id for another request: REQUEST_ID_REUSED."""
-        sent = data.draw(st.sampled_from(self.sent), label="reused")
+        """The sender reuses a request id for another request while its record is kept:
+        REQUEST_ID_REUSED."""
+        sent = data.draw(st.sampled_from([s for s in self.sent if self.record_kept(s)]))
         changed: Any = type(sent.request)()
         changed.CopyFrom(sent.request)
         if sent.method == "CreateTable":

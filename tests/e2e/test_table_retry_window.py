@@ -57,15 +57,17 @@ ROW_CODES = {
 }
 
 
-@pytest.fixture(scope="module", params=["memory", "redis"])
+@pytest.fixture(scope="module", params=["memory", "redis", "redis, whole log"])
 def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    """One replica on the in-memory store, or two on one Redis; both keep two hands' log."""
+    """One replica on the in-memory store, or two on one Redis; they keep two hands' log,
+    or the whole log (``OFC_EVENT_LOG_HANDS=0``), whose request records must be as bounded."""
     if request.param == "memory":
         with open_cluster(None, 1, event_log_hands=2) as one:
             yield one
     else:
         redis: RedisServer = request.getfixturevalue("redis_server")
-        with open_cluster(redis, 2, event_log_hands=2) as two:
+        hands = 0 if request.param.endswith("whole log") else 2
+        with open_cluster(redis, 2, event_log_hands=hands) as two:
             yield two
 
 

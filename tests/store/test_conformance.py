@@ -380,7 +380,10 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
             ))  # fmt: skip
 
 
-async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backend) -> None:
+@pytest.mark.parametrize("log_by_segments", [True, False], ids=["log trimmed", "whole log"])
+async def test_request_records_live_as_long_as_their_hand_is_kept(
+    backend: Backend, log_by_segments: bool
+) -> None:
     # With segments (hands) kept, a request is answered from its record while its hand is
     # the current or the previous one; older records are gone, so an older retry is judged
     # afresh (and, with its old version, refused as stale). Memory per table stays bounded.
@@ -394,6 +397,7 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backe
                     "t", expected_version=version, state=b"v%d" % (version + 1),
                     events=[b"start"], response=b"started %d" % hand,
                     request_id=f"start-{hand}", deadline_ms=None, keep_segments=2,
+                    log_by_segments=log_by_segments,
                 )
             )  # fmt: skip
             moved = await play(h.store, "t", version + 1, request_id=f"move-{hand}")
@@ -407,7 +411,7 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backe
                 Commit(
                     "t", expected_version=before, state=b"x", events=[b"start"],
                     response=b"other", request_id=f"start-{hand}", deadline_ms=None,
-                    keep_segments=2,
+                    keep_segments=2, log_by_segments=log_by_segments,
                 )
             )  # fmt: skip
             assert (again.replayed, again.response, again.version) == (
@@ -418,6 +422,13 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(backend: Backe
             assert await h.other.get_response("t", request_id) is None, request_id
         with pytest.raises(StaleVersionError):  # an older retry: judged afresh
             await play(h.other, "t", hands[0][0] + 1, request_id="move-1")
+        # Meanwhile the log was trimmed to the last two hands, or kept whole (its cap aside).
+        if log_by_segments:
+            with pytest.raises(EventsTrimmedError):
+                await h.other.read_events("t", after="0")
+        else:
+            logged = payloads(await h.other.read_events("t", after="0"))
+            assert logged.count(b"start") == 4
 
 
 async def hand(

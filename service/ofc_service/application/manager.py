@@ -101,6 +101,7 @@ from ofc_service.store import (
 log = logging.getLogger("ofc.tables")
 
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
+RECORD_HANDS = 2  # a whole log's tables keep the request records of these hands (as with 2)
 # How long a replica's claim on a due timeout keeps the others from choosing the same move
 # (a timeout waits at most this long more when its claimant dies mid-way).
 TIMEOUT_CLAIM_MS = 2_000
@@ -624,17 +625,19 @@ class TableManager:
             extra=_history_extra(done, now),
             outbox=_settlement_outbox(done, now),
             # A hand's first events begin a log segment: the log keeps the last few hands (for
-            # watchers resuming); finished hands live on in their histories.
-            keep_segments=self.event_log_hands
+            # watchers resuming; 0: all, up to the store's cap), and the request records the
+            # hands the log keeps (with a whole log, the current and the previous hand);
+            # finished hands live on in their histories.
+            keep_segments=(self.event_log_hands or RECORD_HANDS)
             if any(isinstance(e, engine.HandStarted) for e in done.events)
             else 0,
+            log_by_segments=self.event_log_hands > 0,
             # Once its hand is over, a move's record may keep just "applied at version n": a
             # retry then gets the table as it is now. A seat change's answer stays whole (a
             # JoinSeat's holds the seat token; a LeaveSeat's caller has lost its seat).
             # Only once the table has played a hand (its log has segments: its records are
-            # then ones the release before never reads).
-            compact_response=self.event_log_hands > 0
-            and done.record.hand_start is not None
+            # then ones the release before never reads; the stores check).
+            compact_response=done.record.hand_start is not None
             and not isinstance(command, JoinSeat | LeaveSeat),
             extra_ttl_seconds=self.history_ttl_seconds,
             expected_state_sha1=sha1,

@@ -185,7 +185,8 @@ OPTIONS: tuple[Option, ...] = (
         "OFC_EVENT_LOG_HANDS",
         "--event-log-hands",
         "hands each table's event log keeps for Watch resumes (finished hands stay in their "
-        "histories); 0: keep every event up to the 10000 cap",
+        "histories), and its request records for retries; 0: keep every event up to the "
+        "10000 cap (request records: the current and the previous hand, as with 2)",
         _number(int),
         "HANDS",
     ),

@@ -258,6 +258,7 @@ class Commit:
     extra: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
     outbox: Mapping[str, bytes] = field(default_factory=lambda: NO_EXTRA)
     keep_segments: int = 0
+    log_by_segments: bool = True
     compact_response: bool = False
     extra_ttl_seconds: int = 0
     expected_state_sha1: str = ""
@@ -318,6 +319,8 @@ class TableStore(Protocol):
         one included; the events before the first segment count as one), dropping what came
         before as trimming does (reads after a dropped id fail with
         :class:`EventsTrimmedError`). Finished hands live on in their histories.
+        ``log_by_segments`` False: the log is not trimmed by segments, only by its cap
+        (``max_events``); the request records still live as long as their segment.
 
         ``extra_ttl_seconds`` > 0: this commit's numbered extra blobs (``"<prefix>:<n>"``,
         hand histories) expire that long after this commit: each commit of the table removes

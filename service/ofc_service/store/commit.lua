@@ -16,7 +16,8 @@
 --       then the expected SHA-1 of the stored state ('' = not
 --       checked), then the request's digest ('' = none), then the caller's lane ('' = none:
 --       a record that may shrink supersedes the lane's earlier one in the current hand, which
---       shrinks to its marker now)
+--       shrinks to its marker now), then '1' if the log keeps only the newest s segments,
+--       '0' if it keeps them all (up to the event cap; the request records follow s either way)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        (from an old hash record; 'replayed' from a string record, response as stored)
 --        | {'applied', version, deadline} (a marker: the request made that version, its
@@ -37,9 +38,11 @@ end
 local ARGV = unpacked(ARGV[1])
 local expected = tonumber(ARGV[1])
 local n_events, n_extra = tonumber(ARGV[8]), tonumber(ARGV[9])
-local keep, compact = tonumber(ARGV[#ARGV - 5]), ARGV[#ARGV - 4] == '1'
-local extra_ttl = tonumber(ARGV[#ARGV - 3])
-local expected_sha1, digest, lane = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
+local last = #ARGV - 1  -- the arguments after the events, blobs and outbox, from the end
+local keep, compact = tonumber(ARGV[last - 5]), ARGV[last - 4] == '1'
+local extra_ttl = tonumber(ARGV[last - 3])
+local expected_sha1, digest, lane = ARGV[last - 2], ARGV[last - 1], ARGV[last]
+local log_by_segments = ARGV[#ARGV] ~= '0'
 -- The table's other keys, in its own slot, named after the state's: the request log of
 -- string records (step 3) and one hash of request records per kept segment (hand),
 -- '<base>replies:<first event id of the segment>', field = the request id, with the hash of
@@ -224,7 +227,7 @@ if n_events > 0 then
         end
       end
     end
-    redis.call('XTRIM', events_key, 'MINID', starts[1])
+    if log_by_segments then redis.call('XTRIM', events_key, 'MINID', starts[1]) end
     fields[#fields + 1] = 'segments'
     fields[#fields + 1] = table.concat(starts, ' ')
     kept_starts = starts

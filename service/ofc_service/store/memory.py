@@ -188,6 +188,7 @@ class MemoryTableStore:
             table,
             commit.events,
             keep_segments=check_at_least(commit.keep_segments, 0, what="keep_segments"),
+            log_by_segments=commit.log_by_segments,
         )
         result = CommitResult(table.version, commit.response, False, ids)
         self._forget_trimmed_requests(
@@ -238,7 +239,13 @@ class MemoryTableStore:
         del table.requests[:-REQUEST_LOG_CAP]  # older records still expire with the window
 
     def _append(
-        self, table_id: str, table: _Table, events: Sequence[bytes], *, keep_segments: int = 0
+        self,
+        table_id: str,
+        table: _Table,
+        events: Sequence[bytes],
+        *,
+        keep_segments: int = 0,
+        log_by_segments: bool = True,
     ) -> tuple[str, ...]:
         if not events:
             return ()
@@ -255,7 +262,7 @@ class MemoryTableStore:
         if keep_segments > 0:
             table.segments = [*table.segments, table.events[first][0]][-keep_segments:]
             keep = next(k for k, (at, _) in enumerate(table.events) if at >= table.segments[0])
-            if keep:
+            if keep and log_by_segments:
                 del table.events[:keep]
                 table.events_from = table.events[0][0]
         if len(table.events) >= self._max_events + TRIM_BATCH:

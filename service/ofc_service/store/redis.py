@@ -480,6 +480,7 @@ class RedisTableStore:
         args.append(commit.expected_state_sha1)
         args.append(check_digest(commit.request_digest))
         args.append(check_lane(commit.request_lane))
+        args.append("1" if commit.log_by_segments else "0")
 
         hints: dict[str, int] = {}
         if deadline_ms is not None:
