@@ -25,7 +25,7 @@ from ofcpoker.v1 import settlement_feed_pb2 as feed_pb
 from ofcpoker.v1 import settlement_feed_pb2_grpc as feed_grpc
 from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
 
-from tests.conftest import free_port
+from tests.conftest import free_port, self_signed_certificate
 from tests.e2e.test_tables import API_KEY, OPERATOR, Table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,8 +37,16 @@ def address() -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         # no HTTP port: the default one (8080) may be taken by a service running here
-        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
-         "--http-listen", ""],
+        [
+            str(OFC),
+            "serve",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--metrics-listen",
+            "",
+            "--http-listen",
+            "",
+        ],
         env={**os.environ, "OFC_API_KEYS": API_KEY},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -145,3 +153,49 @@ def test_a_wrong_key_a_bad_table_and_an_unreachable_server_are_errors(
         capsys,
     )
     assert status == 1 and err.startswith("error: UNAVAILABLE: cannot read the settlement feed")
+
+
+def test_verify_reads_the_feed_over_tls_with_the_servers_ca(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--tls``/``--ca-file`` reach a service that serves TLS only, as the other remote
+    commands do; without them, or with a CA file that cannot be read, the audit says why."""
+    cert, key = self_signed_certificate(tmp_path)
+    port = free_port()
+    process = subprocess.Popen(
+        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
+         "--http-listen", "", "--tls-cert", str(cert), "--tls-key", str(key)],
+        env={**os.environ, "OFC_API_KEYS": API_KEY},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    address = f"127.0.0.1:{port}"
+    try:
+        trusted = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with grpc.secure_channel(address, trusted) as channel:
+            health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=20, wait_for_ready=True
+            )
+            table = Table(TableServiceStub(channel), "feed-tls")
+            table.play_hand()
+        out = tmp_path / "match"
+        export = ["export-match", "--server", address, "--ca-file", str(cert), table.id, str(out)]
+        assert _run(export, capsys)[0] == 0
+        hands = sorted(map(str, out.glob("hand-*.json")))
+        live = ["--feed-from", address, f"--table={table.id}", "--api-key", API_KEY]
+
+        status, printed, err = _run(
+            ["verify", "--match", *hands, *live, "--ca-file", str(cert)], capsys
+        )
+        assert (status, err) == (0, "")
+        assert printed == "1 verified, 0 failed; the match of 1 hands: 0 chain discrepancies\n"
+        status, _, err = _run(["verify", "--match", *hands, *live], capsys)  # plaintext
+        assert status == 1 and "cannot read the settlement feed" in err
+        missing = str(tmp_path / "no-such-ca.pem")
+        status, _, err = _run(["verify", "--match", *hands, *live, "--ca-file", missing], capsys)
+        assert status == 2 and "no-such-ca.pem" in err
+        status, _, err = _run(["verify", *hands, "--tls"], capsys)
+        assert status == 2 and "--tls and --ca-file need --feed-from" in err
+    finally:
+        process.terminate()
+        process.wait(timeout=15)

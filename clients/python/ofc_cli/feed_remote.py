@@ -16,7 +16,10 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import grpc
 
 GROUP = "ofc-verify"
 CONSUMER = "read-only-never-acks"
@@ -31,6 +34,7 @@ def fetch_feed(
     table_id: str,
     *,
     api_key: str | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
     group: str = GROUP,
     idle_s: float = IDLE_S,
     timeout_s: float = TIMEOUT_S,
@@ -38,7 +42,8 @@ def fetch_feed(
     """The records of ``table_id`` on the feed of the server at ``address``, in the order
     delivered, each as ``(source, record)``: source ``"ADDRESS feed #N"`` (the N-th record
     received), the record as the feed stream holds it (what ``--feed FILE`` reads).
-    ``grpc.RpcError`` when the server refuses or cannot be reached."""
+    ``credentials``: TLS (None: plaintext). ``grpc.RpcError`` when the server refuses or
+    cannot be reached."""
     import grpc
     from ofc_service.api.settlement_feed import record_to_dict
     from ofcpoker.v1 import settlement_feed_pb2 as pb
@@ -46,7 +51,12 @@ def fetch_feed(
 
     metadata = ((API_KEY_HEADER, api_key),) if api_key else ()
     received: queue.Queue[Any] = queue.Queue()
-    with grpc.insecure_channel(address) as channel:
+    opened = (
+        grpc.insecure_channel(address)
+        if credentials is None
+        else grpc.secure_channel(address, credentials)
+    )
+    with opened as channel:
         call = pb_grpc.SettlementFeedServiceStub(channel).Subscribe(
             pb.SubscribeRequest(group=group, consumer=CONSUMER, batch_size=1000),
             metadata=metadata,

@@ -95,20 +95,25 @@ def uses_tls(args: argparse.Namespace) -> bool:
 def channel_credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None:
     """TLS credentials for ``--tls``/``--ca-file``, None for plaintext (read before any
     connection: an unreadable CA file is bad input, exit 2)."""
-    if not uses_tls(args):
+    return tls_credentials(args.tls, args.ca_file)
+
+
+def tls_credentials(tls: bool, ca_file: str | None) -> grpc.ChannelCredentials | None:
+    """:func:`channel_credentials` of the two options' values."""
+    if not (tls or ca_file):
         return None
     import grpc
 
     root = None
-    if args.ca_file:
+    if ca_file:
         from ofc.errors import InvalidInputError
 
         try:
-            with open(args.ca_file, "rb") as pem:
+            with open(ca_file, "rb") as pem:
                 root = pem.read()
         except OSError as exc:
             raise InvalidInputError(
-                f"cannot read {args.ca_file}: {exc.strerror}", field="ca_file"
+                f"cannot read {ca_file}: {exc.strerror}", field="ca_file"
             ) from None
     return grpc.ssl_channel_credentials(root_certificates=root)
 
