@@ -162,6 +162,7 @@ __all__ = [
     "TimeoutApplied",
     "apply",
     "can_apply",
+    "check_unique",
     "deal_positions",
     "dealt_batches",
     "event_for_viewer",
@@ -740,7 +741,17 @@ def _check_turn(hand: HandState, hand_seat: HandSeat) -> None:
         )
 
 
-def _check_unique(cards: Sequence[tuple[Card, str]]) -> None:
+def check_unique(cards: Sequence[tuple[Card, str]]) -> None:
+    """Raise DuplicateCardError at the second of two equal cards, each given with the name
+    of its field (a move's cards: checked before the table's state is, by an API that
+    refuses a malformed move the same way in every state).
+
+    >>> from ofc.cards import Card
+    >>> check_unique([(Card.parse("As"), "top[0]"), (Card.parse("As"), "discards[0]")])
+    Traceback (most recent call last):
+    ...
+    ofc.errors.DuplicateCardError: card As appears twice: top[0] and discards[0]
+    """
     seen: dict[Card, str] = {}
     for card, name in cards:
         if card in seen:
@@ -781,7 +792,7 @@ def _checked_place(
     if discard is not None:
         cards.append(discard)
     if len(set(cards)) != len(cards):
-        _check_unique(_named(placements, discard))
+        check_unique(_named(placements, discard))
     street = state.ruleset.streets[hand.street]
     if len(placements) != street.place:
         raise WrongCardCountError(
@@ -810,9 +821,7 @@ def _checked_place(
     return hand, i, tuple(placements), discard
 
 
-def _named(
-    placements: Sequence[tuple[Card, Row]], discard: Card | None
-) -> list[tuple[Card, str]]:
+def _named(placements: Sequence[tuple[Card, Row]], discard: Card | None) -> list[tuple[Card, str]]:
     """Each card of a Place with the name of its field, for an error that names it."""
     named = [(c, f"placements[{k}].card") for k, (c, _) in enumerate(placements)]
     return named if discard is None else [*named, (discard, "discard")]
@@ -844,7 +853,7 @@ def _checked_set(
         for k, c in enumerate(cards)
     ]
     named += [(c, f"discards[{k}]") for k, c in enumerate(discards)]
-    _check_unique(named)
+    check_unique(named)
     if len(discards) != hand_seat.fantasyland - BOARD_SIZE:
         raise WrongCardCountError(
             f"seat {hand_seat.seat} was dealt {hand_seat.fantasyland} cards: it discards "

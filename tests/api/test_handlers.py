@@ -269,6 +269,29 @@ def test_a_fantasyland_set_s_refusals_name_the_request_s_fields() -> None:
         "INVALID_ARGUMENT", "DUPLICATE_CARD", "discards[0]",
         f"card {dealt[12]} appears twice: board.bottom[4] and discards[0]",
     )  # fmt: skip
+    # A card twice is refused whatever the table's state: from the seat that plays this hand
+    # street by street too, which without the duplicate is NOT_IN_FANTASYLAND.
+    request.seat = 1
+    assert refused_set([*dealt[:3], dealt[0], *dealt[4:13]], dealt[13:])[:3] == (
+        "INVALID_ARGUMENT", "DUPLICATE_CARD", "board.middle[0]",
+    )  # fmt: skip
+    assert refused_set(dealt[:13], dealt[13:])[:2] == ("FAILED_PRECONDITION", "NOT_IN_FANTASYLAND")
+    # and a street's placement by the Fantasyland seat (IN_FANTASYLAND without the duplicate)
+    place = pb.PlaceCardsRequest(table_id="fl", seat=0, request_id="p")
+    place.expected_version = request.expected_version
+    for _ in range(2):
+        place.placements.add(card=dealt[0], row=cards_pb2.ROW_POSITION_BOTTOM)
+
+    async def place_twice() -> bytes:
+        return await table.PlaceCards(place, OPERATOR)
+
+    error = refused(place_twice)
+    assert (error.reason, error.field, error.message) == (
+        "DUPLICATE_CARD", "placements[1].card",
+        f"card {dealt[0]} appears twice: placements[0].card and placements[1].card",
+    )  # fmt: skip
+    del place.placements[1]
+    assert refused(place_twice).reason == "IN_FANTASYLAND"
 
 
 @pytest.mark.parametrize(

@@ -311,16 +311,17 @@ class RulesHandlers:
             )
         cards = convert.parse_cards(request.cards, "cards")
         convert.check_distinct(cards, "cards")
-        value = rank_row(cards)
-        royalty = 0
+        ruleset = None
         if row is not None or request.HasField("ruleset"):
             # A row of a game: its ruleset's deck says which jokers it may hold (alone, the
             # cards are only ranked, a joker as the card it stands for, as `ofc eval` does).
             spec = request.ruleset if request.HasField("ruleset") else None
             ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
             convert.check_jokers(cards, ruleset.jokers, "cards")
-            if row is not None:
-                royalty = row_royalty(row, value, ruleset.royalties)
+        value = rank_row(cards)
+        royalty = 0
+        if row is not None and ruleset is not None:
+            royalty = row_royalty(row, value, ruleset.royalties)
         response = pb.EvaluateRowResponse(royalty=royalty)
         convert.write_hand_value(value, response.hand)
         return response
