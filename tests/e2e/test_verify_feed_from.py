@@ -13,8 +13,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -199,3 +201,34 @@ def test_verify_reads_the_feed_over_tls_with_the_servers_ca(
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_a_first_record_slower_than_the_idle_gap_is_still_read() -> None:
+    """The wait for the first record (connection, TLS handshake, a loaded server) is not the
+    idle gap between records: an audit that gave up after the gap would read nothing."""
+    from concurrent import futures
+
+    class SlowFeed(feed_grpc.SettlementFeedServiceServicer):
+        def Subscribe(self, request: Any, context: Any) -> Iterator[feed_pb.SubscribeResponse]:
+            time.sleep(1.0)  # the first record comes after twice the idle gap
+            for n in (1, 2):
+                record = feed_pb.SettlementRecord(
+                    settlement_id=f"t:{n}", table_id="t", hand_number=n, ruleset="classic"
+                )
+                yield feed_pb.SubscribeResponse(record=record)
+            time.sleep(5)  # then nothing: the idle gap ends the read
+
+        def Acknowledge(self, request: Any, context: Any) -> feed_pb.AcknowledgeResponse:
+            return feed_pb.AcknowledgeResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    feed_grpc.add_SettlementFeedServiceServicer_to_server(SlowFeed(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        started = time.monotonic()
+        records = fetch_feed(f"127.0.0.1:{port}", "t", idle_s=0.5, first_s=10)
+        assert [r["hand_number"] for _, r in records] == [1, 2]
+        assert time.monotonic() - started < 4
+    finally:
+        server.stop(grace=None)
