@@ -215,3 +215,31 @@ def test_a_join_under_the_id_of_an_old_marker_is_refused_not_an_internal_error()
         table_id=table_id, seat=0, player_id="mallory", expected_version=1, request_id="moved"
     )
     assert service.refused("JoinSeat", join) == (grpc.StatusCode.ABORTED, "STALE_VERSION")
+
+
+def test_a_seat_tokens_moves_are_one_lane_its_hand_start_included() -> None:
+    """A client retries only its latest request: a seat token's StartHand (which names no
+    seat) keeps its whole answer only until the same token's next move, as its moves do;
+    a retry after that answers with the table as it is now, applied once."""
+    service = Service()
+    create = pb.CreateTableRequest(seats=2, request_id="c", ruleset=PINEAPPLE)
+    table_id = service.call("CreateTable", create, OPERATOR).table_id
+    tokens = [
+        service.call("JoinSeat", pb.JoinSeatRequest(
+            table_id=table_id, seat=seat, player_id=name, expected_version=seat + 1,
+            request_id=f"j{seat}",
+        )).seat_token
+        for seat, name in enumerate(("ann", "bob"))
+    ]  # fmt: skip
+    start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
+    first = service.call("StartHand", start, seat_md(tokens[0]))
+    assert service.call("StartHand", start, seat_md(tokens[0])) == first  # its latest: whole
+    turn = first.table.hand.turn
+    if turn == 1:
+        _play_a_street(service, table_id, tokens, "bob-1")  # bob's move is not ann's lane
+        assert service.call("StartHand", start, seat_md(tokens[0])) == first
+    _, placed = _play_a_street(service, table_id, tokens, "ann-1")
+    again = service.call("StartHand", start, seat_md(tokens[0]))
+    assert again != first and again.table.version == placed.table.version
+    view = service.call("GetTable", pb.GetTableRequest(table_id=table_id), OPERATOR).table
+    assert view.version == placed.table.version  # nothing applied again

@@ -661,7 +661,10 @@ class TableManager:
     ) -> bytes:
         """Stages 4 to 6: encode, the one store commit, fan-out."""
         caller = INTERNAL_CALLER if creds is None else caller_identity(creds)
-        lane = request_lane(caller, getattr(command, "seat", None))
+        # An operator's key acts for any seat: a lane per seat. A seat token acts for its own
+        # seat only, whatever the command names (StartHand names none): one lane.
+        operator = creds is None or creds.api_key is not None
+        lane = request_lane(caller, getattr(command, "seat", None) if operator else None)
         commit, layout = self.encode(request, command, key, done, now, sha1, lane)
         try:
             result = await self.store.commit(commit)
