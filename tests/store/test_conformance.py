@@ -380,9 +380,13 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
             ))  # fmt: skip
 
 
-@pytest.mark.parametrize("log_by_segments", [True, False], ids=["log trimmed", "whole log"])
+@pytest.mark.parametrize(
+    ("keep", "log_by_segments"),
+    [(2, True), (2, False), (1, True), (3, True)],
+    ids=["log of 2 hands", "whole log", "log of 1 hand", "log of 3 hands"],
+)
 async def test_request_records_live_as_long_as_their_hand_is_kept(
-    backend: Backend, log_by_segments: bool
+    backend: Backend, keep: int, log_by_segments: bool
 ) -> None:
     # With segments (hands) kept, a request is answered from its record while its hand is
     # the current or the previous one; older records are gone, so an older retry is judged
@@ -396,7 +400,7 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(
                 Commit(
                     "t", expected_version=version, state=b"v%d" % (version + 1),
                     events=[b"start"], response=b"started %d" % hand,
-                    request_id=f"start-{hand}", deadline_ms=None, keep_segments=2,
+                    request_id=f"start-{hand}", deadline_ms=None, keep_segments=keep,
                     log_by_segments=log_by_segments,
                 )
             )  # fmt: skip
@@ -411,7 +415,7 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(
                 Commit(
                     "t", expected_version=before, state=b"x", events=[b"start"],
                     response=b"other", request_id=f"start-{hand}", deadline_ms=None,
-                    keep_segments=2, log_by_segments=log_by_segments,
+                    keep_segments=keep, log_by_segments=log_by_segments,
                 )
             )  # fmt: skip
             assert (again.replayed, again.response, again.version) == (
@@ -422,10 +426,15 @@ async def test_request_records_live_as_long_as_their_hand_is_kept(
             assert await h.other.get_response("t", request_id) is None, request_id
         with pytest.raises(StaleVersionError):  # an older retry: judged afresh
             await play(h.other, "t", hands[0][0] + 1, request_id="move-1")
-        # Meanwhile the log was trimmed to the last two hands, or kept whole (its cap aside).
+        # Meanwhile the log was trimmed to the last ``keep`` hands, or kept whole (its cap
+        # aside): the records followed the current and the previous hand either way.
         if log_by_segments:
+            first_kept = hands[4 - keep][1].event_ids[0]
+            assert (await h.other.read_events("t", after=first_kept))[-1].data == b"e%d.0" % (
+                version
+            )
             with pytest.raises(EventsTrimmedError):
-                await h.other.read_events("t", after="0")
+                await h.other.read_events("t", after=hands[3 - keep][1].event_ids[0])
         else:
             logged = payloads(await h.other.read_events("t", after="0"))
             assert logged.count(b"start") == 4

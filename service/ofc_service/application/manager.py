@@ -87,6 +87,7 @@ from ofc_service.auth import (
 from ofc_service.metrics import CUSTOM_RULESET_LABEL, FOULS, HANDS_SETTLED, MOVES_BY_KIND
 from ofc_service.store import (
     DEFAULT_REQUEST_TTL_SECONDS,
+    RECORD_SEGMENTS,
     AlreadyAppliedError,
     Commit,
     RequestIdReusedError,
@@ -101,7 +102,6 @@ from ofc_service.store import (
 log = logging.getLogger("ofc.tables")
 
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
-RECORD_HANDS = 2  # a whole log's tables keep the request records of these hands (as with 2)
 # How long a replica's claim on a due timeout keeps the others from choosing the same move
 # (a timeout waits at most this long more when its claimant dies mid-way).
 TIMEOUT_CLAIM_MS = 2_000
@@ -625,10 +625,10 @@ class TableManager:
             extra=_history_extra(done, now),
             outbox=_settlement_outbox(done, now),
             # A hand's first events begin a log segment: the log keeps the last few hands (for
-            # watchers resuming; 0: all, up to the store's cap), and the request records the
-            # hands the log keeps (with a whole log, the current and the previous hand);
-            # finished hands live on in their histories.
-            keep_segments=(self.event_log_hands or RECORD_HANDS)
+            # watchers resuming; 0: all, up to the store's cap), the request records the
+            # current and the previous hand whatever it keeps; finished hands live on in
+            # their histories.
+            keep_segments=(self.event_log_hands or RECORD_SEGMENTS)
             if any(isinstance(e, engine.HandStarted) for e in done.events)
             else 0,
             log_by_segments=self.event_log_hands > 0,

@@ -185,8 +185,8 @@ OPTIONS: tuple[Option, ...] = (
         "OFC_EVENT_LOG_HANDS",
         "--event-log-hands",
         "hands each table's event log keeps for Watch resumes (finished hands stay in their "
-        "histories), and its request records for retries; 0: keep every event up to the "
-        "10000 cap (request records: the current and the previous hand, as with 2)",
+        "histories; request records: the current and the previous hand, whatever this is); "
+        "0: keep every event up to the 10000 cap",
         _number(int),
         "HANDS",
     ),

@@ -22,13 +22,13 @@ is refused, not answered); the digest of a record written without one is ``""``.
 Retry window: a request id is remembered for ``request_ttl_seconds`` after its commit
 (:data:`DEFAULT_REQUEST_TTL_SECONDS`, 24 hours, unless the server is told a shorter one). A
 retry inside the window gets the first result; after it, the retry is judged afresh (and,
-carrying an old version, is refused as stale). A table whose log keeps segments (hands, see
-``keep_segments``) keeps request records only while their segment is kept: with two segments,
-the current and the previous hand, so its records take a bounded amount of memory however
-long it plays; a retry of an older move is judged afresh as well (STALE_VERSION: the table
-has moved on; its current state is what GetTable returns). A record committed with
-``compact_response`` keeps its whole response only while its segment is the newest: in the
-segments before, a marker (version made, digest) says it was applied
+carrying an old version, is refused as stale). A table whose log has segments (hands, see
+``keep_segments``) keeps request records only in its newest :data:`RECORD_SEGMENTS`, the
+current and the previous hand, however many its log keeps, so its records take a bounded
+amount of memory however long it plays; a retry of an older move is judged afresh as well
+(STALE_VERSION: the table has moved on; its current state is what GetTable returns). A
+record committed with ``compact_response`` keeps its whole response only while its segment
+is the newest: in the segments before, a marker (version made, digest) says it was applied
 (:class:`AlreadyAppliedError`) and the table as it is now answers; with a ``request_lane``
 (its caller), also once the same lane commits a newer such record in its segment. A table
 lives ``ttl_seconds`` after its last write (:data:`DEFAULT_TABLE_TTL_SECONDS`).
@@ -80,6 +80,9 @@ DEFAULT_TABLE_TTL_SECONDS: Final = 7 * 24 * 3600
 DEFAULT_REQUEST_TTL_SECONDS: Final = 24 * 3600
 """The retry window: how long a request id keeps returning its first result."""
 DEFAULT_MAX_EVENTS: Final = 10_000
+RECORD_SEGMENTS: Final = 2
+"""Request records live in the current and the previous segment (hand) of a table's log,
+however many segments the log keeps."""
 """Each table keeps at least its last this-many events (Redis trims in whole stream nodes)."""
 MAX_EXTRA_NUMBER: Final = 10**16 - 1
 """The largest number an indexed extra key (``"<prefix>:<number>"``) may carry."""
@@ -320,7 +323,8 @@ class TableStore(Protocol):
         before as trimming does (reads after a dropped id fail with
         :class:`EventsTrimmedError`). Finished hands live on in their histories.
         ``log_by_segments`` False: the log is not trimmed by segments, only by its cap
-        (``max_events``); the request records still live as long as their segment.
+        (``max_events``). Either way the request records live in the newest
+        :data:`RECORD_SEGMENTS` segments only.
 
         ``extra_ttl_seconds`` > 0: this commit's numbered extra blobs (``"<prefix>:<n>"``,
         hand histories) expire that long after this commit: each commit of the table removes

@@ -10,7 +10,8 @@
 --       5 table ttl s, 6 request ttl s, 7 event cap, 8 event count n, 9 extra count m,
 --       10 .. 9+n events (packed: stream field 'z'), then m triples (extra key, value, index member or ''),
 --       then the outbox count k and k pairs (record id, record), then keep_segments s
---       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments),
+--       (s > 0: these events begin a segment (a hand); the log keeps the newest s segments,
+--       the request records the newest two),
 --       then '1' if the response may shrink to a marker once its hand is not the current
 --       one ('' = keep it whole), then the numbered extra blobs' ttl s (0 = the table's),
 --       then the expected SHA-1 of the stored state ('' = not
@@ -54,6 +55,9 @@ local expiry_key = base .. 'extra_expiry'
 local field = string.sub(request_key, #base + #'req:' + 1)
 
 local REQUEST_LOG_CAP = 1000
+-- Request records live in the current and the previous segment (hand), however many
+-- segments the log keeps (a client retries only its latest requests).
+local RECORD_SEGMENTS = 2
 local function id_pair(id)  -- a stream id as two numbers ('0' is 0-0)
   local ms, seq = string.match(id, '^(%d+)-?(%d*)$')
   return {tonumber(ms), tonumber(seq) or 0}
@@ -114,7 +118,7 @@ local kept_starts = {}
 for id in string.gmatch(current[3] or '', '%S+') do kept_starts[#kept_starts + 1] = id end
 local record, packed = nil, nil
 local field_id = #kept_starts > 0 and sha1_hex(field, ID_HEX)
-for i = #kept_starts, 1, -1 do
+for i = #kept_starts, math.max(1, #kept_starts - RECORD_SEGMENTS + 1), -1 do
   record = redis.call('HGET', hand_key(kept_starts[i]), field)
   if record then break end
   packed = redis.call('HGET', markers_key(kept_starts[i]), field_id)
@@ -192,9 +196,13 @@ if n_events > 0 then
     if current[3] then starts = {unpack(kept_starts)} end
     local newest = starts[#starts]
     starts[#starts + 1] = ids[1]
-    while #starts > keep do
+    while #starts > math.max(keep, RECORD_SEGMENTS) do
       local dropped = table.remove(starts, 1)
       redis.call('DEL', hand_key(dropped), markers_key(dropped))  -- its records go with it
+    end
+    if #starts > RECORD_SEGMENTS then  -- the segment that left the records' window
+      local gone = starts[#starts - RECORD_SEGMENTS]
+      redis.call('DEL', hand_key(gone), markers_key(gone))
     end
     -- The hand that was the current one is now the previous one: its records that may shrink
     -- keep only that they were applied (the table answers the rest), as markers (those of
@@ -227,14 +235,16 @@ if n_events > 0 then
         end
       end
     end
-    if log_by_segments then redis.call('XTRIM', events_key, 'MINID', starts[1]) end
+    if log_by_segments then
+      redis.call('XTRIM', events_key, 'MINID', starts[math.max(1, #starts - keep + 1)])
+    end
     fields[#fields + 1] = 'segments'
     fields[#fields + 1] = table.concat(starts, ' ')
     kept_starts = starts
     -- String records (written before any segment, or by the release before) live as long
-    -- as their segment: drop those made before the oldest segment kept (the request log
+    -- as their segment: drop those made before the records' oldest segment (the request log
     -- holds "<last event id> <record key>" in commit order).
-    local oldest = id_pair(starts[1])
+    local oldest = id_pair(starts[math.max(1, #starts - RECORD_SEGMENTS + 1)])
     while true do
       local head = redis.call('LINDEX', requests_key, 0)
       if not head then break end

@@ -26,6 +26,7 @@ from .base import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
+    RECORD_SEGMENTS,
     AlreadyAppliedError,
     Commit,
     CommitResult,
@@ -225,8 +226,8 @@ class MemoryTableStore:
         """Request records live as long as their segment (hand) of the log: drop those made
         before the oldest segment kept, shrink those that may in the segments before the
         newest (``new_segment``: this commit began it), then list this commit's."""
-        kept = 0
-        while kept < len(table.requests) and table.requests[kept][0] < table.segments[0]:
+        kept, oldest = 0, table.segments[-RECORD_SEGMENTS:][0]
+        while kept < len(table.requests) and table.requests[kept][0] < oldest:
             self._records.pop((table_id, table.requests[kept][1]), None)
             kept += 1
         del table.requests[:kept]
@@ -260,8 +261,11 @@ class MemoryTableStore:
             ids.append(event.event_id)
         table.last_event = (ms, seq)
         if keep_segments > 0:
-            table.segments = [*table.segments, table.events[first][0]][-keep_segments:]
-            keep = next(k for k, (at, _) in enumerate(table.events) if at >= table.segments[0])
+            # the log keeps the newest keep_segments, the request records RECORD_SEGMENTS
+            span = max(keep_segments, RECORD_SEGMENTS)
+            table.segments = [*table.segments, table.events[first][0]][-span:]
+            start = table.segments[-keep_segments:][0]
+            keep = next(k for k, (at, _) in enumerate(table.events) if at >= start)
             if keep and log_by_segments:
                 del table.events[:keep]
                 table.events_from = table.events[0][0]

@@ -174,6 +174,7 @@ from .base import (
     DEFAULT_REQUEST_TTL_SECONDS,
     DEFAULT_TABLE_TTL_SECONDS,
     OUTBOX_HINT_GRACE_MS,
+    RECORD_SEGMENTS,
     AlreadyAppliedError,
     Commit,
     CommitResult,
@@ -619,7 +620,7 @@ class RedisTableStore:
             segments = _blob(await self._client.hget(self._table_keys(table_id)[0], "segments"))
             # Then every place the record may be, in one round trip: each kept hand's records
             # and markers, the newest hand first, and the key of a record kept on its own.
-            starts = list(reversed(text(segments or b"").split()))
+            starts = list(reversed(text(segments or b"").split()))[:RECORD_SEGMENTS]
             field = marker_field(request_id)
             async with self._client.pipeline(transaction=False) as pipe:
                 for start in starts:
