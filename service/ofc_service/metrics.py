@@ -14,7 +14,8 @@ metrics are labelled by ruleset: a preset name, or ``custom`` for any ruleset wi
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Literal
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -76,7 +77,6 @@ CUSTOM_RULESET_LABEL = "custom"
 # ``source``: "rules" for the rules service's settle calls (SettleHand, SettleHands,
 # SettleHandsStream), "table" for hands played to the end at live tables (counted once, by
 # the replica whose commit ended the hand).
-SETTLE_SOURCES = ("rules", "table")
 HANDS_SETTLED = Counter(
     "ofc_hands_settled_total",
     "Hands settled, by ruleset preset and source (rules: the settle RPCs; table: live tables).",
@@ -87,6 +87,15 @@ FOULS = Counter(
     "Fouled boards in settled hands, by ruleset preset and source.",
     ("ruleset", "source"),
 )
+
+
+@functools.cache  # labels are preset names or "custom", times two sources: a handful
+def settled_counters(ruleset: str, source: Literal["rules", "table"]) -> tuple[Counter, Counter]:
+    """The hands-settled and fouls counters of one ruleset label and source, looked up once
+    (``labels()`` takes a lock and builds a key every call)."""
+    return HANDS_SETTLED.labels(ruleset, source), FOULS.labels(ruleset, source)
+
+
 REQUEST_ERRORS = Counter(
     "ofc_request_errors_total",
     "Requests or batch items rejected, by ErrorInfo reason.",

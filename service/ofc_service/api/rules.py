@@ -9,7 +9,6 @@ and any other exception into INTERNAL, so no user mistake surfaces as UNKNOWN.
 from __future__ import annotations
 
 import asyncio
-import functools
 import struct
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,13 +23,12 @@ from ofc.solver import DEFAULT_FANTASYLAND_VALUE, solve_fantasyland
 from ofc.verify import check_history_json, verify_match
 from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1 import settlement_pb2
-from prometheus_client import Counter
 
 from ofc_service.api import convert, outcome_wire
 from ofc_service.api.errors import BatchTooLargeError, error_detail, undecodable
 from ofc_service.api.settlement_feed import record_to_dict
 from ofc_service.auth import Credentials
-from ofc_service.metrics import FOULS, HANDS_SETTLED, REQUEST_ERRORS
+from ofc_service.metrics import REQUEST_ERRORS, settled_counters
 
 MAX_BATCH_HANDS = 1000
 MAX_HAND_ID_CHARS = 128
@@ -42,13 +40,8 @@ SERVICE = pb.DESCRIPTOR.services_by_name["RulesService"]
 SERVICE_NAME = SERVICE.full_name
 
 
-@functools.cache  # labels are preset names or "custom": a handful
-def _domain_counters(ruleset_label: str) -> tuple[Counter, Counter]:
-    return HANDS_SETTLED.labels(ruleset_label, "rules"), FOULS.labels(ruleset_label, "rules")
-
-
 def _record(settled: convert.SettledHand) -> None:
-    hands, fouls = _domain_counters(settled.ruleset_label)
+    hands, fouls = settled_counters(settled.ruleset_label, "rules")
     hands.inc()
     if settled.fouls:
         fouls.inc(settled.fouls)
@@ -76,7 +69,7 @@ class SettledTally:
 
     def flush(self) -> None:
         for label, count in self.hands.items():
-            hands, fouls = _domain_counters(label)
+            hands, fouls = settled_counters(label, "rules")
             hands.inc(count)
             if label in self.fouls:
                 fouls.inc(self.fouls[label])

@@ -84,7 +84,7 @@ from ofc_service.auth import (
     new_seat_token,
     token_hash,
 )
-from ofc_service.metrics import CUSTOM_RULESET_LABEL, FOULS, HANDS_SETTLED, MOVES_BY_KIND
+from ofc_service.metrics import CUSTOM_RULESET_LABEL, MOVES_BY_KIND, settled_counters
 from ofc_service.store import (
     DEFAULT_REQUEST_TTL_SECONDS,
     RECORD_SEGMENTS,
@@ -857,10 +857,11 @@ def _count_settled(record: TableRecord, settled: engine.HandSettled) -> None:
     (``source="table"``; the ruleset's preset name, or "custom" for any other ruleset)."""
     ruleset = record.match.ruleset
     label = ruleset.name if PRESETS.get(ruleset.name) == ruleset else CUSTOM_RULESET_LABEL
-    HANDS_SETTLED.labels(label, "table").inc()
-    fouls = sum([player.fouled for player in settled.settlement.players])
-    if fouls:
-        FOULS.labels(label, "table").inc(fouls)
+    hands, fouls = settled_counters(label, "table")
+    hands.inc()
+    fouled = sum([player.fouled for player in settled.settlement.players])
+    if fouled:
+        fouls.inc(fouled)
 
 
 def _settlement_outbox(done: Change, now: int) -> Mapping[str, bytes]:

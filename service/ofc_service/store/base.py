@@ -80,10 +80,10 @@ DEFAULT_TABLE_TTL_SECONDS: Final = 7 * 24 * 3600
 DEFAULT_REQUEST_TTL_SECONDS: Final = 24 * 3600
 """The retry window: how long a request id keeps returning its first result."""
 DEFAULT_MAX_EVENTS: Final = 10_000
+"""Each table keeps at least its last this-many events (Redis trims in whole stream nodes)."""
 RECORD_SEGMENTS: Final = 2
 """Request records live in the current and the previous segment (hand) of a table's log,
 however many segments the log keeps."""
-"""Each table keeps at least its last this-many events (Redis trims in whole stream nodes)."""
 MAX_EXTRA_NUMBER: Final = 10**16 - 1
 """The largest number an indexed extra key (``"<prefix>:<number>"``) may carry."""
 NO_EXTRA: Final[Mapping[str, bytes]] = MappingProxyType({})

@@ -18,7 +18,7 @@
 --       checked), then the request's digest ('' = none), then the caller's lane ('' = none:
 --       a record that may shrink supersedes the lane's earlier one in the current hand, which
 --       shrinks to its marker now), then '1' if the log keeps only the newest s segments,
---       '0' if it keeps them all (up to the event cap; the request records follow s either way)
+--       '0' if it keeps them all (up to the event cap; the request records keep two either way)
 -- Reply: {'ok', version, '', '', id...} | {'replay', version, deadline, response, id...}
 --        (from an old hash record; 'replayed' from a string record, response as stored)
 --        | {'applied', version, deadline} (a marker: the request made that version, its
