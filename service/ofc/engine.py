@@ -162,6 +162,7 @@ __all__ = [
     "TimeoutApplied",
     "apply",
     "can_apply",
+    "check_place_unique",
     "check_unique",
     "deal_positions",
     "dealt_batches",
@@ -171,6 +172,7 @@ __all__ = [
     "replay",
     "seat_view",
     "seats_to_act",
+    "set_card_names",
     "verify",
     "view",
     "visible_to",
@@ -788,11 +790,10 @@ def _checked_place(
             )
         )
     discard = None if action.discard is None else _check_card(action.discard, "discard")
+    check_place_unique(placements, discard)
     cards = [c for c, _ in placements]
     if discard is not None:
         cards.append(discard)
-    if len(set(cards)) != len(cards):
-        check_unique(_named(placements, discard))
     street = state.ruleset.streets[hand.street]
     if len(placements) != street.place:
         raise WrongCardCountError(
@@ -827,6 +828,35 @@ def _named(placements: Sequence[tuple[Card, Row]], discard: Card | None) -> list
     return named if discard is None else [*named, (discard, "discard")]
 
 
+def check_place_unique(placements: Sequence[tuple[Card, Row]], discard: Card | None) -> None:
+    """:func:`check_unique` of a Place's cards, each named as the field that holds it
+    (``placements[k].card``, ``discard``); the names are written out only for a duplicate.
+
+    >>> from ofc.cards import Card
+    >>> from ofc.rulesets import Row
+    >>> check_place_unique([(Card.parse("As"), Row.TOP)], Card.parse("As"))
+    Traceback (most recent call last):
+    ...
+    ofc.errors.DuplicateCardError: card As appears twice: placements[0].card and discard
+    """
+    cards = {c for c, _ in placements}
+    if len(cards) != len(placements) or discard in cards:
+        check_unique(_named(placements, discard))
+
+
+def set_card_names(
+    rows: Sequence[Sequence[Card]], discards: Sequence[Card], prefix: str = ""
+) -> list[tuple[Card, str]]:
+    """Each card of a Fantasyland set (its top, middle and bottom rows, then its discards)
+    with the name of its field, the rows' under ``prefix`` (``"board."``: a request's)."""
+    named = [
+        (c, f"{prefix}{row.value}[{k}]")
+        for row, cards in zip(ROWS, rows, strict=True)
+        for k, c in enumerate(cards)
+    ]
+    return named + [(c, f"discards[{k}]") for k, c in enumerate(discards)]
+
+
 def _checked_set(
     state: MatchState, action: SetFantasyland
 ) -> tuple[HandState, int, Board, tuple[Card, ...]]:
@@ -847,12 +877,7 @@ def _checked_set(
             )
         rows.append(cards)
     discards = _check_cards(action.discards, "discards")
-    named = [
-        (c, f"{row.value}[{k}]")
-        for row, cards in zip(ROWS, rows, strict=True)
-        for k, c in enumerate(cards)
-    ]
-    named += [(c, f"discards[{k}]") for k, c in enumerate(discards)]
+    named = set_card_names(rows, discards)
     check_unique(named)
     if len(discards) != hand_seat.fantasyland - BOARD_SIZE:
         raise WrongCardCountError(

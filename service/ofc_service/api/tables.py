@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError, Message
 from ofc import engine
 from ofc import errors as core
 from ofc.cards import Card, card_codes
-from ofc.rulesets import ROWS, Row, Ruleset
+from ofc.rulesets import Row, Ruleset
 from ofc.scoring import Board, Settlement
 from ofcpoker.v1 import cards_pb2, settlement_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -541,10 +541,7 @@ class TableHandlers:
                 )
             placements.append((card, row))
         discard = _card(request.discard, "discard") if request.discard else None
-        # a card twice is refused whatever the table's state (before NOT_YOUR_TURN, say)
-        if len({card for card, _ in placements} | {discard}) != len(placements) + 1:
-            named = [(card, f"placements[{k}].card") for k, (card, _) in enumerate(placements)]
-            engine.check_unique(named if discard is None else [*named, (discard, "discard")])
+        engine.check_place_unique(placements, discard)  # in every state: before NOT_YOUR_TURN
         command = commands.PlaceCards(request.seat, tuple(placements), discard)
         return await self._run(request, creds, command)
 
@@ -556,12 +553,9 @@ class TableHandlers:
             parse.bounded(request.discards, MAX_DISCARDS, "discards"), "discards"
         )
         # a card twice is refused whatever the table's state (before NOT_IN_FANTASYLAND)
-        rows = [
-            (card, f"board.{row.value}[{k}]")
-            for row in ROWS
-            for k, card in enumerate(board.row(row))
-        ]
-        engine.check_unique([*rows, *((card, f"discards[{k}]") for k, card in enumerate(discards))])
+        engine.check_unique(
+            engine.set_card_names((board.top, board.middle, board.bottom), discards, "board.")
+        )
         command = commands.SetFantasyland(
             request.seat, board.top, board.middle, board.bottom, tuple(discards)
         )
