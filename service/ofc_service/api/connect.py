@@ -132,16 +132,33 @@ class _StrictJsonCodec:
         return compact.encode()
 
     def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        # json_format.Parse's steps, with the shapes checked between its load and its read
+        # (one load): UTF-8 only, duplicate keys refused, its errors' wording kept.
         message = message_class()
-        text = bytes(data)
         try:
-            loaded = json.loads(text)
-        except ValueError:  # protobuf's reader below says what is wrong with it
-            pass
-        else:
-            check_json_shapes(loaded, message.DESCRIPTOR)
-        json_format.Parse(text, message, ignore_unknown_fields=False)
+            loaded = json.loads(bytes(data).decode("utf-8"), object_pairs_hook=_unique_keys)
+        except Exception as exc:  # not JSON, not UTF-8, nested too deep
+            raise json_format.ParseError(f"Failed to load JSON: {exc}.") from exc
+        check_json_shapes(loaded, message.DESCRIPTOR)
+        try:
+            json_format.ParseDict(loaded, message, ignore_unknown_fields=False)
+        except json_format.ParseError:
+            raise
+        except Exception as exc:
+            raise json_format.ParseError(
+                f"Failed to parse JSON: {type(exc).__name__}: {exc}."
+            ) from exc
         return message
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, refusing a name given twice (protobuf's reader does too)."""
+    members: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in members:
+            raise ValueError(f"duplicate key {name}")
+        members[name] = value
+    return members
 
 
 class JsonShapeError(json_format.ParseError):
