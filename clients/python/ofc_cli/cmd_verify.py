@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ofc.errors import InvalidInputError, InvalidRulesetError
 from ofc.rulesets import Ruleset, resolve_ruleset
@@ -29,6 +29,10 @@ from ofc.verify import UNREADABLE, check_history_json, verify_match
 from tqdm import tqdm
 
 from ofc_cli.feed_remote import CONSUMER, GROUP
+from ofc_cli.remote import add_tls_arguments, channel_credentials, quiet_grpc, uses_tls
+
+if TYPE_CHECKING:
+    import grpc
 
 Line = tuple[bool, str]  # (to stderr, text)
 
@@ -103,18 +107,7 @@ def register(subparsers: Any) -> None:
         default=os.environ.get("OFC_API_KEY") or None,
         help="with --feed-from: the operator key, when the server has keys [env OFC_API_KEY]",
     )
-    verify.add_argument(
-        "--tls",
-        action="store_true",
-        help="with --feed-from: connect with TLS, trusting the system's certificate "
-        "authorities (or --ca-file)",
-    )
-    verify.add_argument(
-        "--ca-file",
-        metavar="PEM",
-        help="with --feed-from: trust the server's certificate if this CA (PEM file) signed "
-        "it; implies --tls",
-    )
+    add_tls_arguments(verify, when="with --feed-from: ")
     verify.set_defaults(handler=run_verify)
 
 
@@ -214,7 +207,7 @@ def run_verify(args: argparse.Namespace) -> int:
         table_id(args.table)  # refused here, before connecting, as the server would
     elif args.table is not None:
         raise InvalidInputError("--table needs --feed-from", field="table")
-    if (args.tls or args.ca_file) and args.feed_from is None:
+    if uses_tls(args) and args.feed_from is None:
         raise InvalidInputError("--tls and --ca-file need --feed-from", field="feed_from")
     paths = _paths(args.histories)
     if args.match:
@@ -243,33 +236,29 @@ class _FeedSource(NamedTuple):
     table_id: str
     group: str
     api_key: str | None
-    tls: bool
-    ca_file: str | None
+    credentials: grpc.ChannelCredentials | None
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> _FeedSource | None:
         if args.feed_from is None:
             return None
-        return cls(
-            args.feed_from, args.table, args.feed_group, args.api_key, args.tls, args.ca_file
-        )
+        quiet_grpc()  # before gRPC loads (channel_credentials loads it)
+        credentials = channel_credentials(args)
+        return cls(args.feed_from, args.table, args.feed_group, args.api_key, credentials)
 
     def read(self) -> list[tuple[str, Any]] | int:
         """The table's records, or the exit status after printing why they cannot be read."""
         import grpc
 
         from ofc_cli.feed_remote import fetch_feed
-        from ofc_cli.remote import quiet_grpc, tls_credentials
 
-        quiet_grpc()
-        credentials = tls_credentials(self.tls, self.ca_file)
         try:
             return list(
                 fetch_feed(
                     self.address,
                     self.table_id,
                     api_key=self.api_key,
-                    credentials=credentials,
+                    credentials=self.credentials,
                     group=self.group,
                 )
             )

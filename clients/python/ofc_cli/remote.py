@@ -47,22 +47,29 @@ def add_connection_arguments(
         required=required and from_env is None,
         help=f"{server_help} [env OFC_SERVER]",
     )
-    parser.add_argument(
-        "--tls",
-        action="store_true",
-        help="connect with TLS, trusting the system's certificate authorities (or --ca-file)",
-    )
-    parser.add_argument(
-        "--ca-file",
-        metavar="PEM",
-        help="trust the server's certificate if this CA (PEM file) signed it; implies --tls",
-    )
+    add_tls_arguments(parser)
     parser.add_argument(
         "--api-key",
         metavar="KEY",
         default=os.environ.get("OFC_API_KEY") or None,
         help="operator API key, sent as x-ofc-api-key (prefer the environment: "
         "command lines are visible to other users) [env OFC_API_KEY]",
+    )
+
+
+def add_tls_arguments(parser: argparse.ArgumentParser, *, when: str = "") -> None:
+    """``--tls`` and ``--ca-file`` (:func:`channel_credentials` reads them); ``when``: the
+    option they go with, said first in their help."""
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help=f"{when}connect with TLS, trusting the system's certificate authorities "
+        "(or --ca-file)",
+    )
+    parser.add_argument(
+        "--ca-file",
+        metavar="PEM",
+        help=f"{when}trust the server's certificate if this CA (PEM file) signed it; implies --tls",
     )
 
 
@@ -95,25 +102,20 @@ def uses_tls(args: argparse.Namespace) -> bool:
 def channel_credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None:
     """TLS credentials for ``--tls``/``--ca-file``, None for plaintext (read before any
     connection: an unreadable CA file is bad input, exit 2)."""
-    return tls_credentials(args.tls, args.ca_file)
-
-
-def tls_credentials(tls: bool, ca_file: str | None) -> grpc.ChannelCredentials | None:
-    """:func:`channel_credentials` of the two options' values."""
-    if not (tls or ca_file):
+    if not uses_tls(args):
         return None
     import grpc
 
     root = None
-    if ca_file:
+    if args.ca_file:
         from ofc.errors import InvalidInputError
 
         try:
-            with open(ca_file, "rb") as pem:
+            with open(args.ca_file, "rb") as pem:
                 root = pem.read()
         except OSError as exc:
             raise InvalidInputError(
-                f"cannot read {ca_file}: {exc.strerror}", field="ca_file"
+                f"cannot read {args.ca_file}: {exc.strerror}", field="ca_file"
             ) from None
     return grpc.ssl_channel_credentials(root_certificates=root)
 
