@@ -759,16 +759,18 @@ async def test_extra_blobs_and_their_pages(backend: Backend) -> None:
 async def test_one_replica_claims_a_due_timeout_until_its_claim_ends(backend: Backend) -> None:
     async with backend.open() as h:
         await h.store.create_table("a", b"v1")
-        assert await h.store.claim_timeout("a", 1, ttl_ms=300)
-        assert not await h.other.claim_timeout("a", 1, ttl_ms=300)  # every replica sweeps
-        assert not await h.store.claim_timeout("a", 1, ttl_ms=300)
-        assert await h.other.claim_timeout("a", 2, ttl_ms=300)  # the next move's is its own
-        assert await h.other.claim_timeout("b", 1, ttl_ms=300)  # so is another table's
-        await h.advance(0.6)  # a claimant that died: the others take the move over
-        assert await h.other.claim_timeout("a", 1, ttl_ms=300)
+        # Claims held for a minute: a slow machine cannot let one end between two calls.
+        assert await h.store.claim_timeout("a", 1, ttl_ms=60_000)
+        assert not await h.other.claim_timeout("a", 1, ttl_ms=60_000)  # every replica sweeps
+        assert not await h.store.claim_timeout("a", 1, ttl_ms=60_000)
+        assert await h.other.claim_timeout("a", 2, ttl_ms=60_000)  # the next move's is its own
+        assert await h.other.claim_timeout("b", 1, ttl_ms=60_000)  # so is another table's
+        assert await h.store.claim_timeout("a", 3, ttl_ms=300)
+        await h.advance(0.6)  # a claimant that died: once its claim ends, the others take over
+        assert await h.other.claim_timeout("a", 3, ttl_ms=300)
         for bad in (0, -1):
             with pytest.raises(ValueError):
-                await h.store.claim_timeout("a", 3, ttl_ms=bad)
+                await h.store.claim_timeout("a", 4, ttl_ms=bad)
 
 
 async def test_due_deadlines(backend: Backend) -> None:
