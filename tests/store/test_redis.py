@@ -15,6 +15,7 @@ from ofc_service.store import (
     AlreadyAppliedError,
     Commit,
     CommitResult,
+    RedisSettlementFeed,
     RedisTableStore,
     RequestIdReusedError,
     StaleVersionError,
@@ -329,6 +330,22 @@ async def test_open_store_picks_the_backend(redis_url: str) -> None:
         assert (await play(store, "t", 1)).version == 2
     finally:
         await store.close()
+
+
+async def test_a_burst_past_redis_pys_default_pool_size_is_served(redis_url: str) -> None:
+    """redis-py 8 lets a pool have 100 connections in use and refuses the next call at once
+    ("Too many connections"): a replica's burst of calls through the store's pool, and of
+    its feed's blocking reads, is served, not refused UNAVAILABLE."""
+    store = RedisTableStore.from_url(redis_url, key_prefix="burst")
+    feed = RedisSettlementFeed.from_url(redis_url, key_prefix="burst")
+    try:
+        claims = [store.claim_timeout(f"t{k}", 1, ttl_ms=60_000) for k in range(300)]
+        assert await asyncio.gather(*claims) == [True] * 300
+        reads = [feed.read_new("g", f"c{k}", block_s=0.5) for k in range(150)]
+        assert await asyncio.gather(*reads) == [[]] * 150
+    finally:
+        await store.close()
+        await feed.close()
 
 
 async def test_request_records_are_compact_strings_and_old_hash_records_still_answer(

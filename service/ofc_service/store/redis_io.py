@@ -35,6 +35,10 @@ own hash tag. Fixed, not a setting: a reader finds a table's hint only in the sh
 hashes to, so every replica (and every release) must agree on the number."""
 CLUSTER_SOCKET_TIMEOUT_S: Final = 5.0  # a master gone silent: fail over to the new one
 BLOCKING_CONNECTIONS: Final = 100_000  # per node: one per waiting watcher, never the limit
+CONNECTIONS: Final = 1000
+"""Connections in use at once per node (one server, or each node of a cluster) for the calls
+that go through redis-py's pool; one call more is refused at once ("Too many connections",
+UNAVAILABLE). redis-py 8's default is 100, which a replica's burst of retries reached."""
 
 RedisClient: TypeAlias = Redis | RedisCluster
 """A store's connection: one Redis server (or a Sentinel-free primary) or a Redis Cluster."""
@@ -247,8 +251,10 @@ def connect(url: str, *, blocking: bool = False) -> RedisClient:
     for ``XREAD BLOCK`` and the like (no socket timeout, a connection per waiting caller)."""
     if not is_cluster_url(url):
         if blocking:
-            return Redis.from_url(url, retry=retry(), socket_timeout=None)
-        return Redis.from_url(url, retry=retry())
+            return Redis.from_url(
+                url, retry=retry(), socket_timeout=None, max_connections=BLOCKING_CONNECTIONS
+            )
+        return Redis.from_url(url, retry=retry(), max_connections=CONNECTIONS)
     seeds, user, password, tls = cluster_seeds(url)
     return RedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in seeds],
@@ -256,7 +262,7 @@ def connect(url: str, *, blocking: bool = False) -> RedisClient:
         password=password,
         ssl=tls,
         retry=retry(),
-        max_connections=BLOCKING_CONNECTIONS if blocking else 1000,
+        max_connections=BLOCKING_CONNECTIONS if blocking else CONNECTIONS,
         socket_timeout=None if blocking else CLUSTER_SOCKET_TIMEOUT_S,
     )
 
