@@ -30,6 +30,7 @@ from ofc_service.store.redis_io import (
     EVENT_FIELD,
     INDEX_SHARDS,
     RESPONSE_DICTIONARY,
+    DirectCalls,
     Marker,
     index_shard,
     marker_field,
@@ -676,6 +677,40 @@ async def test_the_direct_calls_of_one_server_retry_and_fail_as_redis_py_does() 
         assert isinstance(caught.value.__cause__, redis_errors.ConnectionError)
         assert _CountedConnects.attempts == expected
     await store.close()
+
+
+async def test_the_direct_calls_of_one_server_keep_to_the_pools_connections(
+    redis_url: str,
+) -> None:
+    """A burst of calls larger than the pool's ``max_connections`` waits its turn on that
+    many connections, the longest waiting first; a call cancelled while it waits, or just as
+    a connection was handed to it, takes none with it."""
+    _CountedConnects.attempts = 0
+    client = Redis.from_url(redis_url, max_connections=3, connection_class=_CountedConnects)
+    calls = DirectCalls(client.connection_pool)
+    try:
+        replies = await asyncio.gather(*(calls.call("ECHO", str(k)) for k in range(50)))
+        assert replies == [str(k).encode() for k in range(50)]
+        assert _CountedConnects.attempts == 3
+        # This call and two others hold the three connections; three more wait, in turn.
+        held = [asyncio.ensure_future(calls.call("BLPOP", "burst:none", "2")) for _ in range(2)]
+        cancelled, handed, waiting = (
+            asyncio.ensure_future(calls.call("ECHO", text)) for text in ("c", "h", "w")
+        )
+        asyncio.get_running_loop().call_later(0.1, cancelled.cancel)  # while it waits
+        assert await calls.call("BLPOP", "burst:none", "0.2") is None
+        # This call's connection went to `handed` (`cancelled` waits no more): cancelled
+        # before it could run, it passes the connection on to `waiting`.
+        handed.cancel()
+        assert await waiting == b"w"
+        assert not any(h.done() for h in held)  # `waiting` did not wait for them
+        assert cancelled.cancelled() and handed.cancelled()
+        assert await asyncio.gather(*held) == [None, None]
+        assert await asyncio.gather(*(calls.call("PING") for _ in range(9))) == [b"PONG"] * 9
+        assert _CountedConnects.attempts == 3
+    finally:
+        await calls.close()
+        await client.aclose()
 
 
 async def test_the_direct_calls_of_one_server_time_out_and_retry_as_redis_py_does() -> None:

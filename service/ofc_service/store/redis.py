@@ -332,7 +332,10 @@ class RedisTableStore:
         wait_timeout_ms: int = 500,
     ) -> None:
         """``client`` must not decode responses; ``blocking`` (default: ``client``) serves
-        ``XREAD BLOCK`` and should have no socket timeout. ``wait_replicas`` > 0: each commit
+        ``XREAD BLOCK`` and should have no socket timeout. On one server, the store's own
+        calls (:class:`~.redis_io.DirectCalls`) keep to each client's pool's
+        ``max_connections`` in use, the blocking reads apart from the rest (even on one
+        client), so that waiting watchers never hold up a move. ``wait_replicas`` > 0: each commit
         is followed by ``WAIT wait_replicas wait_timeout_ms`` on its connection, and a write
         fewer replicas confirmed raises :class:`StoreUnavailableError` (see the module
         docstring)."""
@@ -345,9 +348,7 @@ class RedisTableStore:
         # one server: the hot calls (load, commit) skip redis-py's per-call bookkeeping
         self._direct = direct_calls(client)
         self._blocking = blocking if blocking is not None else client
-        self._direct_blocking = (
-            self._direct if self._blocking is client else direct_calls(self._blocking)
-        )
+        self._direct_blocking = direct_calls(self._blocking)
         self._prefix = key_prefix
         self._max_events = max_events
         self._owns_clients = owns_clients
@@ -892,7 +893,7 @@ class RedisTableStore:
 
     async def close(self) -> None:
         for direct in (self._direct, self._direct_blocking):
-            if direct is not None:  # the same one twice: the second finds nothing open
+            if direct is not None:
                 await direct.close()
         if self._owns_clients:
             await self._client.aclose()

@@ -8,6 +8,7 @@ import hashlib
 import os
 import struct
 import zlib
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -295,8 +296,10 @@ class DirectCalls:
     ≈ 0.15 M instructions of a load's 0.41 M, 0.29 M of a commit and 0.41 M of a watch's
     read (``bench.miss_path``).
 
-    Each call takes a connection of its own (an idle one, or a new one) and gives it back
-    when done, so concurrent calls never share one; a call cut short (an error, a
+    Each call takes a connection of its own (an idle one, or a new one while the pool's
+    ``max_connections`` allows, else the next one another call gives back) and gives it back
+    when done, so concurrent calls never share one and a burst waits its turn rather than
+    opening connections without end; a call cut short (an error, a
     cancellation) leaves its connection disconnected (redis-py closes it on any error
     while sending or reading), and the next call on it connects afresh. A connection error
     or timeout is retried as redis-py retries it (the same :class:`~redis.asyncio.retry.Retry`
@@ -315,11 +318,17 @@ class DirectCalls:
         self._pool = pool
         self._idle: list[AbstractConnection] = []
         self._made: list[AbstractConnection] = []
+        self._waiting: deque[asyncio.Future[AbstractConnection]] = deque()
         self._timeout: float | None = None  # the pool's socket timeout, read off a connection
 
     async def execute(self, commands: Sequence[bytes]) -> list[Any]:
         """The replies to ``commands`` (each :func:`encode`'d), sent in one write."""
-        connection = self._idle.pop() if self._idle else self._connection()
+        if self._idle:
+            connection = self._idle.pop()
+        elif len(self._made) < self._pool.max_connections:
+            connection = self._connection()
+        else:
+            connection = await self._given_back()
         try:
             replies: list[Any] = await connection.retry.call_with_retry(
                 lambda: self._send(connection, commands),
@@ -328,8 +337,27 @@ class DirectCalls:
             if connection.should_reconnect():  # type: ignore[no-untyped-call]
                 await connection.disconnect()
         finally:
-            self._idle.append(connection)
+            self._give_back(connection)
         return replies
+
+    async def _given_back(self) -> AbstractConnection:
+        """The next connection a call gives back: every one the pool allows is in use."""
+        waiter: asyncio.Future[AbstractConnection] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed over as this call ended
+                self._give_back(waiter.result())
+            raise
+
+    def _give_back(self, connection: AbstractConnection) -> None:
+        while self._waiting:  # the longest waiting call still waiting takes it
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(connection)
+                return
+        self._idle.append(connection)
 
     async def call(self, *args: Arg) -> Any:
         """The reply to one command (an error reply raised)."""
