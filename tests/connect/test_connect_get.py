@@ -163,6 +163,18 @@ def test_a_get_that_does_not_decode_is_malformed_request(
     assert (status, reason(body)) == (400, ("invalid_argument", "MALFORMED_REQUEST")), what
 
 
+def test_a_get_naming_its_protocol_version_twice_is_malformed_request_saying_so(
+    url: str,
+) -> None:
+    message = urllib.parse.quote(json.dumps(ROW))
+    target = f"{url}/ofcpoker.v1.RulesService/EvaluateRow?connect=v1&connect=v2&message={message}"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(target + "&encoding=json", timeout=10)
+    body = refused.value.read()
+    assert reason(body) == ("invalid_argument", "MALFORMED_REQUEST")
+    assert json.loads(body)["message"] == "connect must be v1, given once, not 2 times"
+
+
 def test_a_json_get_whose_message_is_not_utf8_is_malformed_request_as_its_post_is(
     url: str,
 ) -> None:

@@ -167,6 +167,20 @@ def test_only_the_bundle_is_served(url: str) -> None:
     assert get(f"{url}/ofcpoker.v1.Nope/X", "POST")[0] == 404
 
 
+def test_a_websocket_upgrade_is_refused_forbidden_on_every_path(url: str) -> None:
+    base = urllib.parse.urlsplit(url)
+    for path in ("/ofcpoker.v1.TableService/Watch", "/", "/healthz", "/nothing"):
+        conn = http.client.HTTPConnection(base.hostname or "", base.port, timeout=10)
+        try:
+            conn.request("GET", path, headers={
+                "connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
+                "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+            })  # fmt: skip
+            assert conn.getresponse().status == 403, path
+        finally:
+            conn.close()
+
+
 def test_a_percent_encoded_path_is_not_served(url: str) -> None:
     # What a proxy filtering by path sees is what is served: %2F is not a slash here.
     body = json.dumps({"cards": ["As", "Kd", "Qh"]}).encode()

@@ -28,11 +28,15 @@ import gzip
 import http.client
 import itertools
 import json
+import socket
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
+import h2.config
+import h2.connection
+import h2.events
 import pytest
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
@@ -529,6 +533,85 @@ def test_bad_requests_get_client_errors_and_change_nothing(small: Seated) -> Non
     wrong = []
     for what, method, body, headers, expected in bad_requests(t, LIMIT):
         got = outcome(*raw_post(t.http_url, f"{TABLE_SERVICE}/{method}", body, headers))
+        if got != expected:
+            wrong.append((what, got, expected))
+        assert t.version() == version, f"{what} changed the table"
+    assert not wrong, "\n".join(map(str, wrong))
+
+
+def h2c_post(url: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[str, str]:
+    """One gRPC call over HTTP/2 without TLS (prior knowledge), these exact bytes as its
+    body: (the gRPC code name, the ErrorInfo reason or "")."""
+    base = urllib.parse.urlsplit(url)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    answer: dict[str, str] = {}
+    with socket.create_connection((base.hostname or "", base.port or 80), timeout=15) as sock:
+        conn.initiate_connection()
+        stream = conn.get_next_available_stream_id()
+        conn.send_headers(stream, [(":method", "POST"), (":scheme", "http"),
+                                   (":authority", base.netloc), (":path", path),
+                                   ("te", "trailers"), *headers.items()])  # fmt: skip
+        size = conn.max_outbound_frame_size  # the bodies here fit the first flow window
+        for at in range(0, len(body), size):
+            conn.send_data(stream, body[at : at + size])
+        conn.end_stream(stream)
+        sock.sendall(conn.data_to_send())
+        ended = False
+        while not ended:
+            data = sock.recv(65536)
+            assert data, "the server closed the connection unanswered"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived | h2.events.TrailersReceived):
+                    answer.update((k.decode(), v.decode()) for k, v in event.headers)
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, stream)
+                elif isinstance(event, h2.events.StreamReset):
+                    raise AssertionError(f"the stream was reset: {event}")
+                ended = ended or isinstance(event, h2.events.StreamEnded)
+            sock.sendall(conn.data_to_send())
+    code = next(c.name for c in grpc.StatusCode if c.value[0] == int(answer["grpc-status"]))
+    reason = ""
+    if "grpc-status-details-bin" in answer:
+        raw = unpadded_b64decode(answer["grpc-status-details-bin"])
+        reason = wire_status(HttpRpcError(status_pb2.Status.FromString(raw)))[1]
+    return code, reason
+
+
+def test_bad_grpc_requests_over_http2_on_the_http_port_get_what_grpc_web_gets(
+    small: Seated,
+) -> None:
+    """gRPC itself (``application/grpc`` over h2c) on the HTTP port: each bad request is
+    refused with the code and reason its gRPC-Web twin gets, and the table is as it was."""
+    t = small
+    version = t.version()
+    move = pb.PlaceCardsRequest(table_id=t.table_id, seat=0, expected_version=version + 1,
+                                request_id="audit-h2c").SerializeToString()  # fmt: skip
+    headers = {"content-type": "application/grpc", "x-ofc-seat-token": t.tokens[0]}
+    malformed = ("INVALID_ARGUMENT", "MALFORMED_REQUEST")
+    bad_timeout = ("INVALID_ARGUMENT", "INVALID_TIMEOUT")
+    not_one = ("UNIMPLEMENTED", "WRONG_MESSAGE_COUNT")
+    huge = pb.PlaceCardsRequest(table_id=t.table_id, request_id="x" * LIMIT).SerializeToString()
+    cases = [
+        ("a move", envelope(move), {}, ("ABORTED", "STALE_VERSION")),
+        ("a compressed message naming no compression", b"\x01" + envelope(move)[1:], {},
+         malformed),
+        ("two messages on a unary call", envelope(move) * 2, {}, not_one),
+        ("no message on a unary call", b"", {}, not_one),
+        ("a truncated message", envelope(move)[:-3], {}, malformed),
+        ("corrupt protobuf", envelope(b"\xff\xff\xff"), {}, malformed),
+        ("gzip that is not gzip", b"\x01" + envelope(b"not gzip")[1:],
+         {"grpc-encoding": "gzip"}, malformed),
+        ("a compression the server does not speak", envelope(move), {"grpc-encoding": "snappy"},
+         ("UNIMPLEMENTED", "UNSUPPORTED_COMPRESSION")),
+        ("a grpc-timeout that is not one", envelope(move), {"grpc-timeout": "abc"}, bad_timeout),
+        ("a grpc-timeout of 0", envelope(move), {"grpc-timeout": "0m"}, bad_timeout),
+        ("a grpc-timeout of 9 digits", envelope(move), {"grpc-timeout": "1" * 9 + "S"},
+         bad_timeout),
+        ("an oversized message", envelope(huge), {}, ("RESOURCE_EXHAUSTED", "MESSAGE_TOO_LARGE")),
+    ]  # fmt: skip
+    wrong = []
+    for what, body, extra, expected in cases:
+        got = h2c_post(t.http_url, f"{TABLE_SERVICE}/PlaceCards", body, {**headers, **extra})
         if got != expected:
             wrong.append((what, got, expected))
         assert t.version() == version, f"{what} changed the table"

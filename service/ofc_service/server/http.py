@@ -142,6 +142,12 @@ class HttpApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            # Nothing here is a WebSocket: closed before it is accepted, which the server
+            # answers 403 (returning unanswered would be its 500).
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             return
         path: str = scope["path"]
@@ -254,7 +260,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 _TRAILERS = "http.response.trailers"  # the ASGI extension gRPC's trailers need
-_ENVELOPED = ("application/connect+", "application/grpc-web")
+_ENVELOPED = ("application/connect+", "application/grpc")  # gRPC-Web's, and gRPC's (h2c)
 _COMPRESSION_HEADERS = (b"connect-content-encoding", b"grpc-encoding")
 
 
@@ -398,8 +404,11 @@ def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectErro
     if scope["method"] == "GET":
         text = scope.get("query_string", b"").decode("latin-1")
         query = parse_qs(text)
-        if query.get("connect", ["v1"]) != ["v1"]:  # as connect-protocol-version: 1 only
-            why = f"connect must be v1, not {query['connect'][0]!r}"
+        connect = query.get("connect", ["v1"])
+        if connect != ["v1"]:  # as connect-protocol-version: 1 only
+            why = f"connect must be v1, not {connect[0]!r}"
+            if len(connect) > 1:
+                why = f"connect must be v1, given once, not {len(connect)} times"
             return b"", refusal(MalformedRequestError(why))
         if query.get("base64") == ["1"]:
             if not _BASE64.fullmatch(query.get("message", [""])[0]):
@@ -409,7 +418,7 @@ def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectErro
                 parse_qs(text, encoding="utf-8", errors="strict")
             except UnicodeDecodeError:
                 return b"", refusal(MalformedRequestError("the GET's message is not UTF-8"))
-    if content_type.startswith("application/grpc-web"):
+    if content_type.startswith("application/grpc"):  # gRPC-Web's, and gRPC's (h2c)
         value = _header(scope, b"grpc-timeout")
         digits = (value or "")[:-1]
         if value is not None and not (

@@ -82,8 +82,11 @@ class ErrorDetail(_message.Message):
 
     Codes without an ErrorInfo come from gRPC itself (the HTTP port sends its own with the
     reasons above): RESOURCE_EXHAUSTED when a message is over the server's limit (4 MiB by default; `--max-message-bytes`), UNAVAILABLE when the
-    server is unreachable or shutting down, DEADLINE_EXCEEDED, CANCELLED. The server never
-    answers UNKNOWN: an error it did not foresee is INTERNAL, with an ErrorInfo.
+    server is unreachable or shutting down, DEADLINE_EXCEEDED, CANCELLED, and on the gRPC port
+    INTERNAL for framing gRPC's transport cannot read before the service sees the call (a
+    message flagged compressed with no or an unknown grpc-encoding, a grpc-timeout that does
+    not parse: protos/README.md, Errors). The server never answers UNKNOWN: an error it did
+    not foresee is INTERNAL, with an ErrorInfo.
 
     Retrying: a client may retry UNAVAILABLE (with backoff; the call was not processed or is
     idempotent — every RulesService method is), ABORTED after re-reading the state it
