@@ -23,6 +23,7 @@ each a clear client error (never INTERNAL, UNKNOWN or an HTTP 5xx), and the tabl
 from __future__ import annotations
 
 import base64
+import collections
 import dataclasses
 import gzip
 import http.client
@@ -30,7 +31,7 @@ import itertools
 import json
 import socket
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -616,6 +617,32 @@ def test_bad_grpc_requests_over_http2_on_the_http_port_get_what_grpc_web_gets(
             wrong.append((what, got, expected))
         assert t.version() == version, f"{what} changed the table"
     assert not wrong, "\n".join(map(str, wrong))
+
+
+def test_body_data_after_an_early_refusal_leaves_the_http2_connection_serving(
+    small: Seated,
+) -> None:
+    """A call refused before its body was read (MESSAGE_TOO_LARGE) is answered and closed
+    while its client still sends the body: that data is dropped, and the connection and its
+    other calls go on. Hypercorn 0.18 ended the whole connection on such data now and then
+    (pgjones/hypercorn#329): the next calls failed INTERNAL or UNAVAILABLE."""
+    identity: Callable[[bytes], bytes] = lambda data: data  # noqa: E731
+    address = urllib.parse.urlsplit(small.http_url).netloc
+    options = [("grpc.max_send_message_length", 64 << 20)]
+    with grpc.insecure_channel(address, options=options) as channel:
+        settle = channel.unary_unary(
+            "/ofcpoker.v1.RulesService/SettleHands",
+            request_serializer=identity,
+            response_deserializer=identity,
+        )
+        answers: collections.Counter[str] = collections.Counter()
+        for _ in range(40):
+            try:
+                settle(b"\x0a\x01A" * (64 * LIMIT), timeout=15)
+            except grpc.RpcError as error:
+                answers[error.code().name] += 1
+        assert answers == {"RESOURCE_EXHAUSTED": 40}
+        assert settle(b"", timeout=15) == b""  # the connection still serves
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

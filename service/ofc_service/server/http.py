@@ -42,10 +42,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+import h2.events
 from connectrpc.errors import ConnectError
 from grpc_health.v1 import health, health_pb2
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.protocol import h2 as hypercorn_h2
 from hypercorn.utils import wrap_app
 from ofcpoker.v1 import (
     rules_service_connect,
@@ -549,6 +551,32 @@ async def _respond(
     await send({"type": "http.response.body", "body": body})
 
 
+def _drop_data_of_closed_streams() -> None:
+    """Hypercorn 0.18 ends a whole HTTP/2 connection (every call on it, a Watch among them)
+    with a KeyError when body data arrives for a stream it has already answered and closed:
+    a call refused before its body was read (MESSAGE_TOO_LARGE), whose client is still
+    sending it (pgjones/hypercorn#329; the fixes proposed there are not released). Such data
+    is acknowledged, so the connection's flow-control window stays open, and dropped; every
+    other event goes to Hypercorn's own handler, one at a time, since handling one may close
+    the stream the next is for."""
+    protocol = hypercorn_h2.H2Protocol
+    handle_events = protocol._handle_events
+    if getattr(handle_events, "drops_data_of_closed_streams", False):
+        return
+
+    async def handle_events_of_open_streams(self: Any, events: list[h2.events.Event]) -> None:
+        for event in events:
+            if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
+                size = event.flow_controlled_length
+                self.connection.acknowledge_received_data(size, event.stream_id)
+                await self._flush()
+            else:
+                await handle_events(self, [event])
+
+    handle_events_of_open_streams.drops_data_of_closed_streams = True  # type: ignore[attr-defined]
+    protocol._handle_events = handle_events_of_open_streams  # type: ignore[method-assign]
+
+
 class HttpServer:
     """Hypercorn serving an ASGI app on ``config.http_listen``: bound by :meth:`bind`,
     serving in the current loop after :meth:`start`, gracefully stopped by :meth:`stop`
@@ -576,6 +604,7 @@ class HttpServer:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        _drop_data_of_closed_streams()
         app = wrap_app(self.app, self.hypercorn.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
         serving = worker_serve(
             app, self.hypercorn, sockets=self._sockets, shutdown_trigger=self._stop.wait
