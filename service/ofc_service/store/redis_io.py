@@ -37,9 +37,10 @@ hashes to, so every replica (and every release) must agree on the number."""
 CLUSTER_SOCKET_TIMEOUT_S: Final = 5.0  # a master gone silent: fail over to the new one
 BLOCKING_CONNECTIONS: Final = 100_000  # per node: one per waiting watcher, never the limit
 CONNECTIONS: Final = 1000
-"""Connections in use at once per node (one server, or each node of a cluster) for the calls
-that go through redis-py's pool; one call more is refused at once ("Too many connections",
-UNAVAILABLE). redis-py 8's default is 100, which a replica's burst of retries reached."""
+"""Connections in use at once per node (one server, or each node of a cluster) for commands:
+past it, a call through redis-py's pool is refused at once ("Too many connections",
+UNAVAILABLE) and a store's own call (:class:`DirectCalls`) waits for one to be given back.
+redis-py 8's default is 100, which a replica's burst of retries reached."""
 
 RedisClient: TypeAlias = Redis | RedisCluster
 """A store's connection: one Redis server (or a Sentinel-free primary) or a Redis Cluster."""
