@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
 import grpc
 import pytest
 from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
+from ofc_service.application import requests
 from ofc_service.application.manager import TableManager
 from ofc_service.application.requests import request_key
 from ofc_service.auth import Authenticator, Credentials, caller_identity
@@ -243,3 +245,11 @@ def test_a_seat_tokens_moves_are_one_lane_its_hand_start_included() -> None:
     assert again != first and again.table.version == placed.table.version
     view = service.call("GetTable", pb.GetTableRequest(table_id=table_id), OPERATOR).table
     assert view.version == placed.table.version  # nothing applied again
+
+
+def test_a_new_table_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command line (``ofc verify --table``, ``ofc export-match``) reads a leading "-" as an
+    option: such a draw is drawn again."""
+    draws = iter(["-a04JyBQ3bceGma4kVabhw", "-bbbbbbbbbbbbbbbbbbbbb", "Zk3kA0ZnAAAAAAAAAAAAAA"])
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda size: next(draws))
+    assert requests.new_table_id() == "Zk3kA0ZnAAAAAAAAAAAAAA"

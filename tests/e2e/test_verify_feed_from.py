@@ -157,6 +157,25 @@ def test_a_wrong_key_a_bad_table_and_an_unreachable_server_are_errors(
     assert status == 1 and err.startswith("error: UNAVAILABLE: cannot read the settlement feed")
 
 
+def test_a_table_id_that_starts_with_a_dash_is_the_value_of_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ids drawn before ids avoided a leading "-" (one in 64) are read as --table's value
+    (argparse alone took one for an option: a USAGE error), and the table is asked for."""
+    hand = str(ROOT / "tests/golden/18a23e9/match/hand-0001.json")
+    unreachable = f"127.0.0.1:{free_port()}"
+    for table in ("-a04JyBQ3bceGma4kVabhw", "-"):
+        status, _, err = _run(
+            ["verify", "--match", hand, "--feed-from", unreachable, "--table", table], capsys
+        )
+        assert status == 1 and err.startswith("error: UNAVAILABLE"), err
+    with pytest.raises(SystemExit) as exit_:  # an option where the id should be: still USAGE
+        main(["verify", "--match", hand, "--feed-from", unreachable, "--table", "--api-key", "k"])
+    _, err = capsys.readouterr()
+    assert exit_.value.code == 2 and "--table: expected one argument" in err
+    assert 'goes as --option=VALUE, or after "--"' in err
+
+
 def test_verify_reads_the_feed_over_tls_with_the_servers_ca(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,11 +20,38 @@ from ofc_cli import cmd_export, cmd_play, cmd_rules, cmd_serve, cmd_solve, cmd_v
 SUBCOMMAND_MODULES = (cmd_rules, cmd_solve, cmd_play, cmd_serve, cmd_verify, cmd_export)
 
 
+# Options whose value is a table id. An id drawn before ids avoided a leading "-" (URL-safe
+# base64: one in 64) may start with one, which argparse would take for an option.
+TABLE_OPTIONS = ("--table",)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a bad argument said in one line (``ofc CMD -h`` shows the usage)."""
 
     def error(self, message: str) -> NoReturn:
+        if "unrecognized arguments: -" in message or "expected one argument" in message:
+            # the likeliest cause: a table id (or another value) that starts with "-"
+            message += '; a value that starts with "-" goes as --option=VALUE, or after "--"'
         self.exit(2, f"error: USAGE: {self.prog}: {message} (see {self.prog} -h)\n")
+
+
+def table_values_joined(argv: Sequence[str]) -> list[str]:
+    """``argv`` with each table-id option and its value as one argument (``--table=ID``), so
+    that an id starting with "-" is read as the option's value; a value that starts with
+    "--" is taken for the next option (write ``--table=ID`` for such an id).
+
+    >>> table_values_joined(["verify", "--table", "-a04JyBQ3bceGma4kVabhw", "--api-key", "k"])
+    ['verify', '--table=-a04JyBQ3bceGma4kVabhw', '--api-key', 'k']
+    >>> table_values_joined(["verify", "--table", "--api-key", "k"])
+    ['verify', '--table', '--api-key', 'k']
+    """
+    joined: list[str] = []
+    for arg in argv:
+        if joined and joined[-1] in TABLE_OPTIONS and not arg.startswith("--"):
+            joined[-1] = f"{joined[-1]}={arg}"
+        else:
+            joined.append(arg)
+    return joined
 
 
 def version() -> str:
@@ -45,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(table_values_joined(sys.argv[1:] if argv is None else argv))
     try:
         status: int = args.handler(args)
     except OfcError as error:

@@ -83,12 +83,16 @@ def _keystream(request_id: str, size: int) -> bytes:
 
 
 def new_table_id() -> str:
-    """A fresh table id: 16 random bytes, URL-safe base64 without padding (22 characters).
+    """A fresh table id: 16 random bytes, URL-safe base64 without padding (22 characters),
+    never starting with "-" (a command line would read such an id as an option).
 
     >>> len(new_table_id()), new_table_id() != new_table_id()
     (22, True)
     """
-    return secrets.token_urlsafe(16)
+    while True:
+        table_id = secrets.token_urlsafe(16)
+        if not table_id.startswith("-"):
+            return table_id
 
 
 def create_claim(creds: Credentials, request_id: str) -> str:
