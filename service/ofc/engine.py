@@ -170,6 +170,7 @@ __all__ = [
     "hand_settlement",
     "new_match",
     "replay",
+    "seat_shown",
     "seat_view",
     "seats_to_act",
     "set_card_names",
@@ -1547,8 +1548,7 @@ def seat_view(s: HandSeat, viewer: int | None, over: bool) -> HandSeatView:
     >>> [len(seat_view(seat, v, False).pending) for v in (1, 0, None)]
     [5, 0, 0]
     """
-    own = viewer == s.seat
-    hidden = s.in_fantasyland and s.done and not over and not own
+    own, hidden = seat_shown(s, viewer, over)
     return HandSeatView(
         seat=s.seat,
         fantasyland=s.fantasyland,
@@ -1560,3 +1560,18 @@ def seat_view(s: HandSeat, viewer: int | None, over: bool) -> HandSeatView:
         discard_count=len(s.discards),
         done=s.done,
     )
+
+
+def seat_shown(s: HandSeat, viewer: int | None, over: bool) -> tuple[bool, bool]:
+    """The redaction :func:`seat_view` applies, for writers of a view that do not build one:
+    ``(own, hidden)``, whether ``viewer`` sees the seat's private cards (its pending cards and
+    discards: its own seat only) and whether the seat's board is face down to ``viewer`` (a
+    Fantasyland set, until the hand is over).
+
+    >>> setup = [SitDown(0, "a"), SitDown(1, "b"), StartHand(bytes(32))]
+    >>> state, _ = replay(new_match(seats=2), setup)
+    >>> [seat_shown(state.hand.seat(1), v, False) for v in (1, 0, None)]
+    [(True, False), (False, False), (False, False)]
+    """
+    own = viewer == s.seat
+    return own, s.fantasyland > 0 and not over and not own and s.done

@@ -124,6 +124,30 @@ def test_a_face_down_fantasyland_set_stays_hidden_from_everyone_else() -> None:
         )
 
 
+def test_the_seats_written_follow_the_money_and_seeds_of_the_same_seats() -> None:
+    """The seats' bytes are kept by the record's tuple of seats, which a hand's moves keep:
+    a record with the same seats and other money or players' seeds is written anew."""
+    seats = (engine.Seat("a", points=3), engine.Seat("b", points=-3))
+    state = engine.MatchState(PRESETS["classic"], seats)
+    views = []
+    for units, own_seeds in (((), ()), ((60, -60), ()), ((60, -60), ((1, b"bob"),)), ((), ())):
+        record = TableRecord(
+            "t", state, 30_000, 120_000, b"", 0,
+            seat_units=units, client_seed_policy=POLICY_PLAYERS, seat_client_seeds=own_seeds,
+        )  # fmt: skip
+        assert record.match.seats is seats
+        wire = table_view_bytes(record, 4, None)
+        assert wire == table_view(record, 4, None).SerializeToString()
+        view = pb.TableView.FromString(wire)
+        views.append([(s.points, s.units, s.client_seed) for s in view.seats])
+    assert views == [
+        [(3, 0, b""), (-3, 0, b"")],
+        [(3, 60, b""), (-3, -60, b"")],
+        [(3, 60, b""), (-3, -60, b"bob")],
+        [(3, 0, b""), (-3, 0, b"")],
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(PRESETS))
 @settings(max_examples=6, deadline=None)
 @given(data=st.data())

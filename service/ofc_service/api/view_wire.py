@@ -105,13 +105,20 @@ def _cards(field: int, cards: Sequence[int]) -> bytes:
     return b"".join([codes[c] for c in cards])
 
 
-def _hand_seat(s: engine.HandSeatView) -> bytes:
-    board = s.board
-    top, middle, bottom = _CARD_FIELDS[1], _CARD_FIELDS[2], _CARD_FIELDS[3]
-    board_body = b"".join(
-        [top[c] for c in board.top] + [middle[c] for c in board.middle]
-        + [bottom[c] for c in board.bottom]
-    )  # fmt: skip
+def _hand_seat(s: engine.HandSeat, viewer: int | None, over: bool) -> bytes:
+    """``viewer``'s ``HandSeatView`` of ``s``: :func:`ofc.engine.seat_view`'s redaction
+    (:func:`ofc.engine.seat_shown`), written from the seat without building the view."""
+    own, hidden = engine.seat_shown(s, viewer, over)
+    if hidden:
+        board_body = b""
+    else:
+        board = s.board
+        top, middle, bottom = _CARD_FIELDS[1], _CARD_FIELDS[2], _CARD_FIELDS[3]
+        board_body = b"".join(
+            [top[c] for c in board.top] + [middle[c] for c in board.middle]
+            + [bottom[c] for c in board.bottom]
+        )  # fmt: skip
+    pending, discards = s.pending, s.discards
     return b"".join(
         (
             _uint(1, s.seat),
@@ -119,11 +126,11 @@ def _hand_seat(s: engine.HandSeatView) -> bytes:
             _BOARD_KEY,
             varint(len(board_body)),
             board_body,
-            _TRUE[4] if s.board_hidden else b"",
-            _cards(5, s.pending),
-            _uint(6, s.pending_count),
-            _cards(7, s.discards),
-            _uint(8, s.discard_count),
+            _TRUE[4] if hidden else b"",
+            _cards(5, pending) if own else b"",
+            _uint(6, len(pending)),
+            _cards(7, discards) if own else b"",
+            _uint(8, len(discards)),
             _TRUE[9] if s.done else b"",
         )
     )
@@ -150,9 +157,7 @@ def _hand(record: TableRecord, viewer: int | None) -> bytes:
         _text(8, b"".join([varint(s) for s in to_act])),  # packed
         _uint(9, hand.deck_remaining),
     ]
-    parts.extend(
-        [_delimited(10, _hand_seat(engine.seat_view(s, viewer, over))) for s in hand.seats]
-    )
+    parts.extend([_delimited(10, _hand_seat(s, viewer, over)) for s in hand.seats])
     parts.append(_uint(11, over))
     if over:
         settlement = engine.hand_settlement(hand, match.ruleset, pair_units=match.pair_units)
@@ -160,6 +165,46 @@ def _hand(record: TableRecord, viewer: int | None) -> bytes:
         ids = tuple(players[s.seat] for s in hand.seats)
         parts.append(_delimited(12, settlement_bytes(settlement, ids)))
     return b"".join(parts)
+
+
+# Each table's seats as every view writes them (its SeatView fields 5, one a seat), kept by
+# the record's tuple of seats with the money and players' seeds they were written with: the
+# seats change between hands and when a seat is taken or left, not from move to move. Keyed
+# by the tuple's id, holding the tuple (so the id is not another's while kept); cleared when
+# full.
+_SEATS_WRITTEN: dict[int, tuple[object, object, object, bytes]] = {}
+_SEATS_WRITTEN_MAX = 4096
+
+
+def _seats(record: TableRecord) -> bytes:
+    seats, units, own_seeds = record.match.seats, record.seat_units, record.seat_client_seeds
+    kept = _SEATS_WRITTEN.get(id(seats))
+    if kept is not None and kept[0] is seats and kept[1] == units and kept[2] == own_seeds:
+        return kept[3]
+    by_seat = dict(own_seeds)
+    written = b"".join(
+        [
+            _delimited(
+                5,
+                b"".join(
+                    (
+                        _uint(1, i),
+                        _text(2, s.player_id.encode()),
+                        _sint(3, s.points),
+                        _uint(4, s.fantasyland),
+                        _uint(5, s.fantasyland_streak),
+                        _sint(6, record.units_of(i)),
+                        _text(7, by_seat.get(i, b"")),
+                    )
+                ),
+            )
+            for i, s in enumerate(seats)
+        ]
+    )
+    if len(_SEATS_WRITTEN) >= _SEATS_WRITTEN_MAX:
+        _SEATS_WRITTEN.clear()
+    _SEATS_WRITTEN[id(seats)] = (seats, units, own_seeds, written)
+    return written
 
 
 def view_bytes(
@@ -176,26 +221,13 @@ def view_bytes(
     (see ``tables._hand_viewer``), ``ruleset``: the ruleset's serialised parameters,
     ``policy``: the ``ClientSeedPolicy`` number."""
     match = record.match
-    own_seeds = dict(record.seat_client_seeds)
     parts = [
         _text(1, record.table_id.encode()),
         _uint(2, version),
         _present(3, viewer),
         _delimited(4, ruleset),
+        _seats(record),
     ]
-    for i, s in enumerate(match.seats):
-        seat = b"".join(
-            (
-                _uint(1, i),
-                _text(2, s.player_id.encode()),
-                _sint(3, s.points),
-                _uint(4, s.fantasyland),
-                _uint(5, s.fantasyland_streak),
-                _sint(6, record.units_of(i)),
-                _text(7, own_seeds.get(i, b"")),
-            )
-        )
-        parts.append(_delimited(5, seat))
     parts.append(_uint(6, match.button))
     parts.append(_uint(7, match.hands_played))
     parts.append(_uint(8, match.max_hands or 0))
