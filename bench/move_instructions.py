@@ -21,13 +21,25 @@ collects inside that C function alone (``--toggle-collect=sys_call_tracing``); t
 seeds and clock are fixed, so two runs deal the same cards. Neither count has the gRPC
 transport or the watchers' reads (``bench.move_path`` measures the whole move by CPU time).
 ``--keep DIR`` keeps the callgrind files, for ``callgrind_annotate --inclusive=yes``.
+
+Where a PlaceCards' instructions go: ``--stages`` adds a run per stage of the pipeline
+(:data:`STAGES`), and ``--stage MODULE:QUALNAME`` one for any plain function, that counts
+only that function's calls made inside the counted PlaceCards calls (the calls themselves
+are then not counted): the instructions per PlaceCards each stage takes, inclusive (a stage
+inside another is counted in both). C code that copies memory counts an instruction a byte
+copied (``rep movsb``), so a stage of large copies (a zlib compressor's) counts more than
+its share of the time.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import hashlib
+import importlib
+import inspect
 import itertools
 import re
 import shutil
@@ -35,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,23 +64,97 @@ from bench.tables import API_KEY, LONG_TURN_MS, Seat, fantasyland_request, place
 
 T = TypeVar("T")
 KINDS = ("place", "floor")
+STAGES = (
+    "ofc_service.api.tables:request_digest",
+    "ofc_service.application.manager:TableManager.decide",
+    "ofc.engine:apply",
+    "ofc_service.application.manager:TableManager.encode",
+    "ofc_service.api.tables:ProtobufPresenter.response",
+    "ofc_service.api.tables:ProtobufPresenter.event",
+    "ofc_service.application.records:TableRecord.write",
+    "ofc_service.application.manager:_history_extra",
+    "ofc_service.store.redis:pack_event",
+)
+"""The pipeline's stages (``--stages``): the request's digest, decide (authorise and the
+engine step: ``engine.apply`` and the record's bookkeeping), encode (the events, the
+response view, the record, the hand's history when it ends), and the events' packing in the
+store."""
 _TOTALS = re.compile(rb"^(?:summary|totals): (\d+)", re.MULTILINE)
 
 
 class _Run:
     """Runs coroutines to completion one by one on a loop of its own; ``counted`` ones
-    inside ``sys.call_tracing``, the only code callgrind collects."""
+    inside ``sys.call_tracing``, the only code callgrind collects (with a stage: only that
+    stage's calls inside them, see :func:`_count_stage`)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.calls = 0
+        self.in_counted = False  # a counted call is running (its stage's calls count)
+        self.whole = True  # counted calls are counted whole (no stage)
 
     def __call__(self, work: Awaitable[T], *, counted: bool = False) -> T:
         if not counted:
             return self.loop.run_until_complete(work)
         self.calls += 1
+        if not self.whole:
+            self.in_counted = True
+            try:
+                return self.loop.run_until_complete(work)
+            finally:
+                self.in_counted = False
         result: T = sys.call_tracing(self.loop.run_until_complete, (work,))
         return result
+
+
+def _resolve(stage: str) -> tuple[Any, str, Any, bool]:
+    """``module:qualname``'s owner (the module or class its callers look it up in), name,
+    function and whether it is a static method; SystemExit for anything else."""
+    module_name, _, qualname = stage.partition(":")
+    try:
+        owner: Any = importlib.import_module(module_name)
+        *path, name = qualname.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        original = inspect.getattr_static(owner, name)
+    except (ImportError, AttributeError, ValueError) as missing:
+        raise SystemExit(f"--stage {stage}: no such function ({missing})") from None
+    is_static = isinstance(original, staticmethod)
+    function = original.__func__ if is_static else original
+    if not inspect.isfunction(function) or inspect.iscoroutinefunction(function):
+        raise SystemExit(f"--stage {stage}: not a plain function (a coroutine's calls run later)")
+    return owner, name, function, is_static
+
+
+@contextlib.contextmanager
+def _count_stage(run: _Run, stage: str | None) -> Iterator[None]:
+    """Within: only ``stage``'s calls (``module:qualname``, a plain function or method)
+    made inside ``run``'s counted calls are counted (None: the counted calls whole). The
+    function is replaced by one that calls it inside ``sys.call_tracing`` then, and as it
+    is otherwise; put back on the way out."""
+    if stage is None:
+        yield
+        return
+    owner, name, function, is_static = _resolve(stage)
+
+    @functools.wraps(function)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        if not run.in_counted:
+            return function(*args, **kwargs)
+        run.in_counted = False  # a recursive call is inside this one already
+        try:
+            return sys.call_tracing(lambda: function(*args, **kwargs), ())
+        finally:
+            run.in_counted = True
+
+    original = inspect.getattr_static(owner, name)
+    setattr(owner, name, staticmethod(counted) if is_static else counted)
+    run.whole = False
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+        run.whole = True
 
 
 def _seeds() -> Any:
@@ -81,9 +167,15 @@ def _clock() -> Any:
     return lambda: next(counter)
 
 
-def play(redis_url: str, kind: str, hands: int) -> int:
-    """Make the counted calls of ``kind``; how many were counted."""
+def play(redis_url: str, kind: str, hands: int, stage: str | None = None) -> int:
+    """Make the counted calls of ``kind``; how many were counted. ``stage``: count only
+    that function's calls inside the PlaceCards calls (:func:`_count_stage`)."""
     run = _Run()
+    with _count_stage(run, stage):
+        return _play(run, redis_url, kind, hands)
+
+
+def _play(run: _Run, redis_url: str, kind: str, hands: int) -> int:
     client = Redis.from_url(redis_url)
     if kind == "floor":
         sha = run(client.script_load(APPEND_TWO_EVENTS))
@@ -165,18 +257,23 @@ def play(redis_url: str, kind: str, hands: int) -> int:
     return run.calls
 
 
-def measure(redis_url: str, kind: str, hands: int, *, keep: Path | None = None) -> tuple[int, int]:
-    """(instructions, calls) of ``kind``'s counted calls, run under callgrind."""
+def measure(
+    redis_url: str, kind: str, hands: int, *, keep: Path | None = None, stage: str | None = None
+) -> tuple[int, int]:
+    """(instructions, calls) of ``kind``'s counted calls (with ``stage``: that stage's
+    part of them), run under callgrind."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise RuntimeError("valgrind is not on PATH (apt-get install valgrind)")
     out_dir = keep or Path(tempfile.mkdtemp(prefix="ofc-callgrind-"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"callgrind.{kind}.out"
+    name = kind if stage is None else f"{kind}.{stage.replace(':', '.')}"
+    out = out_dir / f"callgrind.{name}.out"
+    inside = ["--inside", redis_url, kind, str(hands)] + ([] if stage is None else [stage])
     done = subprocess.run(
         [valgrind, "--tool=callgrind", "--toggle-collect=sys_call_tracing",
          f"--callgrind-out-file={out}", sys.executable, "-m", "bench.move_instructions",
-         "--inside", redis_url, kind, str(hands)],
+         *inside],
         capture_output=True,
     )  # fmt: skip
     if done.returncode:
@@ -197,13 +294,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-url", help="an existing Redis (default: a private one)")
     parser.add_argument("--keep", type=Path, help="keep the callgrind files in this directory")
     parser.add_argument(
-        "--inside", nargs=3, metavar=("URL", "KIND", "HANDS"), help=argparse.SUPPRESS
+        "--stages", action="store_true", help="also each stage of the pipeline (STAGES)"
     )
+    parser.add_argument(
+        "--stage",
+        action="append",
+        default=[],
+        metavar="MODULE:QUALNAME",
+        help="also this function's part of a PlaceCards (repeatable)",
+    )
+    parser.add_argument("--inside", nargs="+", help=argparse.SUPPRESS)  # URL KIND HANDS [STAGE]
     args = parser.parse_args(argv)
     if args.inside:
-        url, kind, hands = args.inside
-        print(play(url, kind, int(hands)))
+        url, kind, hands, *stage = args.inside
+        print(play(url, kind, int(hands), *stage))
         return 0
+    stages = [*(STAGES if args.stages else ()), *args.stage]
+    for stage in stages:  # before any run: a misspelt stage ends the bench at once
+        _resolve(stage)
     from bench.tables import redis_for
 
     per_call: dict[str, float] = {}
@@ -213,6 +321,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             per_call[kind] = instructions / calls
             name = "PlaceCards" if kind == "place" else "floor move"
             print(f"{name:<11} {per_call[kind] / 1e6:7.3f} M instructions/call ({calls} calls)")
+        for stage in stages:
+            instructions, calls = measure(
+                url, "place", max(1, args.hands), keep=args.keep, stage=stage
+            )
+            print(f"  {stage:<55} {instructions / calls / 1e3:8.1f} k instructions/PlaceCards")
     print(f"PlaceCards / floor move: {per_call['place'] / per_call['floor']:.2f}x (instructions)")
     return 0
 
