@@ -8,6 +8,7 @@ import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
 
 from tests.api.wire import EXAMPLE_1_B, EXAMPLE_A, hand
 from tests.conftest import free_port, self_signed_certificate
+from tests.e2e.test_shutdown_streams import reason_of
 
 GRACE_SECONDS = 5
 OFC = Path(sys.executable).with_name("ofc")
@@ -98,6 +100,59 @@ def test_sigterm_drains_in_flight_calls_and_exits_0() -> None:
     assert [(s["method"], s["code"]) for s in streamed] == [
         ("/ofcpoker.v1.RulesService/SettleHandsStream", "OK")
     ]
+
+
+def test_sigterm_refuses_the_calls_waiting_to_start_retryably_never_cancelled() -> None:
+    """A busy replica holds calls that gRPC received and the service has not started yet.
+    gRPC's own stop would end them CANCELLED (which clients do not retry); the service
+    takes them first and refuses them UNAVAILABLE, SERVER_SHUTTING_DOWN (they did
+    nothing). Calls already running finish. Forty clients each keep one call in flight."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", "--http-listen", "",
+         "--metrics-listen", "", "--log-level", "error"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    request = pb.SettleHandRequest(hand=hand(EXAMPLE_A, EXAMPLE_1_B))
+    sent_sigterm = threading.Event()
+    ends: queue.Queue[tuple[grpc.StatusCode, str]] = queue.Queue()
+
+    def client(ready: threading.Barrier) -> None:
+        options = [("grpc.use_local_subchannel_pool", 1)]  # a connection of its own
+        with grpc.insecure_channel(f"127.0.0.1:{port}", options) as channel:
+            settle = RulesServiceStub(channel).SettleHand
+            settle(request, timeout=20, wait_for_ready=True)
+            ready.wait(timeout=30)
+            while not sent_sigterm.is_set():  # the last call is the one in flight at SIGTERM
+                try:
+                    settle(request, timeout=20)
+                except grpc.RpcError as error:
+                    ends.put((error.code(), reason_of(error)))
+                    return
+            ends.put((grpc.StatusCode.OK, ""))
+
+    clients = 40
+    ready = threading.Barrier(clients + 1)
+    threads = [threading.Thread(target=client, args=(ready,), daemon=True) for _ in range(clients)]
+    try:
+        for thread in threads:
+            thread.start()
+        ready.wait(timeout=30)
+        time.sleep(0.5)  # every client busy: calls queue up in the server
+        process.send_signal(signal.SIGTERM)
+        sent_sigterm.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert process.wait(timeout=GRACE_SECONDS + 10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    codes = [ends.get_nowait() for _ in range(clients)]
+    refused = [c for c in codes if c[0] != grpc.StatusCode.OK]
+    assert refused, "no call was waiting at SIGTERM: the test proves nothing"
+    assert set(refused) == {(grpc.StatusCode.UNAVAILABLE, "SERVER_SHUTTING_DOWN")}, codes
 
 
 def test_bad_configuration_exits_2_with_the_variable_named() -> None:

@@ -6,6 +6,13 @@ stopping replica for its whole grace period. On SIGTERM the server calls
 with UNAVAILABLE, reason ``SERVER_SHUTTING_DOWN``: the client reconnects (to another
 replica, through its load balancer) and resumes where it was (``after_event_id``; a
 consumer's pending records). Unary calls in flight are left to finish within the grace.
+
+A unary call the server had received but not yet started when it began to stop is refused
+the same way (:meth:`Shutdown.refuse`; it had no effect: send it again, with the same
+request id, and another replica answers), and the server goes on taking calls off its
+connections until none has come for :data:`QUIET_S` (:meth:`Shutdown.quiet`): gRPC's own
+stop would end the calls still waiting in its queue as CANCELLED, which clients do not
+retry.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from ofc_service.api.errors import ServerShuttingDownError
 
 T = TypeVar("T")
 CLOSE_TIMEOUT_S = 0.5
+QUIET_S = 0.1  # no call refused for this long: the calls received before the stop are answered
+QUIET_LIMIT_S = 1.0  # refusing for at most this long (clients that keep sending get GOAWAY next)
 
 
 class Shutdown:
@@ -31,6 +40,7 @@ class Shutdown:
         # that begin() cancelled (their CancelledError becomes SERVER_SHUTTING_DOWN).
         self._waiting: set[asyncio.Task[object]] = set()
         self._interrupted: set[asyncio.Task[object]] = set()
+        self._refused_at = 0.0  # loop time of the last call refused since the stop began
 
     def _stopping(self) -> asyncio.Event:
         if self._event is None:  # made on the server's loop, at first use
@@ -53,6 +63,24 @@ class Shutdown:
             "this server is shutting down: reconnect (another replica will answer) and "
             "resume where the stream ended"
         )
+
+    def refuse(self) -> ServerShuttingDownError:
+        """The error of a unary call that arrives (or waited to start) once the server is
+        stopping: it did nothing, and is answered at once."""
+        self._refused_at = asyncio.get_running_loop().time()
+        return ServerShuttingDownError(
+            "this server is shutting down and did not run the call: send it again, with the "
+            "same request id (another replica will answer)"
+        )
+
+    async def quiet(self, quiet_s: float = QUIET_S, limit_s: float = QUIET_LIMIT_S) -> None:
+        """Once the stop has begun: return when no call has been refused for ``quiet_s``
+        (the calls waiting to start have been answered), or after ``limit_s``."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        self._refused_at = started
+        while (now := loop.time()) - self._refused_at < quiet_s and now - started < limit_s:
+            await asyncio.sleep(min(quiet_s / 4, limit_s - (now - started)))
 
     def until(
         self, source: AsyncIterator[T], *, cancellable: bool = False
@@ -135,4 +163,4 @@ class Shutdown:
                     await close()
 
 
-__all__ = ["Shutdown"]
+__all__ = ["QUIET_LIMIT_S", "QUIET_S", "Shutdown"]

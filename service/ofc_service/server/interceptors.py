@@ -36,6 +36,7 @@ from ofc_service.api.errors import (
     undecodable,
 )
 from ofc_service.api.rpc import abort
+from ofc_service.api.shutdown import Shutdown
 from ofc_service.metrics import RpcMetrics
 
 access_log = logging.getLogger("ofc.access")
@@ -176,11 +177,15 @@ async def _checked_stream(
 Behavior = Callable[..., Any]
 
 
-def _wrap_unary_response(probe: _Probe, behavior: Behavior, streaming_request: bool) -> Behavior:
+def _wrap_unary_response(
+    probe: _Probe, behavior: Behavior, streaming_request: bool, stopping: Shutdown | None
+) -> Behavior:
     async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
         request_id, start = probe.begin(context)
         error: BaseException | None = None
         try:
+            if stopping is not None and stopping.started:  # not started: refused, retryable
+                await abort(context, reported(stopping.refuse(), probe.method))
             if streaming_request:
                 request = _checked_stream(request, context, probe)
             else:
@@ -251,10 +256,14 @@ def _wrap_streaming_response(
 
 
 class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Request ids, standard Prometheus metrics, JSON access logs, tolerant decoding."""
+    """Request ids, standard Prometheus metrics, JSON access logs, tolerant decoding; with
+    ``stopping``, the service's unary calls that start once the server is stopping are
+    refused (UNAVAILABLE, SERVER_SHUTTING_DOWN: :meth:`Shutdown.refuse`), while health
+    checks and reflection go on answering."""
 
-    def __init__(self) -> None:
+    def __init__(self, stopping: Shutdown | None = None) -> None:
         self._wrapped: dict[str, tuple[Any, Any]] = {}
+        self._stopping = stopping
 
     async def intercept_service(
         self,
@@ -268,25 +277,29 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
-        wrapped = _wrap(method, handler)
+        stopping = self._stopping if method.startswith(_SERVICE_PREFIX) else None
+        wrapped = _wrap(method, handler, stopping)
         self._wrapped[method] = (handler, wrapped)
         return wrapped
 
 
-def _wrap(method: str, handler: Any) -> Any:
+_SERVICE_PREFIX = "/ofcpoker."  # the service's own methods (not health, not reflection)
+
+
+def _wrap(method: str, handler: Any, stopping: Shutdown | None = None) -> Any:
     deserializer = tolerant(handler.request_deserializer)
     serializer = handler.response_serializer
     if handler.unary_unary:
         probe = _Probe(method, "unary")
         return grpc.unary_unary_rpc_method_handler(
-            _wrap_unary_response(probe, handler.unary_unary, False),
+            _wrap_unary_response(probe, handler.unary_unary, False, stopping),
             request_deserializer=deserializer,
             response_serializer=serializer,
         )
     if handler.stream_unary:
         probe = _Probe(method, "client_stream")
         return grpc.stream_unary_rpc_method_handler(
-            _wrap_unary_response(probe, handler.stream_unary, True),
+            _wrap_unary_response(probe, handler.stream_unary, True, stopping),
             request_deserializer=deserializer,
             response_serializer=serializer,
         )

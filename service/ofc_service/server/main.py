@@ -3,8 +3,9 @@
 ``create_server(config)`` binds everything (port 0 picks a free port, for tests) and returns
 an :class:`OfcServer` that knows its bound ports; ``serve(config)`` runs one until SIGTERM or
 SIGINT, then health turns NOT_SERVING, every Watch and Subscribe stream ends at once
-(UNAVAILABLE, SERVER_SHUTTING_DOWN: reconnect elsewhere and resume) and in-flight unary
-calls get ``grace_seconds`` to finish.
+(UNAVAILABLE, SERVER_SHUTTING_DOWN: reconnect elsewhere and resume), unary calls received
+and not yet started are refused the same way, and those in flight get ``grace_seconds`` to
+finish.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ofc_service.api.rpc import add_handlers
 from ofc_service.api.rules import SERVICE_NAME, RulesHandlers
 from ofc_service.api.settlement_feed import SERVICE_NAME as FEED_SERVICE_NAME
 from ofc_service.api.settlement_feed import SettlementFeedHandlers
-from ofc_service.api.shutdown import Shutdown
+from ofc_service.api.shutdown import QUIET_LIMIT_S, Shutdown
 from ofc_service.api.tables import SERVICE_NAME as TABLE_SERVICE_NAME
 from ofc_service.api.tables import ProtobufPresenter, TableHandlers
 from ofc_service.application.deadlines import DeadlineSweeper
@@ -104,14 +105,23 @@ class OfcServer:
         self, grace: float | None = None, *, progress: ExitDeadline | None = None
     ) -> list[str]:
         """Health NOT_SERVING first (load balancers drain), streams end at once (their
-        clients reconnect elsewhere), then in-flight unary calls finish. Every step has a
-        time limit (:mod:`.stopping`); the names of those that did not finish in it."""
+        clients reconnect elsewhere), unary calls not yet started are refused until none
+        comes for a moment, then in-flight unary calls finish. Every step has a time limit
+        (:mod:`.stopping`); the names of those that did not finish in it."""
         grace = self.config.grace_seconds if grace is None else grace
         steps = StopSteps(progress)
         if self.store_health is not None:
             await steps.run({"store health checks": self.store_health.stop()})
         await steps.run({"health NOT_SERVING": self.health.enter_graceful_shutdown()})
         self.shutdown.begin()
+        # The service's calls received and not yet started are refused (retryable) before
+        # gRPC stops: its stop would end them CANCELLED.
+        # (The calls in flight go on meanwhile: the time is part of their grace.)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        refusing = self.shutdown.quiet(limit_s=min(grace, QUIET_LIMIT_S))
+        await steps.run({"refuse waiting calls": refusing})
+        grace = max(0.0, grace - (loop.time() - began))
         drain: dict[str, Coroutine[Any, Any, object]] = {
             "deadline sweeper": self.sweeper.stop(),
             "grpc drain": self.server.stop(grace),
@@ -151,8 +161,9 @@ def _server_options(config: ServerConfig, *, reuse_port: bool = False) -> list[t
 async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> OfcServer:
     """Bind the gRPC server (and the metrics endpoint); call ``start()`` to serve.
     ``reuse_port``: share the port with the other worker processes (SO_REUSEPORT)."""
+    shutdown = Shutdown()
     server = grpc.aio.server(
-        interceptors=[ObservabilityInterceptor()],
+        interceptors=[ObservabilityInterceptor(shutdown)],
         options=_server_options(config, reuse_port=reuse_port),
     )
     store = open_store(
@@ -172,7 +183,6 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         request_ttl_seconds=config.request_window_seconds,
         history_ttl_seconds=config.history_ttl_seconds,
     )
-    shutdown = Shutdown()
     # One handlers object per service, served on both ports (gRPC here, HTTP below).
     handlers = {
         rules.SERVICE.full_name: RulesHandlers(),

@@ -73,7 +73,9 @@ class ErrorDetail(_message.Message):
     |                     |                     | version (rolling upgrade): retry, same id      |
     | SERVER_SHUTTING_DOWN| UNAVAILABLE         | this replica is stopping and ended a Watch or  |
     |                     |                     | Subscribe stream: reconnect at once (another   |
-    |                     |                     | replica answers) and resume (after_event_id)   |
+    |                     |                     | replica answers) and resume (after_event_id);  |
+    |                     |                     | or refused a call it had not started (it did   |
+    |                     |                     | nothing): send it again, same request_id       |
     | UNAUTHENTICATED     | UNAUTHENTICATED     | credentials missing or unknown; also ends a    |
     |                     |                     | Watch whose seat token left its seat           |
     | PERMISSION_DENIED   | PERMISSION_DENIED   | a seat token for another seat or table, or a   |
