@@ -112,7 +112,8 @@ MOVES_BY_KIND = {kind: MOVES.labels(kind) for kind in ("place", "set_fantasyland
 # likewise (the multiprocess mode: the maximum over the live workers).
 ACTIVE_TABLES = Gauge(
     "ofc_active_tables",
-    "Tables waiting for a move (a pending turn deadline), across all replicas: use max().",
+    "Tables waiting for a move (a pending turn deadline; a hand just ended stays counted "
+    "until its last deadline passes), across all replicas: use max().",
     multiprocess_mode="livemax",
 )
 SETTLEMENT_LAG = Histogram(
