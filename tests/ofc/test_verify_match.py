@@ -274,6 +274,25 @@ def test_cli_match_reads_the_feed_as_protobuf_json_too(
     # an object that is not such an end is still read (and judged)
     feed.write_text("\n".join([*lines, json.dumps({**end, "hand_number": 9})]) + "\n")
     assert len(read_feed(str(feed))) == len(lines) + 1
+    # bare records with the .proto's names (64-bit numbers as strings, zero values left
+    # out), as protobuf JSON printers that preserve field names write them
+    snake = [
+        json.dumps(
+            json_format.MessageToDict(
+                feed_pb.SubscribeResponse.FromString(
+                    json_format.Parse(line, feed_pb.SubscribeResponse()).SerializeToString()
+                ).record,
+                preserving_proto_field_name=True,
+            )
+        )
+        for line in lines
+    ]
+    assert '"hand_number": "1"' in snake[0]
+    feed.write_text("\n".join(lines) + "\n")
+    camel = [r for _, r in read_feed(str(feed))]
+    feed.write_text("\n".join(snake) + "\n")
+    assert main(["verify", "--match", *paths, "--feed", str(feed)]) == 0, capsys.readouterr()
+    assert [r for _, r in read_feed(str(feed))] == camel
 
 
 def test_cli_feed_needs_match(capsys: pytest.CaptureFixture[str]) -> None:

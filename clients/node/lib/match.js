@@ -375,7 +375,9 @@ const num = (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v =
  * .proto's names; 64-bit integers as strings; zero values left out); other objects as they are.
  */
 function feedRecord(data) {
-  if (!isObject(data) || !('settlementId' in data || 'record' in data)) return data;
+  // protobuf JSON: a Subscribe response's record, a camelCase name, or (the .proto's names)
+  // hand_number written as a string, as protobuf JSON writes a 64-bit number (the stream never does)
+  if (!isObject(data) || !('settlementId' in data || 'record' in data || typeof data.hand_number === 'string')) return data;
   const r = isObject(data.record) ? data.record : data;
   const get = (obj, camel, snake, fallback) => (camel in obj ? obj[camel] : snake in obj ? obj[snake] : fallback);
   const lossCap = num(get(r, 'lossCap', 'loss_cap', 0));

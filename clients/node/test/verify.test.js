@@ -250,6 +250,29 @@ test('a feed file saved from a curl of Subscribe: the Connect stream end message
   assert.equal(odd.length, feed.length + 1); // not an end message: read, and judged
 });
 
+test('a feed file of records in protobuf JSON with the .proto names reads as the stream holds them', () => {
+  // as protobuf JSON printers that keep field names write a record: 64-bit numbers as
+  // strings, zero values left out (the stream never writes hand_number as a string)
+  const WIDE = new Set(['hand_number', 'settled_at_ms', 'points', 'units', 'total_points', 'total_units', 'capped_points']);
+  const proto = (obj) => {
+    const out = {};
+    for (const [key, value] of Object.entries(obj)) {
+      if (value === 0 || value === false || value === null || value === '') continue;
+      if (Array.isArray(value)) out[key] = value.map(proto);
+      else out[key] = WIDE.has(key) ? String(value) : value;
+    }
+    return out;
+  };
+  for (const dir of MATCHES) {
+    const [hands, feed] = matchInputs(dir);
+    const text = feed.map(([, record]) => JSON.stringify(proto(record))).join('\n');
+    assert.match(text, /"hand_number":"1"/);
+    const read = readFeed(text, 'proto.jsonl');
+    assert.deepEqual(read.map(([, r]) => r), feed.map(([, r]) => r), dir);
+    assert.deepEqual(found(verifyMatch(hands, read)), []);
+  }
+});
+
 test('every release directory with a live table or a tier chain has its chain checked here', () => {
   assert.ok(MATCHES.length >= 6 && TIER_CHAINS.length >= 2 && SEAT_CHAINS.length >= 1, `${MATCHES.length} matches, ${TIER_CHAINS.length} tier chains, ${SEAT_CHAINS.length} seat chains`);
   assert.ok(MATCHES.some((d) => d.endsWith('match-jokers')));

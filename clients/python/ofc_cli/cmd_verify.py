@@ -342,8 +342,13 @@ def read_feed(path: str) -> list[tuple[str, Any]]:
 
 
 def _feed_record(data: Any) -> Any:
-    """A record in the feed stream's form, from any of the forms a feed file may hold."""
-    if isinstance(data, dict) and ("settlementId" in data or "record" in data):
+    """A record in the feed stream's form, from any of the forms a feed file may hold:
+    protobuf JSON is told by a Subscribe response's ``record``, a camelCase name, or (with
+    the .proto's names) ``hand_number`` written as a string, as protobuf JSON writes a
+    64-bit number and the stream never does."""
+    if isinstance(data, dict) and (
+        "settlementId" in data or "record" in data or isinstance(data.get("hand_number"), str)
+    ):
         from ofc_service.api.settlement_feed import record_from_proto_json
 
         return record_from_proto_json(data.get("record", data))
