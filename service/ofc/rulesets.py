@@ -470,7 +470,8 @@ def _validate(r: Ruleset) -> None:
     worst = max(r.cards_per_hand, r.max_fantasyland_cards)
     if worst * r.max_players > r.deck_size:
         raise bad(
-            f"{r.max_players} seats x {worst} cards exceed the {r.deck_size}-card deck",
+            f"max_players {r.max_players} x {worst} cards (the most a seat is dealt) exceed "
+            f"the {r.deck_size}-card deck: lower max_players or the cards dealt",
             "max_players",
         )
 

@@ -258,7 +258,7 @@ function validate(r) {
   const flCards = Math.max(...r.fantasyland_entry.map((e) => e.cards), r.stay_cards, ...r.fantasyland_tiers.map((t) => t.stay_cards));
   const worst = Math.max(perHand, flCards);
   const deckSize = 52 + r.jokers;
-  if (worst * r.max_players > deckSize) fail(`${r.max_players} seats x ${worst} cards exceed the ${deckSize}-card deck`, 'max_players');
+  if (worst * r.max_players > deckSize) fail(`max_players ${r.max_players} x ${worst} cards (the most a seat is dealt) exceed the ${deckSize}-card deck: lower max_players or the cards dealt`, 'max_players');
 }
 
 /**
