@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from concurrent import futures
 
 import grpc
 import pytest
@@ -13,6 +14,7 @@ from ofc_client import (
     FailedPreconditionError,
     InvalidRequestError,
     NotFoundError,
+    OfcClientError,
     PermissionDeniedError,
     RetryableError,
     StaleVersionError,
@@ -23,6 +25,7 @@ from ofc_client import (
 )
 from ofc_client.table_models import CardsDealtEvent
 from ofc_service.server.background import BackgroundServer
+from ofcpoker.v1 import table_service_pb2 as pb
 
 from tests.conftest import free_port
 from tests.e2e.tablekit import API_KEY, LONG_TURN_MS, Watcher, naive_move, start_server
@@ -145,6 +148,43 @@ def test_unavailable_is_retried_then_raised_as_retryable() -> None:
         nowhere.get("t")
     assert down.value.code == grpc.StatusCode.UNAVAILABLE
     nowhere.close()
+
+
+def test_a_call_the_server_cancelled_is_sent_again_unchanged() -> None:
+    """A replica that stops before it runs a call may end it CANCELLED (gRPC's own stop):
+    the client sends the very same request again (a move's request id makes that safe), as
+    for UNAVAILABLE, and gives up after ``retries`` like there."""
+    seen: list[bytes] = []
+    answers = [grpc.StatusCode.CANCELLED, grpc.StatusCode.CANCELLED, grpc.StatusCode.OK]
+
+    def join(request: bytes, context: grpc.ServicerContext) -> bytes:
+        seen.append(request)
+        code = answers.pop(0) if answers else grpc.StatusCode.CANCELLED
+        if code is not grpc.StatusCode.OK:
+            context.abort(code, "stopped before it ran the call")
+        return pb.JoinSeatResponse(
+            seat_token="st_t.x", table=pb.TableView(version=2)
+        ).SerializeToString()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    handler = grpc.unary_unary_rpc_method_handler(join)  # bytes in, bytes out
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("ofcpoker.v1.TableService", {"JoinSeat": handler}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        client = TableClient(f"127.0.0.1:{port}", retries=3, retry_delay=0.01, timeout=5)
+        assert client.join("t", 0, "ann", expected_version=1) == "st_t.x"
+        assert len(seen) == 3 and len(set(seen)) == 1  # the same request, its id included
+        assert pb.JoinSeatRequest.FromString(seen[0]).request_id
+        seen.clear()
+        with pytest.raises(OfcClientError) as cancelled:  # every answer CANCELLED from now on
+            client.join("t", 1, "bob", expected_version=2)
+        assert cancelled.value.code == grpc.StatusCode.CANCELLED and len(seen) == 4
+        client.close()
+    finally:
+        server.stop(None)
 
 
 def test_join_leave_and_resume_a_seat_with_a_saved_token(live: BackgroundServer) -> None:

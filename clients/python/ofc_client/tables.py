@@ -16,8 +16,9 @@ What the client does for you:
   not seen yet is read first. A stale version raises :class:`StaleVersionError`: call
   :meth:`TableClient.get` (or watch) and decide again.
 - **Request ids.** Every mutating call gets a fresh ``uuid4`` request id (or the
-  ``request_id=`` you pass). UNAVAILABLE answers (a replica or the store briefly down) are
-  retried ``retries`` times with the *same* request, so a move is applied at most once;
+  ``request_id=`` you pass). UNAVAILABLE answers (a replica or the store briefly down), and
+  CANCELLED ones (a replica that stopped before it ran the call), are retried ``retries``
+  times with the *same* request, so a move is applied at most once;
   :meth:`TableClient.retry` sends the last mutating request again, unchanged (its
   credentials too), whenever you decide to (the server answers a request id it has seen
   with its first result, to the credentials that sent it).
@@ -87,12 +88,16 @@ class _Request:
     credentials: tuple[tuple[str, str], ...]
 
 
+# What a unary call sends again, unchanged (see TableClient._call).
+_RETRIED = frozenset((grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED))
+
+
 class TableClient:
     """A connection to an ofc server's TableService (see the module docstring).
 
     ``target`` is ``HOST:PORT`` (or any gRPC target, e.g. ``ipv4:10.0.0.1:50051,10.0.0.2:50051``
     for several replicas); plaintext unless ``credentials`` are given. ``retries``: how
-    often an UNAVAILABLE call is sent again (same request id), waiting ``retry_delay``
+    often an UNAVAILABLE or CANCELLED call is sent again (same request id), waiting ``retry_delay``
     seconds, doubling each time. One client may be used from several threads.
     """
 
@@ -183,7 +188,9 @@ class TableClient:
         credentials: tuple[tuple[str, str], ...] | None = None,
     ) -> Any:
         """One unary call; UNAVAILABLE is retried with the very same message (and the same
-        ``credentials``, default: the ones held)."""
+        ``credentials``, default: the ones held), and so is CANCELLED, which a blocking call
+        gets only from the server's side: a replica that stopped before it ran the call (a
+        mutation's retry is safe: the request id makes it apply once)."""
         attempt = 0
         while True:
             try:
@@ -191,7 +198,7 @@ class TableClient:
                 return method(message, timeout=self.timeout, metadata=metadata)
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error)
-            if error.code != grpc.StatusCode.UNAVAILABLE or attempt >= self.retries:
+            if error.code not in _RETRIED or attempt >= self.retries:
                 raise error
             time.sleep(self.retry_delay * 2**attempt)
             attempt += 1
