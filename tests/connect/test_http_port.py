@@ -36,6 +36,7 @@ from ofc_service.server.http import _Base64Pieces
 from ofcpoker.v1 import rules_service_pb2, table_service_pb2
 
 from tests.conftest import self_signed_certificate
+from tests.connect.conftest import serve, stop
 from tests.connect.http_stub import HttpRpcError, HttpStub, b64_quanta_decode
 
 ORIGIN = "https://casino.example"
@@ -235,6 +236,59 @@ def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> N
     assert info.reason == "SERVER_SHUTTING_DOWN"
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{url}/healthz", timeout=2)
+
+
+def test_a_stopping_server_refuses_new_calls_retryably_and_closes_their_connections() -> None:
+    """As on the gRPC port: once the server stops, a call that comes on the HTTP port did
+    nothing and is answered 503, Connect ``unavailable``, reason SERVER_SHUTTING_DOWN, with
+    ``Connection: close`` (the client's next call opens a new connection, which goes to
+    another replica); never another error. Ten clients keep calling until one is refused or
+    their connection ends."""
+    served = serve()
+    host, port = served.http.removeprefix("http://").split(":")
+    body = json.dumps({"hand": {"players": [
+        {"board": {"top": ["Ac", "3d", "2h"], "middle": ["6c", "6d", "9h", "8s", "4c"],
+                   "bottom": ["9c", "8c", "7d", "6h", "5s"]}},
+        {"board": {"top": ["Kd", "3c", "2d"], "middle": ["5c", "5d", "9d", "8h", "4d"],
+                   "bottom": ["7c", "7h", "Qd", "Js", "4s"]}}]}}).encode()  # fmt: skip
+    refused: list[tuple[int, str, str, str | None]] = []
+    calls = threading.Barrier(11)
+
+    def client() -> None:
+        connection = http.client.HTTPConnection(host, int(port), timeout=20)
+        first = True
+        while True:
+            try:
+                connection.request(
+                    "POST", "/ofcpoker.v1.RulesService/SettleHand", body,
+                    {"content-type": "application/json"},
+                )  # fmt: skip
+                answer = connection.getresponse()
+                data = answer.read()
+            except (OSError, http.client.HTTPException):
+                return  # the server closed the connection, or refuses new ones
+            if first:
+                first = False
+                calls.wait(timeout=20)
+            if answer.status != 200:
+                error = json.loads(data)
+                reason = error_details_pb2.ErrorInfo.FromString(
+                    details(error)["google.rpc.ErrorInfo"]
+                ).reason
+                closing = answer.getheader("connection")
+                refused.append((answer.status, error["code"], reason, closing))
+                return
+
+    threads = [threading.Thread(target=client) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    calls.wait(timeout=20)  # every client has had an answer: all are calling
+    time.sleep(0.2)
+    assert stop(served) == 0
+    for thread in threads:
+        thread.join(timeout=20)
+    assert refused, "no call came once the server stopped: the test proves nothing"
+    assert set(refused) == {(503, "unavailable", "SERVER_SHUTTING_DOWN", "close")}, refused
 
 
 def _raw_exchange(port: int, pieces: list[tuple[float, bytes]], *, wait: float = 10) -> bytes:

@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+import h2.errors
 import h2.events
+import h2.settings
 from connectrpc.errors import ConnectError
 from grpc_health.v1 import health, health_pb2
 from hypercorn.asyncio.run import worker_serve
@@ -73,6 +75,7 @@ from ofc_service.api.errors import (
     RequestBodyTimeoutError,
     WrongMessageCountError,
 )
+from ofc_service.api.shutdown import Shutdown
 from ofc_service.server.config import DEFAULT_HTTP_BODY_SECONDS, ServerConfig
 
 log = logging.getLogger("ofc.http")
@@ -113,7 +116,9 @@ class HttpApp:
         read_max_bytes: int | None = None,
         body_seconds: float = DEFAULT_HTTP_BODY_SECONDS,
         web_dir: Path = WEB_DIR,
+        stopping: Shutdown | None = None,
     ) -> None:
+        self.stopping = stopping
         self.apps: dict[str, Any] = {}
         # the methods whose request is one message (unary and server-streaming)
         self.one_message: frozenset[str] = frozenset()
@@ -182,6 +187,13 @@ class HttpApp:
                 content_type = _header(scope, b"content-type") or ""
             receive = _checked_envelopes(scope, receive, content_type, one_message=one)
             refused = _header_refusal(scope, content_type)
+            if self.stopping is not None and self.stopping.started:
+                # As on the gRPC port: a call that comes once the server is stopping does
+                # nothing and is refused UNAVAILABLE, SERVER_SHUTTING_DOWN (sent again, it
+                # goes to another replica; over HTTP/1.1 on a new connection).
+                refused = b"", refusal(self.stopping.refuse())
+                if scope.get("http_version", "1.1").startswith("1"):
+                    send = _closing(send)
             if refused is None:
                 await app(scope, receive, send)
                 return
@@ -515,6 +527,21 @@ class _Base64Pieces:
             raise malformed_request(f"the grpc-web-text body is not base64: {exc}") from None
 
 
+def _closing(send: Send) -> Send:
+    """``send`` with ``Connection: close`` on the response (HTTP/1.1): the client's next call
+    opens a new connection rather than meeting this one closed under it."""
+
+    async def send_closing(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {
+                **message,
+                "headers": [*message.get("headers", ()), (b"connection", b"close")],
+            }
+        await send(message)
+
+    return send_closing
+
+
 def _with_cors(send: Send, origin: str) -> Send:
     async def send_with_cors(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
@@ -571,6 +598,15 @@ def _drop_data_of_closed_streams() -> None:
             if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
                 size = event.flow_controlled_length
                 self.connection.acknowledge_received_data(size, event.stream_id)
+                await self._flush()
+            elif isinstance(event, h2.events.RequestReceived) and self.context.terminated.is_set():
+                # A stream opened once Hypercorn stops: refused as REFUSED_STREAM (not run:
+                # clients send it again elsewhere; gRPC's read it as UNAVAILABLE), where
+                # Hypercorn resets it with NO_ERROR, which gRPC clients read as INTERNAL.
+                self.connection.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                self.connection.update_settings(
+                    {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0}
+                )
                 await self._flush()
             else:
                 await handle_events(self, [event])
@@ -630,10 +666,12 @@ def create_http_server(
     health_servicer: health.aio.HealthServicer,
     *,
     reuse_port: bool = False,
+    stopping: Shutdown | None = None,
 ) -> HttpServer | None:
     """The HTTP port of ``config`` (None when ``http_listen`` is empty) serving ``handlers``
     (by service name: the same handlers objects the gRPC port serves); ``reuse_port``: shared
-    with the other worker processes (SO_REUSEPORT), as the gRPC port is."""
+    with the other worker processes (SO_REUSEPORT), as the gRPC port is; ``stopping``: the
+    server's, whose calls that come once it stops are refused."""
     if not config.http_listen:
         return None
     app = HttpApp(
@@ -642,6 +680,7 @@ def create_http_server(
         cors_origins=config.cors_origin_list,
         read_max_bytes=config.max_message_bytes,
         body_seconds=config.http_body_seconds,
+        stopping=stopping,
     )
     return HttpServer(app, config, reuse_port=reuse_port)
 

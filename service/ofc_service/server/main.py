@@ -120,7 +120,9 @@ class OfcServer:
         loop = asyncio.get_running_loop()
         began = loop.time()
         refusing = self.shutdown.quiet(limit_s=min(grace, QUIET_LIMIT_S))
-        await steps.run({"refuse waiting calls": refusing})
+        await steps.run(
+            {"refuse waiting calls": refusing}, timeout_s=QUIET_LIMIT_S + STEP_TIMEOUT_S
+        )
         grace = max(0.0, grace - (loop.time() - began))
         drain: dict[str, Coroutine[Any, Any, object]] = {
             "deadline sweeper": self.sweeper.stop(),
@@ -214,7 +216,7 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         from ofc_service.server.http import create_http_server
 
         ofc_server.http = create_http_server(
-            config, handlers, health_servicer, reuse_port=reuse_port
+            config, handlers, health_servicer, reuse_port=reuse_port, stopping=shutdown
         )
     ofc_server.relay, ofc_server.feed, ofc_server.shutdown = relay, feed, shutdown
     ofc_server.store_health = StoreHealth(
