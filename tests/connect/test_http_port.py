@@ -9,6 +9,7 @@ gRPC one, and stops serving the port.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
@@ -27,12 +28,18 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.settings
 import pytest
 from google.rpc import error_details_pb2
+from hypercorn.protocol import h2 as hypercorn_h2
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
-from ofc_service.server.http import _Base64Pieces
+from ofc_service.server.http import _Base64Pieces, _drop_data_of_closed_streams
 from ofcpoker.v1 import rules_service_pb2, table_service_pb2
 
 from tests.conftest import self_signed_certificate
@@ -620,3 +627,43 @@ def test_grpc_web_text_pieces_read_back_however_the_body_is_cut() -> None:
         chunks = [body[i : i + size] for i in range(0, len(body), size)]
         read = b"".join(reader.feed(c, last=i == len(chunks) - 1) for i, c in enumerate(chunks))
         assert read == b"".join(frames)
+
+
+def test_a_stream_opened_once_hypercorn_stops_is_refused_not_reset_without_error() -> None:
+    """Hypercorn resets a stream that opens once it stops with NO_ERROR, which gRPC clients
+    read as INTERNAL; the server's HTTP/2 handler resets it REFUSED_STREAM (not run: sent
+    again elsewhere, UNAVAILABLE at a gRPC client) and allows no more streams."""
+    _drop_data_of_closed_streams()  # what HttpServer.start puts in place
+    server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    server.initiate_connection()
+    client.initiate_connection()
+    server.receive_data(client.data_to_send())
+    client.receive_data(server.data_to_send())
+    client.send_headers(
+        1, [(":method", "POST"), (":path", "/ofcpoker.v1.RulesService/SettleHand"),
+            (":scheme", "http"), (":authority", "ofc")],
+    )  # fmt: skip
+    opened = server.receive_data(client.data_to_send())
+    sent: list[bytes] = []
+
+    class Stopping:  # the part of Hypercorn's H2Protocol the handler uses here
+        connection = server
+
+        def __init__(self) -> None:
+            self.streams: dict[int, Any] = {}
+            self.context = type("Context", (), {"terminated": threading.Event()})()
+            self.context.terminated.set()
+
+        async def _flush(self) -> None:
+            sent.append(server.data_to_send())
+
+    requests = [e for e in opened if isinstance(e, h2.events.RequestReceived)]
+    asyncio.run(hypercorn_h2.H2Protocol._handle_events(Stopping(), requests))  # type: ignore[arg-type]
+    seen = client.receive_data(b"".join(sent))
+    resets = [e for e in seen if isinstance(e, h2.events.StreamReset)]
+    assert [(r.stream_id, r.error_code) for r in resets] == [
+        (1, h2.errors.ErrorCodes.REFUSED_STREAM)
+    ]
+    (changed,) = [e for e in seen if isinstance(e, h2.events.RemoteSettingsChanged)]
+    assert changed.changed_settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS].new_value == 0
