@@ -88,7 +88,7 @@ class _Request:
     credentials: tuple[tuple[str, str], ...]
 
 
-# What a unary call sends again, unchanged (see TableClient._call).
+# What a unary call sends again, unchanged (TableClient._call), and a watch reconnects on.
 _RETRIED = frozenset((grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED))
 
 
@@ -618,7 +618,7 @@ class TableWatch:
 
 def _reconnectable(error: OfcClientError) -> bool:
     """A replica or the store went away (or the server ended the stream): try again."""
-    return error.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+    return error.code in _RETRIED
 
 
 def _placement_pairs(
