@@ -70,11 +70,13 @@ from ofc.engine import (
     Timeout,
     TimeoutApplied,
     dealt_batches,
+    make_board,
+    make_hand,
+    make_hand_seat,
     replay,
 )
 from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import Category, HandValue
-from ofc.frozen import maker
 from ofc.rulesets import (
     BOARD_SIZE,
     DEFAULT_RULESET,
@@ -1049,8 +1051,8 @@ def seat_from_own_bytes(raw: bytes) -> HandSeat:
     if len(cards) != top + middle + bottom + pending + discards:
         raise ValueError("an own hand seat's cards are not its rows' sizes")
     a, b, c, d = top, top + middle, top + middle + bottom, top + middle + bottom + pending
-    board = _make_board(cards[:a], cards[a:b], cards[b:c])
-    return _make_hand_seat(seat, fantasyland, streak, board, cards[c:d], cards[d:])
+    board = make_board(cards[:a], cards[a:b], cards[b:c])
+    return make_hand_seat(seat, fantasyland, streak, board, cards[c:d], cards[d:])
 
 
 def hand_from_own_parts(
@@ -1059,7 +1061,7 @@ def hand_from_own_parts(
     """The hand of its parts, each already read (:class:`OwnParts`)."""
     number, button, server_seed, client_seed, started_at_ms = head
     dealt, street, turn, updated_at_ms = _OWN_PROGRESS.unpack(progress)
-    return _make_hand_state(
+    return make_hand(
         number,
         button,
         server_seed,
@@ -1075,10 +1077,6 @@ def hand_from_own_parts(
 
 
 _OWN_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-# The values of a server's own bytes, written from values the engine checked (ofc.frozen).
-_make_board = maker(Board)
-_make_hand_seat = maker(HandSeat)
-_make_hand_state = maker(HandState)
 
 
 # --- actions --------------------------------------------------------------------------------

@@ -1101,7 +1101,7 @@ def _next_match(
     (:func:`ofc.frozen.maker`) rather than with ``dataclasses.replace`` (about twice the
     cost of ``__init__``) or ``__init__`` (a wrapped ``object.__setattr__`` per field):
     a move makes several."""
-    return _make_match(
+    return make_match(
         state.ruleset,
         state.seats if seats is None else seats,
         state.button if button is None else button,
@@ -1121,7 +1121,7 @@ def _next_hand(
     turn: int | None,
     updated_at_ms: int,
 ) -> HandState:
-    return _make_hand(
+    return make_hand(
         hand.number,
         hand.button,
         hand.server_seed,
@@ -1139,16 +1139,18 @@ def _next_hand(
 def _hand_seat_with(
     seat: HandSeat, board: Board, pending: tuple[Card, ...], discards: tuple[Card, ...]
 ) -> HandSeat:
-    return _make_hand_seat(
+    return make_hand_seat(
         seat.seat, seat.fantasyland, seat.fantasyland_streak, board, pending, discards
     )
 
 
-# Every field, in order, set slot by slot: the reducers' constructors (see _next_match).
-_make_match = maker(MatchState)
-_make_hand = maker(HandState)
-_make_hand_seat = maker(HandSeat)
-_make_board = maker(Board)
+# Constructors of the engine's values taking every field in order and setting them slot by
+# slot (ofc.frozen.maker): the reducers' (see _next_match), and the readers' of values the
+# engine already checked (the service's own records and requests, ofc.codec's own bytes).
+make_match = maker(MatchState)
+make_hand = maker(HandState)
+make_hand_seat = maker(HandSeat)
+make_board = maker(Board)
 
 
 def _start(state: MatchState, action: StartHand) -> tuple[MatchState, Events]:
@@ -1239,7 +1241,7 @@ def _place(
             bottom = (*bottom, card)
     discards = seat.discards if discard is None else (*seat.discards, discard)
     seats = list(hand.seats)
-    seats[index] = _hand_seat_with(seat, _make_board(top, middle, bottom), (), discards)
+    seats[index] = _hand_seat_with(seat, make_board(top, middle, bottom), (), discards)
     events: list[Event] = [CardsPlaced(seat.seat, hand.street, placements)]
     if discard is not None:
         events.append(DiscardMade(seat.seat, hand.street, discard))

@@ -19,8 +19,8 @@ from typing import Any, NamedTuple, NoReturn
 
 from ofc import errors as core
 from ofc.cards import CODES, NATURAL_CARDS, RANK_CHARS, Card
+from ofc.engine import make_board  # built for two thirds of a frozen __init__'s cost
 from ofc.evaluator import Category, HandValue
-from ofc.frozen import maker
 from ofc.rulesets import PRESETS, ROWS, Row, Ruleset, StayCondition, get_ruleset, ruleset_from_dict
 from ofc.scoring import Board, BoardResult, Settlement, settle, validate_boards
 from ofc.shuffle import SERVER_SEED_BYTES, parse_seed_hex
@@ -61,7 +61,6 @@ def _row_words(tag: int) -> dict[int, Card]:
 _TOP_WORDS, _MIDDLE_WORDS, _BOTTOM_WORDS = (_row_words(tag) for tag in (0x0A, 0x12, 0x1A))
 _WORD_TABLES = (_TOP_WORDS,) * 3 + (_MIDDLE_WORDS,) * 5 + (_BOTTOM_WORDS,) * 5
 _lookup = dict.__getitem__
-_make_board = maker(Board)  # a frozen dataclass built for two thirds of its __init__'s cost
 
 
 def _board_from_wire(raw: bytes) -> Board | None:
@@ -70,7 +69,7 @@ def _board_from_wire(raw: bytes) -> Board | None:
         cards = tuple(map(_lookup, _WORD_TABLES, _BOARD_WORDS.unpack(raw)))
     except (KeyError, struct.error):
         return None
-    return _make_board(cards[:3], cards[3:8], cards[8:])
+    return make_board(cards[:3], cards[3:8], cards[8:])
 
 
 def read_board(board: cards_pb2.Board) -> Board | None:
@@ -118,7 +117,7 @@ def _players_from_wire(raw: bytes) -> tuple[list[Board], list[str], int] | None:
             else:
                 break
             cards = tuple(map(lookup, tables, unpack(raw, start)))
-            boards.append(_make_board(cards[:3], cards[3:8], cards[8:]))
+            boards.append(make_board(cards[:3], cards[3:8], cards[8:]))
             ids.append(pid)
     except (KeyError, IndexError, UnicodeDecodeError, struct.error):
         return None  # a code that is not canonical, a short board or player, a bad id
@@ -641,7 +640,7 @@ def read_wire(raw: bytes) -> PlainHand | None:
             pass
         else:
             rows = iter(shape.rows(cards))
-            return PlainHand(list(map(_make_board, rows, rows, rows)), shape.no_ids, resolved)
+            return PlainHand(list(map(make_board, rows, rows, rows)), shape.no_ids, resolved)
     read = _players_from_wire(raw)
     if read is None:
         return None

@@ -847,7 +847,7 @@ class TableRecord:
                     progress,
                     _seats(seat_parts, base, was),
                 )
-            match = _make_match(ruleset, match.seats, match.button, match.hands_played,
+            match = engine.make_match(ruleset, match.seats, match.button, match.hands_played,
                                 match.max_hands, hand, match.pair_units)  # fmt: skip
             if not start:
                 hand_start = None
@@ -953,7 +953,6 @@ class TableRecord:
 
 # A record read back from its parts: their values, as written, were checked (ofc.frozen).
 _make_record = maker(TableRecord)
-_make_match = maker(MatchState)
 
 SeatChanges = tuple[engine.SitDown | engine.StandUp, ...] | None
 
