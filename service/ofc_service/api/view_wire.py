@@ -16,6 +16,7 @@ generated descriptors.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ofc import engine
 from ofc.cards import CODES
@@ -23,7 +24,7 @@ from ofc.rulesets import Row
 from ofcpoker.v1 import cards_pb2
 
 from ofc_service.api.outcome_wire import settlement_bytes, varint, zigzag
-from ofc_service.application.records import TableRecord
+from ofc_service.application.records import TableRecord, WrittenCache
 
 # Wire types: 0 varint, 2 length-delimited; a key is (field number << 3) | wire type.
 FIELD_NUMBERS = {
@@ -167,22 +168,20 @@ def _hand(record: TableRecord, viewer: int | None) -> bytes:
     return b"".join(parts)
 
 
-# Each table's seats as every view writes them (its SeatView fields 5, one a seat), kept by
-# the record's tuple of seats with the money and players' seeds they were written with: the
-# seats change between hands and when a seat is taken or left, not from move to move. Keyed
-# by the tuple's id, holding the tuple (so the id is not another's while kept); cleared when
-# full.
-_SEATS_WRITTEN: dict[int, tuple[object, object, object, bytes]] = {}
-_SEATS_WRITTEN_MAX = 4096
+# Each table's seats as every view writes them (its SeatView fields 5, one a seat), by the
+# seats with the money and players' seeds they were written with: they change between hands
+# and when a seat is taken or left, not from move to move.
+_SEATS_WRITTEN: WrittenCache[tuple[Any, ...]] = WrittenCache(4096)
 
 
 def _seats(record: TableRecord) -> bytes:
-    seats, units, own_seeds = record.match.seats, record.seat_units, record.seat_client_seeds
-    kept = _SEATS_WRITTEN.get(id(seats))
-    if kept is not None and kept[0] is seats and kept[1] == units and kept[2] == own_seeds:
-        return kept[3]
-    by_seat = dict(own_seeds)
-    written = b"".join(
+    key = (record.match.seats, record.seat_units, record.seat_client_seeds)
+    return _SEATS_WRITTEN.text(key, lambda: _seats_bytes(record))
+
+
+def _seats_bytes(record: TableRecord) -> bytes:
+    by_seat = dict(record.seat_client_seeds)
+    return b"".join(
         [
             _delimited(
                 5,
@@ -198,13 +197,9 @@ def _seats(record: TableRecord) -> bytes:
                     )
                 ),
             )
-            for i, s in enumerate(seats)
+            for i, s in enumerate(record.match.seats)
         ]
     )
-    if len(_SEATS_WRITTEN) >= _SEATS_WRITTEN_MAX:
-        _SEATS_WRITTEN.clear()
-    _SEATS_WRITTEN[id(seats)] = (seats, units, own_seeds, written)
-    return written
 
 
 def view_bytes(

@@ -168,7 +168,7 @@ _FRAGMENTS: _Fragments[str] = _Fragments(16_384)  # format 5's JSON (TableRecord
 _PIECES: _Fragments[bytes] = _Fragments(16_384)  # format 7's parts (TableRecord.to_bytes)
 
 
-class _Written(_Lru[T, bytes]):
+class WrittenCache(_Lru[T, bytes]):
     """The encodings of values by equality (values rebuilt from move to move whose parts
     stay the same): the few this replica wrote last."""
 
@@ -217,9 +217,9 @@ _MATCHES = _Decoded(1024, keep=False)
 _HAND_HEADS = _Decoded(1024, keep=False)
 _DECKS = _Decoded(1024, keep=False)
 _ACTION_RUNS = _Decoded(2048, keep=False)
-_HEAD_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
-_MATCH_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
-_HAND_TEXTS: _Written[tuple[Any, ...]] = _Written(1024)
+_HEAD_TEXTS: WrittenCache[tuple[Any, ...]] = WrittenCache(1024)
+_MATCH_TEXTS: WrittenCache[tuple[Any, ...]] = WrittenCache(1024)
+_HAND_TEXTS: WrittenCache[tuple[Any, ...]] = WrittenCache(1024)
 
 
 def caches() -> tuple[_Lru[Any, Any], ...]:
