@@ -186,14 +186,15 @@ class HttpApp:
                 scope, receive, send = _grpc_web_text(scope, receive, send)
                 content_type = _header(scope, b"content-type") or ""
             receive = _checked_envelopes(scope, receive, content_type, one_message=one)
-            refused = _header_refusal(scope, content_type)
             if self.stopping is not None and self.stopping.started:
                 # As on the gRPC port: a call that comes once the server is stopping does
                 # nothing and is refused UNAVAILABLE, SERVER_SHUTTING_DOWN (sent again, it
                 # goes to another replica; over HTTP/1.1 on a new connection).
-                refused = b"", refusal(self.stopping.refuse())
+                refused: tuple[bytes, ConnectError] | None = b"", refusal(self.stopping.refuse())
                 if scope.get("http_version", "1.1").startswith("1"):
                     send = _closing(send)
+            else:
+                refused = _header_refusal(scope, content_type)
             if refused is None:
                 await app(scope, receive, send)
                 return
