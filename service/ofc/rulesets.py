@@ -441,7 +441,9 @@ def _validate(r: Ruleset) -> None:
     if sum(s.place for s in r.streets) != BOARD_SIZE:
         raise bad(f"streets must place exactly {BOARD_SIZE} cards", "streets")
     if not 2 <= r.min_players <= r.max_players <= 4:
-        raise bad("players must satisfy 2 <= min_players <= max_players <= 4", "max_players")
+        # The field named is the one out of 2..4 (min_players first); both in range: max.
+        named = "max_players" if 2 <= r.min_players <= 4 else "min_players"
+        raise bad("players must satisfy 2 <= min_players <= max_players <= 4", named)
     if r.unit_value < 1:
         raise bad("unit_value must be at least 1", "unit_value")
     if r.loss_cap is not None and r.loss_cap < 1:

@@ -161,22 +161,29 @@ def verify_commitment(server_seed: bytes, expected: str) -> bool:
 
 
 def parse_seed_hex(text: str) -> bytes:
-    """A 32-byte server seed from 64 hex digits.
+    """A 32-byte server seed from exactly 64 hex digits (either case; nothing else, not even
+    the whitespace ``bytes.fromhex`` would skip: a seed given is the seed as written).
 
-    >>> parse_seed_hex("00" * 31 + "ff")[-1]
+    >>> parse_seed_hex("00" * 31 + "FF")[-1]
     255
+    >>> parse_seed_hex(" 00" * 32)
+    Traceback (most recent call last):
+    ...
+    ofc.errors.InvalidSeedError: server seed is not hex: ' 00 00 00'...
     """
-    try:
-        seed = bytes.fromhex(text.strip())
-    except (ValueError, AttributeError):
-        raise InvalidSeedError(f"server seed is not hex: {text!r}", field="server_seed") from None
-    if len(seed) != SERVER_SEED_BYTES:
+    if not isinstance(text, str) or len(text) % 2 or not all(c in _HEX_DIGITS for c in text):
+        shown = f"{text[:9]!r}..." if isinstance(text, str) and len(text) > 12 else repr(text)
+        raise InvalidSeedError(f"server seed is not hex: {shown}", field="server_seed")
+    if len(text) != 2 * SERVER_SEED_BYTES:
         raise InvalidSeedError(
             f"server seed must be {SERVER_SEED_BYTES} bytes ({2 * SERVER_SEED_BYTES} hex digits), "
-            f"got {len(seed)}",
+            f"got {len(text) // 2}",
             field="server_seed",
         )
-    return seed
+    return bytes.fromhex(text)
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def combine_client_seeds(seeds: Sequence[bytes]) -> bytes:

@@ -91,6 +91,17 @@ def test_a_seat_the_table_lacks_is_refused_for_the_credentials_first(stale: bool
     assert other_id != table_id
 
 
+def test_an_operator_viewing_as_a_seat_the_table_lacks_is_told_so_as_a_mover_is() -> None:
+    """``as_seat`` out of the table's seats is the same mistake as a move's unknown seat
+    (UNKNOWN_SEAT, a precondition of this table), and without an operator key it is ignored."""
+    service = Service()
+    table_id, tokens = _table(service)
+    unknown = grpc.StatusCode.FAILED_PRECONDITION, "UNKNOWN_SEAT"
+    view = pb.GetTableRequest(table_id=table_id, as_seat=2)
+    assert service.refused("GetTable", view, OPERATOR) == unknown
+    assert service.call("GetTable", view, seat_md(tokens[1])).table.viewer_seat == 1
+
+
 def test_history_reads_refuse_credentials_that_do_not_hold() -> None:
     service = Service()
     table_id, tokens = _table(service)

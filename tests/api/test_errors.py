@@ -281,6 +281,24 @@ CASES: list[tuple[str, tuple[str, Message], str, str]] = [
     ),
     ("no seed", ("DeriveDeck", pb.DeriveDeckRequest(nonce=1)), "INVALID_SEED", "server_seed_hex"),
     (
+        "seed hex with spaces",
+        ("DeriveDeck", pb.DeriveDeckRequest(server_seed_hex=" ".join(["00"] * 32))),
+        "INVALID_SEED",
+        "server_seed_hex",
+    ),
+    (
+        "seed hex padded",
+        ("VerifyCommitment", pb.VerifyCommitmentRequest(server_seed_hex=f" {'00' * 32}\n")),
+        "INVALID_SEED",
+        "server_seed_hex",
+    ),
+    (
+        "three jokers",
+        ("DeriveDeck", pb.DeriveDeckRequest(server_seed_hex="00" * 32, jokers=3)),
+        "INVALID_INPUT",
+        "jokers",
+    ),
+    (
         "bad commitment",
         (
             "VerifyCommitment",

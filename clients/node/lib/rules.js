@@ -236,7 +236,9 @@ function validate(r) {
   }
   if (r.streets.reduce((n, s) => n + s.place, 0) !== BOARD_SIZE) fail(`streets must place exactly ${BOARD_SIZE} cards`, 'streets');
   if (!(r.min_players >= 2 && r.min_players <= r.max_players && r.max_players <= 4)) {
-    fail('players must satisfy 2 <= min_players <= max_players <= 4', 'max_players');
+    // The field named is the one out of 2..4 (min_players first); both in range: max.
+    const named = r.min_players >= 2 && r.min_players <= 4 ? 'max_players' : 'min_players';
+    fail('players must satisfy 2 <= min_players <= max_players <= 4', named);
   }
   if (r.unit_value < 1) fail('unit_value must be at least 1', 'unit_value');
   if (r.loss_cap !== null && r.loss_cap < 1) fail('loss_cap must be at least 1 when set', 'loss_cap');

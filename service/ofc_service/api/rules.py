@@ -455,8 +455,8 @@ class RulesHandlers:
             if request.WhichOneof("client_seed") == "client_seed_text"
             else request.client_seed_bytes
         )
-        if request.jokers > MAX_JOKERS:
-            raise core.InvalidSeedError(
+        if request.jokers > MAX_JOKERS:  # a count out of range, not a bad seed
+            raise core.InvalidInputError(
                 f"a deck has 0..{MAX_JOKERS} jokers, not {request.jokers}", field="jokers"
             )
         deck = deal_deck(seed, client_seed, request.nonce, jokers=request.jokers)

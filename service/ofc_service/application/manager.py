@@ -37,7 +37,7 @@ from typing import Any
 from ofc import engine
 from ofc.codec import HandContext, TurnClock, history_of_hand
 from ofc.engine import Action, Event
-from ofc.errors import InvalidInputError, OfcError, UnknownSeatError
+from ofc.errors import OfcError, UnknownSeatError
 from ofc.policy import DEFAULT_POLICY, DefaultMovePolicy, timeout
 from ofc.rulesets import PRESETS
 from ofc.verify import money_at, verify_match
@@ -305,7 +305,7 @@ class TableManager:
         operator (None: a spectator's view)."""
         if self.auth.is_operator(creds):
             if as_seat is not None and not 0 <= as_seat < len(record.match.seats):
-                raise InvalidInputError(f"no seat {as_seat} at this table", field="as_seat")
+                raise UnknownSeatError(f"no seat {as_seat} at this table", field="as_seat")
             return as_seat
         return self.auth.seat_of(creds, record.token_hashes, record.table_id)
 
