@@ -240,7 +240,8 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
         ids.append(player_id)
         boards.append(Board(rows[0], rows[1], rows[2]))
         tiers.append(tier)
-        streaks.append(streak)
+        # The hand in Fantasyland counts itself: 0 there means 1, as in SettleHand's Hand.
+        streaks.append(max(streak, 1) if tier else streak)
     return ScoreRequest(ruleset, tuple(ids), tuple(boards), tuple(tiers), tuple(streaks))
 
 

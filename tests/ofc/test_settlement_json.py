@@ -145,3 +145,26 @@ def test_a_repeated_player_id_is_refused_as_the_full_reading_refuses_it(
     assert _score_json(data) == _reference(data)
     with pytest.raises(InvalidInputError, match="unique"):
         score_request_from_dict(data)
+
+
+@pytest.mark.parametrize("streak", [None, 0, 1, 2])
+def test_a_fantasyland_hand_counts_itself_in_its_streak_as_settle_hand_does(
+    streak: int | None,
+) -> None:
+    """Trips on top would keep a Fantasyland player there, but the cap of one Fantasyland
+    in a row ends it: a streak of 0 (or none) in Fantasyland is this hand itself, 1."""
+    player = {
+        "id": "p0",
+        "top": "7c 7d 7h",
+        "middle": "Jc Jd Js 4s 2s",
+        "bottom": "Ac Kc Tc 5c 3c",
+        "in_fantasyland": True,
+    }
+    if streak is not None:
+        player["fantasyland_streak"] = streak
+    other = {"id": "p1", "top": "Kd 8h 3d", "middle": "Qh Qs 9s 6h 5h", "bottom": "As Ad Ah 9d 8s"}
+    capped = {"preset": "classic", "max_consecutive_fantasylands": 1}
+    players = json.loads(score_json({"ruleset": capped, "players": [player, other]}))["players"]
+    assert players[0]["fantasyland_next"] == {"qualifies": False, "cards": 0}
+    uncapped = json.loads(score_json({"players": [player, other]}))["players"]
+    assert uncapped[0]["fantasyland_next"] == {"qualifies": True, "cards": 13}
