@@ -46,6 +46,7 @@ from google.protobuf.descriptor import (
 from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
 
+from ofc_service.api import decode
 from ofc_service.api.errors import (
     REQUEST_ID_KEY,
     MalformedRequestError,
@@ -255,10 +256,12 @@ def json_error_field(message: str) -> str:
 class _TolerantCodec:
     """A codec whose undecodable input is the client's mistake: MALFORMED_REQUEST, with the
     reason and the field named when the parser names one, as gRPC's interceptor answers it
-    (connectrpc alone would send no details)."""
+    (connectrpc alone would send no details). A binary one refuses a number too wide for
+    its 32-bit field as the gRPC port does (:mod:`.decode`)."""
 
-    def __init__(self, codec: Codec[Any, Any]) -> None:
+    def __init__(self, codec: Codec[Any, Any], *, binary: bool = False) -> None:
         self._codec = codec
+        self._binary = binary
 
     def name(self) -> str:
         return self._codec.name()
@@ -268,7 +271,7 @@ class _TolerantCodec:
 
     def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
         try:
-            return self._codec.decode(data, message_class)
+            message = self._codec.decode(data, message_class)
         except Exception as exc:
             text = str(exc)
             if isinstance(exc, JsonShapeError):
@@ -278,6 +281,12 @@ class _TolerantCodec:
             else:
                 field = ""
             raise malformed_request(text, field=field) from None
+        if self._binary:
+            try:
+                decode.checked(message, data)
+            except MalformedRequestError as exc:
+                raise refusal(exc) from None
+        return message
 
 
 def malformed_request(why: str, *, field: str = "") -> ConnectError:
@@ -397,7 +406,10 @@ class TransportErrors:
 def codecs() -> list[Codec[Any, Any]]:
     """The codecs the HTTP port speaks: protobuf binary and strict, compact JSON, each
     answering bad input MALFORMED_REQUEST."""
-    return [_TolerantCodec(google_protobuf_binary_codec()), _TolerantCodec(_StrictJsonCodec())]
+    return [
+        _TolerantCodec(google_protobuf_binary_codec(), binary=True),
+        _TolerantCodec(_StrictJsonCodec()),
+    ]
 
 
 def request_id(headers: Mapping[str, str]) -> str:

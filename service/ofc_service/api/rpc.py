@@ -24,6 +24,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
+from ofc_service.api import decode
 from ofc_service.api.errors import (
     REQUEST_ID_KEY,
     STATUS_DETAILS_KEY,
@@ -126,7 +127,7 @@ def method_handlers(
         kind = _METHOD_HANDLERS[method.client_streaming, method.server_streaming]
         methods[method.name] = kind(
             behaviour,
-            request_deserializer=None if method.name in raw else request_type.FromString,
+            request_deserializer=None if method.name in raw else decode.parser(request_type),
             response_serializer=serialize,
         )
     return methods

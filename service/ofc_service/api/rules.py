@@ -24,8 +24,13 @@ from ofc.verify import check_history_json, verify_match
 from ofcpoker.v1 import rules_service_pb2 as pb
 from ofcpoker.v1 import settlement_pb2
 
-from ofc_service.api import convert, outcome_wire
-from ofc_service.api.errors import BatchTooLargeError, error_detail, undecodable
+from ofc_service.api import convert, decode, outcome_wire
+from ofc_service.api.errors import (
+    BatchTooLargeError,
+    MalformedRequestError,
+    error_detail,
+    undecodable,
+)
 from ofc_service.api.settlement_feed import record_to_dict
 from ofc_service.auth import Credentials
 from ofc_service.metrics import REQUEST_ERRORS, settled_counters
@@ -139,9 +144,14 @@ def settle_batch(request: bytes) -> bytes | None:
 
 def _parsed_batch(request: bytes) -> pb.SettleHandsRequest:
     try:
-        return pb.SettleHandsRequest.FromString(request)
+        return _parse_batch(request)
+    except MalformedRequestError:  # a number too wide for its field, named
+        raise
     except Exception as exc:  # protobuf's DecodeError: what the server's parser answers
         raise undecodable(exc) from None
+
+
+_parse_batch = decode.parser(pb.SettleHandsRequest)
 
 
 def _hands_of(request: pb.SettleHandsRequest) -> list[bytes]:

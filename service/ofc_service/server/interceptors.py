@@ -64,6 +64,8 @@ def tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
     def deserialize(data: bytes) -> Any:
         try:
             return deserializer(data)
+        except MalformedRequestError as exc:  # api.decode's: it names the field
+            return Undecodable(exc)
         except Exception as exc:  # protobuf's DecodeError, or anything a deserializer raises
             return Undecodable(undecodable(exc))
 

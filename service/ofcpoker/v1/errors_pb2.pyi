@@ -44,7 +44,8 @@ class ErrorDetail(_message.Message):
     | INVALID_ROW         | INVALID_ARGUMENT    | a row that cannot be evaluated                 |
     | INVALID_INPUT       | INVALID_ARGUMENT    | any other malformed field (missing, range,     |
     |                     |                     | unknown enum value, duplicate id)              |
-    | MALFORMED_REQUEST   | INVALID_ARGUMENT    | request bytes that do not decode (bad UTF-8);  |
+    | MALFORMED_REQUEST   | INVALID_ARGUMENT    | request bytes that do not decode (bad UTF-8, a |
+    |                     |                     | number wider than its 32-bit field);           |
     |                     |                     | over HTTP also an envelope cut short, data     |
     |                     |                     | that does not decompress, bad base64           |
     | INVALID_TIMEOUT     | INVALID_ARGUMENT    | (HTTP port) a connect-timeout-ms or            |
