@@ -399,6 +399,11 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
         ("RulesService/EvaluateRow", {"cards": ["As", "Ad", "Kc"], "row": [1]}, "row"),
         ("RulesService/ValidateBoard", {"board": []}, "board"),
         ("RulesService/ValidateBoard", {"board": {}, "ruleset": "classic"}, "ruleset"),
+        # an integer field given a fraction or too large a number, at the top and nested
+        ("TableService/GetTable", {"tableId": "t", "asSeat": 1.5}, "asSeat"),
+        ("TableService/GetTable", {"tableId": "t", "asSeat": 4294967296}, "asSeat"),
+        ("RulesService/SettleHand", {"hand": {"players": [{"fantasylandStreak": 0.5}]}},
+         "hand.players.fantasylandStreak"),
         ("RulesService/SettleHand", {"hand": {"players": [{}, []]}}, "hand.players[1]"),
         ("RulesService/SettleHand", {"hand": {"players": [{"board": {"top": []}}],
                                               "ruleset": {"overrides": []}}},

@@ -230,6 +230,7 @@ def _json_fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
 
 _UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)" at "([^"]*)"')
 _FAILED_FIELD = re.compile(r"Failed to parse (\w+) field: ")
+_AT_FIELD = re.compile(r"^Couldn't parse [^:]*: .* at \w+\.(\w+)\.*$", re.DOTALL)
 
 
 def json_error_field(message: str) -> str:
@@ -243,14 +244,20 @@ def json_error_field(message: str) -> str:
     'board.top'
     >>> json_error_field("Failed to load JSON: Expecting value: line 1 column 1 (char 0).")
     ''
+    >>> json_error_field("Couldn't parse integer: 1.5 at GetTableRequest.asSeat")
+    'asSeat'
     """
     unknown = _UNKNOWN_FIELD.search(message)
     if unknown is not None:
         name, at = unknown.groups()
         return ".".join([*at.split(".")[1:], name])
     # A wrong-typed value: the chain of fields it was found under, outermost first.
-    chain = (m.group(1) for m in _FAILED_FIELD.finditer(message))
-    return ".".join(name for name in chain if not name.isdigit())
+    chain = [m.group(1) for m in _FAILED_FIELD.finditer(message)]
+    if chain:
+        return ".".join(name for name in chain if not name.isdigit())
+    # A top-level number that is not one ("Couldn't parse integer: 1.5 at Request.asSeat").
+    at = _AT_FIELD.search(message)
+    return at.group(1) if at is not None else ""
 
 
 class _TolerantCodec:
