@@ -93,7 +93,8 @@ class TableService(Protocol):
     async def leave_seat(self, request: LeaveSeatRequest, ctx: RequestContext[LeaveSeatRequest, LeaveSeatResponse], /) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat.
+        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
+        that hand can no longer be dealt, though the seat still shows the cards it earned).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -436,7 +437,8 @@ class TableServiceClient(ConnectClient):
     ) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat.
+        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
+        that hand can no longer be dealt, though the seat still shows the cards it earned).
         """
         return await self.execute_unary(
             request=request,
@@ -681,7 +683,8 @@ class TableServiceSync(Protocol):
     def leave_seat(self, request: LeaveSeatRequest, ctx: RequestContext[LeaveSeatRequest, LeaveSeatResponse], /) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat.
+        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
+        that hand can no longer be dealt, though the seat still shows the cards it earned).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1022,7 +1025,8 @@ class TableServiceClientSync(ConnectClientSync):
     ) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat.
+        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
+        that hand can no longer be dealt, though the seat still shows the cards it earned).
         """
         return self.execute_unary(
             request=request,

@@ -180,7 +180,8 @@ class TableServiceServicer:
 
     def LeaveSeat(self, request, context):
         """Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat.
+        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
+        that hand can no longer be dealt, though the seat still shows the cards it earned).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

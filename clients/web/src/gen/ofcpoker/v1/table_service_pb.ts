@@ -2039,7 +2039,8 @@ export const TableService: GenService<{
   },
   /**
    * Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-   * earned at this table is owed to the seat.
+   * earned at this table is owed to the seat, unless the match is over (`max_hands` played:
+   * that hand can no longer be dealt, though the seat still shows the cards it earned).
    *
    * @generated from rpc ofcpoker.v1.TableService.LeaveSeat
    */
