@@ -37,9 +37,15 @@ def test_score_jsonl_remote_equals_local_including_errors(
     hand = json.loads(EXAMPLE.read_text())
     overrides = {**hand, "ruleset": {"preset": "classic", "scoring": "2-4", "loss_cap": 3}}
     duplicate = json.loads(json.dumps(hand).replace('"Kd"', '"Ac"'))
+    # refused by the client before any call: each is its line's error, and the batch goes on
+    not_a_ruleset = {**hand, "ruleset": 5}
+    bad_card = json.loads(json.dumps(hand).replace('"Qd"', '"Q?"'))
+    too_deep = "[" * 100_000 + "]" * 100_000  # past Python's recursion limit
+    too_long = '{"players": ' + "1" * 5000 + "}"  # past Python's 4300 digits
     lines = "\n".join(
-        [json.dumps(hand), "", json.dumps(overrides), "{not json", json.dumps(duplicate)]
-    )
+        [json.dumps(hand), "", json.dumps(overrides), "{not json", json.dumps(duplicate),
+         json.dumps(not_a_ruleset), json.dumps(bad_card), too_deep, too_long, json.dumps(hand)]
+    )  # fmt: skip
 
     def score(*extra: str) -> tuple[int, list[dict[str, object]]]:
         monkeypatch.setattr("sys.stdin", io.StringIO(lines + "\n"))
@@ -49,8 +55,16 @@ def test_score_jsonl_remote_equals_local_including_errors(
     local_status, local = score()
     remote_status, remote = score("--server", server.address)
     assert local_status == remote_status == 2
-    assert len(local) == len(remote) == 4
-    assert remote[:3] == local[:3]
+    assert len(local) == len(remote) == 9
+    assert remote[:3] == local[:3] and remote[-1] == local[-1] == local[0]
+    reasons = [(out["error"]["reason"], out["error"]["message"]) for out in local[4:8]]  # type: ignore[index]
+    assert reasons == [
+        ("INVALID_RULESET", "ruleset must be a name or an object, not 5"),
+        ("INVALID_CARD", "players[1].bottom: invalid card: 'Q?'"),
+        ("INVALID_INPUT", "not JSON: nested too deeply"),
+        ("INVALID_INPUT", "not JSON: a number of more than 4300 digits"),
+    ]
+    assert [out["error"]["reason"] for out in remote[4:8]] == [r for r, _ in reasons]  # type: ignore[index]
     assert remote[1]["players"][0]["points"] == 3  # type: ignore[index]
     # the same error, named by the wire field path remotely
     assert local[3]["error"]["reason"] == remote[3]["error"]["reason"] == "DUPLICATE_CARD"  # type: ignore[index]

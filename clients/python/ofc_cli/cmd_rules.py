@@ -13,6 +13,7 @@ from ofc.errors import InvalidInputError, OfcError
 from ofc.evaluator import evaluate
 from ofc.rulesets import PRESETS, Ruleset
 from ofc.shuffle import commitment, deal_deck, parse_seed_hex
+from ofc.verify.values import not_json_reason
 
 from ofc_cli import remote
 from ofc_cli.args import client_seed_bytes, distinct_cards, open_lines, read_text
@@ -66,8 +67,8 @@ def register(subparsers: Any) -> None:
 def _load_json(text: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"not JSON: {exc}", field="") from None
+    except (ValueError, RecursionError) as exc:  # not JSON, or past Python's limits
+        raise InvalidInputError(f"not JSON: {not_json_reason(exc)}", field="") from None
 
 
 _JSON_SPACE = " \t\n\r"
@@ -89,7 +90,7 @@ def run_score(args: argparse.Namespace) -> int:
                     data, end = decode(line)
                     if line[end:].strip(_JSON_SPACE):
                         raise ValueError("extra data")
-                except ValueError:
+                except (ValueError, RecursionError):
                     if not line.strip():
                         continue  # a blank line
                     data = _load_json(line)

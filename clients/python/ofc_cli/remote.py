@@ -273,10 +273,12 @@ def settlement_json(s: Settlement) -> dict[str, Any]:
 
 
 def _load(text: str) -> Any:
+    from ofc.verify.values import not_json_reason
+
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _invalid(f"not JSON: {exc}", "") from None
+    except (ValueError, RecursionError) as exc:  # not JSON, or past Python's limits
+        raise _invalid(f"not JSON: {not_json_reason(exc)}", "") from None
 
 
 def _error_json(reason: str, message: str, field: str) -> dict[str, Any]:
@@ -308,6 +310,7 @@ def run_score(args: argparse.Namespace) -> int:
 def _score_lines(client: OfcClient, lines: Iterator[str]) -> int:
     """One result per non-empty line, in order; hands go to the server 1000 at a time."""
     from ofc_client import HandError, HandInput, OfcClientError
+    from ofc_client.requests import hand_message
 
     failed = False
     pending: list[HandInput | dict[str, Any]] = []
@@ -334,7 +337,9 @@ def _score_lines(client: OfcClient, lines: Iterator[str]) -> int:
         if not line.strip():
             continue
         try:
-            pending.append(hand_input(_load(line)))
+            hand = hand_input(_load(line))
+            hand_message(hand)  # what the client refuses (a ruleset, a card) is this line's
+            pending.append(hand)
             count += 1
         except OfcClientError as error:
             pending.append(_error_json(error.reason, error.message, error.field))

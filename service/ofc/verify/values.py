@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, NamedTuple
 
 from ofc.verify.codes import Code, Discrepancy
@@ -32,8 +33,31 @@ def loads(text: str | bytes) -> Any:
             text = text.decode("utf-8")  # strictly: JSON travels as UTF-8 (RFC 8259)
         return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, deep nesting
-        reason = exc.args[0] if isinstance(exc, ValueError) and exc.args else "nested too deeply"
-        raise malformed("", f"not JSON: {reason}") from None
+        raise malformed("", f"not JSON: {not_json_reason(exc)}") from None
+
+
+def not_json_reason(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` refused a text, for people: its own message, but for the two
+    refusals that are Python's limits rather than JSON's.
+
+    >>> import json
+    >>> try:
+    ...     json.loads("[" * 100_000 + "]" * 100_000)
+    ... except RecursionError as exc:
+    ...     not_json_reason(exc)
+    'nested too deeply'
+    >>> try:
+    ...     json.loads("1" * 5000)
+    ... except ValueError as exc:
+    ...     not_json_reason(exc)
+    'a number of more than 4300 digits'
+    """
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    message = str(exc.args[0]) if exc.args else type(exc).__name__
+    if message.startswith("Exceeds the limit") and "integer string conversion" in message:
+        return f"a number of more than {sys.get_int_max_str_digits()} digits"
+    return message
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -150,6 +174,7 @@ __all__ = [
     "join",
     "loads",
     "malformed",
+    "not_json_reason",
     "show",
     "unwrap",
 ]
