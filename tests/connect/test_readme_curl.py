@@ -42,7 +42,7 @@ def test_the_block_is_curl_only() -> None:
 
 
 def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None:
-    for tool in ("bash", "curl", "jq", "tr", "sed"):
+    for tool in ("bash", "curl", "jq", "perl"):
         assert shutil.which(tool), f"{tool} is needed to run the README's lines"
     host = make_run_service.http.removeprefix("http://")
     script = readme_curl_block().replace("localhost:8080", host)
@@ -94,6 +94,46 @@ def test_the_table_and_feed_sections_curl_lines_work_as_written(make_run_service
     # Subscribe: no hand settled yet, so only the deadline's end message; Acknowledge answers.
     assert '{"error": {"code": "deadline_exceeded", "message": "Request timed out"}}' in out
     assert out.rstrip().splitlines()[-1].startswith("{"), out
+
+
+def test_the_feed_recipe_keeps_records_whole_whatever_their_text(make_run_service: Served) -> None:
+    """The Subscribe line saves one record a line even when a player id is not ASCII (what
+    ``ofc verify --feed`` reads; docs/hand-history.md points to this recipe)."""
+    from ofc_client import TableClient
+
+    players = {0: TableClient(make_run_service.grpc), 1: TableClient(make_run_service.grpc)}
+    table_id = players[0].create_table(seats=2).table_id
+    players[0].join(table_id, 0, "ann")
+    players[1].join(table_id, 1, "zoë 🂡")
+    players[0].get(table_id)  # the version bob's join made
+    hand = players[0].start_hand(table_id).hand
+    while hand is not None and not hand.over:  # each seat fills bottom, then middle, then top
+        assert hand.turn is not None
+        seat = players[hand.turn]
+        me = seat.get(table_id).my_seat
+        assert me is not None
+        room = {"bottom": 5 - len(me.board.bottom), "middle": 5 - len(me.board.middle),
+                "top": 3 - len(me.board.top)}  # fmt: skip
+        moves = {}
+        for card in me.pending:
+            row = next(r for r in room if room[r] > 0)
+            room[row] -= 1
+            moves[card] = row
+        hand = seat.place(table_id, moves).hand
+    block = section_curl_block("## The settlement feed")
+    acknowledge = block.index("curl -s localhost:8080/ofcpoker.v1.SettlementFeedService/Ack")
+    subscribe = block[block.index("SUB=") : acknowledge]
+    script = subscribe.replace('"ledger"', '"utf8-check"').replace(
+        "localhost:8080", make_run_service.http.removeprefix("http://")
+    )
+    got = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True,
+                         timeout=60, check=False)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.decode("utf-8").splitlines()
+    messages = [json.loads(line) for line in lines]  # every line whole JSON
+    records = [m["record"] for m in messages if "record" in m]
+    assert [r["settlementId"] for r in records] == [f"{table_id}:1"]
+    assert "zoë 🂡" in json.dumps(records[0], ensure_ascii=False)
 
 
 def buf_curl_commands() -> list[str]:
