@@ -113,6 +113,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_GRACE_SECONDS": "soon"}, "OFC_GRACE_SECONDS / --grace-seconds: not a number"),
         ({"OFC_TLS_CERT": "/etc/hostname"}, "--tls-cert and --tls-key go together"),
         ({"OFC_TLS_CERT": "/no/cert", "OFC_TLS_KEY": "/no/key"}, "no such file"),
+        ({"OFC_TLS_CERT": __file__, "OFC_TLS_KEY": __file__}, "is not a PEM certificate chain"),
         ({"OFC_REDIS_URL": "http://x"}, "OFC_REDIS_URL / --redis-url"),
         ({"OFC_MAX_CONNECTION_AGE_SECONDS": "-1"}, "OFC_MAX_CONNECTION_AGE_SECONDS"),
         ({"OFC_HTTP_BODY_SECONDS": "0"}, "OFC_HTTP_BODY_SECONDS / --http-body-seconds"),
@@ -140,6 +141,18 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
 def test_bad_settings_name_the_variable_and_the_flag(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         config_from_mapping(env)
+
+
+def test_a_certificate_with_another_certificates_key_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    cert, _ = self_signed_certificate(tmp_path / "a")
+    _, other_key = self_signed_certificate(tmp_path / "b")
+    env = {"OFC_TLS_CERT": str(cert), "OFC_TLS_KEY": str(other_key)}
+    with pytest.raises(ConfigError, match="--tls-cert: is not a PEM certificate chain whose key"):
+        config_from_mapping(env)
+    env["OFC_TLS_KEY"] = str(tmp_path / "a" / "key.pem")
+    assert config_from_mapping(env).tls_cert == str(cert)
 
 
 def test_the_longest_retry_window_is_the_stores_default() -> None:

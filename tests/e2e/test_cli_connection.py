@@ -129,6 +129,23 @@ def test_an_unreadable_ca_file_is_bad_input(capsys: pytest.CaptureFixture[str]) 
     )
 
 
+@pytest.mark.parametrize(
+    "content", [b"not a certificate\n", b"\x00\xff binary", EXAMPLE.read_bytes()]
+)
+def test_a_ca_file_without_a_certificate_is_bad_input(
+    content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before connecting, with exit 2, rather than gRPC's core logging its own
+    lines and the call failing UNAVAILABLE (exit 1)."""
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(content)
+    status, out, err = run(
+        ["score", "--server", "localhost:1", "--ca-file", str(ca), str(EXAMPLE)], capsys
+    )
+    assert (status, out) == (2, "")
+    assert err == f"error: INVALID_INPUT at ca_file: {ca} holds no PEM certificate\n"
+
+
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_the_api_key_goes_with_every_call(
     how: str,

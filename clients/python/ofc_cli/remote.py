@@ -117,7 +117,22 @@ def channel_credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | N
             raise InvalidInputError(
                 f"cannot read {args.ca_file}: {exc.strerror}", field="ca_file"
             ) from None
+        if not _holds_certificates(root):  # else gRPC's core logs and fails the connection
+            raise InvalidInputError(
+                f"{args.ca_file} holds no PEM certificate", field="ca_file"
+            ) from None
     return grpc.ssl_channel_credentials(root_certificates=root)
+
+
+def _holds_certificates(pem: bytes) -> bool:
+    """Whether ``pem`` is one or more PEM certificates, as a TLS client loads them."""
+    import ssl
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=pem.decode("ascii"))
+    except (ValueError, ssl.SSLError):  # not ASCII, not PEM, or no certificate in it
+        return False
+    return True
 
 
 def rules_client(args: argparse.Namespace) -> OfcClient:

@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import os
 import re
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -314,6 +315,8 @@ def _validate(c: ServerConfig) -> None:
         path = getattr(c, option_field)
         if path and not os.path.isfile(path):
             raise bad(option_field, f"no such file: {path!r}")
+    if c.tls_cert and not _tls_pair_loads(c.tls_cert, c.tls_key):  # else gRPC's core logs it
+        raise bad("tls_cert", "is not a PEM certificate chain whose key is --tls-key's PEM key")
     if not 0 <= c.grace_seconds <= 3600:
         raise bad("grace_seconds", "must be 0 .. 3600")
     if not 0 <= c.max_connection_age_seconds <= 365 * 86400:
@@ -355,3 +358,12 @@ def _validate(c: ServerConfig) -> None:
             f"{c.workers} workers need a shared store: set OFC_REDIS_URL / --redis-url "
             "(the in-memory store lives in one process and cannot be shared)",
         )
+
+
+def _tls_pair_loads(cert: str, key: str) -> bool:
+    """Whether the PEM certificate chain and its unencrypted PEM key load as a TLS server's."""
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password="")
+    except (OSError, ValueError):  # ssl.SSLError is an OSError: not PEM, no match, encrypted
+        return False
+    return True
