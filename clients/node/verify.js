@@ -85,22 +85,36 @@ function expectedRuleset(spec) {
   return resolveRuleset(parsed);
 }
 
-/** Path order as Python sorts pathlib paths: part by part. */
+/** Path order as Python sorts pathlib paths: part by part, each by code point (UTF-8 bytes
+ *  sort so; JavaScript's `<` compares UTF-16 units, which puts U+1F600 before U+FF01). */
 function byParts(a, b) {
   const x = a.split(path.sep);
   const y = b.split(path.sep);
-  for (let k = 0; k < Math.min(x.length, y.length); k += 1) if (x[k] !== y[k]) return x[k] < y[k] ? -1 : 1;
+  for (let k = 0; k < Math.min(x.length, y.length); k += 1) {
+    if (x[k] !== y[k]) return Buffer.compare(Buffer.from(x[k]), Buffer.from(y[k]));
+  }
   return x.length - y.length;
 }
 
+/** The files named *.json under `dir`, as `ofc verify` takes them: subfolders searched (not
+ *  through links to folders), a link to a file followed, a folder named *.json or a
+ *  dangling link left out. */
 function jsonFiles(dir) {
   const found = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) found.push(...jsonFiles(full));
-    else if (entry.name.endsWith('.json')) found.push(full);
+    else if (entry.name.endsWith('.json') && isFile(full)) found.push(full);
   }
   return found;
+}
+
+function isFile(file) {
+  try {
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function expandPaths(args) {

@@ -328,6 +328,35 @@ def test_the_two_command_lines_print_the_same_verdicts(node: str, cases: list[Pa
     assert js.stdout.splitlines()[-1] == python.stdout.splitlines()[-1]  # "N verified, M failed"
 
 
+def test_the_two_command_lines_take_the_same_files_of_a_folder_in_the_same_order(
+    node: str, tmp_path: Path
+) -> None:
+    """Every file named *.json under the folder, in code-point order part by part: not a
+    folder named so, nor a link that leads nowhere; names beyond the BMP sort after U+FF01
+    (JavaScript's own order would put them first)."""
+    history = FILES[0].read_bytes()
+    day = tmp_path / "day"
+    for name in ("a-\uff01.json", "a-\U0001f600.json", "b/c.json", "b.json", "z.json"):
+        (day / name).parent.mkdir(parents=True, exist_ok=True)
+        (day / name).write_bytes(history)
+    (day / "archive.json").mkdir()  # a folder named *.json: searched, not read
+    (day / "archive.json" / "hand.json").write_bytes(history)
+    (day / "gone.json").symlink_to(tmp_path / "nowhere.json")
+    (day / "link.json").symlink_to(day / "z.json")
+    (day / "notes.txt").write_text("not a history")
+    python = subprocess.run([str(OFC), "verify", str(day)], capture_output=True, text=True)
+    js = subprocess.run([node, str(VERIFY_JS), str(day)], capture_output=True, text=True)
+    assert js.returncode == python.returncode == 0, python.stdout + python.stderr + js.stderr
+    order = [source for _, source, _ in _verdicts(python.stdout)]
+    assert order == [
+        str(day / name)
+        for name in ("a-\uff01.json", "a-\U0001f600.json", "archive.json/hand.json", "b/c.json",
+                     "b.json", "link.json", "z.json")
+    ]  # fmt: skip
+    assert _verdicts(js.stdout) == _verdicts(python.stdout)
+    assert js.stdout.splitlines()[-1] == python.stdout.splitlines()[-1] == "7 verified, 0 failed"
+
+
 def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every JSON path in ``value``, the whole document first."""
     found = [path]

@@ -126,7 +126,9 @@ def _paths(arguments: Sequence[str]) -> list[str]:
     paths: list[str] = []
     for argument in arguments:
         if argument != "-" and Path(argument).is_dir():
-            paths.extend(str(p) for p in sorted(Path(argument).rglob("*.json")))
+            # the files: not a folder named *.json, nor a link that leads nowhere
+            found = sorted(p for p in Path(argument).rglob("*.json") if p.is_file())
+            paths.extend(str(p) for p in found)
         else:
             paths.append(argument)
     return paths
