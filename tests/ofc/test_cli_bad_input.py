@@ -41,6 +41,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["--server-seed", SEED, "--nonce", "-1"], "INVALID_SEED"),
         (["--server-seed", SEED, "--nonce", "99999999999999999999999"], "INVALID_SEED"),
         (["--server-seed", SEED, "--nonce", "²"], "USAGE"),
+        # int() would take these: a number is ASCII digits
+        (["--server-seed", SEED, "--nonce", "1_000"], "USAGE"),
+        (["--server-seed", SEED, "--nonce", " 5"], "USAGE"),
+        (["--server-seed", SEED, "--nonce", "\u0661"], "USAGE"),  # ARABIC-INDIC DIGIT ONE
+        (["--server-seed", " " + SEED, "--nonce", "1"], "INVALID_SEED"),
+        (["--server-seed", SEED, "--nonce", "1", "--client-seed-hex", "00 01"], "INVALID_SEED"),
+        (["--server-seed", SEED, "--nonce", "1", "--server", "127.0.0.1:99999"], "INVALID_INPUT"),
         (["--server-seed", SEED, "--nonce", "1", "--client-seed", "\udcff"], "INVALID_INPUT"),
         (["--server-seed", SEED, "--nonce", "1", "--client-seed-hex", "0g"], "INVALID_SEED"),
         (["--server-seed", SEED, "--nonce", "1", "--client-seed-hex", "0"], "INVALID_SEED"),
@@ -83,6 +90,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["--seed", SEED, "--ruleset", "nope"], "UNKNOWN_RULESET"),
         (["--seed", SEED, "--client-seed", "\udcff"], "INVALID_INPUT"),
         (["--seed", SEED, "--players", "²"], "USAGE"),
+        (["--seed", SEED, "--turn-time-ms", "0"], "INVALID_INPUT"),
+        (["--seed", SEED, "--turn-time-ms", "3600001"], "INVALID_INPUT"),
     ],
     "serve": [
         (["--listen", "x"], "CONFIG"),

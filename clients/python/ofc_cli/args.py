@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -26,12 +27,33 @@ def client_seed_bytes(args: argparse.Namespace) -> bytes:
     text as UTF-8."""
     if args.client_seed_hex is None:
         return utf8(args.client_seed, "client_seed")
-    try:
-        return bytes.fromhex(args.client_seed_hex)
-    except ValueError:
-        raise InvalidSeedError(
-            f"client seed is not hex: {args.client_seed_hex!r}", field="client_seed_hex"
-        ) from None
+    text = args.client_seed_hex
+    # hex digit pairs and nothing else (bytes.fromhex would skip whitespace between them)
+    if len(text) % 2 or not all(c in _HEX_DIGITS for c in text):
+        raise InvalidSeedError(f"client seed is not hex: {text!r}", field="client_seed_hex")
+    return bytes.fromhex(text)
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def integer(text: str) -> int:
+    """An argparse ``type`` for whole numbers as people write them in ASCII: an optional
+    minus and digits (``int`` would also take ``" 5"``, ``"1_000"`` and ``"١"``).
+
+    >>> integer("-12")
+    -12
+    >>> integer("1_000")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: not a whole number: '1_000'
+    """
+    if not _INTEGER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    return int(text)
+
+
+_INTEGER = re.compile(r"-?[0-9]+", re.ASCII)
 
 
 def distinct_cards(tokens: Sequence[str], field: str = "cards") -> tuple[Card, ...]:

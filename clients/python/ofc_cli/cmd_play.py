@@ -19,7 +19,9 @@ from ofc.errors import InvalidInputError
 from ofc.policy import play_by_timeouts
 from ofc.shuffle import parse_seed_hex
 
-from ofc_cli.args import utf8
+from ofc_cli.args import integer, utf8
+
+MAX_TURN_TIME_MS = 3_600_000
 
 
 def register(subparsers: Any) -> None:
@@ -28,11 +30,11 @@ def register(subparsers: Any) -> None:
     )
     play.add_argument("--seed", required=True, help="server seed: 32 bytes as 64 hex digits")
     play.add_argument("--ruleset", default="classic", help="preset name (default classic)")
-    play.add_argument("--players", type=int, default=2, help="seated players (default 2)")
+    play.add_argument("--players", type=integer, default=2, help="seated players (default 2)")
     play.add_argument("--client-seed", default="", help="text, UTF-8 encoded (may be empty)")
     play.add_argument(
         "--turn-time-ms",
-        type=int,
+        type=integer,
         metavar="MS",
         help="play with turn clocks: each batch's turn runs MS, a Fantasyland hand 4 x MS "
         "(the history records the clock and each timeout's deadline)",
@@ -44,8 +46,10 @@ def run_play(args: argparse.Namespace) -> int:
     seed = parse_seed_hex(args.seed)
     clock = None
     if args.turn_time_ms is not None:
-        if args.turn_time_ms < 1:
-            raise InvalidInputError("--turn-time-ms must be at least 1", field="turn_time_ms")
+        if not 1 <= args.turn_time_ms <= MAX_TURN_TIME_MS:  # a live table's longest: an hour
+            raise InvalidInputError(
+                f"--turn-time-ms must be 1..{MAX_TURN_TIME_MS}", field="turn_time_ms"
+            )
         clock = TurnClock(args.turn_time_ms, 4 * args.turn_time_ms)
     sit = tuple(SitDown(seat, f"player-{seat}") for seat in range(args.players))
     initial, _ = replay(new_match(args.ruleset, seats=args.players), sit)

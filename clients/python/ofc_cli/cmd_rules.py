@@ -16,7 +16,7 @@ from ofc.shuffle import commitment, deal_deck, parse_seed_hex
 from ofc.verify.values import not_json_reason
 
 from ofc_cli import remote
-from ofc_cli.args import client_seed_bytes, distinct_cards, open_lines, read_text
+from ofc_cli.args import client_seed_bytes, distinct_cards, integer, open_lines, read_text
 
 
 def register(subparsers: Any) -> None:
@@ -40,10 +40,10 @@ def register(subparsers: Any) -> None:
         help="the client seed's bytes as hex digits, as a hand history's client_seed holds "
         "them (any bytes: a table's combined seed holds zero bytes)",
     )
-    deal.add_argument("--nonce", type=int, required=True, help="unsigned 64-bit integer")
+    deal.add_argument("--nonce", type=integer, required=True, help="unsigned 64-bit integer")
     deal.add_argument(
         "--jokers",
-        type=int,
+        type=integer,
         choices=(0, 1, 2),
         default=0,
         help="jokers in the deck: 0 (52 cards, ofc-shuffle-v1, the default), 1 or 2 (53 or 54 "

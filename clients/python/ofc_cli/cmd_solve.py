@@ -20,6 +20,8 @@ from ofc.cards import card_codes, format_cards, parse_cards
 from ofc.rulesets import PRESETS, get_ruleset
 from ofc.solver import DEFAULT_FANTASYLAND_VALUE, FantasylandSolution, solve_fantasyland
 
+from ofc_cli.args import integer
+
 
 def register(subparsers: Any) -> None:
     solve = subparsers.add_parser(
@@ -48,7 +50,7 @@ def register(subparsers: Any) -> None:
     )
     solve.add_argument(
         "--fantasyland-value",
-        type=int,
+        type=integer,
         default=DEFAULT_FANTASYLAND_VALUE,
         metavar="N",
         help="points for qualifying for Fantasyland next hand (default %(default)s)",

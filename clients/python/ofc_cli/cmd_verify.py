@@ -28,8 +28,15 @@ from ofc.rulesets import Ruleset, resolve_ruleset
 from ofc.verify import UNREADABLE, check_history_json, verify_match
 from tqdm import tqdm
 
+from ofc_cli.args import integer
 from ofc_cli.feed_remote import CONSUMER, GROUP
-from ofc_cli.remote import add_tls_arguments, channel_credentials, quiet_grpc, uses_tls
+from ofc_cli.remote import (
+    add_tls_arguments,
+    channel_credentials,
+    check_target,
+    quiet_grpc,
+    uses_tls,
+)
 
 if TYPE_CHECKING:
     import grpc
@@ -65,7 +72,7 @@ def register(subparsers: Any) -> None:
     verify.add_argument(
         "-j",
         "--jobs",
-        type=int,
+        type=integer,
         default=os.cpu_count() or 1,
         metavar="N",
         help="verify in N processes (default: every core)",
@@ -244,9 +251,10 @@ class _FeedSource(NamedTuple):
     def of(cls, args: argparse.Namespace) -> _FeedSource | None:
         if args.feed_from is None:
             return None
+        target = check_target(args.feed_from, "feed_from")
         quiet_grpc()  # before gRPC loads (channel_credentials loads it)
         credentials = channel_credentials(args)
-        return cls(args.feed_from, args.table, args.feed_group, args.api_key, credentials)
+        return cls(target, args.table, args.feed_group, args.api_key, credentials)
 
     def read(self) -> list[tuple[str, Any]] | int:
         """The table's records, or the exit status after printing why they cannot be read."""

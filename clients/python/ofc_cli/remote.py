@@ -135,18 +135,31 @@ def _holds_certificates(pem: bytes) -> bool:
     return True
 
 
+def check_target(target: str, field: str) -> str:
+    """``target`` unless it is ``HOST:PORT`` with a port out of 1..65535 (gRPC would take
+    ``:99999`` modulo 65536 and call another port); other gRPC target forms as given."""
+    from ofc.errors import InvalidInputError
+
+    _, sep, port = target.rpartition(":")
+    if sep and port.isascii() and port.isdigit() and not 1 <= int(port) <= 65535:
+        raise InvalidInputError(f"{target!r}: a port is 1..65535", field=field)
+    return target
+
+
 def rules_client(args: argparse.Namespace) -> OfcClient:
     from ofc_client import OfcClient
 
+    target = check_target(args.server, "server")
     credentials = channel_credentials(args)
-    return OfcClient(args.server, credentials=credentials, api_key=args.api_key)
+    return OfcClient(target, credentials=credentials, api_key=args.api_key)
 
 
 def table_client(args: argparse.Namespace) -> TableClient:
     from ofc_client import TableClient
 
+    target = check_target(args.server, "server")
     credentials = channel_credentials(args)
-    return TableClient(args.server, credentials=credentials, api_key=args.api_key)
+    return TableClient(target, credentials=credentials, api_key=args.api_key)
 
 
 def describe(error: OfcClientError, args: argparse.Namespace) -> str:
