@@ -41,7 +41,7 @@ import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from ofc.cards import MAX_JOKERS, Card, card_by_code, card_codes, deck_cards, parse_cards
 from ofc.engine import (
@@ -93,6 +93,8 @@ from ofc.shuffle import algorithm_for, deal_deck
 __all__ = [
     "FORMAT_VERSION",
     "FORMAT_VERSIONS",
+    "SCORE_HAND_KEYS",
+    "SCORE_PLAYER_KEYS",
     "STATE_FORMAT_VERSIONS",
     "HandContext",
     "OwnParts",
@@ -103,6 +105,7 @@ __all__ = [
     "action_to_dict",
     "board_to_dict",
     "cards_from_json",
+    "check_keys",
     "context_from_dict",
     "context_to_dict",
     "error_to_dict",
@@ -191,6 +194,32 @@ def _row_cards(raw: Any, place: str, name: str) -> tuple[Card, ...]:
     return cards_from_json(raw, field=f"{place}.{name}")
 
 
+SCORE_HAND_KEYS: Final = frozenset({"players", "ruleset"})
+"""The keys of an ``ofc score`` hand; any other is refused (a misspelt one would be ignored)."""
+SCORE_PLAYER_KEYS: Final = frozenset(
+    {"id", "top", "middle", "bottom", "in_fantasyland", "fantasyland_cards", "fantasyland_streak"}
+)
+"""The keys of a player of an ``ofc score`` hand."""
+
+
+def check_keys(value: Mapping[str, Any], known: frozenset[str], place: str) -> None:
+    """INVALID_INPUT naming the first key of ``value`` (the object at ``place``) that is not
+    one of ``known``.
+
+    >>> check_keys({"players": [], "rulset": "classic"}, SCORE_HAND_KEYS, "")
+    Traceback (most recent call last):
+    ...
+    ofc.errors.InvalidInputError: a hand has no field 'rulset' (its fields: players, ruleset)
+    """
+    unknown = sorted(str(k) for k in value.keys() - known)
+    if unknown:
+        owner = place or "a hand"
+        raise InvalidInputError(
+            f"{owner} has no field {unknown[0]!r} (its fields: {', '.join(sorted(known))})",
+            field=f"{place}.{unknown[0]}" if place else unknown[0],
+        )
+
+
 def score_request_from_dict(data: Any) -> ScoreRequest:
     """The ``ofc score`` input. A player set in Fantasyland says its tier,
     ``"fantasyland_cards": 16`` (the cards of the Fantasyland hand it played), or, in the
@@ -205,6 +234,7 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
     """
     if not isinstance(data, Mapping):
         raise InvalidInputError("a hand to score is a JSON object", field="")
+    check_keys(data, SCORE_HAND_KEYS, "")
     ruleset = resolve_ruleset(data.get("ruleset"))
     players = data.get("players")
     if not isinstance(players, list) or not players:
@@ -221,6 +251,7 @@ def score_request_from_dict(data: Any) -> ScoreRequest:
         place = f"players[{i}]"
         if type(player) is not dict and not isinstance(player, Mapping):
             raise InvalidInputError(f"{place} must be an object", field=place)
+        check_keys(player, SCORE_PLAYER_KEYS, place)
         player_id = player.get("id", str(i))
         if not isinstance(player_id, str) or player_id in ids:
             raise InvalidInputError(f"{place}.id must be a unique string", field=f"{place}.id")
@@ -256,7 +287,7 @@ def score_json(data: Any) -> str:
     >>> [p["points"] for p in json.loads(text)["players"]]
     [8, -8]
     """
-    if type(data) is dict:
+    if type(data) is dict and data.keys() <= SCORE_HAND_KEYS:
         players = data.get("players")
         if type(players) is list and players:
             plain = _plain_boards(players)

@@ -42,9 +42,12 @@ def test_score_jsonl_remote_equals_local_including_errors(
     bad_card = json.loads(json.dumps(hand).replace('"Qd"', '"Q?"'))
     too_deep = "[" * 100_000 + "]" * 100_000  # past Python's recursion limit
     too_long = '{"players": ' + "1" * 5000 + "}"  # past Python's 4300 digits
+    misspelt = {**hand, "players": [{**hand["players"][0], "in_fantsyland": True},
+                                    hand["players"][1]]}  # fmt: skip
     lines = "\n".join(
         [json.dumps(hand), "", json.dumps(overrides), "{not json", json.dumps(duplicate),
-         json.dumps(not_a_ruleset), json.dumps(bad_card), too_deep, too_long, json.dumps(hand)]
+         json.dumps(not_a_ruleset), json.dumps(bad_card), too_deep, too_long,
+         json.dumps(misspelt), json.dumps(hand)]
     )  # fmt: skip
 
     def score(*extra: str) -> tuple[int, list[dict[str, object]]]:
@@ -55,7 +58,7 @@ def test_score_jsonl_remote_equals_local_including_errors(
     local_status, local = score()
     remote_status, remote = score("--server", server.address)
     assert local_status == remote_status == 2
-    assert len(local) == len(remote) == 9
+    assert len(local) == len(remote) == 10
     assert remote[:3] == local[:3] and remote[-1] == local[-1] == local[0]
     reasons = [(out["error"]["reason"], out["error"]["message"]) for out in local[4:8]]  # type: ignore[index]
     assert reasons == [
@@ -65,6 +68,15 @@ def test_score_jsonl_remote_equals_local_including_errors(
         ("INVALID_INPUT", "not JSON: a number of more than 4300 digits"),
     ]
     assert [out["error"]["reason"] for out in remote[4:8]] == [r for r, _ in reasons]  # type: ignore[index]
+    # a misspelt key is refused, not ignored (the hand would score as out of Fantasyland)
+    fields = "bottom, fantasyland_cards, fantasyland_streak, id, in_fantasyland, middle, top"
+    message = f"players[0] has no field 'in_fantsyland' (its fields: {fields})"
+    field = "players[0].in_fantsyland"
+    assert (
+        remote[8]
+        == local[8]
+        == {"error": {"reason": "INVALID_INPUT", "message": message, "field": field}}
+    )
     assert remote[1]["players"][0]["points"] == 3  # type: ignore[index]
     # the same error, named by the wire field path remotely
     assert local[3]["error"]["reason"] == remote[3]["error"]["reason"] == "DUPLICATE_CARD"  # type: ignore[index]

@@ -225,6 +225,8 @@ def _invalid(message: str, field: str) -> OfcClientError:
 # --- score ----------------------------------------------------------------------------------
 def hand_input(data: Any) -> HandInput:
     """A hand in the ``ofc score`` JSON form (see examples/) as a client HandInput."""
+    from ofc.codec import SCORE_HAND_KEYS, SCORE_PLAYER_KEYS, check_keys
+    from ofc.errors import OfcError
     from ofc_client import HandInput, PlayerInput
 
     if not isinstance(data, Mapping):
@@ -233,6 +235,13 @@ def hand_input(data: Any) -> HandInput:
     if not isinstance(players, list):
         raise _invalid("players must be a list", "players")
     inputs = []
+    try:  # the keys the local run knows: a misspelt one is refused, not ignored
+        check_keys(data, SCORE_HAND_KEYS, "")
+        for i, player in enumerate(players):
+            if isinstance(player, Mapping):
+                check_keys(player, SCORE_PLAYER_KEYS, f"players[{i}]")
+    except OfcError as error:
+        raise _invalid(error.message, error.field) from None
     for i, player in enumerate(players):
         if not isinstance(player, Mapping):
             raise _invalid(f"players[{i}] must be an object", f"players[{i}]")
