@@ -147,6 +147,11 @@ def test_export_match_writes_every_hand_and_they_verify_as_one_chain(
             ["export-match", "--server", host.address, "no-such-table", str(out)], capsys
         )
         assert status == 2 and err.startswith("error: ") and "TABLE_NOT_FOUND" in err, err
+        nothing = tmp_path / "not" / "made"  # a failed export leaves no folder of its own
+        status, _, _ = run(
+            ["export-match", "--server", host.address, "no-such-table", str(nothing)], capsys
+        )
+        assert status == 2 and not (tmp_path / "not").exists()
     files = sorted(out.glob("*.json"))
     assert [f.name for f in files] == ["hand-00001.json", "hand-00002.json", "hand-00003.json"]
     status, printed, _ = run(["verify", "--match", *map(str, files)], capsys)

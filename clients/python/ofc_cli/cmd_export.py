@@ -41,6 +41,8 @@ def run_export(args: argparse.Namespace) -> int:
 
     table_id(args.table_id)  # refused here, before connecting, as the server would
     out = Path(args.directory)
+    # the folders this makes, deepest first: removed again if nothing could be written
+    made = [folder for folder in (out, *out.parents) if not folder.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -63,6 +65,11 @@ def run_export(args: argparse.Namespace) -> int:
                 break
     except OfcClientError as error:
         print(remote.describe(error, args), file=sys.stderr)
+        for folder in made if not written else ():
+            try:
+                folder.rmdir()
+            except OSError:  # not empty after all (another writer): left as it is
+                break
         return 2 if isinstance(error, InvalidRequestError | NotFoundError) else 1
     finally:
         client.close()
