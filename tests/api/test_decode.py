@@ -19,7 +19,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from hypothesis import given
 from hypothesis import strategies as st
-from ofc_service.api.decode import out_of_range, parser
+from ofc_service.api.decode import NAMED_BYTES, out_of_range, parser
 from ofc_service.api.errors import MalformedRequestError
 from ofc_service.api.outcome_wire import varint
 from ofc_service.server.background import BackgroundServer
@@ -103,6 +103,19 @@ def test_a_wide_number_is_refused_naming_its_field(
 )
 def test_numbers_that_fit_are_read_as_protobuf_reads_them(data: bytes) -> None:
     assert parser(pb.JoinSeatRequest)(data) == pb.JoinSeatRequest.FromString(data)
+
+
+def test_a_long_request_is_judged_whole_and_refused_without_a_walk() -> None:
+    """Past NAMED_BYTES the bytes are not walked in Python (a crafted request of many unknown
+    fields would cost seconds there): a cut number is still refused, its field unnamed, and
+    a long request whose numbers all fit is read as protobuf reads it."""
+    unknown = field(111, 0, varint(1)) * (NAMED_BYTES // 3 + 1)  # past the walk's limit
+    benign = field(2, 0, varint(0)) + unknown  # a default written out: sizes differ
+    assert parser(pb.JoinSeatRequest)(benign) == pb.JoinSeatRequest.FromString(benign)
+    with pytest.raises(MalformedRequestError) as refused:
+        parser(pb.JoinSeatRequest)(field(2, 0, varint(WIDE)) + unknown)
+    assert refused.value.field == ""
+    assert refused.value.message.endswith("a number is wider than its 32-bit field")
 
 
 def test_a_negative_enum_value_fits() -> None:

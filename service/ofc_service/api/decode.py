@@ -4,9 +4,11 @@ Protobuf parsers read a varint of more than 32 bits into a 32-bit field by dropp
 bits, as C casts: ``seat = 2**32 + 1`` arrives as seat 1, and a request no protobuf library
 would write acts on a seat its sender never named. :func:`parser` parses as the message's
 ``FromString`` does and, when the message's size as parsed differs from the bytes (rare from
-a real client: only such numbers, defaults written out, non-minimal varints or unknown
-fields make it differ), looks for such a number and refuses it as MALFORMED_REQUEST naming
-the field. Connect's JSON parser refuses them already (json_format checks the range).
+a real client: only such numbers, defaults written out or non-minimal varints make it
+differ), reads the bytes again with every 32-bit integer field 64 bits wide (in protobuf's
+C parser, so a crafted request costs no more than its parse) and, when the two differ,
+refuses the request as MALFORMED_REQUEST naming the field. Connect's JSON parser refuses
+such numbers already (json_format checks the range).
 
 >>> from ofcpoker.v1 import table_service_pb2 as pb
 >>> parse = parser(pb.JoinSeatRequest)
@@ -21,9 +23,11 @@ number, got 4294967297
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
@@ -50,15 +54,71 @@ def parser(message_class: type[M]) -> Callable[[bytes], M]:
 def checked(message: M, data: bytes | bytearray) -> M:
     """``message``, parsed from ``data``, unless a 32-bit field of it was given a wider
     number (MalformedRequestError naming the field)."""
-    if message.ByteSize() != len(data):
-        found = out_of_range(bytes(data), message.DESCRIPTOR)
-        if found is not None:
-            path, value = found
+    if message.ByteSize() != len(data) and not _same_wide(message, data):
+        found = out_of_range(bytes(data), message.DESCRIPTOR) if len(data) <= NAMED_BYTES else None
+        if found is None:  # too long to walk in Python: refused all the same, unnamed
             raise MalformedRequestError(
-                f"the request does not decode: {path} is a 32-bit number, got {value}",
-                field=path,
+                "the request does not decode: a number is wider than its 32-bit field"
             )
+        path, value = found
+        raise MalformedRequestError(
+            f"the request does not decode: {path} is a 32-bit number, got {value}", field=path
+        )
     return message
+
+
+NAMED_BYTES: Final = 64 * 1024
+"""A refused request up to this long is walked (in Python) for the field to name."""
+
+
+def _same_wide(message: Message, data: bytes | bytearray) -> bool:
+    """Whether ``data`` read with every 32-bit integer field 64 bits wide (a mirror of the
+    message's type, in protobuf's C parser) holds what ``message`` holds: it does unless a
+    number was cut. Both are serialised deterministically; unknown fields go along as they
+    came, in both."""
+    wide = _wide_class(message.DESCRIPTOR.full_name, message.DESCRIPTOR.file)
+    as_wide: bytes = wide.FromString(bytes(data)).SerializeToString(deterministic=True)
+    return as_wide == message.SerializeToString(deterministic=True)
+
+
+_WIDER: Final = {
+    FieldDescriptor.TYPE_UINT32: FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_SINT32: FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_INT32: FieldDescriptor.TYPE_INT64,
+    FieldDescriptor.TYPE_ENUM: FieldDescriptor.TYPE_INT64,  # an enum is an int32 on the wire
+}
+_WIDE_POOL: Final = descriptor_pool.DescriptorPool()
+_wide_files: set[str] = set()
+
+
+@functools.cache
+def _wide_class(full_name: str, file: Any) -> Any:
+    _add_wide(file)
+    return message_factory.GetMessageClass(_WIDE_POOL.FindMessageTypeByName(full_name))
+
+
+def _add_wide(file: Any) -> None:
+    """``file`` (a FileDescriptor) and what it imports, in the mirror pool, with the 32-bit
+    integer fields of its messages 64 bits wide (google.protobuf's own files as they are)."""
+    if file.name in _wide_files:
+        return
+    for dependency in file.dependencies:
+        _add_wide(dependency)
+    proto = descriptor_pb2.FileDescriptorProto()
+    file.CopyToProto(proto)
+    if not proto.package.startswith("google."):
+        _widen(proto.message_type)
+    _WIDE_POOL.Add(proto)
+    _wide_files.add(file.name)
+
+
+def _widen(messages: Any) -> None:
+    for message in messages:
+        for field in message.field:
+            if field.type in _WIDER:
+                field.type = _WIDER[field.type]
+                field.ClearField("type_name")
+        _widen(message.nested_type)
 
 
 def out_of_range(data: bytes, descriptor: Any, at: str = "") -> tuple[str, int] | None:
@@ -138,4 +198,4 @@ def _varint(data: bytes, position: int) -> tuple[int, int]:
         shift += 7
 
 
-__all__ = ["checked", "out_of_range", "parser"]
+__all__ = ["NAMED_BYTES", "checked", "out_of_range", "parser"]
