@@ -256,6 +256,18 @@ CASES: list[tuple[str, tuple[str, Message], str, str]] = [
     ),
     ("empty override name", _overrides(name=""), "INVALID_RULESET", "hand.ruleset.overrides.name"),
     (
+        "override name with a bidi control",
+        _overrides(name="house \u202erules"),
+        "INVALID_RULESET",
+        "hand.ruleset.overrides.name",
+    ),
+    (
+        "override name with a line break",
+        _overrides(name="house\nrules"),
+        "INVALID_RULESET",
+        "hand.ruleset.overrides.name",
+    ),
+    (
         "short seed hex",
         ("DeriveDeck", pb.DeriveDeckRequest(server_seed_hex="abcd")),
         "INVALID_SEED",

@@ -115,6 +115,12 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_TLS_CERT": "/no/cert", "OFC_TLS_KEY": "/no/key"}, "no such file"),
         ({"OFC_TLS_CERT": __file__, "OFC_TLS_KEY": __file__}, "is not a PEM certificate chain"),
         ({"OFC_REDIS_URL": "http://x"}, "OFC_REDIS_URL / --redis-url"),
+        # origins a browser never sends would never match: refused, the one it sends named
+        ({"OFC_CORS_ORIGINS": "https://App.Example"}, "it sends 'https://app.example'"),
+        ({"OFC_CORS_ORIGINS": "https://app.example:443"}, "it sends 'https://app.example'"),
+        ({"OFC_CORS_ORIGINS": "http://[::1]:80"}, "it sends 'http://.::1.'"),
+        ({"OFC_CORS_ORIGINS": "https://*.example.com"}, "a host name, without wildcards"),
+        ({"OFC_CORS_ORIGINS": "https://user@app.example"}, "a host name, without wildcards"),
         ({"OFC_MAX_CONNECTION_AGE_SECONDS": "-1"}, "OFC_MAX_CONNECTION_AGE_SECONDS"),
         ({"OFC_HTTP_BODY_SECONDS": "0"}, "OFC_HTTP_BODY_SECONDS / --http-body-seconds"),
         ({"OFC_HTTP_BODY_SECONDS": "nan"}, "OFC_HTTP_BODY_SECONDS / --http-body-seconds"),

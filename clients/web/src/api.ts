@@ -38,9 +38,12 @@ export function connect(baseUrl: string, credentials: () => Credentials): Api {
   return { tables: createClient(TableService, transport), rules: createClient(RulesService, transport) };
 }
 
+/** The request's `tableId` when it can go in a header (printable ASCII, as every id the
+ *  service makes is); "" otherwise: such a call goes unrouted, and the service judges its id
+ *  (a header value the browser refuses would fail the call before it is sent). */
 function tableIdOf(message: unknown): string {
   const id = (message as { tableId?: unknown } | undefined)?.tableId;
-  return typeof id === "string" ? id : "";
+  return typeof id === "string" && /^[\x21-\x7e]{1,256}$/.test(id) ? id : "";
 }
 
 /** Sets `x-ofc-table-id` to the request's `tableId` on every call about a table (all of

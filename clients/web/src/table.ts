@@ -61,6 +61,8 @@ export class TablePage {
   private selected: string | undefined;
   private busy = false;
   private error = "";
+  /** Why the table's event stream is down while it is being reopened ("" while it is up). */
+  private connection = "";
   private log: string[] = [];
   private timeouts: TimeoutNotice[] = [];
   private hands = new Map<bigint, PerHand>();
@@ -121,6 +123,9 @@ export class TablePage {
       const controller = new AbortController();
       this.watching = controller;
       try {
+        // After a lost connection, the table is read first: the service answering is what
+        // ends the notice (a resumed stream may stay silent), and the view is fresh again.
+        if (this.connection) await this.reconnect();
         const stream = this.api.tables.watch(
           { tableId: this.tableId, afterEventId: this.lastEventId, batchEvents: true },
           { signal: controller.signal },
@@ -141,11 +146,31 @@ export class TablePage {
         if (reasonOf(error) === "EVENTS_TRIMMED") this.lastEventId = "";
         const code = ConnectError.from(error).code;
         if (code === Code.Unauthenticated || code === Code.PermissionDenied) this.dropSeat("your seat token is no longer valid");
+        else if (code === Code.NotFound) {
+          // the table is gone (expired, or the service kept it in memory and restarted)
+          this.connection = "";
+          this.showError(error);
+          return;
+        } else if (reasonOf(error) !== "EVENTS_TRIMMED") {
+          // what the page shows may be stale until the service answers again: say so
+          this.connection = `Connection lost (${describeError(error)}); reconnecting…`;
+          this.announce(this.connection);
+          this.render();
+        }
         failures++;
       }
       if (this.stopped) return;
       await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** failures)));
     }
+  }
+
+  /** The table read again after a lost connection; throws while the service does not answer. */
+  private async reconnect(): Promise<void> {
+    const { table } = await this.api.tables.getTable({ tableId: this.tableId });
+    if (table) this.accept(table);
+    this.connection = "";
+    this.announce("Connected again");
+    this.render();
   }
 
   /** Read the table now; calls while one read is under way make one more read after it. */
@@ -635,12 +660,15 @@ export class TablePage {
       h("header", { class: "table-head" },
         h("h1", {}, "Table ", h("code", { "data-testid": "table-id" }, view.tableId)),
         h("p", { class: "meta" },
-          `${view.ruleset?.name ?? ""} · ${view.seats.length} seats · ${view.turnTimeLimitMs / 1000} s a turn`,
+          // names come from whoever made the table: isolated, so their direction stays theirs
+          h("bdi", {}, view.ruleset?.name ?? ""),
+          ` · ${view.seats.length} seats · ${view.turnTimeLimitMs / 1000} s a turn`,
           view.clientSeedPolicy === ClientSeedPolicy.PLAYERS ? " · players add seeds" : "",
           hand ? ` · hand ${hand.number}${hand.over ? " (over)" : ""}` : " · no hand yet"),
         h("p", { class: "status", "data-testid": "status", role: "status" }, this.status()),
       ),
       this.error ? h("p", { class: "error", role: "alert", "data-testid": "error" }, this.error) : null,
+      this.connection ? h("p", { class: "error", role: "status", "data-testid": "connection" }, this.connection) : null,
       this.seatsPanel(view),
       this.controls(view),
       hand ? this.handPanel(view) : null,
@@ -841,7 +869,7 @@ export class TablePage {
     const names = settlement.players.map((p) => p.playerId || `#${p.index}`);
     const rows = playerRows(settlement, (p) => p.playerId || `#${p.index}`);
     return h("section", { class: "panel settlement", "aria-label": "Settlement", "data-testid": "settlement" },
-      h("h2", {}, `Settlement · ${settlement.ruleset}`),
+      h("h2", {}, "Settlement · ", h("bdi", {}, settlement.ruleset)),
       h("div", { class: "scroll" }, h("table", {},
         h("thead", {}, h("tr", {}, ["Player", "Top", "Middle", "Bottom", "Royalties", "Points", "Money"].map((t) => h("th", { scope: "col" }, t)))),
         h("tbody", {}, rows.map((r) => h("tr", { "data-testid": `settlement-player-${r.player}` },

@@ -42,3 +42,18 @@ test("each call about a table sends its id as x-ofc-table-id, and only those", a
   }
   assert.ok(seen.has("Watch"), "the stream was routed too");
 });
+
+test("a table id no header can hold goes unrouted, so the service can say what is wrong with it", async () => {
+  let header: string | null = "unset";
+  const transport = createRouterTransport(({ service }) => {
+    service(TableService, {
+      getTable: (_request: unknown, context: HandlerContext) => { header = context.requestHeader.get(TABLE_ID_HEADER); return {}; },
+    } as never);
+  }, { transport: { interceptors: [routeByTable] } });
+  const tables = createClient(TableService, transport);
+  for (const id of ["t\u00e9", "t\u0000", "a b", "\u202etable"]) {
+    header = "unset";
+    await tables.getTable({ tableId: id });
+    assert.equal(header, null, JSON.stringify(id));
+  }
+});

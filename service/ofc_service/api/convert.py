@@ -346,8 +346,12 @@ def _invalid(message: str, field: str) -> core.InvalidRulesetError:
 
 
 def _name(text: str, field: str) -> str:
+    """A ruleset's, scoring's or royalty table's name: 1..64 printable characters, as a
+    player id (it is shown to every viewer: no line breaks, no bidi controls)."""
     if not 0 < len(text) <= MAX_NAME_CHARS:
         raise _invalid(f"a name has 1..{MAX_NAME_CHARS} characters, got {len(text)}", field)
+    if not text.isprintable():
+        raise _invalid(f"a name has printable characters only, got {text!r}", field)
     return text
 
 

@@ -18,6 +18,7 @@ import dataclasses
 import os
 import re
 import ssl
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -303,6 +304,14 @@ def _validate(c: ServerConfig) -> None:
     for origin in c.cors_origin_list:
         if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
             raise bad("cors_origins", f"not an origin (scheme://host[:port]): {origin!r}")
+        sent = _origin_as_sent(origin)
+        if origin != "*" and sent != origin:
+            # matched as written: one a browser never sends would silently never match
+            raise bad(
+                "cors_origins",
+                f"{origin!r} is not an origin as a browser sends it"
+                + (f" (it sends {sent!r})" if sent else " (a host name, without wildcards)"),
+            )
     if not 0.1 <= c.http_body_seconds <= 3600:
         raise bad("http_body_seconds", "must be 0.1 .. 3600")
     if c.log_level not in LOG_LEVELS:
@@ -358,6 +367,26 @@ def _validate(c: ServerConfig) -> None:
             f"{c.workers} workers need a shared store: set OFC_REDIS_URL / --redis-url "
             "(the in-memory store lives in one process and cannot be shared)",
         )
+
+
+def _origin_as_sent(origin: str) -> str:
+    """``origin`` as a browser's ``Origin`` header has it (scheme and host in lower case, no
+    default port), or "" when no browser could send it (a wildcard, a user, a bad port).
+
+    >>> _origin_as_sent("https://App.Example:443"), _origin_as_sent("https://*.example")
+    ('https://app.example', '')
+    """
+    try:
+        parts = urllib.parse.urlsplit(origin)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port out of range, a bad IPv6 literal
+        return ""
+    if parts.username is not None or not re.fullmatch(r"[a-z0-9.-]+|[0-9a-f:.]+", host):
+        return ""
+    scheme = parts.scheme.lower()
+    shown = f"[{host}]" if ":" in host else host
+    default = {"http": 80, "https": 443}[scheme]
+    return f"{scheme}://{shown}" + (f":{port}" if port is not None and port != default else "")
 
 
 def _tls_pair_loads(cert: str, key: str) -> bool:

@@ -84,7 +84,7 @@ class RulesetOverrides(_message.Message):
     JOKERS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A label for the resulting ruleset, echoed in Settlement.ruleset. Default
-    "<preset>+custom" when any option is changed. 1..64 characters when set.
+    "<preset>+custom" when any option is changed. 1..64 printable characters when set.
     """
     min_players: _builtins.int
     """Fewest boards a hand may settle, 2..max_players."""

@@ -30,10 +30,15 @@ export async function launch(): Promise<Browser> {
 }
 
 /** A local origin that forwards to the service and records every response it passes on. */
-export async function recordingProxy(): Promise<{ origin: string; log: Recorded[]; close: () => Promise<void> }> {
+export async function recordingProxy(): Promise<{ origin: string; log: Recorded[]; cut: (down: boolean) => void; close: () => Promise<void> }> {
   const upstream = new URL(WEB_URL);
   const log: Recorded[] = [];
+  let down = false; // the service "gone": every connection dropped, none answered
   const server = http.createServer((req, res) => {
+    if (down) {
+      req.socket.destroy();
+      return;
+    }
     const up = http.request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
       (upRes) => {
@@ -59,6 +64,10 @@ export async function recordingProxy(): Promise<{ origin: string; log: Recorded[
   return {
     origin: `http://127.0.0.1:${port}`,
     log,
+    cut: (value: boolean) => {
+      down = value;
+      if (value) server.closeAllConnections();
+    },
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
@@ -72,6 +81,8 @@ export interface Player {
   snapshots: DomSnapshot[];
   /** URLs of every response the page got: all must be of its own origin. */
   responses: string[];
+  /** Drop every connection to the service and answer none (true) until told otherwise. */
+  cut: (down: boolean) => void;
   close: () => Promise<void>;
 }
 
@@ -84,7 +95,7 @@ export async function player(browser: Browser, name: string, viewport: { width: 
   page.on("pageerror", (e) => { console.error(`[${name}] page error: ${e.message}`); });
   page.on("console", (m) => { if (m.type() === "error") console.error(`[${name}] console: ${m.text()}`); });
   return {
-    name, context, page, origin: proxy.origin, log: proxy.log, snapshots: [], responses,
+    name, context, page, origin: proxy.origin, log: proxy.log, snapshots: [], responses, cut: proxy.cut,
     close: async () => { await context.close(); await proxy.close(); },
   };
 }

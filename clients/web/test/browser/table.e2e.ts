@@ -94,6 +94,23 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     await checkOwnOriginAndStorage(alice, tableId, await seatToken(bob, tableId));
     await checkOwnOriginAndStorage(bob, tableId, await seatToken(alice, tableId));
 
+    // ---- The service drops out under Bob's page: the page says its table may be stale, and
+    // stops saying so once its event stream is back.
+    bob.cut(true);
+    await bob.page.waitForSelector("[data-testid=connection]", { timeout: 20_000 });
+    assert.match((await bob.page.textContent("[data-testid=connection]"))!, /^Connection lost \(.+\); reconnecting…$/);
+    await shot(bob, "09-connection-lost-phone");
+    bob.cut(false);
+    await bob.page.waitForSelector("[data-testid=connection]", { state: "detached", timeout: 20_000 });
+
+    // ---- A table that is not there (it expired, or an in-memory service restarted): the page
+    // says so and does not go on reopening its stream.
+    await bob.page.goto(`${bob.origin}/?table=no-such-table`);
+    await bob.page.waitForFunction(() => document.body.innerText.includes("TABLE_NOT_FOUND"), undefined, { timeout: 20_000 });
+    await bob.page.waitForTimeout(4_000);
+    const watches = bob.log.filter((r) => r.path.endsWith("/Watch") && r.tableIdHeader === "no-such-table");
+    assert.equal(watches.length, 1, "one Watch of a table that is not there, not one per backoff");
+
     // ---- Back to the lobby (the browser's back button: the page's own routing): a table made
     // there is sent without the seat token of the table left behind.
     await alice.page.goBack();

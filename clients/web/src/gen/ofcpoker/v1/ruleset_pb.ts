@@ -57,7 +57,7 @@ export const RulesetSpecSchema: GenMessage<RulesetSpec> = /*@__PURE__*/
 export type RulesetOverrides = Message<"ofcpoker.v1.RulesetOverrides"> & {
   /**
    * A label for the resulting ruleset, echoed in Settlement.ruleset. Default
-   * "<preset>+custom" when any option is changed. 1..64 characters when set.
+   * "<preset>+custom" when any option is changed. 1..64 printable characters when set.
    *
    * @generated from field: optional string name = 1;
    */
