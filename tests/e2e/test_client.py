@@ -17,7 +17,9 @@ from ofc_client import (
     PlayerInput,
     RetryableError,
     Settlement,
+    TableClient,
 )
+from ofc_service.server.background import BackgroundServer
 from ofcpoker.v1 import rules_service_pb2 as pb
 
 from tests.api.wire import EXAMPLE_1_B, EXAMPLE_4, EXAMPLE_5_A, EXAMPLE_5_B, EXAMPLE_A
@@ -182,3 +184,34 @@ def test_an_unreachable_server_is_a_retryable_error() -> None:
         client.list_presets()
     assert caught.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
     assert isinstance(caught.value, OfcClientError)
+
+
+def test_the_module_example_of_table_client_runs_as_written(server: BackgroundServer) -> None:
+    """The ``ofc_client.tables`` docstring's session, its address pointed at the server."""
+    import ofc_client.tables
+
+    doc = ofc_client.tables.__doc__ or ""
+    start = doc.index("host = ")
+    example = doc[start : doc.index("\n\n", start)].replace("127.0.0.1:50051", server.address)
+    lines = [line.split("#")[0].rstrip() for line in example.strip().splitlines()]
+    scope: dict[str, Any] = {"TableClient": TableClient}
+    for line in lines[:-1]:
+        exec(line.strip(), scope)
+    assert eval(lines[-1].strip(), scope) == 1  # "# 1", as the example says
+
+
+def test_a_closed_client_says_so_in_its_own_terms(server: BackgroundServer) -> None:
+    """After ``close()`` (or the ``with`` block) a call raises the client's own
+    InvalidRequestError, as every failure of a method does, not gRPC's bare ValueError."""
+    with OfcClient(server.address) as rules:
+        assert rules.health() == "SERVING"
+    tables = TableClient(server.address)
+    tables.close()
+    for call in (
+        rules.list_presets,
+        lambda: rules.settle_stream([]),
+        lambda: tables.get("t"),
+        lambda: tables.watch("t"),
+    ):
+        with pytest.raises(InvalidRequestError, match="this client is closed"):
+            call()

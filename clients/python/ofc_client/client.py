@@ -48,7 +48,7 @@ from ofc_client.requests import (
     row_position,
     ruleset_spec,
 )
-from ofc_client.tables import API_KEY_HEADER
+from ofc_client.tables import API_KEY_HEADER, check_open
 
 DEFAULT_TIMEOUT = 10.0
 STREAM_BATCH_HANDS = 100  # settle_stream's hands a message, by default
@@ -102,6 +102,7 @@ class OfcClient:
                 else grpc.insecure_channel(target, options)
             )
         self.channel = channel
+        self.closed = False
         self.timeout = timeout
         self._credentials = ((API_KEY_HEADER, api_key),) if api_key else ()
         self._stub = pb_grpc.RulesServiceStub(channel)
@@ -115,6 +116,7 @@ class OfcClient:
         return ((REQUEST_ID_KEY, self.last_request_id), *self._credentials)
 
     def _call(self, method: Callable[..., T], request: Any) -> T:
+        check_open(self)
         try:
             result: T = method(request, timeout=self.timeout, metadata=self._metadata())
         except grpc.RpcError as error:
@@ -122,6 +124,8 @@ class OfcClient:
         return result
 
     def close(self) -> None:
+        """Close the channel: every later call raises InvalidRequestError."""
+        self.closed = True
         self.channel.close()
 
     def __enter__(self) -> OfcClient:
@@ -200,6 +204,7 @@ class OfcClient:
             raise invalid(
                 f"batch_size must be 1..{MAX_STREAM_BATCH_HANDS}, got {batch_size}", "batch_size"
             )
+        check_open(self)
         return self._settled_stream(hands, batch_size)  # checked at the call, not at next()
 
     def _settled_stream(

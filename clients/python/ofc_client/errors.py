@@ -68,8 +68,9 @@ class UnauthenticatedError(OfcClientError):
 
 
 class PermissionDeniedError(OfcClientError):
-    """PERMISSION_DENIED: a valid credential that may not do this (another seat's turn,
-    another table's token, a seat token where an operator key is required)."""
+    """PERMISSION_DENIED: a valid credential that may not do this (a seat token acting for
+    another seat, another table's token, a seat token where an operator key is required).
+    A move out of turn is FailedPreconditionError, reason NOT_YOUR_TURN."""
 
 
 class ServerError(OfcClientError):

@@ -1,9 +1,11 @@
 """``TableClient``: live tables (ofcpoker.v1.TableService) from Python.
 
-    host = TableClient("127.0.0.1:50051", api_key="k")   # the operator key, if configured
+    host = TableClient("127.0.0.1:50051")   # api_key="..." when the server has operator keys
     table = host.create_table(seats=2)
-    ann = TableClient("127.0.0.1:50051")
+    ann, bob = TableClient("127.0.0.1:50051"), TableClient("127.0.0.1:50051")
     token = ann.join(table.table_id, 0, "ann")            # ann now acts as seat 0
+    bob.join(table.table_id, 1, "bob")                    # a hand needs two players
+    ann.get(table.table_id)                               # the version bob's join made
     ann.start_hand(table.table_id).hand.number            # 1
 
 A complete session is examples/table_session.py (the README walks through it).
@@ -44,7 +46,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -92,6 +94,17 @@ class _Request:
 _RETRIED = frozenset((grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED))
 
 
+class _Closable(Protocol):
+    closed: bool
+
+
+def check_open(client: _Closable) -> None:
+    """InvalidRequestError for a call on a client after ``close()`` (gRPC itself would
+    raise a bare ValueError)."""
+    if client.closed:
+        raise invalid("this client is closed: make a new one", "")
+
+
 class TableClient:
     """A connection to an ofc server's TableService (see the module docstring).
 
@@ -120,6 +133,7 @@ class TableClient:
                 else grpc.insecure_channel(target, options)
             )
         self.channel = channel
+        self.closed = False
         self.api_key = api_key
         self.timeout = timeout
         self.retries = retries
@@ -191,6 +205,7 @@ class TableClient:
         ``credentials``, default: the ones held), and so is CANCELLED, which a blocking call
         gets only from the server's side: a replica that stopped before it ran the call (a
         mutation's retry is safe: the request id makes it apply once)."""
+        check_open(self)
         attempt = 0
         while True:
             try:
@@ -257,6 +272,8 @@ class TableClient:
         return own
 
     def close(self) -> None:
+        """Close the channel: every later call raises InvalidRequestError."""
+        self.closed = True
         self.channel.close()
 
     def __enter__(self) -> TableClient:
@@ -496,6 +513,7 @@ class TableClient:
         """The caller's view as a snapshot, then every event as the caller may see it
         (iterate; ``cancel()`` or leave the ``with`` block to stop). ``after_event_id``:
         resume after that event, without a snapshot."""
+        check_open(self)
         return TableWatch(
             self,
             table_id,
