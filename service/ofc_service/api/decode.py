@@ -35,12 +35,6 @@ from ofc_service.api.errors import MalformedRequestError
 
 M = TypeVar("M", bound=Message)
 
-_UNSIGNED: Final = frozenset({FieldDescriptor.TYPE_UINT32, FieldDescriptor.TYPE_SINT32})
-"""Fields whose varint is at most 32 bits wide (sint32's is zigzag-encoded: unsigned too)."""
-_SIGNED: Final = frozenset({FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_ENUM})
-"""Fields whose varint is a 64-bit two's complement of a 32-bit value (negatives: 10 bytes)."""
-_LOW, _HIGH = 2**31, 2**64 - 2**31  # a signed field's varint is below _LOW or at least _HIGH
-
 
 def parser(message_class: type[M]) -> Callable[[bytes], M]:
     """``message_class.FromString`` that refuses a 32-bit field given a wider number."""
@@ -53,32 +47,65 @@ def parser(message_class: type[M]) -> Callable[[bytes], M]:
 
 def checked(message: M, data: bytes | bytearray) -> M:
     """``message``, parsed from ``data``, unless a 32-bit field of it was given a wider
-    number (MalformedRequestError naming the field)."""
-    if message.ByteSize() != len(data) and not _same_wide(message, data):
-        found = out_of_range(bytes(data), message.DESCRIPTOR) if len(data) <= NAMED_BYTES else None
-        if found is None:  # too long to walk in Python: refused all the same, unnamed
-            raise MalformedRequestError(
-                "the request does not decode: a number is wider than its 32-bit field"
-            )
-        path, value = found
+    number (MalformedRequestError naming the field).
+
+    Its size as parsed equals the bytes' for what a protobuf library writes; otherwise the
+    bytes are read again with every 32-bit integer field 64 bits wide (in protobuf's C
+    parser), and the two readings differ only where a number was cut. Unknown fields go
+    along as they came in both."""
+    if message.ByteSize() == len(data):
+        return message
+    wide = _wide_class(message.DESCRIPTOR).FromString(bytes(data))
+    if wide.SerializeToString(deterministic=True) == message.SerializeToString(deterministic=True):
+        return message
+    # Naming the field walks the two readings in Python: only for a short request.
+    found = _cut(message, wide, "") if len(data) <= NAMED_BYTES else None
+    if found is None:
         raise MalformedRequestError(
-            f"the request does not decode: {path} is a 32-bit number, got {value}", field=path
+            "the request does not decode: a number is wider than its 32-bit field"
         )
-    return message
+    path, value = found
+    raise MalformedRequestError(
+        f"the request does not decode: {path} is a 32-bit number, got {value}", field=path
+    )
 
 
 NAMED_BYTES: Final = 64 * 1024
 """A refused request up to this long is walked (in Python) for the field to name."""
 
 
-def _same_wide(message: Message, data: bytes | bytearray) -> bool:
-    """Whether ``data`` read with every 32-bit integer field 64 bits wide (a mirror of the
-    message's type, in protobuf's C parser) holds what ``message`` holds: it does unless a
-    number was cut. Both are serialised deterministically; unknown fields go along as they
-    came, in both."""
-    wide = _wide_class(message.DESCRIPTOR.full_name, message.DESCRIPTOR.file)
-    as_wide: bytes = wide.FromString(bytes(data)).SerializeToString(deterministic=True)
-    return as_wide == message.SerializeToString(deterministic=True)
+def out_of_range(data: bytes, descriptor: Any) -> tuple[str, int] | None:
+    """The path and value of the first 32-bit integer field of ``data`` (a ``descriptor``
+    message's bytes, which parse) that was given a wider number; None when all fit.
+
+    >>> from ofcpoker.v1 import table_service_pb2 as pb
+    >>> out_of_range(b"\\x0a\\x02\\x10\\x05", pb.PlaceCardsRequest.DESCRIPTOR)  # table_id
+    >>> placement = b"\\x1a\\x0a\\x0a\\x02Kc\\x10\\x82\\x80\\x80\\x80\\x10"  # row 2**32 + 2
+    >>> out_of_range(placement, pb.PlaceCardsRequest.DESCRIPTOR)
+    ('placements[0].row', 4294967298)
+    """
+    narrow = message_factory.GetMessageClass(descriptor).FromString(data)
+    return _cut(narrow, _wide_class(descriptor).FromString(data), "")
+
+
+def _cut(narrow: Any, wide: Any, at: str) -> tuple[str, int] | None:
+    """The first field whose 32-bit reading (``narrow``) differs from its 64-bit one."""
+    for field, whole in wide.ListFields():
+        path, cut = at + field.name, getattr(narrow, field.name)
+        if field.is_repeated:
+            readings = [
+                (f"{path}[{k}]", c, w) for k, (c, w) in enumerate(zip(cut, whole, strict=True))
+            ]
+        else:
+            readings = [(path, cut, whole)]
+        for where, cut_one, whole_one in readings:
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
+                found = _cut(cut_one, whole_one, where + ".")
+                if found is not None:
+                    return found
+            elif cut_one != whole_one:
+                return where, whole_one
+    return None
 
 
 _WIDER: Final = {
@@ -92,9 +119,10 @@ _wide_files: set[str] = set()
 
 
 @functools.cache
-def _wide_class(full_name: str, file: Any) -> Any:
-    _add_wide(file)
-    return message_factory.GetMessageClass(_WIDE_POOL.FindMessageTypeByName(full_name))
+def _wide_class(descriptor: Any) -> Any:
+    """The mirror of ``descriptor``'s message type: its 32-bit integer fields 64 bits wide."""
+    _add_wide(descriptor.file)
+    return message_factory.GetMessageClass(_WIDE_POOL.FindMessageTypeByName(descriptor.full_name))
 
 
 def _add_wide(file: Any) -> None:
@@ -119,83 +147,6 @@ def _widen(messages: Any) -> None:
                 field.type = _WIDER[field.type]
                 field.ClearField("type_name")
         _widen(message.nested_type)
-
-
-def out_of_range(data: bytes, descriptor: Any, at: str = "") -> tuple[str, int] | None:
-    """The path and value of the first 32-bit integer field of ``data`` (a ``descriptor``
-    message's bytes, which parsed) whose varint does not fit it; None when all fit.
-
-    >>> from ofcpoker.v1 import table_service_pb2 as pb
-    >>> out_of_range(b"\\x0a\\x02\\x10\\x05", pb.PlaceCardsRequest.DESCRIPTOR)  # table_id
-    >>> placement = b"\\x1a\\x0a\\x0a\\x02Kc\\x10\\x82\\x80\\x80\\x80\\x10"  # row 2**32 + 2
-    >>> out_of_range(placement, pb.PlaceCardsRequest.DESCRIPTOR)
-    ('placements[0].row', 4294967298)
-    """
-    fields = descriptor.fields_by_number
-    seen: dict[int, int] = {}
-    position, end = 0, len(data)
-    try:
-        while position < end:
-            key, position = _varint(data, position)
-            number, wire_type = key >> 3, key & 7
-            field = fields.get(number)
-            if wire_type == 0:
-                value, position = _varint(data, position)
-                if field is not None and not _fits(field.type, value):
-                    return _path(at, field, seen), value
-            elif wire_type == 2:
-                size, position = _varint(data, position)
-                chunk, position = data[position : position + size], position + size
-                if field is None:
-                    continue
-                if field.type == FieldDescriptor.TYPE_MESSAGE:
-                    inner = out_of_range(chunk, field.message_type, _path(at, field, seen) + ".")
-                    if inner is not None:
-                        return inner
-                elif field.type in _UNSIGNED or field.type in _SIGNED:  # packed: one per value
-                    packed = 0
-                    while packed < len(chunk):
-                        value, packed = _varint(chunk, packed)
-                        if not _fits(field.type, value):
-                            return _path(at, field, seen), value
-                        seen[number] = seen.get(number, 0) + 1
-                    continue
-            elif wire_type == 1:
-                position += 8
-            elif wire_type == 5:
-                position += 4
-            else:  # groups: none in this API, and the parser took the bytes already
-                return None
-            if field is not None and field.is_repeated:
-                seen[number] = seen.get(number, 0) + 1
-    except IndexError:
-        return None
-    return None
-
-
-def _fits(kind: int, value: int) -> bool:
-    if kind in _UNSIGNED:
-        return value >> 32 == 0
-    if kind in _SIGNED:
-        return value < _LOW or value >= _HIGH
-    return True
-
-
-def _path(at: str, field: FieldDescriptor, seen: dict[int, int]) -> str:
-    if field.is_repeated:
-        return f"{at}{field.name}[{seen.get(field.number, 0)}]"
-    return at + field.name
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
 
 
 __all__ = ["NAMED_BYTES", "checked", "out_of_range", "parser"]
