@@ -51,6 +51,7 @@ __all__ = [
     "parse_seed_hex",
     "shuffle_deck",
     "shuffle_deck_v2",
+    "strict_hex",
     "verify_commitment",
     "word_stream",
 ]
@@ -171,7 +172,8 @@ def parse_seed_hex(text: str) -> bytes:
     ...
     ofc.errors.InvalidSeedError: server seed is not hex: ' 00 00 00'...
     """
-    if not isinstance(text, str) or len(text) % 2 or not all(c in _HEX_DIGITS for c in text):
+    seed = strict_hex(text)
+    if seed is None:
         shown = f"{text[:9]!r}..." if isinstance(text, str) and len(text) > 12 else repr(text)
         raise InvalidSeedError(f"server seed is not hex: {shown}", field="server_seed")
     if len(text) != 2 * SERVER_SEED_BYTES:
@@ -180,6 +182,18 @@ def parse_seed_hex(text: str) -> bytes:
             f"got {len(text) // 2}",
             field="server_seed",
         )
+    return seed
+
+
+def strict_hex(text: object) -> bytes | None:
+    """The bytes of ``text`` when it is hex digit pairs (either case) and nothing else; None
+    otherwise (``bytes.fromhex`` would also skip whitespace between and around them).
+
+    >>> strict_hex("00ff"), strict_hex("00 ff"), strict_hex("0")
+    (b'\\x00\\xff', None, None)
+    """
+    if not isinstance(text, str) or len(text) % 2 or not all(c in _HEX_DIGITS for c in text):
+        return None
     return bytes.fromhex(text)
 
 

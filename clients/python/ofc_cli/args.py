@@ -12,6 +12,7 @@ from typing import TextIO
 
 from ofc.cards import Card, parse_cards
 from ofc.errors import DuplicateCardError, InvalidInputError, InvalidSeedError
+from ofc.shuffle import strict_hex
 
 
 def utf8(text: str, field: str) -> bytes:
@@ -27,14 +28,12 @@ def client_seed_bytes(args: argparse.Namespace) -> bytes:
     text as UTF-8."""
     if args.client_seed_hex is None:
         return utf8(args.client_seed, "client_seed")
-    text = args.client_seed_hex
-    # hex digit pairs and nothing else (bytes.fromhex would skip whitespace between them)
-    if len(text) % 2 or not all(c in _HEX_DIGITS for c in text):
-        raise InvalidSeedError(f"client seed is not hex: {text!r}", field="client_seed_hex")
-    return bytes.fromhex(text)
-
-
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+    seed = strict_hex(args.client_seed_hex)
+    if seed is None:
+        raise InvalidSeedError(
+            f"client seed is not hex: {args.client_seed_hex!r}", field="client_seed_hex"
+        )
+    return seed
 
 
 def integer(text: str) -> int:
