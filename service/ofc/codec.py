@@ -93,6 +93,7 @@ from ofc.shuffle import algorithm_for, deal_deck
 __all__ = [
     "FORMAT_VERSION",
     "FORMAT_VERSIONS",
+    "MAX_TURN_TIME_MS",
     "SCORE_HAND_KEYS",
     "SCORE_PLAYER_KEYS",
     "STATE_FORMAT_VERSIONS",
@@ -1384,6 +1385,10 @@ class TurnClock:
 
     turn_time_limit_ms: int
     fantasyland_time_limit_ms: int
+
+
+MAX_TURN_TIME_MS: Final = 3_600_000
+"""The longest turn clock a table takes (an hour): longer ones are refused where set."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,15 +13,13 @@ import argparse
 import json
 from typing import Any
 
-from ofc.codec import HandContext, TurnClock, hand_history
+from ofc.codec import MAX_TURN_TIME_MS, HandContext, TurnClock, hand_history
 from ofc.engine import SitDown, StartHand, new_match, replay
 from ofc.errors import InvalidInputError
 from ofc.policy import play_by_timeouts
 from ofc.shuffle import parse_seed_hex
 
 from ofc_cli.args import integer, utf8
-
-MAX_TURN_TIME_MS = 3_600_000
 
 
 def register(subparsers: Any) -> None:
@@ -46,7 +44,7 @@ def run_play(args: argparse.Namespace) -> int:
     seed = parse_seed_hex(args.seed)
     clock = None
     if args.turn_time_ms is not None:
-        if not 1 <= args.turn_time_ms <= MAX_TURN_TIME_MS:  # a live table's longest: an hour
+        if not 1 <= args.turn_time_ms <= MAX_TURN_TIME_MS:
             raise InvalidInputError(
                 f"--turn-time-ms must be 1..{MAX_TURN_TIME_MS}", field="turn_time_ms"
             )

@@ -19,6 +19,7 @@ from google.protobuf.message import DecodeError, Message
 from ofc import engine
 from ofc import errors as core
 from ofc.cards import Card, card_codes
+from ofc.codec import MAX_TURN_TIME_MS
 from ofc.rulesets import Row, Ruleset
 from ofc.scoring import Board, Settlement
 from ofcpoker.v1 import cards_pb2, settlement_pb2
@@ -47,7 +48,7 @@ from ofc_service.application.requests import (
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TableService"].full_name
 DEFAULT_TURN_MS = 30_000
-MIN_LIMIT_MS, MAX_LIMIT_MS = 1_000, 3_600_000
+MIN_LIMIT_MS, MAX_LIMIT_MS = 1_000, MAX_TURN_TIME_MS
 MAX_HANDS = 10_000
 MAX_CLIENT_SEED_BYTES = 256
 _POLICY_TO_PROTO = {
