@@ -234,17 +234,19 @@ def hand_input(data: Any) -> HandInput:
     players = data.get("players")
     if not isinstance(players, list):
         raise _invalid("players must be a list", "players")
+
+    def known(value: Mapping[str, Any], keys: frozenset[str], place: str) -> None:
+        try:  # the keys the local run knows: a misspelt one is refused, not ignored
+            check_keys(value, keys, place)
+        except OfcError as error:
+            raise _invalid(error.message, error.field) from None
+
+    known(data, SCORE_HAND_KEYS, "")
     inputs = []
-    try:  # the keys the local run knows: a misspelt one is refused, not ignored
-        check_keys(data, SCORE_HAND_KEYS, "")
-        for i, player in enumerate(players):
-            if isinstance(player, Mapping):
-                check_keys(player, SCORE_PLAYER_KEYS, f"players[{i}]")
-    except OfcError as error:
-        raise _invalid(error.message, error.field) from None
     for i, player in enumerate(players):
         if not isinstance(player, Mapping):
             raise _invalid(f"players[{i}] must be an object", f"players[{i}]")
+        known(player, SCORE_PLAYER_KEYS, f"players[{i}]")
         in_fl = player.get("in_fantasyland", False)
         cards = player.get("fantasyland_cards", 0)
         streak = player.get("fantasyland_streak", 1 if in_fl or cards else 0)
