@@ -5,6 +5,7 @@ replica's timeout win; docs/hand-history.md, "Turn clocks", is the rule the veri
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Iterable
@@ -16,9 +17,12 @@ from ofc.engine import MatchState
 from ofc_service.application.periodic import Periodic
 from ofc_service.application.records import TableEvent, TableRecord
 from ofc_service.metrics import ACTIVE_TABLES
+from ofc_service.store import StoreUnavailableError
 
 if TYPE_CHECKING:
     from ofc_service.application.manager import TableManager
+
+log = logging.getLogger("ofc.deadlines")
 
 
 def seat_deadlines(
@@ -63,6 +67,7 @@ class DeadlineSweeper:
         self.batch = batch
         self.count_interval_s = count_interval_s
         self._next_count = -math.inf
+        self._failing: set[str] = set()  # tables whose timeout failed, logged once each
         self._loop = Periodic("deadline sweep", self.sweep_once, interval_s)
 
     async def sweep_once(self) -> int:
@@ -76,8 +81,26 @@ class DeadlineSweeper:
         due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
         applied = 0
         for table_id, _ in due:
-            applied += await self.manager.apply_due_timeouts(table_id)
+            try:
+                applied += await self.manager.apply_due_timeouts(table_id)
+            except StoreUnavailableError:
+                raise  # an outage: the loop backs off and says so
+            except Exception:
+                # The oldest deadline comes first at every sweep, on every replica: a table
+                # whose timeout cannot be made must not stop every other table's clock.
+                self._failed(table_id)
+            else:
+                self._failing.discard(table_id)
         return applied
+
+    def _failed(self, table_id: str) -> None:
+        if table_id in self._failing:
+            return  # said once; it stays due and is tried again at each sweep
+        if len(self._failing) >= self.batch * 10:
+            self._failing.clear()
+        self._failing.add(table_id)
+        fields = {"table_id": table_id}
+        log.exception("timeout move failed; other tables go on", extra={"fields": fields})
 
     def start(self) -> None:
         self._loop.start()

@@ -1,0 +1,109 @@
+"""The deadline sweep goes on past a table whose timeout move fails.
+
+Every replica's sweep takes the due tables oldest deadline first: if one table's timeout
+raised out of the sweep, that table would come first again at every sweep, and no other
+table's clock would ever run out again, on any replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import pytest
+from ofc import engine
+from ofc.policy import TIMEOUT_POLICY
+from ofc_service.application import commands
+from ofc_service.application.deadlines import DeadlineSweeper
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.records import TableRecord
+from ofc_service.auth import Authenticator, Credentials
+from ofc_service.store import MemoryTableStore, StoreUnavailableError
+
+from tests.silent import SilentPresenter
+
+TURN = 1_000
+KEY = "sweep-key"
+OPERATOR = Credentials(api_key=KEY)
+
+
+@dataclass(frozen=True)
+class BrokenFor:
+    """The shipped policy, except that it fails at tables where ``player`` sits."""
+
+    player: str
+    name: str = TIMEOUT_POLICY.name
+    version: int = TIMEOUT_POLICY.version
+
+    def choose(self, state: engine.MatchState, seat: int) -> engine.Place | engine.SetFantasyland:
+        if any(s.player_id == self.player for s in state.seats):
+            raise RuntimeError("no move for this table")
+        return TIMEOUT_POLICY.choose(state, seat)
+
+
+class Tables:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+        self.store = MemoryTableStore(clock=lambda: self.now / 1000)
+        self.manager = TableManager(
+            self.store,
+            Authenticator((KEY,)),
+            SilentPresenter(),
+            clock_ms=lambda: self.now,
+            policy=BrokenFor("boom"),
+        )
+
+    async def open(self, table_id: str, players: tuple[str, str]) -> None:
+        match, _ = engine.replay(
+            engine.new_match("classic", seats=2),
+            [engine.SitDown(s, name) for s, name in enumerate(players)],
+        )
+        await self.manager.create(TableRecord(table_id, match, TURN, 4 * TURN, b"", 0))
+        request = Request(table_id, await self.version(table_id), "start")
+        await self.manager.run(request, commands.StartHand(), OPERATOR)
+
+    async def version(self, table_id: str) -> int:
+        return (await self.manager.load(table_id))[1]
+
+
+def test_a_failing_table_does_not_stop_the_others_clocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        tables = Tables()
+        await tables.open("broken", ("boom", "b"))  # its deadline comes first
+        tables.now += 10
+        await tables.open("fine", ("c", "d"))
+        before = {t: await tables.version(t) for t in ("broken", "fine")}
+        sweeper = DeadlineSweeper(tables.manager)
+        tables.now += TURN + 10
+        with caplog.at_level(logging.ERROR, logger="ofc.deadlines"):
+            assert await sweeper.sweep_once() == 1
+            tables.now += TURN + 10  # the fine table's next seat's turn runs out too
+            assert await sweeper.sweep_once() == 1
+        assert await tables.version("broken") == before["broken"]
+        assert await tables.version("fine") == before["fine"] + 2
+        failures = [r for r in caplog.records if r.name == "ofc.deadlines"]
+        assert len(failures) == 1, "said once, not at every sweep"
+        assert failures[0].fields == {"table_id": "broken"}  # type: ignore[attr-defined]
+
+    asyncio.run(scenario())
+
+
+def test_a_store_outage_still_ends_the_sweep() -> None:
+    """An unavailable store is the loop's to back off from, not a table's failure."""
+
+    async def scenario() -> None:
+        tables = Tables()
+        await tables.open("fine", ("c", "d"))
+        tables.now += TURN + 10
+
+        async def unavailable(table_id: str) -> int:
+            raise StoreUnavailableError("redis is down")
+
+        tables.manager.apply_due_timeouts = unavailable  # type: ignore[method-assign]
+        with pytest.raises(StoreUnavailableError):
+            await DeadlineSweeper(tables.manager).sweep_once()
+
+    asyncio.run(scenario())
