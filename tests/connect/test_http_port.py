@@ -175,6 +175,22 @@ def test_only_the_bundle_is_served(url: str) -> None:
     assert get(f"{url}/ofcpoker.v1.Nope/X", "POST")[0] == 404
 
 
+def test_the_page_runs_only_its_own_code_and_is_not_framed(url: str) -> None:
+    for path in ("/", "/index.html", "/app.js", "/app.css"):
+        status, headers, _ = get(f"{url}{path}")
+        assert status == 200, path
+        policy = dict(
+            directive.strip().split(" ", 1)
+            for directive in headers["content-security-policy"].split(";")
+        )
+        assert policy["default-src"] == "'none'", path
+        assert policy["script-src"] == policy["style-src"] == policy["connect-src"] == "'self'"
+        assert policy["frame-ancestors"] == "'none'" and policy["base-uri"] == "'none'"
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["x-content-type-options"] == "nosniff"
+
+
 def test_a_websocket_upgrade_is_refused_forbidden_on_every_path(url: str) -> None:
     base = urllib.parse.urlsplit(url)
     for path in ("/ofcpoker.v1.TableService/Watch", "/", "/healthz", "/nothing"):

@@ -98,6 +98,18 @@ CORS_EXPOSE_HEADERS = (
     "content-encoding, x-request-id"
 )
 CORS_MAX_AGE_SECONDS = "7200"
+# The web table's files: its own scripts, styles and calls only (no inline script or style,
+# nothing from elsewhere), and not framed by another site, where a hidden frame could steer
+# a player's clicks; its address (a table id) is not sent on to any link it might show.
+PAGE_HEADERS = (
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+)
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -241,7 +253,9 @@ class HttpApp:
             await _respond(send, 404, b"not found\n", "text/plain; charset=utf-8")
             return
         body, kind = found
-        await _respond(send, 200, body if scope["method"] == "GET" else b"", kind, len(body))
+        await _respond(
+            send, 200, body if scope["method"] == "GET" else b"", kind, len(body), PAGE_HEADERS
+        )
 
 
 class _NoSuchService:
@@ -568,13 +582,19 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 async def _respond(
-    send: Send, status: int, body: bytes, content_type: str, length: int | None = None
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: str,
+    length: int | None = None,
+    more_headers: Sequence[tuple[bytes, bytes]] = (),
 ) -> None:
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", content_type.encode()),
         (b"content-length", str(len(body) if length is None else length).encode()),
         (b"cache-control", b"no-cache"),
         (b"x-content-type-options", b"nosniff"),
+        *more_headers,
     ]})  # fmt: skip
     await send({"type": "http.response.body", "body": body})
 

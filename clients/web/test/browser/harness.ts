@@ -89,6 +89,12 @@ export interface Player {
 export async function player(browser: Browser, name: string, viewport: { width: number; height: number }, mobile = false): Promise<Player> {
   const proxy = await recordingProxy();
   const context = await browser.newContext({ viewport, isMobile: mobile, hasTouch: mobile, deviceScaleFactor: 1 });
+  // Anything the page's Content-Security-Policy blocked: the page must need nothing it forbids.
+  await context.addInitScript(() => {
+    const blocked: string[] = [];
+    (window as unknown as { ofcBlocked: string[] }).ofcBlocked = blocked;
+    document.addEventListener("securitypolicyviolation", (e) => { blocked.push(`${e.effectiveDirective} ${e.blockedURI}`); });
+  });
   const page = await context.newPage();
   const responses: string[] = [];
   page.on("response", (r) => responses.push(r.url()));

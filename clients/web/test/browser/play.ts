@@ -209,9 +209,14 @@ export function checkNoLeaks(viewer: Player, otherSeat: number, h: PlayedHistory
   for (const snap of snaps) assert.deepEqual(domLeaks(snap, other, snap.at >= h.settled_at_ms), [], `${viewer.name}'s page`);
 }
 
-/** The page talked only to its own origin, and keeps nothing but its seat in sessionStorage. */
+/** The page talked only to its own origin, under its Content-Security-Policy with nothing
+ *  blocked, and keeps nothing but its seat in sessionStorage. */
 export async function checkOwnOriginAndStorage(viewer: Player, tableId: string, otherToken: string): Promise<void> {
   assert.deepEqual(viewer.responses.filter((url) => !url.startsWith(viewer.origin)), [], `${viewer.name}'s page talked only to its own origin`);
+  const page = await viewer.page.request.get(viewer.origin + "/");
+  assert.match(page.headers()["content-security-policy"] ?? "", /frame-ancestors 'none'/, "the page is served with its policy");
+  const blocked = await viewer.page.evaluate(() => (window as unknown as { ofcBlocked: string[] }).ofcBlocked);
+  assert.deepEqual(blocked, [], `${viewer.name}'s page needed nothing its policy blocks`);
   const stored = await viewer.page.evaluate(() => ({ session: { ...sessionStorage }, local: { ...localStorage }, cookie: document.cookie }));
   assert.deepEqual(Object.keys(stored.session), [`ofc.seat.${tableId}`]);
   assert.deepEqual(stored.local, {});
