@@ -2,10 +2,12 @@
 // origin, with the seat token of this tab as the `x-ofc-seat-token` header and, on every
 // call about a table, its id as `x-ofc-table-id` (routing for a proxy).
 
+import { create } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import { type RulesetParameters, type RulesetSpec, RulesetSpecSchema } from "./gen/ofcpoker/v1/ruleset_pb";
 import { RulesService } from "./gen/ofcpoker/v1/rules_service_pb";
 import { TableService } from "./gen/ofcpoker/v1/table_service_pb";
 
@@ -108,4 +110,32 @@ export async function withRetries<T>(send: (id: string) => Promise<T>, attempts 
       await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
     }
   }
+}
+
+/** A table's ruleset as a RulesetSpec: every parameter as an override, so the solver uses
+ *  exactly the table's rules whatever its preset (jokers and Fantasyland tiers included;
+ *  `cardsPerHand` and `deckSize` follow from the others). */
+export function rulesetSpec(p: RulesetParameters): RulesetSpec {
+  return create(RulesetSpecSchema, {
+    preset: "classic",
+    overrides: {
+      name: p.name,
+      streets: { streets: p.streets },
+      minPlayers: p.minPlayers,
+      maxPlayers: p.maxPlayers,
+      royaltiesOverride: p.royalties ? { case: "royalties", value: p.royalties } : { case: undefined },
+      scoringOverride: p.scoring ? { case: "scoring", value: p.scoring } : { case: undefined },
+      royaltiesToRowWinnerOnly: p.royaltiesToRowWinnerOnly,
+      unitValue: p.unitValue,
+      lossCap: p.lossCap,
+      fantasylandEntry: { entries: p.fantasylandEntry },
+      stayConditions: { conditions: p.stayConditions },
+      stayMinRowRoyalty: p.stayMinRowRoyalty,
+      stayCards: p.stayCards,
+      maxConsecutiveFantasylands: p.maxConsecutiveFantasylands,
+      buttonMovesInFantasyland: p.buttonMovesInFantasyland,
+      fantasylandTiers: { tiers: p.fantasylandTiers },
+      jokers: p.jokers,
+    },
+  });
 }

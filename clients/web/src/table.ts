@@ -8,11 +8,10 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { cardName, face, suitClass } from "./cards";
-import { type Api, describeError, reasonOf, withRetries } from "./api";
+import { type Api, describeError, reasonOf, rulesetSpec, withRetries } from "./api";
 import { type Child, h } from "./dom";
 import { clock, pairLabel, playerRows, rowWinner, signed } from "./format";
 import { RowPosition } from "./gen/ofcpoker/v1/cards_pb";
-import { type RulesetParameters, type RulesetSpec, RulesetSpecSchema } from "./gen/ofcpoker/v1/ruleset_pb";
 import {
   ClientSeedPolicy,
   type HandSeatView,
@@ -58,6 +57,7 @@ export class TablePage {
   private seat: SeatSession | undefined;
   private assignment: Assignment | undefined;
   private batchKey = "";
+  private turnAnnounced = ""; // the batch whose turn was last announced
   private selected: string | undefined;
   private busy = false;
   private error = "";
@@ -143,6 +143,7 @@ export class TablePage {
         }
       } catch (error) {
         if (this.stopped) return;
+        if (controller.signal.aborted) continue; // the page reopens it (a seat taken or left)
         if (reasonOf(error) === "EVENTS_TRIMMED") this.lastEventId = "";
         const code = ConnectError.from(error).code;
         if (code === Code.Unauthenticated || code === Code.PermissionDenied) this.dropSeat("your seat token is no longer valid");
@@ -212,6 +213,10 @@ export class TablePage {
       if (mine) this.ownSeeds = [{ version: view.version, seed: mine.clientSeed }];
     }
     this.syncAssignment();
+    if (this.myTurn() && this.turnAnnounced !== this.batchKey) {
+      this.turnAnnounced = this.batchKey;
+      this.announce(this.status());
+    }
     this.render();
     const hand = view.hand;
     if (hand?.over && hand.serverSeed.length > 0 && !this.verifications.has(hand.number)) {
@@ -300,7 +305,12 @@ export class TablePage {
         this.announce(line);
         break;
       case "fantasylandSet":
-        if (notice && notice.seat === k.value.seat) notice.placed.push("the whole Fantasyland hand");
+        if (notice && notice.seat === k.value.seat) {
+          notice.placed.push("the whole Fantasyland hand");
+          // the discards are in the seat's own view only: named there, counted elsewhere
+          notice.discardCount += k.value.discards.length;
+          notice.discarded.push(...k.value.discards.map(label));
+        }
         line = `${this.name(k.value.seat)} set a Fantasyland hand face down`;
         break;
       case "fantasylandRevealed":
@@ -429,17 +439,8 @@ export class TablePage {
       }))).table;
     };
     try {
-      let table: TableView | undefined;
-      try {
-        table = await send(view.version);
-      } catch (error) {
-        if (reasonOf(error) !== "STALE_VERSION") throw error;
-        // The table moved on (another seat acted): read it, and send again if this batch is
-        // still the one to place.
-        await this.refresh();
-        if (this.assignment !== a || !this.myTurn()) throw error;
-        table = await send(this.view!.version);
-      }
+      // another seat may act meanwhile: sent again while this batch is still the one to place
+      const table = await this.atCurrentVersion(send, () => this.assignment === a && this.myTurn());
       if (table) this.accept(table);
     } catch (error) {
       this.showError(error);
@@ -483,9 +484,12 @@ export class TablePage {
     this.busy = true;
     this.error = "";
     try {
-      const res = await withRetries((requestId) => this.api.tables.joinSeat({
-        tableId: this.tableId, seat: seatIndex, playerId, expectedVersion: view.version, requestId,
-      }));
+      const res = await this.atCurrentVersion(
+        (version) => withRetries((requestId) => this.api.tables.joinSeat({
+          tableId: this.tableId, seat: seatIndex, playerId, expectedVersion: version, requestId,
+        })),
+        () => !this.seat && !this.view?.seats[seatIndex]?.playerId,
+      );
       this.seat = { seat: seatIndex, token: res.seatToken, playerId };
       saveSeat(this.storage, this.tableId, this.seat);
       this.setToken(res.seatToken);
@@ -511,7 +515,10 @@ export class TablePage {
     const seat = this.seat;
     if (!view || !seat) return;
     try {
-      await withRetries((requestId) => this.api.tables.leaveSeat({ tableId: this.tableId, seat: seat.seat, expectedVersion: view.version, requestId }));
+      await this.atCurrentVersion(
+        (version) => withRetries((requestId) => this.api.tables.leaveSeat({ tableId: this.tableId, seat: seat.seat, expectedVersion: version, requestId })),
+        () => this.seat?.seat === seat.seat && !this.handInProgress(),
+      );
       this.dropSeat("");
       this.watching?.abort();
       await this.refresh();
@@ -519,6 +526,26 @@ export class TablePage {
       this.showError(error);
       this.render();
     }
+  }
+
+  /** A change sent at the view's version. When the table moved on first (STALE_VERSION:
+   *  another seat acted, joined or set a seed), the table is read again and the change sent
+   *  at its new version, as long as `stillWanted()` says the click still means the same. */
+  private async atCurrentVersion<T>(send: (version: bigint) => Promise<T>, stillWanted: () => boolean): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await send(this.view!.version);
+      } catch (error) {
+        if (attempt >= 3 || reasonOf(error) !== "STALE_VERSION") throw error;
+        await this.refresh();
+        if (!this.view || !stillWanted()) throw error;
+      }
+    }
+  }
+
+  private handInProgress(): boolean {
+    const hand = this.view?.hand;
+    return !!hand && !hand.over;
   }
 
   private dropSeat(why: string): void {
@@ -535,7 +562,12 @@ export class TablePage {
     if (!view || this.busy) return;
     this.busy = true;
     try {
-      const res = await withRetries((requestId) => this.api.tables.startHand({ tableId: this.tableId, expectedVersion: view.version, requestId }));
+      // A seat taken or a seed set meanwhile does not undo the click; a hand dealt by someone
+      // else does (the page shows it).
+      const res = await this.atCurrentVersion(
+        (version) => withRetries((requestId) => this.api.tables.startHand({ tableId: this.tableId, expectedVersion: version, requestId })),
+        () => !this.handInProgress() && this.view?.hand?.number === view.hand?.number,
+      );
       if (res.table) this.accept(res.table);
     } catch (error) {
       if (reasonOf(error) === "STALE_VERSION" || reasonOf(error) === "HAND_IN_PROGRESS") await this.refresh();
@@ -551,9 +583,12 @@ export class TablePage {
     const seat = this.seat;
     if (!view || !seat) return;
     try {
-      const res = await withRetries((requestId) => this.api.tables.setClientSeed({
-        tableId: this.tableId, seat: seat.seat, clientSeed: text, expectedVersion: view.version, requestId,
-      }));
+      const res = await this.atCurrentVersion(
+        (version) => withRetries((requestId) => this.api.tables.setClientSeed({
+          tableId: this.tableId, seat: seat.seat, clientSeed: text, expectedVersion: version, requestId,
+        })),
+        () => this.seat?.seat === seat.seat,
+      );
       if (res.table) {
         this.ownSeeds.push({ version: res.table.version, seed: new TextEncoder().encode(text) });
         this.accept(res.table);
@@ -714,13 +749,16 @@ export class TablePage {
           h("span", { class: "seat-name" }, `Seat ${s.seat + 1}: `, free ? h("em", {}, "empty") : this.name(s.seat)),
           free ? null : h("span", { class: "seat-score" }, ` ${signed(s.points)} pts · ${signed(s.units)} units`),
           s.fantasylandCards > 0 && (!view.hand || view.hand.over) ? h("span", { class: "badge fl" }, `Fantasyland next (${s.fantasylandCards})`) : null,
-          free && !this.seat ? [
+          // a seated player can invite someone to an empty seat too; only the unseated sit
+          free ? [
             " ",
             h("a", { href: link.href, "data-testid": `join-link-${s.seat}`, class: "join-link" }, "join link"),
             " ",
             h("button", { type: "button", class: "small", onclick: () => { void navigator.clipboard?.writeText(link.href); this.announce("Join link copied"); } }, "copy"),
-            " ",
-            h("button", { type: "button", class: "small", id: `sit-${s.seat}`, onclick: () => { this.joinSeat = s.seat; this.render(`player-name`); } }, "sit here"),
+            this.seat ? null : [
+              " ",
+              h("button", { type: "button", class: "small", id: `sit-${s.seat}`, onclick: () => { this.joinSeat = s.seat; this.render(`player-name`); } }, "sit here"),
+            ],
           ] : null,
           this.joinSeat === s.seat && free && !this.seat ? this.joinForm(s.seat) : null,
         );
@@ -952,29 +990,3 @@ function download(json: string, name: string): HTMLElement {
   const url = URL.createObjectURL(new Blob([json], { type: "application/json" }));
   return h("p", {}, h("a", { href: url, download: name }, "Download the hand history"), " (check it with ", h("code", {}, "ofc verify"), ")");
 }
-
-/** The table's ruleset as a RulesetSpec: every parameter as an override, so the solver
- *  uses exactly the table's rules whatever its preset. */
-export function rulesetSpec(p: RulesetParameters): RulesetSpec {
-  return create(RulesetSpecSchema, {
-    preset: "classic",
-    overrides: {
-      name: p.name,
-      streets: { streets: p.streets },
-      minPlayers: p.minPlayers,
-      maxPlayers: p.maxPlayers,
-      royaltiesOverride: p.royalties ? { case: "royalties", value: p.royalties } : { case: undefined },
-      scoringOverride: p.scoring ? { case: "scoring", value: p.scoring } : { case: undefined },
-      royaltiesToRowWinnerOnly: p.royaltiesToRowWinnerOnly,
-      unitValue: p.unitValue,
-      lossCap: p.lossCap,
-      fantasylandEntry: { entries: p.fantasylandEntry },
-      stayConditions: { conditions: p.stayConditions },
-      stayMinRowRoyalty: p.stayMinRowRoyalty,
-      stayCards: p.stayCards,
-      maxConsecutiveFantasylands: p.maxConsecutiveFantasylands,
-      buttonMovesInFantasyland: p.buttonMovesInFantasyland,
-    },
-  });
-}
-

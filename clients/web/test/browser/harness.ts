@@ -89,11 +89,17 @@ export interface Player {
 export async function player(browser: Browser, name: string, viewport: { width: number; height: number }, mobile = false): Promise<Player> {
   const proxy = await recordingProxy();
   const context = await browser.newContext({ viewport, isMobile: mobile, hasTouch: mobile, deviceScaleFactor: 1 });
-  // Anything the page's Content-Security-Policy blocked: the page must need nothing it forbids.
+  // Anything the page's Content-Security-Policy blocked (the page must need nothing it
+  // forbids), and everything its live region announced, in order.
   await context.addInitScript(() => {
     const blocked: string[] = [];
-    (window as unknown as { ofcBlocked: string[] }).ofcBlocked = blocked;
+    const announced: string[] = [];
+    Object.assign(window, { ofcBlocked: blocked, ofcAnnounced: announced });
     document.addEventListener("securitypolicyviolation", (e) => { blocked.push(`${e.effectiveDirective} ${e.blockedURI}`); });
+    new MutationObserver(() => {
+      const text = document.getElementById("announcer")?.textContent ?? "";
+      if (text && text !== announced[announced.length - 1]) announced.push(text);
+    }).observe(document, { subtree: true, childList: true, characterData: true });
   });
   const page = await context.newPage();
   const responses: string[] = [];
@@ -104,6 +110,11 @@ export async function player(browser: Browser, name: string, viewport: { width: 
     name, context, page, origin: proxy.origin, log: proxy.log, snapshots: [], responses, cut: proxy.cut,
     close: async () => { await context.close(); await proxy.close(); },
   };
+}
+
+/** What the page's live region (#announcer) said so far, in order. */
+export async function announced(p: Player): Promise<string[]> {
+  return await p.page.evaluate(() => (window as unknown as { ofcAnnounced: string[] }).ofcAnnounced);
 }
 
 export async function snapshot(p: Player): Promise<DomSnapshot> {

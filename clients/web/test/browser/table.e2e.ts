@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { ARTIFACTS, launch, player, shot, snapshot } from "./harness";
+import { announced, ARTIFACTS, launch, player, shot, snapshot } from "./harness";
 import {
   checkNoLeaks, checkOwnOriginAndStorage, checkRouting, checkSettlement, createTable, history, myTurn, playBatch,
   seatToken, sitDown, type Style, tables, typeOperatorKey, waitVerified,
@@ -30,6 +30,9 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     // ---- Alice creates the table and sits down; Bob joins by his link.
     const { tableId, joinLink } = await createTable(alice, { preset: "pineapple", turnSeconds: TURN_SECONDS, playersSeeds: true, clientSeed: "browser e2e" });
     await sitDown(alice, "alice", 0);
+    // Seated, Alice can still hand out the empty seat's link (and not sit there herself).
+    assert.equal(await alice.page.getAttribute("[data-testid=join-link-1]", "href"), joinLink.href);
+    assert.equal(await alice.page.locator("#sit-1").count(), 0);
     await alice.page.fill("#own-seed", "alice's own seed");
     await alice.page.click("#set-seed");
     await bob.page.goto(`${bob.origin}${joinLink.pathname}${joinLink.search}`);
@@ -93,6 +96,14 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     checkRouting(bob, tableId);
     await checkOwnOriginAndStorage(alice, tableId, await seatToken(bob, tableId));
     await checkOwnOriginAndStorage(bob, tableId, await seatToken(alice, tableId));
+
+    // ---- What the live regions said: each player's turns; no lost connection (joining a
+    // seat reopens the page's event stream, which is no loss).
+    for (const p of [alice, bob]) {
+      const said = await announced(p);
+      assert.ok(said.some((t) => t.startsWith("Your turn: place")), `${p.name}'s turn announced: ${JSON.stringify(said)}`);
+      assert.deepEqual(said.filter((t) => t.startsWith("Connection lost")), [], `${p.name}'s page never lost its connection`);
+    }
 
     // ---- The service drops out under Bob's page: the page says its table may be stale, and
     // stops saying so once its event stream is back.

@@ -11,10 +11,13 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { equals } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { RowPosition } from "../../src/gen/ofcpoker/v1/cards_pb";
+import { rulesetSpec } from "../../src/api";
+import { RulesetParametersSchema } from "../../src/gen/ofcpoker/v1/ruleset_pb";
 import { RulesService } from "../../src/gen/ofcpoker/v1/rules_service_pb";
 import { SettlementFeedService } from "../../src/gen/ofcpoker/v1/settlement_feed_pb";
 import { ClientSeedPolicy, TableService, type TableView, type WatchResponse } from "../../src/gen/ofcpoker/v1/table_service_pb";
@@ -173,6 +176,12 @@ function move(view: TableView): { placements: { card: string; row: RowPosition }
 async function rulesCalls(api: Clients): Promise<void> {
   const presets = await api.rules.listPresets({});
   assert.ok(presets.presets.some((p) => p.name === "pineapple"));
+  // The page asks the solver with its table's ruleset written out as overrides of classic:
+  // every preset must come back exactly as itself.
+  for (const preset of presets.presets) {
+    const again = await api.rules.resolveRuleset({ ruleset: rulesetSpec(preset) });
+    assert.ok(equals(RulesetParametersSchema, again.ruleset!, preset), `${preset.name} written out as overrides is itself`);
+  }
   const resolved = await api.rules.resolveRuleset({ ruleset: { preset: "pineapple" } });
   assert.deepEqual(resolved.ruleset!.streets.map((s) => [s.deal, s.place]), [[5, 5], [3, 2], [3, 2], [3, 2], [3, 2]]);
   const row = await api.rules.evaluateRow({ cards: ["As", "Ad", "Kc"], row: RowPosition.TOP });
