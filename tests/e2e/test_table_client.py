@@ -187,6 +187,54 @@ def test_a_call_the_server_cancelled_is_sent_again_unchanged() -> None:
         server.stop(None)
 
 
+def test_a_table_read_whole_sets_the_version_even_when_lower() -> None:
+    """A store that failed over may lose a table's last writes: the table is back at an
+    earlier version. After a stale refusal the client reads the table (as its docs say) and
+    its next move must expect that version, not the higher one it saw before the loss."""
+    table = {"version": 6}
+    expected: list[int] = []
+
+    def start_hand(request: bytes, context: grpc.ServicerContext) -> bytes:
+        asked = pb.StartHandRequest.FromString(request).expected_version
+        expected.append(asked)
+        if asked != table["version"]:
+            context.abort(grpc.StatusCode.ABORTED, "stale version")
+        table["version"] += 1
+        return pb.StartHandResponse(
+            table=pb.TableView(table_id="t", version=table["version"])
+        ).SerializeToString()
+
+    def get_table(request: bytes, context: grpc.ServicerContext) -> bytes:
+        return pb.GetTableResponse(
+            table=pb.TableView(table_id="t", version=table["version"])
+        ).SerializeToString()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    handlers = {
+        "StartHand": grpc.unary_unary_rpc_method_handler(start_hand),
+        "GetTable": grpc.unary_unary_rpc_method_handler(get_table),
+    }
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("ofcpoker.v1.TableService", handlers),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        client = TableClient(f"127.0.0.1:{port}", retries=0, timeout=5)
+        assert client.get("t").version == 6
+        client.start_hand("t")
+        assert client.version("t") == 7
+        table["version"] = 5  # the store lost the last two writes
+        with pytest.raises(OfcClientError):
+            client.start_hand("t")
+        assert client.get("t").version == 5 and client.version("t") == 5
+        assert client.start_hand("t").version == 6
+        assert expected == [6, 7, 5]
+        client.close()
+    finally:
+        server.stop(None)
+
+
 def test_join_leave_and_resume_a_seat_with_a_saved_token(live: BackgroundServer) -> None:
     host = TableClient(live.address, api_key=API_KEY)
     table_id = host.create_table(seats=3).table_id

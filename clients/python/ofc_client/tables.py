@@ -13,9 +13,11 @@ A complete session is examples/table_session.py (the README walks through it).
 What the client does for you:
 
 - **Versions.** Every mutating call needs the table version it was based on. The client
-  remembers, per table, the highest version it has seen (in any response, snapshot or
-  watched event) and sends that; pass ``expected_version=`` to override. A table it has
-  not seen yet is read first. A stale version raises :class:`StaleVersionError`: call
+  remembers, per table, the highest version it has seen (in any response or watched event)
+  since it last read the table whole (:meth:`TableClient.get`, or a watch's snapshot: those
+  set it to the table's version as it is, lower too, as after a store failover that lost the
+  last writes) and sends that; pass ``expected_version=`` to override. A table it has not
+  seen yet is read first. A stale version raises :class:`StaleVersionError`: call
   :meth:`TableClient.get` (or watch) and decide again.
 - **Request ids.** Every mutating call gets a fresh ``uuid4`` request id (or the
   ``request_id=`` you pass). UNAVAILABLE answers (a replica or the store briefly down), and
@@ -162,17 +164,20 @@ class TableClient:
         return None if held is None else held[1]
 
     def version(self, table_id: str) -> int | None:
-        """The highest version of ``table_id`` this client has seen (what moves expect)."""
+        """The version of ``table_id`` that moves expect: the table's as this client last
+        read it whole, or a higher one seen since."""
         return self._versions.get(table_id)
 
-    def _saw(self, table_id: str, version: int) -> None:
+    def _saw(self, table_id: str, version: int, *, whole: bool = False) -> None:
+        """``whole``: the table read as it is now, whose version stands even if lower than
+        one seen before (a store that failed over may have lost the last writes)."""
         with self._lock:
-            if version > self._versions.get(table_id, 0):
+            if whole or version > self._versions.get(table_id, 0):
                 self._versions[table_id] = version
 
-    def _view(self, message: pb.TableView) -> TableView:
+    def _view(self, message: pb.TableView, *, whole: bool = False) -> TableView:
         view = TableView.from_proto(message)
-        self._saw(view.table_id, view.version)
+        self._saw(view.table_id, view.version, whole=whole)
         return view
 
     def _metadata(
@@ -334,7 +339,7 @@ class TableClient:
         message = pb.GetTableRequest(table_id=table_id)
         if as_seat is not None:
             message.as_seat = as_seat
-        return self._view(self._call(self._stub.GetTable, message, table_id).table)
+        return self._view(self._call(self._stub.GetTable, message, table_id).table, whole=True)
 
     def join(
         self,
@@ -608,7 +613,7 @@ class TableWatch:
                 self.reconnects += 1
                 continue
             if message.HasField("snapshot"):
-                view = self.client._view(message.snapshot)
+                view = self.client._view(message.snapshot, whole=True)
                 self.last_event_id = self._cursor = view.last_event_id
                 return view
             events = message.events.events if message.HasField("events") else [message.event]
