@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import signal
 import time
 import zlib
 from collections.abc import Awaitable, Callable
@@ -192,6 +193,60 @@ async def test_unavailable_server_is_reported_then_recovered(
             redis_server.start()
         await h.store.create_table("t", b"v1")
         assert (await play(h.store, "t", 1)).version == 2
+
+
+async def test_a_silent_server_fails_calls_rather_than_holding_them() -> None:
+    """A Redis that stops answering (paused, or cut off without a reset) fails each call
+    UNAVAILABLE after the socket timeout (5 s; here the URL's 0.5 s), so that the call can be
+    retried, instead of holding it for as long as Redis is silent."""
+    server = RedisServer()
+    store = RedisTableStore.from_url(server.url + "?socket_timeout=0.5")
+    try:
+        await store.create_table("t", b"v1")
+        assert server.process is not None
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(StoreUnavailableError):
+                # the guard only keeps a broken build from hanging the suite
+                await asyncio.wait_for(store.load("t"), 60)
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+        assert (await store.load("t")).state == b"v1"
+    finally:
+        await store.close()
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    "refuse",
+    [
+        ("CONFIG", "SET", "maxmemory", "1"),  # full, maxmemory-policy noeviction
+        ("REPLICAOF", "127.0.0.1", "1"),  # a replica now (as after a failover demoted it)
+    ],
+    ids=["full", "read-only"],
+)
+async def test_a_server_refusing_writes_is_unavailable_and_nothing_is_applied(
+    refuse: tuple[str, ...],
+) -> None:
+    server = RedisServer()
+    store = RedisTableStore.from_url(server.url)
+    admin = Redis.from_url(server.url)
+    try:
+        await store.create_table("t", b"v1")
+        await admin.execute_command(*refuse)  # type: ignore[no-untyped-call]
+        # (Redis lets a script that has already written, by a deletion, write on when full:
+        # a commit may then pass; what it refuses, it refuses whole.)
+        with pytest.raises(StoreUnavailableError, match="refuses writes") as caught:
+            await store.claim_table_id("create-1", "u")  # a CreateTable's first write
+        assert caught.value.reason == "STORE_UNAVAILABLE"
+        assert (await store.load("t")).version == 1  # reads go on
+        await admin.execute_command("REPLICAOF", "NO", "ONE")  # type: ignore[no-untyped-call]
+        await admin.config_set("maxmemory", "0")
+        assert await store.claim_table_id("create-1", "u") == "u"  # the retry applies it
+    finally:
+        await admin.aclose()
+        await store.close()
+        server.stop()
 
 
 async def test_killed_connections_leave_tables_consistent(redis_backend: Backend) -> None:

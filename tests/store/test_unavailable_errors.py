@@ -11,22 +11,35 @@ from redis import exceptions as redis_errors
 
 
 @pytest.mark.parametrize(
-    "error",
+    ("error", "said"),
     [
-        redis_errors.ConnectionError("Connection refused"),
-        redis_errors.TimeoutError("Timeout reading from socket"),
-        TimeoutError(),
-        redis_errors.ClusterDownError("CLUSTERDOWN The cluster is down"),
-        redis_errors.TryAgainError("TRYAGAIN Multiple keys request during rehashing of slot"),
-        redis_errors.SlotNotCoveredError("Slot 1234 not covered by the cluster"),
+        (redis_errors.ConnectionError("Connection refused"), "redis unavailable"),
+        (redis_errors.TimeoutError("Timeout reading from socket"), "redis unavailable"),
+        (TimeoutError(), "redis unavailable"),
+        (redis_errors.ClusterDownError("CLUSTERDOWN The cluster is down"), "redis unavailable"),
+        (
+            redis_errors.TryAgainError("TRYAGAIN Multiple keys request during rehashing of slot"),
+            "redis unavailable",
+        ),
+        (redis_errors.SlotNotCoveredError("Slot 1234 not covered by the cluster"), "unavailable"),
         # redis-py's RedisCluster when a slot kept moving past its redirections (a reshard
         # under load): the command never ran.
-        redis_errors.ClusterError("TTL exhausted."),
+        (redis_errors.ClusterError("TTL exhausted."), "redis unavailable"),
+        # Up but refusing writes (full; a replica since a failover): retry later, as above.
+        (
+            redis_errors.OutOfMemoryError("command not allowed when used memory > maxmemory"),
+            "redis refuses writes",
+        ),
+        (
+            redis_errors.ReadOnlyError("You can't write against a read only replica."),
+            "redis refuses writes",
+        ),
+        (redis_errors.MasterDownError("MASTERDOWN Link with MASTER is down"), "redis unavailable"),
     ],
-    ids=lambda error: type(error).__name__,
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "",
 )
-def test_transient_store_errors_are_unavailable(error: Exception) -> None:
-    with pytest.raises(StoreUnavailableError, match="redis unavailable"), unavailable():
+def test_transient_store_errors_are_unavailable(error: Exception, said: str) -> None:
+    with pytest.raises(StoreUnavailableError, match=said), unavailable():
         raise error
 
 

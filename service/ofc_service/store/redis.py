@@ -202,6 +202,7 @@ from .base import (
 )
 from .redis_io import (
     INDEX_SHARDS,
+    SOCKET_TIMEOUT_S,
     Marker,
     RedisClient,
     connect,
@@ -380,7 +381,8 @@ class RedisTableStore:
         reported."""
 
         return cls(
-            connect(url),
+            # a commit's WAIT may take its own timeout on top of the exchange's
+            connect(url, timeout_s=SOCKET_TIMEOUT_S + wait_timeout_ms / 1000),
             blocking=connect(url, blocking=True),
             key_prefix=key_prefix,
             max_events=max_events,

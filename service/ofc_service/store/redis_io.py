@@ -34,7 +34,11 @@ INDEX_SHARDS: Final = 16
 """How many shards each global hint index (deadlines, outboxes) is split into, each with its
 own hash tag. Fixed, not a setting: a reader finds a table's hint only in the shard the table
 hashes to, so every replica (and every release) must agree on the number."""
-CLUSTER_SOCKET_TIMEOUT_S: Final = 5.0  # a master gone silent: fail over to the new one
+SOCKET_TIMEOUT_S: Final = 5.0
+"""How long a command waits for Redis (a server or a cluster's master) that has gone silent
+(paused, partitioned without a reset, stuck) before the call fails UNAVAILABLE and may be
+retried (its request id makes that safe); a cluster's client fails over to the new master.
+A ``socket_timeout`` in the URL overrides it."""
 BLOCKING_CONNECTIONS: Final = 100_000  # per node: one per waiting watcher, never the limit
 CONNECTIONS: Final = 1000
 """Connections in use at once per node (one server, or each node of a cluster) for commands:
@@ -246,17 +250,29 @@ def cluster_seeds(url: str) -> tuple[list[tuple[str, int]], str | None, str | No
     return seeds, user, password, scheme == "rediss+cluster"
 
 
-def connect(url: str, *, blocking: bool = False) -> RedisClient:
+def connect(
+    url: str, *, blocking: bool = False, timeout_s: float = SOCKET_TIMEOUT_S
+) -> RedisClient:
     """A client for ``url``: :class:`~redis.asyncio.RedisCluster` for a cluster URL (it follows
     ``MOVED``/``ASK``, refreshes the slot map after a failover and retries), else
     :class:`~redis.asyncio.Redis`. No connection is made until the first call. ``blocking``:
-    for ``XREAD BLOCK`` and the like (no socket timeout, a connection per waiting caller)."""
+    for ``XREAD BLOCK`` and the like (no socket timeout, a connection per waiting caller);
+    else each exchange waits at most ``timeout_s``.
+
+    >>> connect("redis://127.0.0.1:1/0").connection_pool.connection_kwargs["socket_timeout"]
+    5.0
+    >>> connect("redis://127.0.0.1:1/0?socket_timeout=2").connection_pool.connection_kwargs[
+    ...     "socket_timeout"]
+    2.0
+    """
     if not is_cluster_url(url):
         if blocking:
             return Redis.from_url(
                 url, retry=retry(), socket_timeout=None, max_connections=BLOCKING_CONNECTIONS
             )
-        return Redis.from_url(url, retry=retry(), max_connections=CONNECTIONS)
+        return Redis.from_url(
+            url, retry=retry(), socket_timeout=timeout_s, max_connections=CONNECTIONS
+        )
     seeds, user, password, tls = cluster_seeds(url)
     return RedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in seeds],
@@ -265,7 +281,7 @@ def connect(url: str, *, blocking: bool = False) -> RedisClient:
         ssl=tls,
         retry=retry(),
         max_connections=BLOCKING_CONNECTIONS if blocking else CONNECTIONS,
-        socket_timeout=None if blocking else CLUSTER_SOCKET_TIMEOUT_S,
+        socket_timeout=None if blocking else timeout_s,
     )
 
 
@@ -447,6 +463,13 @@ def unavailable() -> Iterator[None]:
         TimeoutError,
     ) as error:
         raise StoreUnavailableError(f"redis unavailable: {error}") from error
+    except (
+        redis_errors.OutOfMemoryError,  # full, with maxmemory-policy noeviction
+        redis_errors.ReadOnlyError,  # a replica now: a failover demoted it
+    ) as error:
+        # Up, answering reads, refusing writes (a script is refused before its first write,
+        # so nothing of it is applied): the call may be retried once Redis takes writes.
+        raise StoreUnavailableError(f"redis refuses writes: {error}") from error
     except (AttributeError, TypeError) as error:
         if not _torn_down_connection(error):
             raise  # ours: a bug, not an outage
