@@ -94,6 +94,10 @@ export class TablePage {
   async start(): Promise<void> {
     document.addEventListener("keydown", this.onKey);
     document.addEventListener("dragend", this.onDragEnd, true);
+    document.addEventListener("pointerdown", this.onPointerDown, true);
+    document.addEventListener("pointerup", this.onPointerUp, true);
+    document.addEventListener("pointercancel", this.onPointerUp, true);
+    window.addEventListener("blur", this.onPointerUp);
     this.ticker = window.setInterval(() => this.tick(), 250);
     await this.refresh();
     void this.watch();
@@ -105,15 +109,35 @@ export class TablePage {
     window.clearInterval(this.ticker);
     document.removeEventListener("keydown", this.onKey);
     document.removeEventListener("dragend", this.onDragEnd, true);
+    document.removeEventListener("pointerdown", this.onPointerDown, true);
+    document.removeEventListener("pointerup", this.onPointerUp, true);
+    document.removeEventListener("pointercancel", this.onPointerUp, true);
+    window.removeEventListener("blur", this.onPointerUp);
   }
 
   private onDragEnd = (): void => {
     dragging = undefined;
-    if (this.renderAfterDrag) {
+    this.renderDeferred();
+  };
+
+  // A card pressed may be about to be dragged: a redraw now would replace it under the
+  // pointer and the drag would never start, so redraws wait for the press to end too.
+  private onPointerDown = (e: PointerEvent): void => {
+    pressed = e.target instanceof Element && e.target.closest("[draggable=true]") !== null;
+  };
+
+  private onPointerUp = (): void => {
+    if (!pressed) return;
+    pressed = false;
+    this.renderDeferred();
+  };
+
+  private renderDeferred(): void {
+    if (this.renderAfterDrag && dragging === undefined && !pressed) {
       this.renderAfterDrag = false;
       this.render();
     }
-  };
+  }
 
   // ---- reading the table -------------------------------------------------------------
 
@@ -667,8 +691,8 @@ export class TablePage {
   }
 
   render(focusId?: string): void {
-    if (dragging !== undefined) {
-      // Redrawing would drop the card being dragged: draw once the drag ends.
+    if (dragging !== undefined || pressed) {
+      // Redrawing would drop the card being dragged (or pressed): draw once that ends.
       this.renderAfterDrag = true;
       return;
     }
@@ -971,6 +995,8 @@ function rowName(row: RowPosition): string {
 
 /** The card being dragged: set on dragstart (a dragover cannot read the drag's data). */
 let dragging: string | undefined;
+/** A draggable card is pressed (a drag may start from it). */
+let pressed = false;
 
 function dragged(e: DragEvent): string | undefined {
   return dragging ?? (e.dataTransfer?.getData("text/plain") || undefined);
