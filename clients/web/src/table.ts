@@ -973,7 +973,7 @@ export class TablePage {
       body.push(
         h("p", { class: "verified", "data-testid": "deal-verified", role: "status" }, "✔ Deal verified"),
         h("ul", { class: "checks" }, v.result.checks.map((c) => h("li", {}, c))),
-        h("p", {}, "Client seed: ", h("code", {}, v.result.clientSeed || "(empty)")),
+        h("p", {}, "Client seed, as the deal used it (hex): ", h("code", {}, v.result.clientSeed || "(empty)")),
         download(v.historyJson, `hand-${number}.json`),
       );
     } else {
