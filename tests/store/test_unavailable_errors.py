@@ -25,6 +25,20 @@ from redis import exceptions as redis_errors
         # redis-py's RedisCluster when a slot kept moving past its redirections (a reshard
         # under load): the command never ran.
         (redis_errors.ClusterError("TTL exhausted."), "redis unavailable"),
+        # redis-py's RedisCluster when no node answers its slot map query (not a RedisError)
+        (
+            redis_errors.RedisClusterException(
+                "Redis Cluster cannot be connected. Please provide "
+                "at least one reachable node: Connection refused"
+            ),
+            "redis unavailable",
+        ),
+        (
+            redis_errors.RedisClusterException(
+                "All slots are not covered after query all startup_nodes. 10 of 16384 covered..."
+            ),
+            "redis unavailable",
+        ),
         # Up but refusing writes (full; a replica since a failover): retry later, as above.
         (
             redis_errors.OutOfMemoryError("command not allowed when used memory > maxmemory"),
@@ -48,6 +62,7 @@ def test_transient_store_errors_are_unavailable(error: Exception, said: str) -> 
     [
         redis_errors.ResponseError("WRONGTYPE Operation against a key holding the wrong kind"),
         redis_errors.NoScriptError("NOSCRIPT No matching script"),
+        redis_errors.RedisClusterException("EVALSHA - all keys must map to the same key slot"),
         ValueError("a bug of ours"),
     ],
     ids=lambda error: type(error).__name__,

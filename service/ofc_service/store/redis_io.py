@@ -463,6 +463,12 @@ def unavailable() -> Iterator[None]:
         TimeoutError,
     ) as error:
         raise StoreUnavailableError(f"redis unavailable: {error}") from error
+    except redis_errors.RedisClusterException as error:
+        # Not a RedisError: redis-py raises it when no node answers its slot map query
+        # (the whole cluster down), and for a command it cannot route (a bug of ours).
+        if not str(error).startswith(_CLUSTER_UNREACHABLE):
+            raise
+        raise StoreUnavailableError(f"redis unavailable: {error}") from error
     except (
         redis_errors.OutOfMemoryError,  # full, with maxmemory-policy noeviction
         redis_errors.ReadOnlyError,  # a replica now: a failover demoted it
@@ -478,6 +484,11 @@ def unavailable() -> Iterator[None]:
         raise asyncio.CancelledError("a cancellation the Redis client swallowed")
 
 
+_CLUSTER_UNREACHABLE = (
+    "Redis Cluster cannot be connected",
+    "All slots are not covered",
+    "startup_nodes could not agree",
+)
 _CLIENT_DIRS = (f"{os.sep}redis{os.sep}", f"{os.sep}asyncio{os.sep}")
 
 
