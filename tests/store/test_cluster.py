@@ -16,7 +16,12 @@ import asyncio
 import time
 
 import pytest
-from ofc_service.store import RedisTableStore, StoreUnavailableError, TableStore
+from ofc_service.store import (
+    RedisSettlementFeed,
+    RedisTableStore,
+    StoreUnavailableError,
+    TableStore,
+)
 
 from tests.conftest import LocalRedisCluster
 
@@ -146,3 +151,29 @@ async def test_wait_replicas_refuses_what_no_replica_confirmed(redis_backend: Ba
     finally:
         await store.close()
         await plain.close()
+
+
+async def test_the_feed_appends_only_what_a_replica_confirmed(redis_backend: Backend) -> None:
+    """With ``wait_replicas``, a settlement record appended but not confirmed by a replica is
+    refused (the relay keeps the hand's outbox and appends again later, once): a failover
+    cannot lose the record after the outbox that its commit confirmed is gone."""
+    assert redis_backend.url is not None
+    feed = RedisSettlementFeed.from_url(redis_backend.url, wait_replicas=1, wait_timeout_ms=20)
+    plain = RedisSettlementFeed.from_url(redis_backend.url)
+    try:
+        with pytest.raises(StoreUnavailableError, match="not confirmed by 1 Redis replica"):
+            await feed.publish("t:1", b"{}")  # one Redis, no replica: WAIT 1 never succeeds
+        assert await plain.publish("t:1", b"{}") is None  # appended once, all the same
+    finally:
+        await feed.close()
+        await plain.close()
+
+
+async def test_the_feed_waits_on_the_node_of_its_stream(redis_cluster_url: str) -> None:
+    feed = RedisSettlementFeed.from_url(redis_cluster_url, wait_replicas=1, wait_timeout_ms=2000)
+    try:
+        settlement_id = f"wait-{time.time_ns()}:1"
+        assert await feed.publish(settlement_id, b"{}") is not None
+        assert await feed.publish(settlement_id, b"{}") is None
+    finally:
+        await feed.close()

@@ -59,7 +59,7 @@ class ServerConfig:
     event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
     request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
     history_ttl_seconds: int = 0  # a hand history's life after it was written; 0: its table's
-    redis_wait_replicas: int = 0  # WAIT for this many replicas after each commit; 0: do not
+    redis_wait_replicas: int = 0  # WAIT for this many replicas after each commit/append; 0: off
     redis_wait_timeout_ms: int = 500  # how long one WAIT may take before the call fails
     workers: int = 1  # server processes sharing the listen port (SO_REUSEPORT); >1 needs Redis
 
@@ -215,8 +215,9 @@ OPTIONS: tuple[Option, ...] = (
         "redis_wait_replicas",
         "OFC_REDIS_WAIT_REPLICAS",
         "--redis-wait-replicas",
-        "after each commit, WAIT until this many Redis replicas have it, else fail the call "
-        "UNAVAILABLE (a retry is safe): an acknowledged move survives a failover. 0: off",
+        "after each commit (and each settlement appended to the feed), WAIT until this many "
+        "Redis replicas have it, else fail the call UNAVAILABLE (a retry is safe): an "
+        "acknowledged move, and its settlement, survive a failover. 0: off",
         _number(int),
         "N",
     ),

@@ -173,7 +173,11 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         wait_replicas=config.redis_wait_replicas,
         wait_timeout_ms=config.redis_wait_timeout_ms,
     )
-    feed = open_feed(config.redis_url or None)
+    feed = open_feed(
+        config.redis_url or None,
+        wait_replicas=config.redis_wait_replicas,
+        wait_timeout_ms=config.redis_wait_timeout_ms,
+    )
     relay = SettlementRelay(store, feed)
     authenticator = Authenticator(config.api_key_list)
     manager = TableManager(

@@ -96,13 +96,18 @@ def open_store(
     return MemoryTableStore(max_events=max_events)
 
 
-def open_feed(redis_url: str | None) -> SettlementFeed:
+def open_feed(
+    redis_url: str | None, *, wait_replicas: int = 0, wait_timeout_ms: int = 500
+) -> SettlementFeed:
     """The settlement feed beside :func:`open_store`'s store: the Redis Stream when
     ``redis_url`` is given (its own connections), else a fresh in-memory feed.
+    ``wait_replicas``: see :class:`RedisSettlementFeed`.
 
     >>> type(open_feed(None)).__name__, type(open_feed("redis://127.0.0.1:1/0")).__name__
     ('MemorySettlementFeed', 'RedisSettlementFeed')
     """
     if redis_url:
-        return RedisSettlementFeed.from_url(redis_url)
+        return RedisSettlementFeed.from_url(
+            redis_url, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
+        )
     return MemorySettlementFeed()

@@ -25,7 +25,7 @@ from typing import Any, Final
 from redis import exceptions as redis_errors
 from redis.commands.core import AsyncScript
 
-from .base import check_at_least, format_event_id, parse_event_id
+from .base import StoreUnavailableError, check_at_least, format_event_id, parse_event_id
 from .feed import (
     DEFAULT_DEDUPE_TTL_SECONDS,
     FeedEntry,
@@ -34,7 +34,7 @@ from .feed import (
     check_settlement_id,
     check_stream_id,
 )
-from .redis_io import RedisClient, connect, lua, text, unavailable
+from .redis_io import SOCKET_TIMEOUT_S, RedisClient, connect, lua, on_node_of, text, unavailable
 
 _BLOCK_GRACE_S: Final = 5.0
 
@@ -58,9 +58,20 @@ class RedisSettlementFeed:
         key_prefix: str = "ofc",
         dedupe_ttl_seconds: int = DEFAULT_DEDUPE_TTL_SECONDS,
         owns_clients: bool = False,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 500,
     ) -> None:
         """``client`` must not decode responses; ``blocking`` (default: ``client``) serves
-        ``XREADGROUP BLOCK`` and should have no socket timeout."""
+        ``XREADGROUP BLOCK`` and should have no socket timeout. ``wait_replicas`` > 0: each
+        record appended is followed by ``WAIT wait_replicas wait_timeout_ms`` on its
+        connection, as the table store's commits are, and one fewer replicas confirmed raises
+        :class:`StoreUnavailableError`: the relay then keeps the hand's outbox record (which
+        its commit had confirmed) and appends again later (the append is idempotent by
+        settlement id), so that no failover loses both."""
+        self._wait = (
+            check_at_least(wait_replicas, 0, what="wait_replicas"),
+            check_at_least(wait_timeout_ms, 1, what="wait_timeout_ms"),
+        )
         self._client = client
         self._blocking = blocking if blocking is not None else client
         self._prefix = key_prefix
@@ -80,16 +91,20 @@ class RedisSettlementFeed:
         *,
         key_prefix: str = "ofc",
         dedupe_ttl_seconds: int = DEFAULT_DEDUPE_TTL_SECONDS,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 500,
     ) -> RedisSettlementFeed:
         """A feed with its own two connection pools (commands, and blocking reads), on one
         server or a Redis Cluster (:func:`~.redis_io.connect`)."""
 
         return cls(
-            connect(url),
+            connect(url, timeout_s=SOCKET_TIMEOUT_S + wait_timeout_ms / 1000),
             blocking=connect(url, blocking=True),
             key_prefix=key_prefix,
             dedupe_ttl_seconds=dedupe_ttl_seconds,
             owns_clients=True,
+            wait_replicas=wait_replicas,
+            wait_timeout_ms=wait_timeout_ms,
         )
 
     def _dedupe_key(self, settlement_id: str) -> str:
@@ -98,11 +113,37 @@ class RedisSettlementFeed:
     # --- writing ----------------------------------------------------------------------------
     async def publish(self, settlement_id: str, data: bytes) -> str | None:
         keys = [self._stream, self._dedupe_key(settlement_id)]
+        args: list[bytes | str | int] = [settlement_id, data, self._dedupe_ttl]
         with unavailable():
-            added, stream_id = await self._publish(
-                keys=keys, args=[settlement_id, data, self._dedupe_ttl]
-            )
+            if self._wait[0]:
+                added, stream_id = await self._published_and_confirmed(keys, args)
+            else:
+                added, stream_id = await self._publish(keys=keys, args=args)
         return text(stream_id) if added else None
+
+    async def _published_and_confirmed(
+        self, keys: list[str], args: list[bytes | str | int]
+    ) -> list[Any]:
+        """The append script and a ``WAIT`` behind it on the same connection."""
+        for attempt in (1, 2):
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.execute_command("EVALSHA", self._publish.sha, len(keys), *keys, *args)
+                pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, keys[0]))
+                reply, confirmed = await pipe.execute(raise_on_error=False)
+            if attempt == 1 and isinstance(reply, redis_errors.NoScriptError):
+                await self._client.script_load(self._publish.script)  # every master
+                continue
+            break
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(confirmed, Exception) or int(confirmed) < self._wait[0]:
+            raise StoreUnavailableError(
+                f"the feed record {args[0]!r} was not confirmed by {self._wait[0]} Redis "
+                f"replica(s) within {self._wait[1]} ms ({confirmed!r}); the relay appends it "
+                "again (once) later"
+            )
+        result: list[Any] = reply
+        return result
 
     # --- groups -----------------------------------------------------------------------------
     async def _ensure_group(self, group: str) -> None:

@@ -165,7 +165,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
-from redis.asyncio import RedisCluster
 from redis.commands.core import AsyncScript
 from zlib_ng import zlib_ng
 
@@ -211,6 +210,7 @@ from .redis_io import (
     index_shard,
     lua,
     marker_field,
+    on_node_of,
     pack_event,
     pack_response,
     text,
@@ -581,15 +581,7 @@ class RedisTableStore:
             # EVALSHA by its keys (the table's slot) like any keyed command
             pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
             if self._wait[0]:
-                # WAIT counts the replicas that have every write of *this connection*: on a
-                # cluster it must go to the node serving the table's slot, where the
-                # pipeline sends the EVALSHA on the same connection just before it.
-                target = (
-                    {"target_nodes": self._client.get_node_from_key(keys[0])}
-                    if isinstance(self._client, RedisCluster)
-                    else {}
-                )
-                pipe.execute_command("WAIT", *self._wait, **target)
+                pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, keys[0]))
             results = await pipe.execute(raise_on_error=False)
         return self._commit_results(table_id, hints, results)
 

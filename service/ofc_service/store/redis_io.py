@@ -285,6 +285,15 @@ def connect(
     )
 
 
+def on_node_of(client: RedisClient, key: str) -> dict[str, Any]:
+    """The routing of a keyless command (``WAIT``) to the node serving ``key``'s slot, where a
+    pipeline sends the keyed command before it on the same connection (``WAIT`` counts the
+    replicas that have every write of *its connection*); nothing on one server."""
+    if isinstance(client, RedisCluster):
+        return {"target_nodes": client.get_node_from_key(key)}
+    return {}
+
+
 Arg: TypeAlias = bytes | str | int
 """An argument of a Redis command as :func:`encode` takes it."""
 
