@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import http.client
 import json
 import re
@@ -35,11 +36,17 @@ import h2.events
 import h2.settings
 import pytest
 from google.rpc import error_details_pb2
+from hypercorn.asyncio.worker_context import EventWrapper
 from hypercorn.protocol import h2 as hypercorn_h2
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
-from ofc_service.server.http import _Base64Pieces, _drop_data_of_closed_streams
+from ofc_service.server.http import (
+    UNREAD_BYTES_MAX,
+    _Base64Pieces,
+    _drop_data_of_closed_streams,
+    _end_streams_their_client_does_not_read,
+)
 from ofcpoker.v1 import rules_service_pb2, table_service_pb2
 
 from tests.conftest import self_signed_certificate
@@ -688,3 +695,28 @@ def test_a_stream_opened_once_hypercorn_stops_is_refused_not_reset_without_error
     ]
     (changed,) = [e for e in seen if isinstance(e, h2.events.RemoteSettingsChanged)]
     assert changed.changed_settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS].new_value == 0
+
+
+def test_a_stream_whose_client_reads_nothing_is_ended_not_kept_in_memory() -> None:
+    """A client whose HTTP/2 window is shut: Hypercorn asks the stream's buffer for 0 bytes
+    between answers, which resumed the handler every time, so its answers piled up (a probe
+    grew the server by 170 MB with one SettleHandsStream). The buffer keeps at most
+    UNREAD_BYTES_MAX unread, then ends the stream and drops the handler's later answers;
+    one answer larger than that still goes out whole."""
+    _end_streams_their_client_does_not_read()
+
+    async def stalled(answer: bytes, answers: int) -> hypercorn_h2.StreamBuffer:
+        buffer = hypercorn_h2.StreamBuffer(EventWrapper)
+        for _ in range(answers):
+            writer = asyncio.ensure_future(buffer.push(answer))
+            await asyncio.sleep(0)
+            await buffer.pop(0)  # the shut window: nothing can be sent
+            # (BufferCompleteError: Hypercorn takes it for a stream gone, as after a reset)
+            with contextlib.suppress(hypercorn_h2.BufferCompleteError):
+                await asyncio.wait_for(writer, 5)
+        return buffer
+
+    cut = asyncio.run(stalled(b"a" * 60_000, 100))  # 6 MB of answers, none read
+    assert cut.complete and len(cut.buffer) == 0
+    whole = asyncio.run(stalled(b"b" * (2 * UNREAD_BYTES_MAX), 1))
+    assert not whole.complete and len(whole.buffer) == 2 * UNREAD_BYTES_MAX

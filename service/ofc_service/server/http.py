@@ -636,6 +636,36 @@ def _drop_data_of_closed_streams() -> None:
     protocol._handle_events = handle_events_of_open_streams  # type: ignore[method-assign]
 
 
+UNREAD_BYTES_MAX = 1 << 20
+"""Answers of one HTTP/2 stream its client has not read that the server keeps (one message
+of any size passes when none waits): past it the stream is ended, and what its handler sends
+after is dropped."""
+
+
+def _end_streams_their_client_does_not_read() -> None:
+    """Hypercorn 0.18's HTTP/2 stream buffer resumes its writer (a handler sending answers)
+    whenever it is asked for data it cannot send, as when the client's flow-control window
+    is shut (a client that reads nothing), so a stream's answers grew in memory without bound
+    (a stalled ``Watch``; ``SettleHandsStream``'s answers, ~0.5 MB a message). Holding the
+    writer back instead blocks the whole connection (Hypercorn stops reading it while the
+    handler's request queue is full, window updates included): a deadlock. So a stream with
+    :data:`UNREAD_BYTES_MAX` unread is ended (the client sees it end without its trailers;
+    a ``Watch`` resumes from its last event) and its handler's later answers are dropped."""
+    buffer = hypercorn_h2.StreamBuffer
+    push = buffer.push
+    if getattr(push, "ends_unread_streams", False):
+        return
+
+    async def push_bounded(self: Any, data: bytes) -> None:
+        if self.buffer and len(self.buffer) + len(data) > UNREAD_BYTES_MAX:
+            await self.close()  # complete and empty: the stream ends once this returns
+            raise hypercorn_h2.BufferCompleteError()  # Hypercorn's "stream gone": dropped
+        await push(self, data)
+
+    push_bounded.ends_unread_streams = True  # type: ignore[attr-defined]
+    buffer.push = push_bounded  # type: ignore[method-assign]
+
+
 class HttpServer:
     """Hypercorn serving an ASGI app on ``config.http_listen``: bound by :meth:`bind`,
     serving in the current loop after :meth:`start`, gracefully stopped by :meth:`stop`
@@ -664,6 +694,7 @@ class HttpServer:
 
     def start(self) -> None:
         _drop_data_of_closed_streams()
+        _end_streams_their_client_does_not_read()
         app = wrap_app(self.app, self.hypercorn.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
         serving = worker_serve(
             app, self.hypercorn, sockets=self._sockets, shutdown_trigger=self._stop.wait
