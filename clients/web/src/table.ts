@@ -27,6 +27,9 @@ const ROW_ENUM: Record<Row, RowPosition> = { top: RowPosition.TOP, middle: RowPo
 const ROW_TITLE: Record<Target, string> = { top: "Top", middle: "Middle", bottom: "Bottom", discard: "Discard" };
 const KEYS: Record<string, Target> = { t: "top", m: "middle", b: "bottom", x: "discard" };
 const LOG_LINES = 12;
+/** A Watch silent this long is checked against GetTable: a connection a proxy or a network
+ *  dropped without closing it says nothing, and the page would show an old table. */
+const SILENT_STREAM_MS = 20_000;
 
 type Verification =
   | { state: "checking" }
@@ -70,6 +73,8 @@ export class TablePage {
   /** This seat's client seed as it changed: (version it was set at, seed). */
   private ownSeeds: { version: bigint; seed: Uint8Array }[] = [];
   private lastEventId = "";
+  private streamHeardAt = Date.now(); // the Watch's last message (or its opening)
+  private checkingStream = false;
   private watching: AbortController | undefined;
   private refreshing: Promise<void> | undefined;
   private refreshAgain = false;
@@ -154,8 +159,10 @@ export class TablePage {
           { tableId: this.tableId, afterEventId: this.lastEventId, batchEvents: true },
           { signal: controller.signal },
         );
+        this.streamHeardAt = Date.now();
         for await (const message of stream) {
           failures = 0;
+          this.streamHeardAt = Date.now();
           if (message.kind.case === "snapshot") {
             this.lastEventId = message.kind.value.lastEventId || this.lastEventId;
             this.accept(message.kind.value);
@@ -171,8 +178,9 @@ export class TablePage {
         if (reasonOf(error) === "EVENTS_TRIMMED") this.lastEventId = "";
         const code = ConnectError.from(error).code;
         if (code === Code.Unauthenticated || code === Code.PermissionDenied) this.dropSeat("your seat token is no longer valid");
-        else if (code === Code.NotFound) {
-          // the table is gone (expired, or the service kept it in memory and restarted)
+        else if (code === Code.NotFound || code === Code.InvalidArgument) {
+          // the table is gone (expired, or the service kept it in memory and restarted), or
+          // its id can be no table's: said once, not retried
           this.connection = "";
           this.showError(error);
           return;
@@ -678,7 +686,35 @@ export class TablePage {
     this.announcer.textContent = text;
   }
 
+  /** The Watch has been silent for a while: read the table. Newer than the page's view, the
+   *  stream missed events (a dead connection nobody closed): it is opened again. No answer:
+   *  the connection is lost, and the watch loop says so and retries. */
+  private async checkSilentStream(): Promise<void> {
+    this.checkingStream = true;
+    const before = this.view?.version;
+    try {
+      const { table } = await this.api.tables.getTable({ tableId: this.tableId }, { timeoutMs: 10_000 });
+      this.streamHeardAt = Date.now();
+      if (table && before !== undefined && table.version > before) {
+        this.accept(table);
+        this.watching?.abort();
+      }
+    } catch (error) {
+      const code = ConnectError.from(error).code;
+      if (code === Code.Unavailable || code === Code.Unknown || code === Code.DeadlineExceeded) {
+        this.connection = `Connection lost (${describeError(error)}); reconnecting…`;
+        this.announce(this.connection);
+        this.render();
+        this.watching?.abort();
+      }
+    } finally {
+      this.checkingStream = false;
+      this.streamHeardAt = Date.now(); // checked again a while later, whatever the answer
+    }
+  }
+
   private tick(): void {
+    if (!this.stopped && !this.checkingStream && Date.now() - this.streamHeardAt > SILENT_STREAM_MS) void this.checkSilentStream();
     const view = this.view;
     const hand = view?.hand;
     for (const el of this.root.querySelectorAll<HTMLElement>("[data-countdown]")) {

@@ -121,6 +121,13 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     await bob.page.waitForTimeout(4_000);
     const watches = bob.log.filter((r) => r.path.endsWith("/Watch") && r.tableIdHeader === "no-such-table");
     assert.equal(watches.length, 1, "one Watch of a table that is not there, not one per backoff");
+    // An id that can be no table's is said once too, not retried.
+    const seen = bob.log.length;
+    await bob.page.goto(`${bob.origin}/?table=a%20b`);
+    await bob.page.waitForFunction(() => document.body.innerText.includes("INVALID_INPUT"), undefined, { timeout: 20_000 });
+    await bob.page.waitForTimeout(4_000);
+    const reads = bob.log.slice(seen).filter((r) => r.path.endsWith("/Watch") || r.path.endsWith("/GetTable"));
+    assert.deepEqual(reads.map((r) => r.path.split("/").pop()).sort(), ["GetTable", "Watch"], "an id that is no table's is read once");
 
     // ---- Back to the lobby (the browser's back button: the page's own routing): a table made
     // there is sent without the seat token of the table left behind.
