@@ -829,7 +829,17 @@ export class TablePage {
     const input = h("input", { id: "player-name", name: "player", required: true, maxlength: 64, autocomplete: "nickname", "aria-label": "Your name at the table" });
     return h("form", {
       class: "join", "data-testid": "join-form",
-      onsubmit: (e: Event) => { e.preventDefault(); const name = input.value.trim(); if (name) void this.join(seat, name); },
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        const name = input.value.trim();
+        if (name) {
+          void this.join(seat, name);
+        } else {
+          this.error = "type a name to sit down with";
+          this.announce(this.error);
+          this.render("player-name");
+        }
+      },
     }, h("label", { for: "player-name" }, "Your name "), input, " ", h("button", { type: "submit", id: "join-button" }, `Join seat ${seat + 1}`));
   }
 

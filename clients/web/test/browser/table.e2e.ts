@@ -38,6 +38,9 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     await bob.page.goto(`${bob.origin}${joinLink.pathname}${joinLink.search}`);
     await bob.page.waitForSelector("[data-testid=join-form]");
     await shot(bob, "02-join-link-phone");
+    await bob.page.fill("#player-name", "   "); // only spaces: the page says what is missing
+    await bob.page.click("#join-button");
+    assert.match((await bob.page.textContent("[data-testid=error]", { timeout: 5_000 }))!, /type a name/);
     await sitDown(bob, "bob", 1, joinLink);
     await alice.page.waitForFunction(() => document.querySelector("[data-testid=seat-1]")?.textContent?.includes("bob"));
     await shot(alice, "02-seated");
