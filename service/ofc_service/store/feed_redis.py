@@ -34,7 +34,7 @@ from .feed import (
     check_settlement_id,
     check_stream_id,
 )
-from .redis_io import SOCKET_TIMEOUT_S, RedisClient, connect, lua, on_node_of, text, unavailable
+from .redis_io import RedisClient, connect, lua, on_node_of, text, unavailable, unconfirmed
 
 _BLOCK_GRACE_S: Final = 5.0
 
@@ -98,7 +98,7 @@ class RedisSettlementFeed:
         server or a Redis Cluster (:func:`~.redis_io.connect`)."""
 
         return cls(
-            connect(url, timeout_s=SOCKET_TIMEOUT_S + wait_timeout_ms / 1000),
+            connect(url, wait_timeout_ms=wait_timeout_ms),
             blocking=connect(url, blocking=True),
             key_prefix=key_prefix,
             dedupe_ttl_seconds=dedupe_ttl_seconds,
@@ -124,19 +124,14 @@ class RedisSettlementFeed:
     async def _published_and_confirmed(
         self, keys: list[str], args: list[bytes | str | int]
     ) -> list[Any]:
-        """The append script and a ``WAIT`` behind it on the same connection."""
-        for attempt in (1, 2):
-            async with self._client.pipeline(transaction=False) as pipe:
-                pipe.execute_command("EVALSHA", self._publish.sha, len(keys), *keys, *args)
-                pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, keys[0]))
-                reply, confirmed = await pipe.execute(raise_on_error=False)
-            if attempt == 1 and isinstance(reply, redis_errors.NoScriptError):
-                await self._client.script_load(self._publish.script)  # every master
-                continue
-            break
+        """The append script, confirmed by ``WAIT`` (else StoreUnavailableError)."""
+        reply, confirmed = await self._append_and_wait(keys, args)
+        if isinstance(reply, redis_errors.NoScriptError):
+            await self._client.script_load(self._publish.script)  # every master
+            reply, confirmed = await self._append_and_wait(keys, args)
         if isinstance(reply, Exception):
             raise reply
-        if isinstance(confirmed, Exception) or int(confirmed) < self._wait[0]:
+        if unconfirmed(confirmed, self._wait[0]):
             raise StoreUnavailableError(
                 f"the feed record {args[0]!r} was not confirmed by {self._wait[0]} Redis "
                 f"replica(s) within {self._wait[1]} ms ({confirmed!r}); the relay appends it "
@@ -144,6 +139,15 @@ class RedisSettlementFeed:
             )
         result: list[Any] = reply
         return result
+
+    async def _append_and_wait(self, keys: list[str], args: list[bytes | str | int]) -> list[Any]:
+        """One pipeline: the append script and a ``WAIT`` behind it on the same connection;
+        their replies (errors in their places)."""
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.execute_command("EVALSHA", self._publish.sha, len(keys), *keys, *args)
+            pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, keys[0]))
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return replies
 
     # --- groups -----------------------------------------------------------------------------
     async def _ensure_group(self, group: str) -> None:

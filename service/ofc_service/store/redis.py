@@ -201,7 +201,6 @@ from .base import (
 )
 from .redis_io import (
     INDEX_SHARDS,
-    SOCKET_TIMEOUT_S,
     Marker,
     RedisClient,
     connect,
@@ -215,6 +214,7 @@ from .redis_io import (
     pack_response,
     text,
     unavailable,
+    unconfirmed,
     unpack_event,
     unpack_response,
 )
@@ -381,8 +381,7 @@ class RedisTableStore:
         reported."""
 
         return cls(
-            # a commit's WAIT may take its own timeout on top of the exchange's
-            connect(url, timeout_s=SOCKET_TIMEOUT_S + wait_timeout_ms / 1000),
+            connect(url, wait_timeout_ms=wait_timeout_ms),
             blocking=connect(url, blocking=True),
             key_prefix=key_prefix,
             max_events=max_events,
@@ -544,7 +543,7 @@ class RedisTableStore:
         wanted = self._wait[0]
         if wanted and reply[0] != b"ok" and reply[0] not in _REPLAYS:
             return reply  # nothing was written: nothing to confirm
-        if wanted and (isinstance(confirmed, Exception) or int(confirmed) < wanted):
+        if wanted and unconfirmed(confirmed, wanted):
             log.warning(
                 "commit not confirmed by replicas",
                 extra={"fields": {"table_id": table_id, "confirmed": str(confirmed)}},

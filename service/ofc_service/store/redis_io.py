@@ -250,14 +250,13 @@ def cluster_seeds(url: str) -> tuple[list[tuple[str, int]], str | None, str | No
     return seeds, user, password, scheme == "rediss+cluster"
 
 
-def connect(
-    url: str, *, blocking: bool = False, timeout_s: float = SOCKET_TIMEOUT_S
-) -> RedisClient:
+def connect(url: str, *, blocking: bool = False, wait_timeout_ms: int = 0) -> RedisClient:
     """A client for ``url``: :class:`~redis.asyncio.RedisCluster` for a cluster URL (it follows
     ``MOVED``/``ASK``, refreshes the slot map after a failover and retries), else
     :class:`~redis.asyncio.Redis`. No connection is made until the first call. ``blocking``:
     for ``XREAD BLOCK`` and the like (no socket timeout, a connection per waiting caller);
-    else each exchange waits at most ``timeout_s``.
+    else each exchange waits at most :data:`SOCKET_TIMEOUT_S`, plus ``wait_timeout_ms`` for
+    the ``WAIT`` a caller may send behind a write (:func:`unconfirmed`).
 
     >>> connect("redis://127.0.0.1:1/0").connection_pool.connection_kwargs["socket_timeout"]
     5.0
@@ -265,6 +264,7 @@ def connect(
     ...     "socket_timeout"]
     2.0
     """
+    timeout_s = SOCKET_TIMEOUT_S + wait_timeout_ms / 1000
     if not is_cluster_url(url):
         if blocking:
             return Redis.from_url(
@@ -283,6 +283,16 @@ def connect(
         max_connections=BLOCKING_CONNECTIONS if blocking else CONNECTIONS,
         socket_timeout=None if blocking else timeout_s,
     )
+
+
+def unconfirmed(confirmed: Any, wanted: int) -> bool:
+    """Whether a ``WAIT wanted`` reply (the replica count, or the error in its place in a
+    pipeline) says fewer replicas than ``wanted`` have the write before it.
+
+    >>> unconfirmed(1, 1), unconfirmed(0, 1), unconfirmed(ConnectionError(), 1)
+    (False, True, True)
+    """
+    return isinstance(confirmed, Exception) or int(confirmed) < wanted
 
 
 def on_node_of(client: RedisClient, key: str) -> dict[str, Any]:
