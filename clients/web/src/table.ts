@@ -185,16 +185,20 @@ export class TablePage {
           this.showError(error);
           return;
         } else if (reasonOf(error) !== "EVENTS_TRIMMED") {
-          // what the page shows may be stale until the service answers again: say so
-          this.connection = `Connection lost (${describeError(error)}); reconnecting…`;
-          this.announce(this.connection);
-          this.render();
+          this.connectionLost(error);
         }
         failures++;
       }
       if (this.stopped) return;
       await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** failures)));
     }
+  }
+
+  /** What the page shows may be stale until the service answers again: it says so. */
+  private connectionLost(error: unknown): void {
+    this.connection = `Connection lost (${describeError(error)}); reconnecting…`;
+    this.announce(this.connection);
+    this.render();
   }
 
   /** The table read again after a lost connection; throws while the service does not answer. */
@@ -694,7 +698,6 @@ export class TablePage {
     const before = this.view?.version;
     try {
       const { table } = await this.api.tables.getTable({ tableId: this.tableId }, { timeoutMs: 10_000 });
-      this.streamHeardAt = Date.now();
       if (table && before !== undefined && table.version > before) {
         this.accept(table);
         this.watching?.abort();
@@ -702,9 +705,7 @@ export class TablePage {
     } catch (error) {
       const code = ConnectError.from(error).code;
       if (code === Code.Unavailable || code === Code.Unknown || code === Code.DeadlineExceeded) {
-        this.connection = `Connection lost (${describeError(error)}); reconnecting…`;
-        this.announce(this.connection);
-        this.render();
+        this.connectionLost(error);
         this.watching?.abort();
       }
     } finally {
