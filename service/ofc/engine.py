@@ -162,6 +162,7 @@ __all__ = [
     "Timeout",
     "TimeoutApplied",
     "apply",
+    "apply_unheld",
     "can_apply",
     "check_place_unique",
     "check_unique",
@@ -418,7 +419,9 @@ class SitDown:
 
 @dataclass(frozen=True, slots=True)
 class StandUp:
-    """Leave the table; refused during the seat's hand and while a Fantasyland is owed."""
+    """Leave the table; refused during the seat's hand, and while any seat owes a Fantasyland
+    hand earned at the table (the seat that owes it may go when too few players are seated
+    for a hand to start)."""
 
     seat: int
     at_ms: int = 0
@@ -947,19 +950,33 @@ def _check_sit_down(state: MatchState, action: SitDown) -> int:
     return seat
 
 
-def _check_stand_up(state: MatchState, action: StandUp) -> int:
+def _check_stand_up(state: MatchState, action: StandUp, *, held: bool = True) -> int:
     seat = _check_table_seat(state, action.seat)
     _check_int(action.at_ms, "at_ms")
     if not state.seats[seat].occupied:
         raise UnknownSeatError(f"seat {seat} is empty", field="seat")
     if state.hand_in_progress and state.hand is not None and state.hand.index(seat) >= 0:
         raise HandInProgressError(f"seat {seat} is playing hand {state.hand.number}", field="seat")
+    if state.match_over:
+        return seat
+    # Nobody leaves before a Fantasyland hand earned at the table is played: neither the
+    # seat that earned it nor the others it is to be played against. The seat that earned
+    # it may go when too few players are seated for any hand to start. (Not ``held``: the
+    # rule of the releases before, see apply_unheld.)
     owed = state.seats[seat].fantasyland
-    if owed and not state.match_over:
+    seated = sum(s.occupied for s in state.seats)
+    if owed and (not held or seated >= state.ruleset.min_players):
         raise FantasylandOwedError(
             f"seat {seat} earned a Fantasyland hand ({owed} cards) here and must play it first",
             field="seat",
         )
+    for other, waiting in enumerate(state.seats):
+        if held and waiting.fantasyland and other != seat:
+            raise FantasylandOwedError(
+                f"seat {other} earned a Fantasyland hand here; nobody leaves the table before "
+                "it is played",
+                field="seat",
+            )
     return seat
 
 
@@ -1052,15 +1069,45 @@ def apply(state: MatchState, action: Action) -> tuple[MatchState, Events]:
         seats = _replace_at(state.seats, seat, Seat(action.player_id))
         return _next_match(state, state.hand, seats=seats), (SeatTaken(seat, action.player_id),)
     if isinstance(action, StandUp):
-        seat = _check_stand_up(state, action)
-        left = state.seats[seat]
-        seats = _replace_at(state.seats, seat, Seat())
-        vacated = SeatVacated(seat, left.player_id, left.points)
-        return _next_match(state, state.hand, seats=seats), (vacated,)
+        return _stand_up(state, action, held=True)
     if isinstance(action, StartHand):
         _check_start(state, action)
         return _start(state, action)
     raise InvalidInputError(f"not an action: {action!r}", field="action")
+
+
+def _stand_up(state: MatchState, action: StandUp, *, held: bool) -> tuple[MatchState, Events]:
+    seat = _check_stand_up(state, action, held=held)
+    left = state.seats[seat]
+    seats = _replace_at(state.seats, seat, Seat())
+    vacated = SeatVacated(seat, left.player_id, left.points)
+    return _next_match(state, state.hand, seats=seats), (vacated,)
+
+
+def apply_unheld(state: MatchState, action: StandUp) -> tuple[MatchState, Events]:
+    """``action`` as :func:`apply` took it before a Fantasyland hand held the whole table:
+    releases before 2026-12-06 let a seat leave while *another* seat owed one (and the seat
+    that owed one only at the end of the match). For verifying the seat changes their
+    histories record; a live table takes seat changes through :func:`apply` only.
+
+    >>> import dataclasses
+    >>> state, _ = replay(new_match(seats=2), [SitDown(0, "ann"), SitDown(1, "bob")])
+    >>> ann, bob = state.seats
+    >>> owing = dataclasses.replace(state, seats=(dataclasses.replace(ann, fantasyland=14), bob))
+    >>> can_apply(owing, StandUp(1)), apply_unheld(owing, StandUp(1))[1]
+    (False, (SeatVacated(seat=1, player_id='bob', points=0),))
+    >>> alone = dataclasses.replace(owing, seats=(owing.seats[0], Seat()))
+    >>> can_apply(alone, StandUp(0))  # too few seated for her hand: ann may go now
+    True
+    >>> try:
+    ...     apply_unheld(alone, StandUp(0))
+    ... except FantasylandOwedError as error:
+    ...     print(error.reason)
+    FANTASYLAND_OWED
+    """
+    if not isinstance(action, StandUp):
+        raise InvalidInputError(f"not a stand-up: {action!r}", field="action")
+    return _stand_up(state, action, held=False)
 
 
 def replay(initial: MatchState, actions: Iterable[Action]) -> tuple[MatchState, Events]:

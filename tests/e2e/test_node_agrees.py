@@ -590,3 +590,32 @@ def test_both_verifiers_find_the_same_in_every_match(
         "CHAIN_STATE_MISMATCH",
         "SETTLEMENT_MISMATCH",
     } <= kinds
+
+
+def test_both_verifiers_take_a_seat_change_of_the_releases_before_the_fantasyland_hold(
+    node: str, tmp_path: Path
+) -> None:
+    """A match where seat 1 left while seats 0 and 2 owed a Fantasyland (as tables allowed
+    before 2026-12-06) verifies in both; seat 0 leaving while it owed one is named by both."""
+    from ofc.engine import SitDown, StandUp
+
+    from tests.ofc.test_verify_match import build_tier_match
+
+    hands, feed = build_tier_match((StandUp(1, 2_000), SitDown(1, "eve", 2_001)))
+    feed_path = tmp_path / "feed.jsonl"
+    feed_path.write_text("".join(json.dumps(record) + "\n" for _, record in feed))
+    found = []
+    for case, owner_left in (("as-played", False), ("owner-left", True)):
+        histories = copy.deepcopy([history for _, history in hands])
+        if owner_left:
+            histories[1]["seat_changes"][0]["seat"] = 0
+        paths = []
+        for k, history in enumerate(histories):
+            paths.append(tmp_path / f"{case}-hand-{k}.json")
+            paths[-1].write_text(json.dumps(history))
+        report = verify_match([(str(p), p.read_bytes()) for p in paths], read_feed(str(feed_path)))
+        python = [(str(d.code), d.location) for d in report.discrepancies]
+        records = _node_json(node, "--match", *map(str, paths), "--feed", str(feed_path))[:-1]
+        assert [(r["code"], r["location"]) for r in records] == python, case
+        found.append(python)
+    assert found == [[], [("ILLEGAL_ACTION", "seat_changes[0].seat")]]

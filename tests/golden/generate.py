@@ -635,9 +635,12 @@ def live_match(out: Path, preset: str = "pineapple", name: str = "match") -> Non
 
         numbers = [table.play_hand(runs_out), table.play_hand(runs_out)]
         # Between hands: cy leaves (if she owes no Fantasyland; else the last seat that owes
-        # none), dee takes that seat.
-        free = [s.seat for s in table.view().seats if not s.fantasyland_cards]
-        if free:
+        # none), dee takes that seat; from 2026-12-06 on, nobody leaves while any seat owes
+        # one (the releases before held only the seat owed it).
+        seats = table.view().seats
+        free = [s.seat for s in seats if not s.fantasyland_cards]
+        held = any(s.fantasyland_cards for s in seats) and hasattr(engine, "apply_unheld")
+        if free and not held:
             table.leave(free[-1])
             table.join(free[-1], "dee", "dee's own seed")
         numbers += [table.play_hand(runs_out), table.play_hand(runs_out)]

@@ -28,6 +28,7 @@ from ofc.engine import (
     HandStarted,
     MatchState,
     Place,
+    Seat,
     SeatTaken,
     SeatVacated,
     SeedRevealed,
@@ -38,6 +39,7 @@ from ofc.engine import (
     Timeout,
     TimeoutApplied,
     apply,
+    apply_unheld,
     can_apply,
     deal_positions,
     event_for_viewer,
@@ -579,6 +581,8 @@ REJECTIONS: list[tuple[str, object, Action, type[OfcError], str]] = [
     ("timeout's empty policy name", classic_start, Timeout(1, Place(1, FIVE), ""),
      InvalidInputError, "policy"),
     ("leave owing a Fantasyland", finished, StandUp(1), FantasylandOwedError, "seat"),
+    ("leave while another seat owes a Fantasyland", finished, StandUp(2), FantasylandOwedError,
+     "seat"),
     ("stand up from an empty seat", lambda: new_match(seats=2), StandUp(0), UnknownSeatError,
      "seat"),
     ("start alone", lambda: replay(new_match(seats=2), [SitDown(0, "ann")])[0],
@@ -591,6 +595,35 @@ REJECTIONS: list[tuple[str, object, Action, type[OfcError], str]] = [
     ("empty player id", lambda: new_match(seats=3), SitDown(1, ""), InvalidInputError,
      "player_id"),
 ]  # fmt: skip
+
+
+def test_nobody_leaves_before_a_fantasyland_hand_earned_at_the_table() -> None:
+    """bob earned a Fantasyland in hand 1: neither he nor the players it is to be played
+    against leave before it is played, unless the match is over, or too few are seated for
+    any hand to start (then bob may go: his hand cannot be played)."""
+    state = finished()
+    assert [seat.fantasyland for seat in state.seats] == [0, 13, 0]
+    messages = []
+    for seat in range(3):
+        with pytest.raises(FantasylandOwedError) as refused:
+            apply(state, StandUp(seat))
+        messages.append(refused.value.message)
+    assert messages == [
+        "seat 1 earned a Fantasyland hand here; nobody leaves the table before it is played",
+        "seat 1 earned a Fantasyland hand (13 cards) here and must play it first",
+        "seat 1 earned a Fantasyland hand here; nobody leaves the table before it is played",
+    ]
+    over = dataclasses.replace(state, max_hands=1)
+    assert [can_apply(over, StandUp(seat)) for seat in range(3)] == [True, True, True]
+    ann, bob, _ = state.seats
+    alone = dataclasses.replace(state, seats=(Seat(), bob, Seat()))
+    assert can_apply(alone, StandUp(1))
+    two = dataclasses.replace(state, seats=(ann, bob, Seat()))
+    assert not can_apply(two, StandUp(1)) and not can_apply(two, StandUp(0))
+    # the rule of the releases before, for their histories: only bob was held
+    assert apply_unheld(state, StandUp(0))[0].seats[0] == Seat()
+    with pytest.raises(FantasylandOwedError):
+        apply_unheld(alone, StandUp(1))
 
 
 @pytest.mark.parametrize(

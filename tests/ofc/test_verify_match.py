@@ -300,9 +300,12 @@ def test_cli_feed_needs_match(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == "error: INVALID_INPUT at feed: --feed needs --match\n"
 
 
-def build_tier_match() -> tuple[Inputs, Inputs]:
+def build_tier_match(before_hand_5: tuple[StandUp | SitDown, ...] = ()) -> tuple[Inputs, Inputs]:
     """Hands 4-6 of a progressive-pineapple-keep table whose seat 0 owes 16 cards and seat 2
-    owes 17 before hand 4 (the seeds of tests/golden's tiers/), with the feed's records."""
+    owes 17 before hand 4 (the seeds of tests/golden's tiers/), with the feed's records;
+    ``before_hand_5``: seat changes between hands 4 and 5, as a table of the releases before
+    2026-12-06 took them (:func:`ofc.engine.apply_unheld`: a seat could leave while another
+    owed a Fantasyland hand)."""
     table, _ = engine.replay(
         engine.new_match("progressive-pineapple-keep", seats=3),
         [SitDown(s, f"player-{s}") for s in range(3)],
@@ -315,9 +318,16 @@ def build_tier_match() -> tuple[Inputs, Inputs]:
     feed: Inputs = []
     units: tuple[int, ...] = (0, 0, 0)
     for k in range(3):
+        changes = before_hand_5 if k == 1 else ()
+        for change in changes:
+            if isinstance(change, StandUp):
+                state, events = engine.apply_unheld(state, change)
+            else:
+                state, events = engine.apply(state, change)
+            units = money_totals(units, 3, events)
         start = StartHand(hashlib.sha256(b"tiers-0-%d" % k).digest(), b"golden-tiers", 1_000)
         actions = play_by_timeouts(state, start, clock=CLOCK)
-        context = HandContext("", CLOCK, units, ())
+        context = HandContext("", CLOCK, units, changes)
         history = hand_history(state, actions, context)
         final, events = engine.replay(state, actions)
         history.update(table_id="t-tiers", settled_at_ms=actions[-1].at_ms)
@@ -356,3 +366,19 @@ def test_a_match_across_fantasyland_tiers_and_its_feed() -> None:
     assert found(hands, doctored) == [
         (Code.FEED_RECORD_MISMATCH, "feed.jsonl:2", "seats[2].fantasyland_cards")
     ]
+
+
+def test_a_seat_that_left_while_another_owed_a_fantasyland_before_the_hold() -> None:
+    """Since 2026-12-06 nobody leaves a table before a Fantasyland hand earned there is
+    played; a match of the releases before, where seat 1 left while seats 0 and 2 owed one,
+    still verifies. Seat 0 leaving while it owed one was never allowed, and is named."""
+    swapped = (StandUp(1, 2_000), SitDown(1, "eve", 2_001))
+    hands, feed = build_tier_match(swapped)
+    assert engine.can_apply(state_from_dict(hands[0][1]["initial_state"]), StandUp(1)) is False
+    assert hands[1][1]["seat_changes"] == [
+        {"type": "stand_up", "seat": 1, "at_ms": 2_000},
+        {"type": "sit_down", "seat": 1, "player_id": "eve", "at_ms": 2_001},
+    ]
+    assert verify_match(hands, feed).ok
+    owner_left = changed(1, lambda h: h["seat_changes"][0].update(seat=0), hands)
+    assert found(owner_left) == [(Code.ILLEGAL_ACTION, "hand-5.json", "seat_changes[0].seat")]

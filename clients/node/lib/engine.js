@@ -128,7 +128,10 @@ function checkSitDown(state, action) {
   return seat;
 }
 
-function checkStandUp(state, action) {
+/** `held`: nobody leaves before a Fantasyland hand earned at the table is played (the seat
+ * that earned it may go when too few are seated for a hand to start); not `held`: the rule of
+ * releases before 2026-12-06, for verifying their histories (see applyUnheld). */
+function checkStandUp(state, action, held = true) {
   const seat = checkTableSeat(state, action.seat);
   checkInt(action.at_ms, 'at_ms');
   if (!state.seats[seat].player_id) throw ofcError('UNKNOWN_SEAT', `seat ${seat} is empty`, 'seat');
@@ -136,9 +139,15 @@ function checkStandUp(state, action) {
   if (hand !== null && !handOver(hand) && hand.seats.some((s) => s.seat === seat)) {
     throw ofcError('HAND_IN_PROGRESS', `seat ${seat} is playing hand ${hand.number}`, 'seat');
   }
+  if (matchOver(state)) return seat;
   const owed = state.seats[seat].fantasyland;
-  if (owed && !matchOver(state)) {
+  const seated = state.seats.filter((s) => s.player_id).length;
+  if (owed && (!held || seated >= state.ruleset.min_players)) {
     throw ofcError('FANTASYLAND_OWED', `seat ${seat} earned a Fantasyland hand (${owed} cards) here and must play it first`, 'seat');
+  }
+  const other = held ? state.seats.findIndex((s, i) => s.fantasyland && i !== seat) : -1;
+  if (other >= 0) {
+    throw ofcError('FANTASYLAND_OWED', `seat ${other} earned a Fantasyland hand here; nobody leaves the table before it is played`, 'seat');
   }
   return seat;
 }
@@ -319,10 +328,8 @@ function apply(state, action) {
       const seat = checkSitDown(state, action);
       return [{ ...state, seats: replaceAt(state.seats, seat, { player_id: action.player_id, points: 0, fantasyland: 0, fantasyland_streak: 0 }) }, []];
     }
-    case 'stand_up': {
-      const seat = checkStandUp(state, action);
-      return [{ ...state, seats: replaceAt(state.seats, seat, { player_id: '', points: 0, fantasyland: 0, fantasyland_streak: 0 }) }, []];
-    }
+    case 'stand_up':
+      return standUp(state, action, true);
     case 'start_hand':
       checkStart(state, action);
       return start(state, action);
@@ -387,4 +394,17 @@ function stateAsWritten(state, written) {
   return data;
 }
 
-module.exports = { apply, dealPositions, handOver, inFantasyland, matchOver, seatsToAct, stateAsWritten, stateToDict };
+function standUp(state, action, held) {
+  const seat = checkStandUp(state, action, held);
+  return [{ ...state, seats: replaceAt(state.seats, seat, { player_id: '', points: 0, fantasyland: 0, fantasyland_streak: 0 }) }, []];
+}
+
+/** A stand-up as tables took it before a Fantasyland hand held the whole table (releases
+ * before 2026-12-06 let a seat leave while another seat owed one): for verifying the seat
+ * changes their histories record. */
+function applyUnheld(state, action) {
+  if (action.type !== 'stand_up') throw ofcError('INVALID_INPUT', `not a stand-up: ${action.type}`, 'action');
+  return standUp(state, action, false);
+}
+
+module.exports = { apply, applyUnheld, dealPositions, handOver, inFantasyland, matchOver, seatsToAct, stateAsWritten, stateToDict };

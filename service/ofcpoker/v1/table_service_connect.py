@@ -93,8 +93,10 @@ class TableService(Protocol):
     async def leave_seat(self, request: LeaveSeatRequest, ctx: RequestContext[LeaveSeatRequest, LeaveSeatResponse], /) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-        that hand can no longer be dealt, though the seat still shows the cards it earned).
+        hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+        the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+        hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+        the seat it is owed to, too few players are seated for any hand to start.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -437,8 +439,10 @@ class TableServiceClient(ConnectClient):
     ) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-        that hand can no longer be dealt, though the seat still shows the cards it earned).
+        hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+        the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+        hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+        the seat it is owed to, too few players are seated for any hand to start.
         """
         return await self.execute_unary(
             request=request,
@@ -683,8 +687,10 @@ class TableServiceSync(Protocol):
     def leave_seat(self, request: LeaveSeatRequest, ctx: RequestContext[LeaveSeatRequest, LeaveSeatResponse], /) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-        that hand can no longer be dealt, though the seat still shows the cards it earned).
+        hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+        the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+        hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+        the seat it is owed to, too few players are seated for any hand to start.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1025,8 +1031,10 @@ class TableServiceClientSync(ConnectClientSync):
     ) -> LeaveSeatResponse:
         """
         Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-        that hand can no longer be dealt, though the seat still shows the cards it earned).
+        hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+        the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+        hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+        the seat it is owed to, too few players are seated for any hand to start.
         """
         return self.execute_unary(
             request=request,

@@ -180,8 +180,10 @@ class TableServiceServicer:
 
     def LeaveSeat(self, request, context):
         """Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-        that hand can no longer be dealt, though the seat still shows the cards it earned).
+        hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+        the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+        hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+        the seat it is owed to, too few players are seated for any hand to start.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -74,8 +74,10 @@ class TableServiceStub:
     """Take an empty seat; returns the seat token (shown once; keep it secret)."""
     LeaveSeat: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.LeaveSeatRequest, _table_service_pb2.LeaveSeatResponse]
     """Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-    earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-    that hand can no longer be dealt, though the seat still shows the cards it earned).
+    hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+    the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+    hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+    the seat it is owed to, too few players are seated for any hand to start.
     """
     StartHand: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.StartHandRequest, _table_service_pb2.StartHandResponse]
     """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
@@ -154,8 +156,10 @@ class TableServiceAsyncStub(TableServiceStub):
     """Take an empty seat; returns the seat token (shown once; keep it secret)."""
     LeaveSeat: _aio.UnaryUnaryMultiCallable[_table_service_pb2.LeaveSeatRequest, _table_service_pb2.LeaveSeatResponse]  # type: ignore[assignment]
     """Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-    earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-    that hand can no longer be dealt, though the seat still shows the cards it earned).
+    hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+    the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+    hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+    the seat it is owed to, too few players are seated for any hand to start.
     """
     StartHand: _aio.UnaryUnaryMultiCallable[_table_service_pb2.StartHandRequest, _table_service_pb2.StartHandResponse]  # type: ignore[assignment]
     """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
@@ -255,8 +259,10 @@ class TableServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_table_service_pb2.LeaveSeatResponse, _abc.Awaitable[_table_service_pb2.LeaveSeatResponse]]:
         """Leave a seat between hands. FAILED_PRECONDITION (FANTASYLAND_OWED) while a Fantasyland
-        earned at this table is owed to the seat, unless the match is over (`max_hands` played:
-        that hand can no longer be dealt, though the seat still shows the cards it earned).
+        hand earned at this table is owed to any seat: nobody leaves before it is played, neither
+        the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
+        hand can no longer be dealt, though the seat still shows the cards it earned), or, for
+        the seat it is owed to, too few players are seated for any hand to start.
         """
 
     @_abc_1.abstractmethod
