@@ -1,4 +1,5 @@
-"""Faults only a Redis Cluster has: a master killed mid-game, a table's slot moved mid-game.
+"""Faults only a Redis Cluster has: a master killed mid-game, a table's slot moved mid-game, a
+master that hangs (the first seed of the URL at that).
 
 With ``wait_replicas=1`` a commit is acknowledged only once a replica has it, so the failover
 (SIGKILL of the master, its replica promoted) cannot lose an acknowledged move; and a master
@@ -13,9 +14,13 @@ version, the state and the event log of each table say so.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
+from typing import Any
 
 import pytest
+from ofc_service.server.health import PING_TIMEOUT_S
 from ofc_service.store import (
     RedisSettlementFeed,
     RedisTableStore,
@@ -177,3 +182,58 @@ async def test_the_feed_waits_on_the_node_of_its_stream(redis_cluster_url: str) 
         assert await feed.publish(settlement_id, b"{}") is None
     finally:
         await feed.close()
+
+
+async def _within(seconds: float, call: Any, *, attempt_s: float = 15.0) -> Any:
+    """``call()`` retried (UNAVAILABLE, or no answer within ``attempt_s``) until it answers,
+    for ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            async with asyncio.timeout(min(attempt_s, max(0.1, deadline - time.monotonic()))):
+                return await call()
+        except (StoreUnavailableError, TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+async def test_a_hung_master_holds_up_neither_other_masters_reads_nor_health_after_failover(
+    fresh_cluster: LocalRedisCluster,
+) -> None:
+    """The URL's first seed, a master, stops answering without closing a connection (SIGSTOP,
+    as a paused VM or a partition without resets). redis-py asked its default node (that one)
+    for every stream read's keys, and health PINGed it: once the cluster had failed it over,
+    every Watch read of every table still hung on it, and the store still looked down. Now a
+    table on another master is read at once, the store answers as the cluster does, and the
+    hung master's own tables are read (and written) on the replica that took over."""
+    cluster = fresh_cluster
+    hung = cluster.ports[0]
+    assert hung in cluster.masters()  # redis-cli --cluster create: the first three
+    names = [f"table-{n}" for n in range(200)]
+    elsewhere = next(t for t in names if cluster.master_of(f"ofc:{{{t}}}:state") != hung)
+    served = next(t for t in names if cluster.master_of(f"ofc:{{{t}}}:state") == hung)
+    replica = cluster.replica_of(hung)
+    store = RedisTableStore.from_url(cluster.url)
+    try:
+        for table_id in (elsewhere, served):
+            await store.create_table(table_id, b"v1")
+            await play(store, table_id, 1)
+            assert len(await store.wait_events(table_id, after="0", timeout_s=1)) == 1
+        await store.ping()
+        process = cluster.processes.pop(hung)  # the helpers below ask the live nodes only
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            await asyncio.to_thread(cluster.wait_promoted, replica)
+            await _within(10, store.ping, attempt_s=PING_TIMEOUT_S)  # as health asks
+            started = time.monotonic()
+            events = await store.wait_events(elsewhere, after="0", timeout_s=1)
+            assert len(events) == 1 and time.monotonic() - started < 3
+            await _within(40, lambda: play(store, served, 2))
+            events = await _within(40, lambda: store.wait_events(served, after="0", timeout_s=1))
+            assert payloads(events) == [b"e2.0", b"e3.0"]
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+            cluster.processes[hung] = process
+    finally:
+        await store.close()

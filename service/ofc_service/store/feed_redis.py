@@ -18,7 +18,6 @@ second connection pool without a socket timeout, like the table store's ``wait_e
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -34,7 +33,17 @@ from .feed import (
     check_settlement_id,
     check_stream_id,
 )
-from .redis_io import RedisClient, connect, lua, on_node_of, text, unavailable, unconfirmed
+from .redis_io import (
+    RedisClient,
+    blocking_read,
+    connect,
+    lua,
+    on_node_of,
+    ping,
+    text,
+    unavailable,
+    unconfirmed,
+)
 
 _BLOCK_GRACE_S: Final = 5.0
 
@@ -201,7 +210,7 @@ class RedisSettlementFeed:
         client = self._blocking if block_ms is not None else self._client
 
         async def call() -> list[Any]:
-            async with asyncio.timeout(block_s + _BLOCK_GRACE_S):
+            async with blocking_read(client, self._stream, block_s + _BLOCK_GRACE_S):
                 reply: Any = await client.xreadgroup(
                     group, consumer, {self._stream: ">"}, count=count, block=block_ms
                 )
@@ -240,7 +249,7 @@ class RedisSettlementFeed:
 
     async def ping(self) -> None:
         with unavailable():
-            await self._client.ping()
+            await ping(self._client)
 
     async def close(self) -> None:
         if self._owns_clients:

@@ -203,6 +203,7 @@ from .redis_io import (
     INDEX_SHARDS,
     Marker,
     RedisClient,
+    blocking_read,
     connect,
     direct_calls,
     encode,
@@ -212,6 +213,7 @@ from .redis_io import (
     on_node_of,
     pack_event,
     pack_response,
+    ping,
     text,
     unavailable,
     unconfirmed,
@@ -694,8 +696,9 @@ class RedisTableStore:
         with unavailable():
             fields = _WAIT_FIELDS if on_table else _WAIT_FIELDS[:2]
             block = ("BLOCK", max(1, block_ms)) if block_ms is not None else ()
-            async with asyncio.timeout(max(0.0, timeout_s) + _BLOCK_GRACE_S):
-                if self._direct_blocking is not None:
+            bound_s = max(0.0, timeout_s) + _BLOCK_GRACE_S
+            if self._direct_blocking is not None:  # one server
+                async with asyncio.timeout(bound_s):
                     replies = await self._direct_blocking.execute(
                         [
                             encode("XREAD", "COUNT", limit, *block, "STREAMS", events_key,
@@ -703,19 +706,22 @@ class RedisTableStore:
                             encode("HMGET", state_key, *fields),
                         ]
                     )  # fmt: skip
-                    for reply in replies:
-                        if isinstance(reply, redis_errors.ResponseError):
-                            raise reply
-                    read, (version, events_from, *table) = replies
-                else:
-                    async with self._blocking.pipeline(transaction=False) as pipe:
-                        pipe.xread(
-                            {events_key: format_event_id(*position)},
-                            count=limit,
-                            block=max(1, block_ms) if block_ms is not None else None,
-                        )
-                        pipe.hmget(state_key, fields)
-                        read, (version, events_from, *table) = await pipe.execute()
+                for reply in replies:
+                    if isinstance(reply, redis_errors.ResponseError):
+                        raise reply
+                read, (version, events_from, *table) = replies
+            else:  # a cluster: past the bound, its slot map is read again
+                async with (
+                    blocking_read(self._blocking, events_key, bound_s),
+                    self._blocking.pipeline(transaction=False) as pipe,
+                ):
+                    pipe.xread(
+                        {events_key: format_event_id(*position)},
+                        count=limit,
+                        block=max(1, block_ms) if block_ms is not None else None,
+                    )
+                    pipe.hmget(state_key, fields)
+                    read, (version, events_from, *table) = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
         _check_retained(table_id, after, position, events_from)
@@ -882,7 +888,7 @@ class RedisTableStore:
 
     async def ping(self) -> None:
         with unavailable():
-            await self._client.ping()
+            await ping(self._client)
 
     async def close(self) -> None:
         for direct in (self._direct, self._direct_blocking):

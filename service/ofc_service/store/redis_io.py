@@ -4,12 +4,13 @@ policy, error and reply handling."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import struct
 import zlib
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -17,6 +18,7 @@ from typing import Any, Final, TypeAlias
 from urllib.parse import unquote
 
 from redis import exceptions as redis_errors
+from redis._parsers.commands import AsyncCommandsParser
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.connection import AbstractConnection, ConnectionPool
@@ -274,7 +276,7 @@ def connect(url: str, *, blocking: bool = False, wait_timeout_ms: int = 0) -> Re
             url, retry=retry(), socket_timeout=timeout_s, max_connections=CONNECTIONS
         )
     seeds, user, password, tls = cluster_seeds(url)
-    return RedisCluster(
+    cluster = RedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in seeds],
         username=user,
         password=password,
@@ -283,6 +285,143 @@ def connect(url: str, *, blocking: bool = False, wait_timeout_ms: int = 0) -> Re
         max_connections=BLOCKING_CONNECTIONS if blocking else CONNECTIONS,
         socket_timeout=None if blocking else timeout_s,
     )
+    cluster.commands_parser = _StreamReadKeys()
+    return cluster
+
+
+class _StreamReadKeys(AsyncCommandsParser):
+    """redis-py's key finder for a cluster's commands, finding the keys of XREAD and
+    XREADGROUP itself (:func:`stream_read_keys`), and reading the command table once.
+    redis-py asks its default node for those keys (``COMMAND GETKEYS``) before every such
+    read: a round trip more per read, and, while that one node hung, every Watch and feed
+    read hung with it, on whatever node their stream lives (the blocking client has no socket
+    timeout, so redis-py never moved on from it)."""
+
+    async def initialize(self, node: ClusterNode | None = None) -> None:
+        # The command table once: redis-py asks the default node for it again at every
+        # re-initialisation, after any error, and hung on it when that node was the one
+        # that had stopped answering.
+        if node is not None:
+            self.node = node
+        if not self.commands:
+            await super().initialize()
+
+    async def get_keys(self, *args: Any) -> tuple[Any, ...] | None:
+        keys = stream_read_keys(args)
+        return keys if keys is not None else await super().get_keys(*args)
+
+
+def stream_read_keys(args: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The streams an ``XREAD`` or ``XREADGROUP`` command (its words as sent) reads; ``None``
+    for any other command.
+
+    >>> stream_read_keys(("XREAD", "COUNT", 10, "BLOCK", 5000, "STREAMS", "a", "b", "0", "7"))
+    ('a', 'b')
+    >>> stream_read_keys((b"XREADGROUP", b"GROUP", b"streams", b"STREAMS", b"STREAMS", b"k", b">"))
+    (b'k',)
+    >>> stream_read_keys(("HGET", "k", "f")) is None
+    True
+    """
+    name = _word(args[0]) if args else ""
+    if name not in ("XREAD", "XREADGROUP"):
+        return None
+    at = 4 if name == "XREADGROUP" else 1  # past GROUP, the group and the consumer
+    while at < len(args):
+        option = _word(args[at])
+        if option == "STREAMS":
+            streams = args[at + 1 :]
+            return tuple(streams[: len(streams) // 2])
+        at += 2 if option in ("COUNT", "BLOCK") else 1  # NOACK has no value
+    return None
+
+
+def _word(arg: Any) -> str:
+    return (arg.decode() if isinstance(arg, bytes) else str(arg)).upper()
+
+
+CLUSTER_PING_WAIT_S: Final = 1.0
+"""How long :func:`ping` waits for a cluster's nodes; one slower is taken as not answering."""
+
+
+async def ping(client: RedisClient) -> None:
+    """That the store answers, or an error: one server's ``PING``; on a Redis Cluster, that
+    the nodes answering within :data:`CLUSTER_PING_WAIT_S` (one at least) all say
+    ``cluster_state:ok``, the cluster's own judgement that every slot has a master. redis-py
+    would ``PING`` one node only (its default node, the first master it learned of): while
+    that node hung, a cluster that had failed it over would look down, and while another
+    hung, up."""
+    if not isinstance(client, RedisCluster):
+        await client.ping()
+        return
+    await client.initialize()  # nothing to do once it knows the nodes
+    asks = {
+        asyncio.ensure_future(node.execute_command("CLUSTER INFO")): node.name
+        for node in client.get_nodes()
+    }
+    done, pending = await asyncio.wait(asks, timeout=CLUSTER_PING_WAIT_S)
+    for task in pending:  # not awaited: redis-py may hold a cancelled read of a hung node
+        task.cancel()
+        task.add_done_callback(_quietly)
+    answers = {asks[task]: task.result() for task in done if task.exception() is None}
+    if not answers:
+        raise redis_errors.ConnectionError(
+            f"no node of the cluster answered within {CLUSTER_PING_WAIT_S} s"
+        )
+    for name, info in sorted(answers.items()):
+        state = info.get("cluster_state") if isinstance(info, dict) else None
+        if state != "ok":
+            raise redis_errors.ClusterDownError(f"{name} says cluster_state:{state}")
+
+
+def _quietly(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: a hung node's read is expected to fail
+
+
+@contextlib.asynccontextmanager
+async def blocking_read(client: RedisClient, key: str, timeout_s: float) -> AsyncIterator[None]:
+    """A blocking read of ``key`` (``XREAD BLOCK``, ``XREADGROUP BLOCK``) through ``client``,
+    bounded by ``timeout_s``: past it, ``TimeoutError`` (UNAVAILABLE, :func:`unavailable`),
+    after :func:`after_silence`."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            yield
+    except TimeoutError:
+        await after_silence(client, key)
+        raise
+
+
+async def after_silence(client: RedisClient, key: str) -> None:
+    """After a blocking read of ``key`` outlived its bound, on a Redis Cluster: read the slot
+    map again, from a node that answers, as redis-py does itself after a socket timeout. A
+    blocking client has none: a master that stopped answering (and was failed over since)
+    would keep every later read of its slots hanging, and each re-reading of the map that
+    happened to ask it first (redis-py asks its seeds in a random order, after any error;
+    during a failover every node answers CLUSTERDOWN) would hang with it. The node passed
+    over is the first known node that does not answer within :data:`CLUSTER_PING_WAIT_S`,
+    else ``key``'s. Best effort: a refresh that fails leaves the map as it was, and the next
+    silence tries again."""
+    if not isinstance(client, RedisCluster):
+        return
+    with contextlib.suppress(Exception):
+        read = client.get_node_from_key(key)
+        silent = await _silent_node(client) or (None if read is None else read.name)
+        async with asyncio.timeout(SOCKET_TIMEOUT_S):
+            await client.initialize(last_failed_node_name=silent)  # after a failed one
+            await client.nodes_manager.initialize(last_failed_node_name=silent)
+
+
+async def _silent_node(client: RedisCluster) -> str | None:
+    nodes = client.get_nodes()
+    asks = [asyncio.ensure_future(node.execute_command("PING")) for node in nodes]
+    await asyncio.wait(asks, timeout=CLUSTER_PING_WAIT_S)
+    silent = None
+    for node, ask in zip(nodes, asks, strict=True):
+        if not ask.done() or ask.exception() is not None:
+            ask.cancel()
+            ask.add_done_callback(_quietly)
+            silent = silent or node.name
+    return silent
 
 
 def unconfirmed(confirmed: Any, wanted: int) -> bool:
