@@ -203,8 +203,15 @@ def _sha1_hex(value: str, digits: int) -> bytes:
 
 def retry() -> Retry:
     """The retry policy of every store connection: :data:`RETRIES` tries of a call cut by a
-    dropped connection, then the error is reported."""
-    return Retry(ExponentialWithJitterBackoff(cap=0.5, base=0.02), RETRIES)
+    dropped connection, then the error is reported. Not of one that timed out: Redis was
+    silent for a whole :data:`SOCKET_TIMEOUT_S` already, and the call fails then, as
+    documented (retried, it took four times as long, past the deadlines clients set).
+
+    >>> retry().get_retries(), redis_errors.TimeoutError in retry()._supported_errors
+    (3, False)
+    """
+    backoff = ExponentialWithJitterBackoff(cap=0.5, base=0.02)
+    return Retry(backoff, RETRIES, supported_errors=(redis_errors.ConnectionError,))
 
 
 def is_cluster_url(url: str) -> bool:
@@ -476,9 +483,10 @@ class DirectCalls:
     when done, so concurrent calls never share one and a burst waits its turn rather than
     opening connections without end; a call cut short (an error, a
     cancellation) leaves its connection disconnected (redis-py closes it on any error
-    while sending or reading), and the next call on it connects afresh. A connection error
-    or timeout is retried as redis-py retries it (the same :class:`~redis.asyncio.retry.Retry`
-    object: disconnect, back off, send again), then raised as redis-py raises it, so
+    while sending or reading), and the next call on it connects afresh. An error is retried
+    as redis-py retries it (the same :class:`~redis.asyncio.retry.Retry` object, :func:`retry`:
+    a dropped connection is; disconnect, back off, send again), then raised as redis-py
+    raises it, so
     :func:`unavailable` maps it the same way. An error reply (``ResponseError``, e.g.
     ``NOSCRIPT``) is returned in its command's place, as a pipeline with
     ``raise_on_error=False`` returns it.
@@ -487,7 +495,7 @@ class DirectCalls:
     as one clock, not each step as redis-py bounds them: its bound on a write is a task of
     its own (``wait_for``) and on each reply a timeout context, which together cost ~19 µs
     of a ~45 µs round trip (a three-command pipeline, ``bench.redis_exchange``). A call past
-    it is redis-py's ``TimeoutError``, retried as redis-py retries one."""
+    it is redis-py's ``TimeoutError`` (not retried, as redis-py would not retry it)."""
 
     def __init__(self, pool: ConnectionPool) -> None:
         self._pool = pool
