@@ -154,6 +154,15 @@ def test_cors_lets_in_the_configured_origins_only(url: str) -> None:
     assert status == 403 and "access-control-allow-origin" not in headers
     status, _, answer = call(url, "RulesService/ListPresets", {}, origin=other["origin"])
     assert status == 200 and "access-control-allow-origin" not in answer  # the browser blocks it
+    # Every answer varies with the Origin, with none at all too: a shared cache keeps the
+    # answer without CORS headers from a browser on an origin let in.
+    for origin in ({"origin": ORIGIN}, {"origin": other["origin"]}, {}):
+        status, _, answer = call(url, "RulesService/ListPresets", {}, **origin)
+        assert status == 200 and "Origin" in answer.get_all("vary", []), origin
+    status, answer, _ = get(
+        f"{url}/ofcpoker.v1.RulesService/ListPresets?encoding=json&message=%7B%7D"
+    )
+    assert status == 200 and "Origin" in answer.get_all("vary", [])
 
 
 def test_no_cors_by_default() -> None:
@@ -431,6 +440,10 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
         ("RulesService/SettleHand", {"hand": {"players": [{"board": {"top": []}}],
                                               "ruleset": {"overrides": []}}},
          "hand.ruleset.overrides"),
+        # bytes that are not base64, which protobuf's reader would read as other bytes
+        ("RulesService/DeriveDeck", {"serverSeedBytes": "@@@@" + "QUJD" * 11}, "server_seed_bytes"),
+        ("RulesService/DeriveDeck", {"serverSeedHex": "ab" * 32, "clientSeedBytes": "QU*JD"},
+         "client_seed_bytes"),
     ],
 )  # fmt: skip
 def test_an_unknown_or_wrong_typed_json_field_is_malformed_request_naming_it(
@@ -568,6 +581,50 @@ def test_a_stream_its_deadline_ends_is_counted_deadline_exceeded_as_the_client_i
     end = json.loads(body[body.rindex(b'{"error"') :])
     assert end["error"]["code"] == "deadline_exceeded"
     assert (handled("DEADLINE_EXCEEDED"), handled("CANCELLED")) == (before[0] + 1, before[1])
+
+
+WORKED_EXAMPLE_1 = {"players": [
+    {"playerId": "ann", "board": {"top": ["Ac", "3d", "2h"],
+                                  "middle": ["6c", "6d", "9h", "8s", "4c"],
+                                  "bottom": ["9c", "8c", "7d", "6h", "5s"]}},
+    {"playerId": "bob", "board": {"top": ["Kd", "3c", "2d"],
+                                  "middle": ["5c", "5d", "9d", "8h", "4d"],
+                                  "bottom": ["7c", "7h", "Qd", "Js", "4s"]}},
+]}  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol", ["connect", "grpc-web"])
+def test_a_unary_call_past_its_deadline_is_deadline_exceeded_not_a_late_answer(
+    url: str, protocol: str
+) -> None:
+    """A batch is settled in one go, with nothing to cut it short when the deadline passes:
+    its answer is DEADLINE_EXCEEDED, as on the gRPC port, and counted so, not a late OK."""
+    labels = ("unary", "ofcpoker.v1.RulesService", "SettleHands", protocol)
+
+    def handled(code: str) -> float:
+        return float(GRPC_HANDLED.labels(*labels, code)._value.get())
+
+    before = handled("DEADLINE_EXCEEDED"), handled("OK")
+    body = json.dumps({"hands": [WORKED_EXAMPLE_1] * 1000}).encode()
+    if protocol == "connect":
+        headers = {"content-type": "application/json", "connect-timeout-ms": "1"}
+    else:
+        body = b"\0" + len(body).to_bytes(4, "big") + body
+        headers = {"content-type": "application/grpc-web+json", "grpc-timeout": "1m"}
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.RulesService/SettleHands", data=body, headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            status, answered, trailers = answer.status, answer.read(), answer.headers
+    except urllib.error.HTTPError as error:
+        status, answered, trailers = error.code, error.read(), error.headers
+    if protocol == "connect":
+        assert (status, json.loads(answered)["code"]) == (504, "deadline_exceeded")
+    else:  # the trailers frame (flag 0x80) ends the body: grpc-status 4
+        frame = answered[answered.rindex(b"\x80") :]
+        assert b"grpc-status:4" in frame.replace(b" ", b""), (trailers, frame[:200])
+    assert (handled("DEADLINE_EXCEEDED"), handled("OK")) == (before[0] + 1, before[1])
 
 
 def test_with_tls_the_http_port_serves_https_with_the_same_certificate(tmp_path: Path) -> None:

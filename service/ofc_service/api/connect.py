@@ -215,11 +215,36 @@ def _check_json_value(value: object, field: FieldDescriptor, at: str) -> None:
         if isinstance(value, bool) or not (whole or isinstance(value, int | str)):
             message = f"{at}: an enum is its value's name or number, not {_json_kind(value)}"
             raise JsonShapeError(message, at)
+    elif field.type == FieldDescriptor.TYPE_BYTES and isinstance(value, str):
+        # protobuf's reader skips what is not base64 (and "@@QUJD" reads as "ABC"): a
+        # seed typed wrong would be another seed, silently
+        if not is_json_base64(value):
+            message = f"{at}: bytes are base64 (standard or URL-safe), not {value[:24]!r}"
+            raise JsonShapeError(message, at)
     elif field.type == FieldDescriptor.TYPE_MESSAGE and value is not None:
         message_type = field.message_type
         assert message_type is not None
         if not message_type.full_name.startswith("google.protobuf."):  # their own forms
             check_json_shapes(value, message_type, at)
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]*")
+
+
+def is_json_base64(text: str) -> bool:
+    """Whether ``text`` is bytes as protobuf's JSON gives them: base64 in the standard or the
+    URL-safe alphabet, padded or not.
+
+    >>> [is_json_base64(t) for t in ("QUJD", "QUI=", "QUI", "-_8=", "", "@@QUJD", "QU JD", "Q")]
+    [True, True, True, True, True, False, False, False]
+    """
+    data = text[: len(text) - 2] + text[-2:].rstrip("=") if text.endswith("=") else text
+    padded = len(data) != len(text)
+    return (
+        _BASE64.fullmatch(data) is not None
+        and len(data) % 4 != 1
+        and (not padded or len(text) % 4 == 0)
+    )
 
 
 @functools.cache
@@ -536,6 +561,11 @@ class _Method:
     async def _one(self, probe: _Probe, rid: str, start: float, call: Any) -> Any:
         try:
             response = await call
+            state = _current.get()
+            if state is not None and state.past_deadline():
+                # A handler that never waited (a batch settled in one go) is not cut short
+                # by the deadline: answered as the gRPC port answers it, not with a late OK.
+                raise ConnectError(ConnectCode.DEADLINE_EXCEEDED, "the call's deadline passed")
         except BaseException as exc:
             error = self.finish(probe, rid, start, exc)
             if isinstance(exc, Exception) and error is not None:

@@ -186,7 +186,8 @@ class HttpApp:
                 await self._preflight(scope, send, origin)
                 return
             scope = _lower_codings(_utf8_headers(scope))
-            send = send if origin is None else _with_cors(send, origin)
+            if self.cors_origins:  # what a cache keeps varies with the Origin, even without one
+                send = _with_cors(send, origin)
             content_type = _header(scope, b"content-type") or ""
             if _is_grpc(content_type) and _TRAILERS not in scope.get("extensions", {}):
                 await _grpc_needs_http2(send)
@@ -557,15 +558,20 @@ def _closing(send: Send) -> Send:
     return send_closing
 
 
-def _with_cors(send: Send, origin: str) -> Send:
+def _with_cors(send: Send, origin: str | None) -> Send:
+    """``send`` adding the CORS headers for an ``origin`` let in (None: none let in), and
+    ``Vary: Origin`` either way: a shared cache must not give an answer without them to a
+    browser on an origin let in, nor one with them to another (the Fetch standard's "CORS
+    protocol and HTTP caches")."""
+    cors = [] if origin is None else [
+        (b"access-control-allow-origin", origin.encode()),
+        (b"access-control-expose-headers", CORS_EXPOSE_HEADERS.encode()),
+    ]  # fmt: skip
+
     async def send_with_cors(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [
-                *message.get("headers", ()),
-                (b"access-control-allow-origin", origin.encode()),
-                (b"access-control-expose-headers", CORS_EXPOSE_HEADERS.encode()),
-                (b"vary", b"Origin"),
-            ]}  # fmt: skip
+            headers = [*message.get("headers", ()), *cors, (b"vary", b"Origin")]
+            message = {**message, "headers": headers}
         await send(message)
 
     return send_with_cors
