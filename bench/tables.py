@@ -67,8 +67,9 @@ from ofc_service.api import tables as table_api
 from ofc_service.api.rpc import add_handlers
 from ofc_service.api.tables import ProtobufPresenter, TableHandlers
 from ofc_service.application.manager import TableManager
+from ofc_service.application.settlements import SettlementRelay
 from ofc_service.auth import Authenticator
-from ofc_service.store import RedisTableStore
+from ofc_service.store import RedisSettlementFeed, RedisTableStore
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import rules_service_pb2 as rules_pb
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -287,6 +288,8 @@ class Memory:
     per_hand: dict[str, float]  # what each finished hand adds for the table's lifetime
     requests_per_hand: float  # request records: kept for the table's current and previous hand
     outbox_per_hand: float  # settlement records: kept until the relay moves them to the feed
+    feed_per_hand: float  # the feed's record: kept for the feed's retention once acknowledged
+    dedupe_per_hand: float  # the settlement id remembered: kept three times as long
     history_blob: float
     live: dict[str, int]  # what the table keeps live after its last hand, by part
     live_max: int  # the most it kept live after any hand
@@ -319,6 +322,15 @@ async def measure_memory(url: str, hands: int, seats: int = 2) -> Memory:
             after = await usage(live.prefix, table_id)
             live_max = max(live_max, sum(after.get(part, 0) for part in LIVE_PARTS))
         blobs = await admin.hvals(f"{live.prefix}:{{{table_id}}}:extra")
+        # the hands' settlements relayed to the feed (its stream and dedupe keys)
+        assert live.store is not None
+        feed = RedisSettlementFeed(Redis.from_url(url), key_prefix=live.prefix, owns_clients=True)
+        relayed = await SettlementRelay(live.store, feed).relay_table(table_id)
+        await feed.close()
+        feed_keys: dict[str, int] = {}
+        async for key in admin.scan_iter(match=f"{live.prefix}:{{settlements}}:*", count=1000):
+            part = "dedupe" if b":relayed:" in key else "stream"
+            feed_keys[part] = feed_keys.get(part, 0) + int(await admin.memory_usage(key) or 0)
     await admin.aclose()
     grown = {k: (after.get(k, 0) - idle.get(k, 0)) / hands for k in set(after) | set(idle)}
     return Memory(
@@ -328,6 +340,8 @@ async def measure_memory(url: str, hands: int, seats: int = 2) -> Memory:
         per_hand={k: grown.get(k, 0.0) for k in KEPT_PER_HAND},
         requests_per_hand=grown.get("req", 0.0),
         outbox_per_hand=grown.get("outbox", 0.0),
+        feed_per_hand=feed_keys.get("stream", 0) / max(1, relayed),
+        dedupe_per_hand=feed_keys.get("dedupe", 0) / max(1, relayed),
         history_blob=sum(len(b) for b in blobs) / max(1, len(blobs)),
         live={part: after.get(part, 0) for part in LIVE_PARTS},
         live_max=live_max,
@@ -679,6 +693,11 @@ def report(trips: RoundTrips | None, memory: Memory, rows: Sequence[Row]) -> lis
         f"  + transient per hand: request records {memory.requests_per_hand:.0f} B (current "
         f"and previous hand only), settlement outbox {memory.outbox_per_hand:.0f} B (until "
         "relayed)"
+    )
+    lines.append(
+        f"  + settlement feed per hand: record {memory.feed_per_hand:.0f} B (kept "
+        f"OFC_FEED_RETENTION_SECONDS once acknowledged), settlement id "
+        f"{memory.dedupe_per_hand:.0f} B (three times as long)"
     )
     live = sum(memory.live.values())
     verdict = "PASS" if memory.live_max <= TARGET_LIVE_BYTES else "MISS"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import doctest
 import importlib
+import socket
 from pathlib import Path
 
 import grpc
@@ -21,7 +22,8 @@ from ofc_service.server.config import (
     config_from_mapping,
 )
 from ofc_service.server.main import _server_options
-from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS
+from ofc_service.store import DEFAULT_REQUEST_TTL_SECONDS, MemorySettlementFeed
+from ofc_service.store.feed import DEFAULT_DEDUPE_TTL_SECONDS, DEFAULT_RETENTION_SECONDS
 
 from tests.conftest import self_signed_certificate
 
@@ -71,6 +73,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_EVENT_LOG_HANDS": "0",
         "OFC_REQUEST_WINDOW_SECONDS": "3600",
         "OFC_HISTORY_TTL_SECONDS": "604800",
+        "OFC_FEED_RETENTION_SECONDS": "86400",
         "OFC_REDIS_WAIT_REPLICAS": "1",
         "OFC_REDIS_WAIT_TIMEOUT_MS": "250",
         "OFC_WORKERS": "2",
@@ -92,6 +95,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         event_log_hands=0,
         request_window_seconds=3600,
         history_ttl_seconds=604800,
+        feed_retention_seconds=86400,
         redis_wait_replicas=1,
         redis_wait_timeout_ms=250,
         workers=2,
@@ -142,6 +146,10 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_WORKERS": "65", "OFC_REDIS_URL": "redis://r"}, "OFC_WORKERS / --workers: must be 1"),
         ({"OFC_WORKERS": "two"}, "OFC_WORKERS / --workers: not a number"),
         ({"OFC_WORKERS": "2"}, "--workers: 2 workers need a shared store: set OFC_REDIS_URL"),
+        ({"OFC_FEED_RETENTION_SECONDS": "3599"}, "--feed-retention-seconds: must be 3600 .."),
+        # keys meant, none given: it would leave the operator's calls open to anyone
+        ({"OFC_API_KEYS": " , "}, "OFC_API_KEYS / --api-keys: no key in ','"),
+        ({"OFC_API_KEYS": ", ,"}, "OFC_API_KEYS / --api-keys: no key in ', ,'"),
     ],
 )
 def test_bad_settings_name_the_variable_and_the_flag(env: dict[str, str], message: str) -> None:
@@ -165,6 +173,35 @@ def test_the_longest_retry_window_is_the_stores_default() -> None:
     # config.py does not import the store (``ofc --help`` stays fast): the two must agree
     assert ServerConfig().request_window_seconds == MAX_REQUEST_WINDOW_SECONDS
     assert MAX_REQUEST_WINDOW_SECONDS == DEFAULT_REQUEST_TTL_SECONDS
+
+
+def test_the_feed_keeps_what_its_retention_setting_says() -> None:
+    """Acknowledged feed records are trimmed after ``OFC_FEED_RETENTION_SECONDS`` (30 days by
+    default, the store's default), and settlement ids remembered for dedupe three times as
+    long (90 days by default)."""
+    assert ServerConfig().feed_retention_seconds == DEFAULT_RETENTION_SECONDS
+    assert 3 * DEFAULT_RETENTION_SECONDS == DEFAULT_DEDUPE_TTL_SECONDS
+    config = config_from_mapping({"OFC_FEED_RETENTION_SECONDS": "7200", "OFC_LISTEN": "127.0.0.1:0",
+                                  "OFC_METRICS_LISTEN": "", "OFC_HTTP_LISTEN": ""})  # fmt: skip
+    with BackgroundServer(config) as background:
+        relay, feed = background.server.relay, background.server.feed
+        assert relay is not None and relay.retention_s == 7200
+        assert isinstance(feed, MemorySettlementFeed) and feed.dedupe_ttl_seconds == 21600
+
+
+@pytest.mark.parametrize("option", ["http_listen", "metrics_listen"])
+def test_a_port_in_use_is_named_in_the_error(option: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        config = ServerConfig(listen="127.0.0.1:0", metrics_listen="", http_listen="")
+        background = BackgroundServer(config.replace(**{option: address}))
+        try:
+            with pytest.raises(OSError, match=f"^cannot bind {address}: "):
+                background.start()
+        finally:
+            background.stop()
 
 
 def test_grpc_options_follow_the_config() -> None:

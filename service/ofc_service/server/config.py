@@ -31,6 +31,9 @@ MIN_REQUEST_WINDOW_SECONDS = 60
 MAX_REQUEST_WINDOW_SECONDS = 24 * 3600  # the default: store.DEFAULT_REQUEST_TTL_SECONDS
 MIN_HISTORY_TTL_SECONDS = 60
 MAX_HISTORY_TTL_SECONDS = 366 * 24 * 3600
+FEED_RETENTION_SECONDS = 30 * 24 * 3600  # the default: store.DEFAULT_RETENTION_SECONDS
+MIN_FEED_RETENTION_SECONDS = 3600
+MAX_FEED_RETENTION_SECONDS = 366 * 24 * 3600
 MAX_WORKERS = 64
 DEFAULT_HTTP_BODY_SECONDS = 30.0
 
@@ -59,6 +62,7 @@ class ServerConfig:
     event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
     request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
     history_ttl_seconds: int = 0  # a hand history's life after it was written; 0: its table's
+    feed_retention_seconds: int = FEED_RETENTION_SECONDS  # acknowledged feed records kept
     redis_wait_replicas: int = 0  # WAIT for this many replicas after each commit/append; 0: off
     redis_wait_timeout_ms: int = 500  # how long one WAIT may take before the call fails
     workers: int = 1  # server processes sharing the listen port (SO_REUSEPORT); >1 needs Redis
@@ -212,6 +216,16 @@ OPTIONS: tuple[Option, ...] = (
         "SECONDS",
     ),
     Option(
+        "feed_retention_seconds",
+        "OFC_FEED_RETENTION_SECONDS",
+        "--feed-retention-seconds",
+        "how long the settlement feed keeps a record every consumer group has acknowledged "
+        "(never one still pending or unread); a settlement id is remembered for dedupe three "
+        f"times as long: {MIN_FEED_RETENTION_SECONDS} .. {MAX_FEED_RETENTION_SECONDS}",
+        _number(int),
+        "SECONDS",
+    ),
+    Option(
         "redis_wait_replicas",
         "OFC_REDIS_WAIT_REPLICAS",
         "--redis-wait-replicas",
@@ -302,6 +316,9 @@ def _validate(c: ServerConfig) -> None:
         split_address(c.metrics_listen, what="OFC_METRICS_LISTEN / --metrics-listen")
     if c.http_listen:
         split_address(c.http_listen, what="OFC_HTTP_LISTEN / --http-listen")
+    if c.api_keys and not c.api_key_list:
+        # blanks or commas only: meant to set keys, it would leave the operator's calls open
+        raise bad("api_keys", f"no key in {c.api_keys!r} (comma-separated keys; unset for none)")
     for origin in c.cors_origin_list:
         if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
             raise bad("cors_origins", f"not an origin (scheme://host[:port]): {origin!r}")
@@ -344,6 +361,11 @@ def _validate(c: ServerConfig) -> None:
             "history_ttl_seconds",
             f"must be 0 (as long as the table) or {MIN_HISTORY_TTL_SECONDS} .. "
             f"{MAX_HISTORY_TTL_SECONDS}",
+        )
+    if not MIN_FEED_RETENTION_SECONDS <= c.feed_retention_seconds <= MAX_FEED_RETENTION_SECONDS:
+        raise bad(
+            "feed_retention_seconds",
+            f"must be {MIN_FEED_RETENTION_SECONDS} .. {MAX_FEED_RETENTION_SECONDS}",
         )
     if c.redis_url and not c.redis_url.startswith(REDIS_SCHEMES):
         raise bad("redis_url", f"must start with {', '.join(REDIS_SCHEMES)}")

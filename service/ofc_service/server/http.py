@@ -690,7 +690,10 @@ class HttpServer:
         self.hypercorn.include_server_header = False
         if config.tls_cert:
             self.hypercorn.certfile, self.hypercorn.keyfile = config.tls_cert, config.tls_key
-        self._sockets = self.hypercorn.create_sockets()
+        try:
+            self._sockets = self.hypercorn.create_sockets()
+        except OSError as error:  # the address in use, say: name it, as the gRPC port does
+            raise OSError(f"cannot bind {config.http_listen}: {error}") from error
         bound = [*self._sockets.secure_sockets, *self._sockets.insecure_sockets]
         for sock in bound:  # connections queue from now on, until Hypercorn accepts them
             sock.listen(self.hypercorn.backlog)

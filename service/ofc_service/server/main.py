@@ -177,8 +177,9 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         config.redis_url or None,
         wait_replicas=config.redis_wait_replicas,
         wait_timeout_ms=config.redis_wait_timeout_ms,
+        dedupe_ttl_seconds=3 * config.feed_retention_seconds,
     )
-    relay = SettlementRelay(store, feed)
+    relay = SettlementRelay(store, feed, retention_s=config.feed_retention_seconds)
     authenticator = Authenticator(config.api_key_list)
     manager = TableManager(
         store,
@@ -232,7 +233,10 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
     )
     if config.metrics_listen:
         host, metrics_port = split_address(config.metrics_listen, what="metrics_listen")
-        httpd, thread = start_http_server(metrics_port, host)
+        try:
+            httpd, thread = start_http_server(metrics_port, host)
+        except OSError as error:  # the address in use, say: name it, as the gRPC port does
+            raise OSError(f"cannot bind {config.metrics_listen}: {error}") from error
         ofc_server.metrics_port = httpd.server_port
         ofc_server._metrics_httpd = httpd
         ofc_server._metrics_thread = thread

@@ -32,7 +32,7 @@ from .base import (
     format_event_id,
     parse_event_id,
 )
-from .feed import FeedEntry, SettlementFeed
+from .feed import DEFAULT_DEDUPE_TTL_SECONDS, FeedEntry, SettlementFeed
 from .feed_memory import MemorySettlementFeed
 from .feed_redis import RedisSettlementFeed
 from .memory import MemoryTableStore
@@ -97,17 +97,24 @@ def open_store(
 
 
 def open_feed(
-    redis_url: str | None, *, wait_replicas: int = 0, wait_timeout_ms: int = 500
+    redis_url: str | None,
+    *,
+    wait_replicas: int = 0,
+    wait_timeout_ms: int = 500,
+    dedupe_ttl_seconds: int = DEFAULT_DEDUPE_TTL_SECONDS,
 ) -> SettlementFeed:
     """The settlement feed beside :func:`open_store`'s store: the Redis Stream when
     ``redis_url`` is given (its own connections), else a fresh in-memory feed.
-    ``wait_replicas``: see :class:`RedisSettlementFeed`.
+    ``wait_replicas``, ``dedupe_ttl_seconds``: see :class:`RedisSettlementFeed`.
 
     >>> type(open_feed(None)).__name__, type(open_feed("redis://127.0.0.1:1/0")).__name__
     ('MemorySettlementFeed', 'RedisSettlementFeed')
     """
     if redis_url:
         return RedisSettlementFeed.from_url(
-            redis_url, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
+            redis_url,
+            wait_replicas=wait_replicas,
+            wait_timeout_ms=wait_timeout_ms,
+            dedupe_ttl_seconds=dedupe_ttl_seconds,
         )
-    return MemorySettlementFeed()
+    return MemorySettlementFeed(dedupe_ttl_seconds=dedupe_ttl_seconds)

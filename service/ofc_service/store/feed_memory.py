@@ -51,6 +51,12 @@ class MemorySettlementFeed:
         self._groups: dict[str, _Group] = {}
         self._signal = asyncio.Event()
 
+    @property
+    def dedupe_ttl_seconds(self) -> int:
+        """How long a settlement id is remembered: published again inside it, it is not
+        appended again."""
+        return self._dedupe_ttl
+
     async def publish(self, settlement_id: str, data: bytes) -> str | None:
         check_settlement_id(settlement_id)
         now = self._clock()

@@ -120,6 +120,12 @@ class RedisSettlementFeed:
         return f"{self._prefix}:{{settlements}}:relayed:{check_settlement_id(settlement_id)}"
 
     # --- writing ----------------------------------------------------------------------------
+    @property
+    def dedupe_ttl_seconds(self) -> int:
+        """How long a settlement id is remembered: published again inside it, it is not
+        appended again."""
+        return self._dedupe_ttl
+
     async def publish(self, settlement_id: str, data: bytes) -> str | None:
         keys = [self._stream, self._dedupe_key(settlement_id)]
         args: list[bytes | str | int] = [settlement_id, data, self._dedupe_ttl]
