@@ -92,6 +92,26 @@ def test_metrics_have_the_standard_names_and_count_calls(
     assert _value(text, "ofc_request_errors_total", reason="WRONG_PLAYER_COUNT") >= 1
 
 
+def test_every_message_is_counted_as_the_http_port_counts_it(
+    server: BackgroundServer, stub: RulesServiceStub
+) -> None:
+    """A unary call's request and response are messages too (go-grpc-prometheus counts them,
+    and so does the HTTP port): one received per call decoded, one sent per answer."""
+    method = {"grpc_service": RULES, "grpc_method": "SettleHand", "grpc_type": "unary"}
+
+    def counts() -> tuple[float, float]:
+        text = _scrape(server)
+        received = _value(text, "grpc_server_msg_received_total", **method)
+        return received, _value(text, "grpc_server_msg_sent_total", **method)
+
+    before = counts()
+    stub.SettleHand(pb.SettleHandRequest(hand=hand(EXAMPLE_A, EXAMPLE_1_B)))
+    with pytest.raises(grpc.RpcError):
+        stub.SettleHand(pb.SettleHandRequest(hand=hand(EXAMPLE_A)))  # refused: no answer
+    after = counts()
+    assert (after[0] - before[0], after[1] - before[1]) == (2, 1)
+
+
 def test_streaming_calls_are_counted(server: BackgroundServer, stub: RulesServiceStub) -> None:
     requests = [
         pb.SettleHandsStreamRequest(hand_id=str(i), hand=hand(EXAMPLE_A, EXAMPLE_1_B))

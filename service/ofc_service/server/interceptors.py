@@ -192,12 +192,15 @@ def _wrap_unary_response(
                 request = _checked_stream(request, context, probe)
             else:
                 await _check(request, context)
+                probe.received.inc()  # a unary call's message too, as the HTTP port counts it
             result = behavior(request, context)
             try:
-                return await result if inspect.isawaitable(result) else result
+                response = await result if inspect.isawaitable(result) else result
             except Exception as exc:
                 await _internal(context, probe, exc)
                 raise
+            probe.sent.inc()
+            return response
         except BaseException as exc:
             error = exc
             raise
@@ -221,6 +224,7 @@ def _wrap_streaming_response(
             try:
                 if not streaming_request:
                     await _check(request, context)
+                    probe.received.inc()
                 try:
                     async for response in behavior(prepare(request, context), context):
                         probe.sent.inc()
@@ -242,6 +246,7 @@ def _wrap_streaming_response(
         try:
             if not streaming_request:
                 await _check(request, context)
+                probe.received.inc()
             result: Awaitable[None] = behavior(prepare(request, context), context)
             try:
                 await result
