@@ -599,16 +599,18 @@ def test_both_verifiers_take_a_seat_change_of_the_releases_before_the_fantasylan
     before 2026-12-06) verifies in both; seat 0 leaving while it owed one is named by both."""
     from ofc.engine import SitDown, StandUp
 
-    from tests.ofc.test_verify_match import build_tier_match
+    from tests.ofc.test_verify_match import both_leave, build_tier_match
 
     hands, feed = build_tier_match((StandUp(1, 2_000), SitDown(1, "eve", 2_001)))
     feed_path = tmp_path / "feed.jsonl"
     feed_path.write_text("".join(json.dumps(record) + "\n" for _, record in feed))
     found = []
-    for case, owner_left in (("as-played", False), ("owner-left", True)):
+    for case in ("as-played", "owner-left", "both-left"):
         histories = copy.deepcopy([history for _, history in hands])
-        if owner_left:
+        if case == "owner-left":
             histories[1]["seat_changes"][0]["seat"] = 0
+        if case == "both-left":  # one stand-up of the releases before, one of this one's
+            histories[1]["seat_changes"] = both_leave
         paths = []
         for k, history in enumerate(histories):
             paths.append(tmp_path / f"{case}-hand-{k}.json")
@@ -618,4 +620,8 @@ def test_both_verifiers_take_a_seat_change_of_the_releases_before_the_fantasylan
         records = _node_json(node, "--match", *map(str, paths), "--feed", str(feed_path))[:-1]
         assert [(r["code"], r["location"]) for r in records] == python, case
         found.append(python)
-    assert found == [[], [("ILLEGAL_ACTION", "seat_changes[0].seat")]]
+    assert found == [
+        [],
+        [("ILLEGAL_ACTION", "seat_changes[0].seat")],
+        [("ILLEGAL_ACTION", "seat_changes[1].seat")],
+    ]

@@ -382,3 +382,15 @@ def test_a_seat_that_left_while_another_owed_a_fantasyland_before_the_hold() -> 
     assert verify_match(hands, feed).ok
     owner_left = changed(1, lambda h: h["seat_changes"][0].update(seat=0), hands)
     assert found(owner_left) == [(Code.ILLEGAL_ACTION, "hand-5.json", "seat_changes[0].seat")]
+    # Seat 1 leaving (the releases before) and then seat 0, alone and owed a Fantasyland
+    # (this release lets it go then): no release took both, so the hand owed is not dropped.
+    both_left = changed(1, lambda h: h.update(seat_changes=both_leave), hands)
+    assert found(both_left) == [(Code.ILLEGAL_ACTION, "hand-5.json", "seat_changes[1].seat")]
+
+
+both_leave = [
+    {"type": "stand_up", "seat": 1, "at_ms": 2_000},
+    {"type": "stand_up", "seat": 0, "at_ms": 2_001},
+    {"type": "sit_down", "seat": 0, "player_id": "fay", "at_ms": 2_002},
+    {"type": "sit_down", "seat": 1, "player_id": "eve", "at_ms": 2_003},
+]

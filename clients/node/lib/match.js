@@ -41,19 +41,36 @@ function checkOne(source, data, options) {
   }
 }
 
-/** The money before the hand: the history's own (version 3), else what the chain gave. */
-/** A recorded seat change applied: as the engine takes it now, or else, for a stand-up while
- * another seat owed a Fantasyland hand, as tables of the releases before took it
- * (applyUnheld), so that their histories still verify. */
-function seatChange(state, change) {
-  try {
-    return apply(state, change);
-  } catch (error) {
-    if (!(error instanceof OfcError) || error.reason !== 'FANTASYLAND_OWED' || change.type !== 'stand_up') throw error;
-    return applyUnheld(state, change);
-  }
+/**
+ * The table after a hand's recorded seat changes, all taken by the rules of one release: as
+ * the engine takes them now, or else, when that refuses a stand-up for a Fantasyland owed, as
+ * tables of the releases before took them (applyUnheld: another seat's Fantasyland held
+ * nobody, and the seat owed one left only at the end of the match), so that their matches
+ * still verify. Never a mix of the two. `refused`: the index and error of the first change
+ * refused (by the rules that took the changes further), or null.
+ */
+function seatChanges(state, changes) {
+  const now = applied(state, changes, apply);
+  if (now.refused === null || now.refused.error.reason !== 'FANTASYLAND_OWED') return now;
+  const unheld = (s, change) => (change.type === 'stand_up' ? applyUnheld(s, change) : apply(s, change));
+  const before = applied(state, changes, unheld);
+  return before.refused === null || before.refused.index > now.refused.index ? before : now;
 }
 
+function applied(state, changes, step) {
+  let current = state;
+  for (let index = 0; index < changes.length; index += 1) {
+    try {
+      [current] = step(current, changes[index]);
+    } catch (error) {
+      if (!(error instanceof OfcError)) throw error;
+      return { state: current, refused: { index, error } };
+    }
+  }
+  return { state: current, refused: null };
+}
+
+/** The money before the hand: the history's own (version 3), else what the chain gave. */
 function recordedUnits(checked, expected) {
   const context = checked.history.context;
   if (context !== null && context.seat_units !== null) return context.seat_units.slice();
@@ -143,18 +160,14 @@ class Chain {
     const changes = history.context === null ? null : history.context.seat_changes;
     let state;
     if (changes !== null) {
-      state = end;
-      for (let k = 0; k < changes.length; k += 1) {
-        const change = changes[k];
-        try {
-          [state] = seatChange(state, change);
-        } catch (error) {
-          if (!(error instanceof OfcError)) throw error;
-          this.report('ILLEGAL_ACTION', hand, at(`seat_changes[${k}]`, error.field), `${error.reason}: ${error.message} (applied to ${what})`);
-          return recordedUnits(checked, units);
-        }
-        if (change.seat < units.length) units[change.seat] = 0;
+      const taken = seatChanges(end, changes);
+      if (taken.refused !== null) {
+        const { index, error } = taken.refused;
+        this.report('ILLEGAL_ACTION', hand, at(`seat_changes[${index}]`, error.field), `${error.reason}: ${error.message} (applied to ${what})`);
+        return recordedUnits(checked, units);
       }
+      state = taken.state;
+      for (const change of changes) if (change.seat < units.length) units[change.seat] = 0;
     } else {
       state = this.explained(hand, end, units);
     }

@@ -10,7 +10,7 @@ is reported, each naming its input (``source``) and a JSON path in it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -273,18 +273,17 @@ class _Chain:
         units = list(units) + [None] * (len(end.seats) - len(units))
         changes = None if history.context is None else history.context.seat_changes
         if changes is not None:
-            state = end
-            for k, change in enumerate(changes):
-                try:
-                    state, _ = _seat_change(state, change)
-                except OfcError as exc:
-                    self.report(
-                        Code.ILLEGAL_ACTION,
-                        hand,
-                        at(f"seat_changes[{k}]", exc.field),
-                        f"{exc.reason}: {exc.message} (applied to {what})",
-                    )
-                    return _recorded_units(checked, units)
+            state, refused = _seat_changes(end, changes)
+            if refused is not None:
+                k, exc = refused
+                self.report(
+                    Code.ILLEGAL_ACTION,
+                    hand,
+                    at(f"seat_changes[{k}]", exc.field),
+                    f"{exc.reason}: {exc.message} (applied to {what})",
+                )
+                return _recorded_units(checked, units)
+            for change in changes:
                 if isinstance(change, SitDown | StandUp) and change.seat < len(units):
                     units[change.seat] = 0
         else:
@@ -517,16 +516,35 @@ def _expected_record(
     return expected, before
 
 
-def _seat_change(state: MatchState, change: Action) -> tuple[MatchState, Events]:
-    """A recorded seat change applied to the table: as the engine takes it now, or else, for
-    a stand-up while another seat owed a Fantasyland hand, as tables of the releases before
-    took it (:func:`~ofc.engine.apply_unheld`), so that their histories still verify."""
-    try:
-        return apply(state, change)
-    except FantasylandOwedError:
-        if not isinstance(change, StandUp):
-            raise
-        return apply_unheld(state, change)
+def _seat_changes(
+    state: MatchState, changes: Sequence[Action]
+) -> tuple[MatchState, tuple[int, OfcError] | None]:
+    """The table after a hand's recorded seat changes, all taken by the rules of one release:
+    as the engine takes them now, or else, when that refuses a stand-up for a Fantasyland
+    owed, as tables of the releases before took them (:func:`~ofc.engine.apply_unheld`:
+    another seat's Fantasyland held nobody, and the seat owed one left only at the end of the
+    match), so that their matches still verify. Never a mix of the two. The index and error
+    of the first change refused (by the rules that took the changes further), or None."""
+    now = _applied(state, changes, apply)
+    if now[1] is None or not isinstance(now[1][1], FantasylandOwedError):
+        return now
+    before = _applied(state, changes, _unheld)
+    return before if before[1] is None or before[1][0] > now[1][0] else now
+
+
+def _applied(
+    state: MatchState, changes: Sequence[Action], step: Callable[[MatchState, Action], Any]
+) -> tuple[MatchState, tuple[int, OfcError] | None]:
+    for k, change in enumerate(changes):
+        try:
+            state, _ = step(state, change)
+        except OfcError as exc:
+            return state, (k, exc)
+    return state, None
+
+
+def _unheld(state: MatchState, change: Action) -> tuple[MatchState, Events]:
+    return apply_unheld(state, change) if isinstance(change, StandUp) else apply(state, change)
 
 
 __all__ = ["MatchReport", "money_at", "verify_match"]
