@@ -288,7 +288,7 @@ class Memory:
     per_hand: dict[str, float]  # what each finished hand adds for the table's lifetime
     requests_per_hand: float  # request records: kept for the table's current and previous hand
     outbox_per_hand: float  # settlement records: kept until the relay moves them to the feed
-    feed_per_hand: float  # the feed's record: kept for the feed's retention once acknowledged
+    feed_per_hand: float  # the feed's record: kept for the retention, and until acknowledged
     dedupe_per_hand: float  # the settlement id remembered: kept three times as long
     history_blob: float
     live: dict[str, int]  # what the table keeps live after its last hand, by part
@@ -696,7 +696,7 @@ def report(trips: RoundTrips | None, memory: Memory, rows: Sequence[Row]) -> lis
     )
     lines.append(
         f"  + settlement feed per hand: record {memory.feed_per_hand:.0f} B (kept "
-        f"OFC_FEED_RETENTION_SECONDS once acknowledged), settlement id "
+        f"OFC_FEED_RETENTION_SECONDS, and until acknowledged), settlement id "
         f"{memory.dedupe_per_hand:.0f} B (three times as long)"
     )
     live = sum(memory.live.values())

@@ -458,6 +458,22 @@ def test_an_unknown_or_wrong_typed_json_field_is_malformed_request_naming_it(
     assert [v.field for v in bad.field_violations] == [field]
 
 
+def test_bytes_in_json_are_read_in_either_base64_alphabet_with_line_breaks_or_without(
+    url: str,
+) -> None:
+    seed = bytes(range(32))
+    forms = [base64.b64encode(seed).decode(), base64.urlsafe_b64encode(seed).decode().rstrip("="),
+             base64.encodebytes(seed).decode(), base64.b64encode(seed).decode()[:20] + "\r\n"
+             + base64.b64encode(seed).decode()[20:]]  # fmt: skip
+    decks = set()
+    for form in forms:
+        status, answer, _ = call(url, "RulesService/DeriveDeck", {"serverSeedBytes": form})
+        assert status == 200, (form, answer)
+        decks.add(tuple(answer["deck"]))
+    status, answer, _ = call(url, "RulesService/DeriveDeck", {"serverSeedHex": seed.hex()})
+    assert decks == {tuple(answer["deck"])}
+
+
 @pytest.mark.parametrize("root", [None, 1, "x", [], [{"cards": ["As", "Ad", "Kc"]}]])
 def test_a_json_request_that_is_not_an_object_is_malformed_request(url: str, root: Any) -> None:
     status, answer, _ = call(url, "RulesService/EvaluateRow", root)

@@ -237,3 +237,24 @@ async def test_a_hung_master_holds_up_neither_other_masters_reads_nor_health_aft
             cluster.processes[hung] = process
     finally:
         await store.close()
+
+
+async def test_health_on_a_cluster_whose_user_may_not_ask_cluster_info(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """A user whose ACL allows everything but ``CLUSTER INFO``: the nodes answer (refusing),
+    so health is up, as a PING of theirs was, not "no node answered"."""
+    ports = local_cluster.live_ports()
+    for port in ports:
+        local_cluster.client(port).execute_command(  # type: ignore[no-untyped-call]
+            "ACL", "SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all", "-cluster|info"
+        )
+    url = local_cluster.url.replace("redis+cluster://", "redis+cluster://limited:pw@")
+    store = RedisTableStore.from_url(url)
+    try:
+        await store.create_table("acl-table", b"v1")
+        await store.ping()
+    finally:
+        await store.close()
+        for port in ports:
+            local_cluster.client(port).execute_command("ACL", "DELUSER", "limited")  # type: ignore[no-untyped-call]

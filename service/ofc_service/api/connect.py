@@ -233,11 +233,14 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/_-]*")
 
 def is_json_base64(text: str) -> bool:
     """Whether ``text`` is bytes as protobuf's JSON gives them: base64 in the standard or the
-    URL-safe alphabet, padded or not.
+    URL-safe alphabet, padded or not, lines broken or not (as MIME tools write it).
 
-    >>> [is_json_base64(t) for t in ("QUJD", "QUI=", "QUI", "-_8=", "", "@@QUJD", "QU JD", "Q")]
-    [True, True, True, True, True, False, False, False]
+    >>> [is_json_base64(t) for t in ("QUJD", "QUI=", "QUI", "-_8=", "", "QU\\r\\nJD\\n")]
+    [True, True, True, True, True, True]
+    >>> [is_json_base64(t) for t in ("@@QUJD", "QU*JD", "Q", "QUI==", "QU=I")]
+    [False, False, False, False, False]
     """
+    text = "".join(text.split())  # whitespace: line breaks, which every decoder skips
     data = text[: len(text) - 2] + text[-2:].rstrip("=") if text.endswith("=") else text
     padded = len(data) != len(text)
     return (

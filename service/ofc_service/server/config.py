@@ -219,8 +219,8 @@ OPTIONS: tuple[Option, ...] = (
         "feed_retention_seconds",
         "OFC_FEED_RETENTION_SECONDS",
         "--feed-retention-seconds",
-        "how long the settlement feed keeps a record every consumer group has acknowledged "
-        "(never one still pending or unread); a settlement id is remembered for dedupe three "
+        "how long the settlement feed keeps a record after it was added (and longer until "
+        "every consumer group has acknowledged it); a settlement id is remembered for dedupe three "
         f"times as long: {MIN_FEED_RETENTION_SECONDS} .. {MAX_FEED_RETENTION_SECONDS}",
         _number(int),
         "SECONDS",

@@ -205,7 +205,9 @@ def retry() -> Retry:
     """The retry policy of every store connection: :data:`RETRIES` tries of a call cut by a
     dropped connection, then the error is reported. Not of one that timed out: Redis was
     silent for a whole :data:`SOCKET_TIMEOUT_S` already, and the call fails then, as
-    documented (retried, it took four times as long, past the deadlines clients set).
+    documented (retried, it took four times as long, past the deadlines clients set). A
+    cluster client retries a timed-out call itself, :data:`RETRIES` times, after reading the
+    slot map again (a master failed over meanwhile then answers through its replica).
 
     >>> retry().get_retries(), redis_errors.TimeoutError in retry()._supported_errors
     (3, False)
@@ -353,7 +355,8 @@ CLUSTER_PING_WAIT_S: Final = 1.0
 async def ping(client: RedisClient) -> None:
     """That the store answers, or an error: one server's ``PING``; on a Redis Cluster, that
     the nodes answering within :data:`CLUSTER_PING_WAIT_S` (one at least) all say
-    ``cluster_state:ok``, the cluster's own judgement that every slot has a master. redis-py
+    ``cluster_state:ok``, the cluster's own judgement that every slot has a master (a node
+    that refuses ``CLUSTER INFO``, to a user whose ACL lacks it, has answered). redis-py
     would ``PING`` one node only (its default node, the first master it learned of): while
     that node hung, a cluster that had failed it over would look down, and while another
     hung, up."""
@@ -369,13 +372,19 @@ async def ping(client: RedisClient) -> None:
     for task in pending:  # not awaited: redis-py may hold a cancelled read of a hung node
         task.cancel()
         task.add_done_callback(_quietly)
-    answers = {asks[task]: task.result() for task in done if task.exception() is None}
+    answers: dict[str, Any] = {}
+    for task in done:
+        error = task.exception()
+        if error is None:
+            answers[asks[task]] = task.result()
+        elif isinstance(error, redis_errors.ResponseError):  # NOPERM, say: it answered
+            answers[asks[task]] = None
     if not answers:
         raise redis_errors.ConnectionError(
             f"no node of the cluster answered within {CLUSTER_PING_WAIT_S} s"
         )
     for name, info in sorted(answers.items()):
-        state = info.get("cluster_state") if isinstance(info, dict) else None
+        state = info.get("cluster_state") if isinstance(info, dict) else "ok"
         if state != "ok":
             raise redis_errors.ClusterDownError(f"{name} says cluster_state:{state}")
 
