@@ -215,10 +215,13 @@ async def test_a_hung_master_holds_up_neither_other_masters_reads_nor_health_aft
     served = next(t for t in names if cluster.master_of(f"ofc:{{{t}}}:state") == hung)
     replica = cluster.replica_of(hung)
     store = RedisTableStore.from_url(cluster.url)
+    # The first move is confirmed by a replica (WAIT 1; replication is in order, so the table
+    # it was made on is there too): the promoted replica has the hung master's table.
+    confirmed = RedisTableStore.from_url(cluster.url, wait_replicas=1, wait_timeout_ms=5000)
     try:
         for table_id in (elsewhere, served):
             await store.create_table(table_id, b"v1")
-            await play(store, table_id, 1)
+            await play(confirmed, table_id, 1)
             assert len(await store.wait_events(table_id, after="0", timeout_s=1)) == 1
         await store.ping()
         process = cluster.processes.pop(hung)  # the helpers below ask the live nodes only
@@ -237,6 +240,7 @@ async def test_a_hung_master_holds_up_neither_other_masters_reads_nor_health_aft
             cluster.processes[hung] = process
     finally:
         await store.close()
+        await confirmed.close()
 
 
 async def test_health_on_a_cluster_whose_user_may_not_ask_cluster_info(
