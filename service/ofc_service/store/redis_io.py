@@ -364,8 +364,22 @@ async def ping(client: RedisClient) -> None:
         await client.ping()
         return
     await client.initialize()  # nothing to do once it knows the nodes
+    answers = await _answers(client, "CLUSTER INFO")
+    if not answers:
+        raise redis_errors.ConnectionError(
+            f"no node of the cluster answered within {CLUSTER_PING_WAIT_S} s"
+        )
+    for name, info in sorted(answers.items()):
+        state = info.get("cluster_state") if isinstance(info, dict) else "ok"  # NOPERM: "ok"
+        if state != "ok":
+            raise redis_errors.ClusterDownError(f"{name} says cluster_state:{state}")
+
+
+async def _answers(client: RedisCluster, command: str) -> dict[str, Any]:
+    """``command``'s reply from every node the client knows that answers it (an error reply,
+    e.g. NOPERM, is an answer too) within :data:`CLUSTER_PING_WAIT_S`, by node name."""
     asks = {
-        asyncio.ensure_future(node.execute_command("CLUSTER INFO")): node.name
+        asyncio.ensure_future(node.execute_command(command)): node.name
         for node in client.get_nodes()
     }
     done, pending = await asyncio.wait(asks, timeout=CLUSTER_PING_WAIT_S)
@@ -375,18 +389,9 @@ async def ping(client: RedisClient) -> None:
     answers: dict[str, Any] = {}
     for task in done:
         error = task.exception()
-        if error is None:
-            answers[asks[task]] = task.result()
-        elif isinstance(error, redis_errors.ResponseError):  # NOPERM, say: it answered
-            answers[asks[task]] = None
-    if not answers:
-        raise redis_errors.ConnectionError(
-            f"no node of the cluster answered within {CLUSTER_PING_WAIT_S} s"
-        )
-    for name, info in sorted(answers.items()):
-        state = info.get("cluster_state") if isinstance(info, dict) else "ok"
-        if state != "ok":
-            raise redis_errors.ClusterDownError(f"{name} says cluster_state:{state}")
+        if error is None or isinstance(error, redis_errors.ResponseError):
+            answers[asks[task]] = task.result() if error is None else error
+    return answers
 
 
 def _quietly(task: asyncio.Future[Any]) -> None:
@@ -420,24 +425,13 @@ async def after_silence(client: RedisClient, key: str) -> None:
     if not isinstance(client, RedisCluster):
         return
     with contextlib.suppress(Exception):
+        answering = await _answers(client, "PING")
         read = client.get_node_from_key(key)
-        silent = await _silent_node(client) or (None if read is None else read.name)
+        silent = next((n.name for n in client.get_nodes() if n.name not in answering), None)
+        silent = silent or (None if read is None else read.name)
         async with asyncio.timeout(SOCKET_TIMEOUT_S):
             await client.initialize(last_failed_node_name=silent)  # after a failed one
             await client.nodes_manager.initialize(last_failed_node_name=silent)
-
-
-async def _silent_node(client: RedisCluster) -> str | None:
-    nodes = client.get_nodes()
-    asks = [asyncio.ensure_future(node.execute_command("PING")) for node in nodes]
-    await asyncio.wait(asks, timeout=CLUSTER_PING_WAIT_S)
-    silent = None
-    for node, ask in zip(nodes, asks, strict=True):
-        if not ask.done() or ask.exception() is not None:
-            ask.cancel()
-            ask.add_done_callback(_quietly)
-            silent = silent or node.name
-    return silent
 
 
 def unconfirmed(confirmed: Any, wanted: int) -> bool:
@@ -495,8 +489,7 @@ class DirectCalls:
     while sending or reading), and the next call on it connects afresh. An error is retried
     as redis-py retries it (the same :class:`~redis.asyncio.retry.Retry` object, :func:`retry`:
     a dropped connection is; disconnect, back off, send again), then raised as redis-py
-    raises it, so
-    :func:`unavailable` maps it the same way. An error reply (``ResponseError``, e.g.
+    raises it, so :func:`unavailable` maps it the same way. An error reply (``ResponseError``, e.g.
     ``NOSCRIPT``) is returned in its command's place, as a pipeline with
     ``raise_on_error=False`` returns it.
 
