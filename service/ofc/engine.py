@@ -970,13 +970,13 @@ def _check_stand_up(state: MatchState, action: StandUp, *, held: bool = True) ->
             f"seat {seat} earned a Fantasyland hand ({owed} cards) here and must play it first",
             field="seat",
         )
-    for other, waiting in enumerate(state.seats):
-        if held and waiting.fantasyland and other != seat:
-            raise FantasylandOwedError(
-                f"seat {other} earned a Fantasyland hand here; nobody leaves the table before "
-                "it is played",
-                field="seat",
-            )
+    other = next((s for s, w in enumerate(state.seats) if w.fantasyland and s != seat), None)
+    if held and other is not None:
+        raise FantasylandOwedError(
+            f"seat {other} earned a Fantasyland hand here; nobody leaves the table before it "
+            "is played",
+            field="seat",
+        )
     return seat
 
 

@@ -228,7 +228,7 @@ def _check_json_value(value: object, field: FieldDescriptor, at: str) -> None:
             check_json_shapes(value, message_type, at)
 
 
-_BASE64 = re.compile(r"[A-Za-z0-9+/_-]*")
+_BASE64 = re.compile(r"([A-Za-z0-9+/_-]*)(={0,2})")
 
 
 def is_json_base64(text: str) -> bool:
@@ -241,13 +241,10 @@ def is_json_base64(text: str) -> bool:
     [False, False, False, False, False]
     """
     text = "".join(text.split())  # whitespace: line breaks, which every decoder skips
-    data = text[: len(text) - 2] + text[-2:].rstrip("=") if text.endswith("=") else text
-    padded = len(data) != len(text)
-    return (
-        _BASE64.fullmatch(data) is not None
-        and len(data) % 4 != 1
-        and (not padded or len(text) % 4 == 0)
-    )
+    found = _BASE64.fullmatch(text)
+    if found is None or len(found[1]) % 4 == 1:  # one character left over is no byte
+        return False
+    return not found[2] or len(text) % 4 == 0  # padding pads to a whole group
 
 
 @functools.cache

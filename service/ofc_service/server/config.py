@@ -62,7 +62,7 @@ class ServerConfig:
     event_log_hands: int = 2  # hands a table's event log keeps for Watch resumes; 0: all
     request_window_seconds: int = MAX_REQUEST_WINDOW_SECONDS  # a request id's retry window
     history_ttl_seconds: int = 0  # a hand history's life after it was written; 0: its table's
-    feed_retention_seconds: int = FEED_RETENTION_SECONDS  # acknowledged feed records kept
+    feed_retention_seconds: int = FEED_RETENTION_SECONDS  # a feed record's life (once acked)
     redis_wait_replicas: int = 0  # WAIT for this many replicas after each commit/append; 0: off
     redis_wait_timeout_ms: int = 500  # how long one WAIT may take before the call fails
     workers: int = 1  # server processes sharing the listen port (SO_REUSEPORT); >1 needs Redis
@@ -317,7 +317,7 @@ def _validate(c: ServerConfig) -> None:
     if c.http_listen:
         split_address(c.http_listen, what="OFC_HTTP_LISTEN / --http-listen")
     if c.api_keys and not c.api_key_list:
-        # blanks or commas only: meant to set keys, it would leave the operator's calls open
+        # commas only: meant to set keys, it would leave the operator's calls open
         raise bad("api_keys", f"no key in {c.api_keys!r} (comma-separated keys; unset for none)")
     for origin in c.cors_origin_list:
         if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):

@@ -44,6 +44,7 @@ from ofc_service.server.interceptors import ObservabilityInterceptor
 from ofc_service.server.logs import NativeStderr, configure_logging
 from ofc_service.server.stopping import STEP_TIMEOUT_S, ExitDeadline, StopSteps, exit_now
 from ofc_service.store import SettlementFeed, TableStore, open_feed, open_store
+from ofc_service.store.feed import DEDUPE_PER_RETENTION
 
 if TYPE_CHECKING:
     from ofc_service.server.http import HttpServer
@@ -177,7 +178,7 @@ async def create_server(config: ServerConfig, *, reuse_port: bool = False) -> Of
         config.redis_url or None,
         wait_replicas=config.redis_wait_replicas,
         wait_timeout_ms=config.redis_wait_timeout_ms,
-        dedupe_ttl_seconds=3 * config.feed_retention_seconds,
+        dedupe_ttl_seconds=DEDUPE_PER_RETENTION * config.feed_retention_seconds,
     )
     relay = SettlementRelay(store, feed, retention_s=config.feed_retention_seconds)
     authenticator = Authenticator(config.api_key_list)

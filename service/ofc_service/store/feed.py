@@ -31,10 +31,12 @@ from typing import Final, Protocol
 
 from .base import InvalidIdError, check_id, format_event_id, parse_event_id
 
-DEFAULT_DEDUPE_TTL_SECONDS: Final = 90 * 24 * 3600
-"""How long a published settlement id is remembered (and a second publish ignored)."""
 DEFAULT_RETENTION_SECONDS: Final = 30 * 24 * 3600
 """Records every group has acknowledged are trimmed once they are this old."""
+DEDUPE_PER_RETENTION: Final = 3
+"""A published settlement id is remembered (and a second publish ignored) this many times
+as long as the feed keeps its record."""
+DEFAULT_DEDUPE_TTL_SECONDS: Final = DEDUPE_PER_RETENTION * DEFAULT_RETENTION_SECONDS
 MAX_READ_COUNT: Final = 1000
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9._:-]{1,64}")
@@ -140,6 +142,7 @@ def check_count(count: int) -> int:
 
 
 __all__ = [
+    "DEDUPE_PER_RETENTION",
     "DEFAULT_DEDUPE_TTL_SECONDS",
     "DEFAULT_RETENTION_SECONDS",
     "MAX_READ_COUNT",
