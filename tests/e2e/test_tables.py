@@ -497,6 +497,10 @@ def test_batched_watch_sends_the_same_events_and_old_hands_are_trimmed_from_the_
     for batch in (False, True):
         rest = _events_until_button_moves(watch(single[hand_2].event_id, batch=batch), 2)
         assert [e.event_id for e in rest] == [e.event_id for e in single[hand_2 + 1 :]]
+        # From hand 1's last event, the newest one trimmed (where a client that saw hand 1
+        # to its end stands), nothing is missing: the log from hand 2's start.
+        rest = _events_until_button_moves(watch(single[hand_2 - 1].event_id, batch=batch), 2)
+        assert [e.event_id for e in rest] == [e.event_id for e in single[hand_2:]]
 
 
 def test_a_turn_that_runs_out_is_played_by_the_server_exactly_once(

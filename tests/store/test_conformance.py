@@ -355,15 +355,21 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
         # Kept: the last two hands, in order; the first hand and the created event are gone.
         kept = await h.other.read_events("t", after=segments[1][0])
         assert [e.event_id for e in kept] == [*segments[1][1:], *segments[2]]
-        # Reading after any id older than the first one kept is refused (even the last one
-        # dropped: the store remembers where the log starts, not what it dropped).
-        for gone in ("0", segments[0][0], segments[0][-1]):
+        # Reading after an id older than the newest one dropped is refused: events after it
+        # are gone. After the newest one dropped (where a watcher that saw the first hand to
+        # its end stands) nothing is missing: the kept log, whole.
+        for gone in ("0", segments[0][0], segments[0][-2]):
             with pytest.raises(EventsTrimmedError):
                 await h.other.read_events("t", after=gone)
         with pytest.raises(EventsTrimmedError):
             await h.other.wait_events("t", after=segments[0][0], timeout_s=1)
+        whole = [*segments[1], *segments[2]]
+        dropped_last = segments[0][-1]
+        assert [e.event_id for e in await h.other.read_events("t", after=dropped_last)] == whole
+        waited = await h.other.wait_events("t", after=dropped_last, timeout_s=1)
+        assert [e.event_id for e in waited] == whole
         # A commit without the flag keeps everything (the trim happens at a hand's start).
-        await play(h.store, "t", version, events=1)
+        last_move = await play(h.store, "t", version, events=1)
         assert len(await h.other.read_events("t", after=segments[1][0])) == 10
         # Keeping one segment: everything before this commit goes.
         one = await h.store.commit(Commit(
@@ -373,6 +379,10 @@ async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(
         assert payloads(await h.other.read_events("t", after=one.event_ids[0])) == [b"these"]
         with pytest.raises(EventsTrimmedError):
             await h.other.read_events("t", after=segments[2][-1])
+        # A watcher between hands stands at the last event before the new hand: it has
+        # missed nothing (the log is the new hand's), even with one hand kept.
+        between = await h.other.read_events("t", after=last_move.event_ids[-1])
+        assert payloads(between) == [b"only", b"these"]
         with pytest.raises(ValueError):
             await h.store.commit(Commit(
                 "t", expected_version=version + 2, state=b"s", events=[b"x"], response=b"",

@@ -139,14 +139,14 @@ async def test_the_reader_stops_with_the_last_watcher(backend: Backend) -> None:
 
 async def test_a_trimmed_resume_fails_alone_even_when_it_opened_the_feed(backend: Backend) -> None:
     async with backend.open() as h:
-        created = await h.store.create_table("t", b"v1", events=[b"e1.0"])
+        created = await h.store.create_table("t", b"v1", events=[b"e1.0", b"e1.1"])
         new = await h.store.commit(Commit(
             "t", expected_version=1, state=b"v2", events=[b"e2.0"], response=b"",
             request_id="r", deadline_ms=None, keep_segments=1,
         ))  # fmt: skip
         newest = new.event_ids[0]
         hub = WatchHub(h.other)
-        stale = hub.follow("t", created.event_ids[0], newest=newest)  # trimmed away
+        stale = hub.follow("t", created.event_ids[0], newest=newest)  # e1.1 trimmed away
         live = hub.follow("t", newest, newest=newest)
         failing = asyncio.create_task(anext(stale))  # it opens the table's feed
         reader = asyncio.create_task(collect(live, 1))  # and this one shares it

@@ -184,6 +184,7 @@ else
 end
 
 local ids = {}
+local dropped_last  -- the newest event a hand's trim drops: {id, fields}
 if n_events > 0 then
   local length = redis.call('XLEN', events_key)
   for i = 1, n_events do
@@ -236,7 +237,11 @@ if n_events > 0 then
       end
     end
     if log_by_segments then
-      redis.call('XTRIM', events_key, 'MINID', starts[math.max(1, #starts - keep + 1)])
+      local first_kept = starts[math.max(1, #starts - keep + 1)]
+      if first_kept ~= '0' then
+        dropped_last = redis.call('XREVRANGE', events_key, '(' .. first_kept, '-', 'COUNT', 1)[1]
+      end
+      redis.call('XTRIM', events_key, 'MINID', first_kept)
     end
     fields[#fields + 1] = 'segments'
     fields[#fields + 1] = table.concat(starts, ' ')
@@ -255,9 +260,20 @@ if n_events > 0 then
     end
   end
   if redis.call('XLEN', events_key) < length + n_events then
-    -- Whole stream nodes were trimmed: remember where the retained log now starts.
+    -- Events were trimmed: remember where the retained log now starts and, when known (a
+    -- hand's trim drops all before an id: the newest one dropped), the newest id dropped,
+    -- beside the first one kept: a reader that has seen it has missed nothing. A trim of
+    -- whole stream nodes (the cap) leaves it unknown. Readers take the pair only while its
+    -- first id is 'events_from' (the release before writes 'events_from' alone).
+    local first = redis.call('XRANGE', events_key, '-', '+', 'COUNT', 1)[1][1]
     fields[#fields + 1] = 'events_from'
-    fields[#fields + 1] = redis.call('XRANGE', events_key, '-', '+', 'COUNT', 1)[1][1]
+    fields[#fields + 1] = first
+    if dropped_last then
+      fields[#fields + 1] = 'trimmed'
+      fields[#fields + 1] = dropped_last[1] .. ' ' .. first
+    else
+      redis.call('HDEL', state_key, 'trimmed')
+    end
   end
 end
 redis.call('HSET', state_key, unpack(fields))

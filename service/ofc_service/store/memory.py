@@ -65,7 +65,9 @@ class _Table:
     deadline_ms: int | None = None
     events: list[tuple[tuple[int, int], StoredEvent]] = field(default_factory=list)
     last_event: tuple[int, int] = (0, 0)
-    events_from: tuple[int, int] | None = None
+    # Once trimmed: the newest event id dropped (a reader that has seen it has missed
+    # nothing) and the first one kept.
+    trimmed: tuple[tuple[int, int], tuple[int, int]] | None = None
     # First event ids of the segments kept; what came before the first one counts as one.
     segments: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
     extra: dict[str, bytes] = field(default_factory=dict)
@@ -267,15 +269,19 @@ class MemoryTableStore:
             start = table.segments[-keep_segments:][0]
             keep = next(k for k, (at, _) in enumerate(table.events) if at >= start)
             if keep and log_by_segments:
-                del table.events[:keep]
-                table.events_from = table.events[0][0]
+                self._trim(table, keep)
         if len(table.events) >= self._max_events + TRIM_BATCH:
-            del table.events[: len(table.events) - self._max_events]
-            table.events_from = table.events[0][0]
+            self._trim(table, len(table.events) - self._max_events)
         signal = self._signals.pop(table_id, None)
         if signal is not None:
             signal.set()
         return tuple(ids)
+
+    @staticmethod
+    def _trim(table: _Table, count: int) -> None:
+        """Drops the oldest ``count`` events of ``table``'s log."""
+        table.trimmed = table.events[count - 1][0], table.events[count][0]
+        del table.events[:count]
 
     # --- expiry -------------------------------------------------------------------------------
     def _live(self, table_id: str) -> _Table | None:
@@ -337,9 +343,9 @@ class MemoryTableStore:
         table = self._table(table_id)
         position = parse_event_id(after)
         check_at_least(limit, 1, what="limit")
-        if table.events_from is not None and position < table.events_from:
+        if table.trimmed is not None and position < table.trimmed[0]:
             raise EventsTrimmedError(
-                table_id, after=after, first_retained=format_event_id(*table.events_from)
+                table_id, after=after, first_retained=format_event_id(*table.trimmed[1])
             )
         at = bisect.bisect_right(table.events, position, key=lambda entry: entry[0])
         return [event for _, event in table.events[at : at + limit]]

@@ -8,7 +8,9 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:{<table>}:state``                 hash     ``version``, ``state`` (engine bytes),
                                                  ``deadline`` (ms, absent = none), ``last_event``
                                                  (id, ``0`` = none), ``events_from`` (first
-                                                 retained id once trimmed), ``segments``
+                                                 retained id once trimmed), ``trimmed``
+                                                 (``<newest id dropped> <events_from>``,
+                                                 when a hand's trim knows it), ``segments``
                                                  (first ids of the segments kept),
                                                  ``layout`` (``1``)
 ``ofc:{<table>}:events``                stream   one entry per event, field ``z`` = the
@@ -235,7 +237,7 @@ log = logging.getLogger("ofc.store.redis")
 # What a load reads of a table's state hash (see _stored_table), and what a wait for events
 # reads after them: the trim mark, and with it (on_table) the rest of a load.
 _TABLE_FIELDS: Final = ("version", "state", "deadline", "last_event", "layout")
-_WAIT_FIELDS: Final = ("version", "events_from", *_TABLE_FIELDS[1:])
+_WAIT_FIELDS: Final = ("version", "events_from", "trimmed", *_TABLE_FIELDS[1:])
 
 
 def _stored_table(table_id: str, fields: Sequence[Any]) -> StoredTable:
@@ -270,11 +272,32 @@ def _reply(value: Any) -> bytes | None:
 
 
 def _check_retained(
-    table_id: str, after: str, position: tuple[int, int], events_from: bytes | None
+    table_id: str,
+    after: str,
+    position: tuple[int, int],
+    events_from: bytes | None,
+    trimmed: bytes | None,
 ) -> None:
-    """Reading after ``after`` must not skip events the log has trimmed away."""
-    if events_from is not None and position < parse_event_id(text(events_from)):
-        raise EventsTrimmedError(table_id, after=after, first_retained=text(events_from))
+    """Reading after ``after`` must not skip events the log has trimmed away: those before
+    ``events_from`` (the first id kept). ``trimmed`` (``<newest id dropped> <first id
+    kept>``), while it pairs with ``events_from``: a reader that has seen the newest event
+    dropped has missed nothing.
+
+    >>> _check_retained("t", "5-0", (5, 0), b"7-0", b"5-0 7-0")  # saw the last one dropped
+    >>> _check_retained("t", "4-0", (4, 0), b"7-0", b"5-0 7-0")
+    Traceback (most recent call last):
+    ofc_service.store.base.EventsTrimmedError: table 't' keeps events from 7-0, not after 4-0
+    >>> _check_retained("t", "5-0", (5, 0), b"9-0", b"5-0 7-0")  # trimmed again since
+    Traceback (most recent call last):
+    ofc_service.store.base.EventsTrimmedError: table 't' keeps events from 9-0, not after 5-0
+    """
+    if events_from is None or position >= parse_event_id(text(events_from)):
+        return
+    if trimmed is not None:
+        dropped, _, kept = text(trimmed).partition(" ")
+        if kept == text(events_from) and position >= parse_event_id(dropped):
+            return
+    raise EventsTrimmedError(table_id, after=after, first_retained=text(events_from))
 
 
 def _entries(read: Any) -> list[Any]:
@@ -668,12 +691,12 @@ class RedisTableStore:
         start = "-" if position == (0, 0) else "(" + format_event_id(*position)
         with unavailable():
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hmget(state_key, ["version", "events_from"])
+                pipe.hmget(state_key, _WAIT_FIELDS[:3])
                 pipe.xrange(events_key, start, "+", count=limit)
-                (version, events_from), entries = await pipe.execute()
+                (version, events_from, trimmed), entries = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
-        _check_retained(table_id, after, position, events_from)
+        _check_retained(table_id, after, position, events_from, trimmed)
         return _stored_events(entries)
 
     async def wait_events(
@@ -694,7 +717,7 @@ class RedisTableStore:
         check_at_least(limit, 1, what="limit")
         block_ms = round(timeout_s * 1000) if timeout_s > 0 else None
         with unavailable():
-            fields = _WAIT_FIELDS if on_table else _WAIT_FIELDS[:2]
+            fields = _WAIT_FIELDS if on_table else _WAIT_FIELDS[:3]
             block = ("BLOCK", max(1, block_ms)) if block_ms is not None else ()
             bound_s = max(0.0, timeout_s) + _BLOCK_GRACE_S
             if self._direct_blocking is not None:  # one server
@@ -709,7 +732,7 @@ class RedisTableStore:
                 for reply in replies:
                     if isinstance(reply, redis_errors.ResponseError):
                         raise reply
-                read, (version, events_from, *table) = replies
+                read, (version, events_from, trimmed, *table) = replies
             else:  # a cluster: past the bound, its slot map is read again
                 async with (
                     blocking_read(self._blocking, events_key, bound_s),
@@ -721,10 +744,10 @@ class RedisTableStore:
                         block=max(1, block_ms) if block_ms is not None else None,
                     )
                     pipe.hmget(state_key, fields)
-                    read, (version, events_from, *table) = await pipe.execute()
+                    read, (version, events_from, trimmed, *table) = await pipe.execute()
         if version is None:
             raise TableNotFoundError(table_id)
-        _check_retained(table_id, after, position, events_from)
+        _check_retained(table_id, after, position, events_from, trimmed)
         events = _stored_events(_entries(read))
         if on_table is not None and events:
             on_table(_stored_table(table_id, [version, *table]))
