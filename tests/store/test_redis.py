@@ -16,6 +16,7 @@ from ofc_service.store import (
     AlreadyAppliedError,
     Commit,
     CommitResult,
+    EventsTrimmedError,
     RedisSettlementFeed,
     RedisTableStore,
     RequestIdReusedError,
@@ -607,6 +608,38 @@ async def test_the_event_log_packs_entries_and_still_reads_those_of_the_release_
             later = await store.wait_events("t", after=first.event_ids[0], timeout_s=0)
             assert [e.data for e in later] == expected[1:]
             assert [e.event_id for e in later][1] == text(old_id)
+
+
+async def test_a_trim_by_the_release_before_voids_the_newest_event_trimmed(
+    redis_backend: Backend,
+) -> None:
+    # A hand's trim keeps the newest event it dropped beside the first one kept ('trimmed'),
+    # so a reader that saw that event is served. The release before trims writing
+    # 'events_from' alone: the pair no longer matches it and is not read, so a reader at
+    # the old pair's event, which has now missed events, is refused, not served a gap.
+    async with redis_backend.open() as h:
+        admin = admin_of(h)
+        created = await h.store.create_table("t", b"v1", events=[b"e1.0", b"e1.1"])
+        hand = await h.store.commit(Commit(
+            "t", expected_version=1, state=b"v2", events=[b"h.0"], response=b"",
+            request_id="start", deadline_ms=None, keep_segments=1,
+        ))  # fmt: skip
+        newest_dropped = created.event_ids[1]
+        state: Any = await admin.hmget("ofc:{t}:state", ["events_from", "trimmed"])
+        assert [text(v) for v in state] == [
+            hand.event_ids[0],
+            f"{newest_dropped} {hand.event_ids[0]}",
+        ]
+        assert payloads(await h.other.read_events("t", after=newest_dropped)) == [b"h.0"]
+        moved = await play(h.store, "t", 2, events=2)
+        # the release before trims the log to the move's second event
+        await admin.xtrim("ofc:{t}:events", minid=moved.event_ids[1])
+        await admin.hset("ofc:{t}:state", "events_from", moved.event_ids[1])
+        for store in (h.store, h.other):
+            with pytest.raises(EventsTrimmedError):
+                await store.read_events("t", after=newest_dropped)
+            with pytest.raises(EventsTrimmedError):
+                await store.wait_events("t", after=newest_dropped, timeout_s=0)
 
 
 async def test_markers_of_the_release_before_still_answer_and_move_at_the_next_hand(
