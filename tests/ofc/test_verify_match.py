@@ -382,15 +382,49 @@ def test_a_seat_that_left_while_another_owed_a_fantasyland_before_the_hold() -> 
     assert verify_match(hands, feed).ok
     owner_left = changed(1, lambda h: h["seat_changes"][0].update(seat=0), hands)
     assert found(owner_left) == [(Code.ILLEGAL_ACTION, "hand-5.json", "seat_changes[0].seat")]
-    # Seat 1 leaving (the releases before) and then seat 0, alone and owed a Fantasyland
-    # (this release lets it go then): no release took both, so the hand owed is not dropped.
-    both_left = changed(1, lambda h: h.update(seat_changes=both_leave), hands)
-    assert found(both_left) == [(Code.ILLEGAL_ACTION, "hand-5.json", "seat_changes[1].seat")]
 
 
-both_leave = [
-    {"type": "stand_up", "seat": 1, "at_ms": 2_000},
-    {"type": "stand_up", "seat": 0, "at_ms": 2_001},
-    {"type": "sit_down", "seat": 0, "player_id": "fay", "at_ms": 2_002},
-    {"type": "sit_down", "seat": 1, "player_id": "eve", "at_ms": 2_003},
-]
+def test_a_table_that_crossed_the_upgrade_while_a_fantasyland_was_owed() -> None:
+    """A rolling upgrade: bob leaves on a replica of the release before while ann owes a
+    Fantasyland; ann, alone, then leaves on one of this release (which lets the seat owed
+    go when no hand can start, else the table is stuck); cy and dee play hand 2. Both
+    releases made hand 2's seat changes, and the match verifies, in both verifiers."""
+    hands = build_upgraded_match()
+    assert hands[1][1]["seat_changes"] == [
+        {"type": "stand_up", "seat": 1, "at_ms": 5_000},
+        {"type": "stand_up", "seat": 0, "at_ms": 6_000},
+        {"type": "sit_down", "seat": 0, "player_id": "cy", "at_ms": 7_000},
+        {"type": "sit_down", "seat": 1, "player_id": "dee", "at_ms": 8_000},
+    ]
+    assert verify_match(hands).ok
+    # Ann leaving first, bob still seated, was never allowed, by either release.
+    ann_first = changed(
+        1,
+        lambda h: h.update(seat_changes=[*h["seat_changes"][1::-1], *h["seat_changes"][2:]]),
+        hands,
+    )
+    assert found(ann_first) == [(Code.ILLEGAL_ACTION, "hand-2.json", "seat_changes[0].seat")]
+
+
+def build_upgraded_match() -> Inputs:
+    """:func:`test_a_table_that_crossed_the_upgrade_while_a_fantasyland_was_owed`'s two
+    hands (seed 145 gives ann, and ann only, a 14-card Fantasyland in hand 1)."""
+    table, _ = engine.replay(
+        engine.new_match("pineapple", seats=2), [SitDown(0, "ann", 10), SitDown(1, "bob", 20)]
+    )
+    start = StartHand(hashlib.sha256(b"upgrade-seed-145").digest(), b"table-seed", 1_000)
+    actions = play_by_timeouts(table, start, clock=CLOCK)
+    next_seed = hashlib.sha256(b"upgrade-seed-next").digest()
+    sat = (SitDown(0, "ann", 10), SitDown(1, "bob", 20))
+    first = hand_history(table, actions, HandContext(commitment(next_seed), CLOCK, (0, 0), sat))
+    state, _ = engine.replay(table, actions)
+    assert [s.fantasyland for s in state.seats] == [14, 0]
+    state, _ = engine.apply_unheld(dataclasses.replace(state, hand=None), StandUp(1, 5_000))
+    changes: list[SitDown | StandUp] = [StandUp(1, 5_000), StandUp(0, 6_000)]
+    changes += [SitDown(0, "cy", 7_000), SitDown(1, "dee", 8_000)]
+    for change in changes[1:]:  # this release's engine
+        state, _ = engine.apply(state, change)
+    start = StartHand(next_seed, b"table-seed", 9_000)
+    context = HandContext(commitment(seed(99)), CLOCK, (0, 0), tuple(changes))  # new seats
+    second = hand_history(state, play_by_timeouts(state, start, clock=CLOCK), context)
+    return [("hand-1.json", first), ("hand-2.json", second)]

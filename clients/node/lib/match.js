@@ -42,29 +42,29 @@ function checkOne(source, data, options) {
 }
 
 /**
- * The table after a hand's recorded seat changes, all taken by the rules of one release: as
- * the engine takes them now, or else, when that refuses a stand-up for a Fantasyland owed, as
- * tables of the releases before took them (applyUnheld: another seat's Fantasyland held
- * nobody, and the seat owed one left only at the end of the match), so that their matches
- * still verify. Never a mix of the two. `refused`: the index and error of the first change
- * refused (by the rules that took the changes further), or null.
+ * The table after a hand's recorded seat changes, each taken as the engine takes it now or,
+ * where that refuses a stand-up for a Fantasyland owed, as tables of the releases before took
+ * it (applyUnheld: another seat's Fantasyland held nobody, and the seat owed one left only at
+ * the end of the match). A history does not say which release made each change, and during a
+ * rolling upgrade both releases serve one table: seat 1 leaving on a replica of the release
+ * before, then seat 0, owed a Fantasyland and alone, on one of this release (which lets it go
+ * then, else the table is stuck) is what such a table records. `refused`: the index and error
+ * (this release's rules') of the first change refused, or null.
  */
 function seatChanges(state, changes) {
-  const now = applied(state, changes, apply);
-  if (now.refused === null || now.refused.error.reason !== 'FANTASYLAND_OWED') return now;
-  const unheld = (s, change) => (change.type === 'stand_up' ? applyUnheld(s, change) : apply(s, change));
-  const before = applied(state, changes, unheld);
-  return before.refused === null || before.refused.index > now.refused.index ? before : now;
-}
-
-function applied(state, changes, step) {
   let current = state;
   for (let index = 0; index < changes.length; index += 1) {
     try {
-      [current] = step(current, changes[index]);
+      [current] = apply(current, changes[index]);
     } catch (error) {
       if (!(error instanceof OfcError)) throw error;
-      return { state: current, refused: { index, error } };
+      if (error.reason !== 'FANTASYLAND_OWED') return { state: current, refused: { index, error } };
+      try { // a stand-up, the only change a Fantasyland owed refuses
+        [current] = applyUnheld(current, changes[index]);
+      } catch (unheld) {
+        if (!(unheld instanceof OfcError)) throw unheld;
+        return { state: current, refused: { index, error } };
+      }
     }
   }
   return { state: current, refused: null };

@@ -10,12 +10,12 @@ is reported, each naming its input (``source``) and a JSON path in it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ofc.codec import state_as_written
-from ofc.engine import Action, Events, MatchState, Seat, SitDown, StandUp, apply, apply_unheld
+from ofc.engine import Action, MatchState, Seat, SitDown, StandUp, apply, apply_unheld
 from ofc.errors import FantasylandOwedError, OfcError
 from ofc.rulesets import Ruleset
 from ofc.verify.codes import Code, MatchDiscrepancy
@@ -519,32 +519,28 @@ def _expected_record(
 def _seat_changes(
     state: MatchState, changes: Sequence[Action]
 ) -> tuple[MatchState, tuple[int, OfcError] | None]:
-    """The table after a hand's recorded seat changes, all taken by the rules of one release:
-    as the engine takes them now, or else, when that refuses a stand-up for a Fantasyland
-    owed, as tables of the releases before took them (:func:`~ofc.engine.apply_unheld`:
-    another seat's Fantasyland held nobody, and the seat owed one left only at the end of the
-    match), so that their matches still verify. Never a mix of the two. The index and error
-    of the first change refused (by the rules that took the changes further), or None."""
-    now = _applied(state, changes, apply)
-    if now[1] is None or not isinstance(now[1][1], FantasylandOwedError):
-        return now
-    before = _applied(state, changes, _unheld)
-    return before if before[1] is None or before[1][0] > now[1][0] else now
-
-
-def _applied(
-    state: MatchState, changes: Sequence[Action], step: Callable[[MatchState, Action], Any]
-) -> tuple[MatchState, tuple[int, OfcError] | None]:
+    """The table after a hand's recorded seat changes, each taken as the engine takes it now
+    or, where that refuses a stand-up for a Fantasyland owed, as tables of the releases
+    before took it (:func:`~ofc.engine.apply_unheld`: another seat's Fantasyland held
+    nobody, and the seat owed one left only at the end of the match). A history does not say
+    which release made each change, and during a rolling upgrade both releases serve one
+    table: seat 1 leaving on a replica of the release before, then seat 0, owed a
+    Fantasyland and alone, on one of this release (which lets it go then, else the table is
+    stuck) is what such a table records. The index and error of the first change refused (the
+    error of this release's rules), or None."""
     for k, change in enumerate(changes):
         try:
-            state, _ = step(state, change)
+            state, _ = apply(state, change)
+        except FantasylandOwedError as held:
+            if not isinstance(change, StandUp):  # the only change a Fantasyland owed holds
+                return state, (k, held)
+            try:
+                state, _ = apply_unheld(state, change)
+            except OfcError:
+                return state, (k, held)
         except OfcError as exc:
             return state, (k, exc)
     return state, None
-
-
-def _unheld(state: MatchState, change: Action) -> tuple[MatchState, Events]:
-    return apply_unheld(state, change) if isinstance(change, StandUp) else apply(state, change)
 
 
 __all__ = ["MatchReport", "money_at", "verify_match"]
