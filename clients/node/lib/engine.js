@@ -20,6 +20,12 @@ function matchOver(state) {
   return state.max_hands !== null && state.hands_played >= state.max_hands && (state.hand === null || handOver(state.hand));
 }
 
+/** A time in ms: an integer >= 0 of any size (a BigInt past 2^53, as lib/json.js reads it). */
+function checkMs(value, name) {
+  if (typeof value === 'bigint' && value >= 0n) return value;
+  return checkInt(value, name);
+}
+
 function checkInt(value, name) {
   if (!isInt(value) || value < 0) throw ofcError('INVALID_INPUT', `${name} must be an integer >= 0, got ${value}`, name);
   return value;
@@ -56,7 +62,7 @@ function checkUnique(named) {
 
 function checkedPlace(state, action) {
   const { hand, index, hs } = handSeat(state, action.seat);
-  checkInt(action.at_ms, 'at_ms');
+  checkMs(action.at_ms, 'at_ms');
   checkTurn(hand, hs);
   const named = action.placements.map(([card], k) => [card, `placements[${k}].card`]);
   if (action.discard !== null) named.push([action.discard, 'discard']);
@@ -81,7 +87,7 @@ function checkedPlace(state, action) {
 
 function checkedSet(state, action) {
   const { hand, index, hs } = handSeat(state, action.seat);
-  checkInt(action.at_ms, 'at_ms');
+  checkMs(action.at_ms, 'at_ms');
   if (!inFantasyland(hs)) throw ofcError('NOT_IN_FANTASYLAND', `seat ${hs.seat} does not play Fantasyland this hand`, 'seat');
   if (seatDone(hs)) throw ofcError('NOT_YOUR_TURN', `seat ${hs.seat} has already set its cards`, 'seat');
   for (const row of ROWS) {
@@ -106,8 +112,8 @@ function checkedSet(state, action) {
 
 function checkedTimeout(state, action) {
   const { hand, hs } = handSeat(state, action.seat);
-  checkInt(action.at_ms, 'at_ms');
-  if (action.deadline_ms !== null) checkInt(action.deadline_ms, 'deadline_ms');
+  checkMs(action.at_ms, 'at_ms');
+  if (action.deadline_ms !== null) checkMs(action.deadline_ms, 'deadline_ms');
   if (!inFantasyland(hs)) checkTurn(hand, hs);
   else if (seatDone(hs)) throw ofcError('NOT_YOUR_TURN', `seat ${hs.seat} has already set its cards`, 'seat');
   const move = action.move;
@@ -118,7 +124,7 @@ function checkedTimeout(state, action) {
 
 function checkSitDown(state, action) {
   const seat = checkTableSeat(state, action.seat);
-  checkInt(action.at_ms, 'at_ms');
+  checkMs(action.at_ms, 'at_ms');
   if (typeof action.player_id !== 'string' || !action.player_id) throw ofcError('INVALID_INPUT', 'player_id must be a non-empty string', 'player_id');
   const taken = state.seats[seat].player_id;
   if (taken) throw ofcError('SEAT_TAKEN', `seat ${seat} is taken by '${taken}'`, 'seat');
@@ -133,7 +139,7 @@ function checkSitDown(state, action) {
  * releases before 2026-12-06, for verifying their histories (see applyUnheld). */
 function checkStandUp(state, action, held = true) {
   const seat = checkTableSeat(state, action.seat);
-  checkInt(action.at_ms, 'at_ms');
+  checkMs(action.at_ms, 'at_ms');
   if (!state.seats[seat].player_id) throw ofcError('UNKNOWN_SEAT', `seat ${seat} is empty`, 'seat');
   const hand = state.hand;
   if (hand !== null && !handOver(hand) && hand.seats.some((s) => s.seat === seat)) {
@@ -156,7 +162,7 @@ function checkStart(state, action) {
   if (state.hand !== null && !handOver(state.hand)) throw ofcError('HAND_IN_PROGRESS', `hand ${state.hands_played} is still in progress`, '');
   if (matchOver(state)) throw ofcError('MATCH_OVER', `the match is over after ${state.max_hands} hands`, '');
   if (action.server_seed.length !== 32) throw ofcError('INVALID_SEED', 'server seed must be 32 bytes', 'server_seed');
-  checkInt(action.at_ms, 'at_ms');
+  checkMs(action.at_ms, 'at_ms');
   const seated = state.seats.filter((s) => s.player_id).length;
   if (seated < state.ruleset.min_players) {
     throw ofcError('NOT_ENOUGH_PLAYERS', `${seated} player(s) seated; ruleset '${state.ruleset.name}' needs ${state.ruleset.min_players}`, '');

@@ -42,11 +42,18 @@ const malformed = (location, message) => found('MALFORMED_HISTORY', location, me
 // --- step 1: the shape --------------------------------------------------------------------
 
 const isInt = (v) => typeof v === 'number' && Number.isInteger(v);
+// Times (ms) may be past 2^53: `ofc play --turn-time-ms` of some releases took any limit,
+// and their deadlines followed. They are read as BigInt then (lib/json.js).
+const isMs = (v) => isInt(v) || typeof v === 'bigint';
 const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 
 const integer = (minimum = 0) => (value, path) => {
   if (!isInt(value)) throw malformed(path, `must be an integer, got ${show(value)}`);
   if (minimum !== null && value < minimum) throw malformed(path, `must be at least ${minimum}, got ${value}`);
+};
+const milliseconds = (minimum) => (value, path) => {
+  if (!isMs(value)) throw malformed(path, `must be an integer, got ${show(value)}`);
+  if (value < minimum) throw malformed(path, `must be at least ${minimum}, got ${value}`);
 };
 const text = (pattern = null, what = 'a string') => (value, path) => {
   if (typeof value !== 'string' || (pattern !== null && !pattern.test(value))) throw malformed(path, `must be ${what}, got ${show(value)}`);
@@ -157,12 +164,12 @@ const HISTORY_FIELDS = {
 const HISTORY = record(HISTORY_FIELDS, true);
 const CONTEXT_FIELDS = {
   next_commitment: text(SEED_OR_NONE, '64 lower-case hex digits, or empty'),
-  clock: nullable(record({ turn_time_limit_ms: integer(1), fantasyland_time_limit_ms: integer(1) })),
+  clock: nullable(record({ turn_time_limit_ms: milliseconds(1), fantasyland_time_limit_ms: milliseconds(1) })),
   seat_units: nullable(listOf(INT)),
   seat_changes: nullable(listOf(anyObject)),
 };
 const CONTEXT_KEYS = Object.keys(CONTEXT_FIELDS);
-const STORED_FIELDS = { table_id: STR, settled_at_ms: UINT };
+const STORED_FIELDS = { table_id: STR, settled_at_ms: milliseconds(0) };
 
 /** A core reading error (an OfcError with a field relative to what was read). */
 function invalid(message, field) {
@@ -187,6 +194,11 @@ const codec = {
   },
   optInt(raw, path, minimum = 0) {
     return raw === null ? null : codec.int(raw, path, minimum);
+  },
+  /** A time or a time limit in ms: an integer of any size (a BigInt past 2^53). */
+  ms(raw, path, minimum = 0) {
+    if (!isMs(raw) || raw < minimum) throw invalid(`${path} must be an integer >= ${minimum}, got ${show(raw)}`, path);
+    return raw;
   },
   str(raw, path) {
     if (typeof raw !== 'string') throw invalid(`${path} must be a string, got ${show(raw)}`, path);
@@ -229,7 +241,7 @@ function prefixed(error, prefix) {
 function actionFromDict(data) {
   const obj = codec.obj(data, '');
   const kind = codec.str(codec.key(obj, 'type', ''), 'type');
-  const atMs = codec.int(has(obj, 'at_ms') ? obj.at_ms : 0, 'at_ms');
+  const atMs = codec.ms(has(obj, 'at_ms') ? obj.at_ms : 0, 'at_ms');
   if (kind === 'start_hand') {
     return {
       type: kind,
@@ -250,7 +262,7 @@ function actionFromDict(data) {
     } catch (error) {
       throw prefixed(error, 'resolved');
     }
-    const deadline = codec.optInt(has(obj, 'deadline_ms') ? obj.deadline_ms : null, 'deadline_ms');
+    const deadline = has(obj, 'deadline_ms') && obj.deadline_ms !== null ? codec.ms(obj.deadline_ms, 'deadline_ms') : null;
     const policy = has(obj, 'policy') ? obj.policy : null;
     if (policy !== null && (typeof policy !== 'string' || !policy)) throw invalid('policy must be a non-empty string or null', 'policy');
     return { type: kind, seat, move, policy, at_ms: atMs, deadline_ms: deadline };
@@ -379,8 +391,8 @@ function contextFromDict(data) {
   if (clockRaw !== null) {
     const obj = codec.obj(clockRaw, 'clock');
     clock = {
-      turn_time_limit_ms: codec.int(codec.key(obj, 'turn_time_limit_ms', 'clock'), 'clock.turn_time_limit_ms', 1),
-      fantasyland_time_limit_ms: codec.int(codec.key(obj, 'fantasyland_time_limit_ms', 'clock'), 'clock.fantasyland_time_limit_ms', 1),
+      turn_time_limit_ms: codec.ms(codec.key(obj, 'turn_time_limit_ms', 'clock'), 'clock.turn_time_limit_ms', 1),
+      fantasyland_time_limit_ms: codec.ms(codec.key(obj, 'fantasyland_time_limit_ms', 'clock'), 'clock.fantasyland_time_limit_ms', 1),
     };
   }
   const unitsRaw = codec.key(data, 'seat_units', '');
@@ -709,14 +721,15 @@ function checkDeadline(clock, before, action, index, handStartedAt, dealtAt) {
     ? [handStartedAt, clock.fantasyland_time_limit_ms, "a Fantasyland seat's clock runs from the hand's start"]
     : [dealtAt.get(action.seat), clock.turn_time_limit_ms, "a turn's clock runs from the deal of the seat's batch"];
   const path = `actions[${index}]`;
-  if (action.deadline_ms !== started + limit) {
-    throw found('DEADLINE_MISMATCH', `${path}.deadline_ms`, `recorded ${action.deadline_ms}; ${what} (${started}) for ${limit} ms: ${started + limit}`);
+  const due = BigInt(started) + BigInt(limit); // exact, whatever the sizes (times may pass 2^53)
+  if (BigInt(action.deadline_ms) !== due) {
+    throw found('DEADLINE_MISMATCH', `${path}.deadline_ms`, `recorded ${action.deadline_ms}; ${what} (${started}) for ${limit} ms: ${due}`);
   }
   if (action.at_ms < action.deadline_ms) {
     throw found(
       'TIMEOUT_BEFORE_DEADLINE',
       `${path}.at_ms`,
-      `the timeout at ${action.at_ms} comes ${action.deadline_ms - action.at_ms} ms before the seat's deadline ${action.deadline_ms}`,
+      `the timeout at ${action.at_ms} comes ${due - BigInt(action.at_ms)} ms before the seat's deadline ${action.deadline_ms}`,
     );
   }
 }

@@ -1,6 +1,7 @@
 // JSON as a verifier reads and compares it: parsed strictly (UTF-8, no key twice in an
 // object, no NaN/Infinity, a number with a fraction or exponent is not an integer), and
 // compared by JSON type (1 is not true, 1 is not 1.0), in the expected value's key order.
+// An integer beyond 2^53 is read as a BigInt, exactly (where a Number would round).
 'use strict';
 
 /** A JSON number written with a fraction or an exponent: never equal to an integer. */
@@ -85,8 +86,8 @@ function parseStrict(input) {
     i = NUMBER.lastIndex;
     if (m[1] !== undefined || m[2] !== undefined) return new JsonFloat(m[0]);
     const value = Number(m[0]);
-    if (!Number.isSafeInteger(value)) throw new JsonSyntaxError(`the integer ${m[0]} is beyond this verifier's range (2^53)`);
-    return value;
+    // beyond 2^53 a Number would round: a BigInt keeps it (Python reads any integer)
+    return Number.isSafeInteger(value) ? value : BigInt(m[0]);
   };
   const value = (depth) => {
     if (depth > 1000) fail('nested too deeply');

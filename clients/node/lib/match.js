@@ -392,7 +392,9 @@ function verifyMatch(histories, feed = null, options = {}) {
 
 // --- the settlement feed's records ---------------------------------------------------------
 
-const num = (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v === undefined ? 0 : v);
+// protobuf JSON's 64-bit integers are strings; one past 2^53 (a time) is read as a BigInt,
+// exactly, as lib/json.js reads such a number
+const num = (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? (Number.isSafeInteger(Number(v)) ? Number(v) : BigInt(v)) : v === undefined ? 0 : v);
 
 /**
  * A record in the feed stream's form (`{"format": 1, "settlement_id": ...}`) from a

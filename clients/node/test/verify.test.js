@@ -33,10 +33,18 @@ const MATCHES = chains('match');
 const TIER_CHAINS = chains('tiers');
 const SEAT_CHAINS = chains('seats');
 
+// JSON as the verifier reads it (an integer past 2^53, a time of c1bb9f1/, is a BigInt) and
+// written back exactly
+const readJson = (text) => parseStrict(text);
+const writeJson = (value) =>
+  JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `bigint:${v}` : v)).replace(/"bigint:(-?\d+)"/g, '$1');
+// a time plus `ms`, whatever its size
+const plus = (value, ms) => (typeof value === 'bigint' ? value + BigInt(ms) : value + ms);
+
 function load(file) {
-  const data = JSON.parse(fs.readFileSync(file, 'utf8'));
-  if ('historyJson' in data) return [JSON.parse(data.historyJson), (h) => JSON.stringify({ ...data, historyJson: JSON.stringify(h) })];
-  return [data, (h) => JSON.stringify(h)];
+  const data = readJson(fs.readFileSync(file));
+  if ('historyJson' in data) return [readJson(data.historyJson), (h) => writeJson({ ...data, historyJson: writeJson(h) })];
+  return [data, (h) => writeJson(h)];
 }
 const verdict = (text) => {
   const { discrepancy } = checkDocument(text);
@@ -110,19 +118,22 @@ for (const [name, tamper] of Object.entries(TAMPERS)) {
 }
 
 test('a timeout: its move is the seat own, its deadline the clock rule, at or after it', () => {
-  const file = path.join(GOLDEN, '18a23e9', 'play-pineapple-2-clock.json');
-  const original = JSON.parse(fs.readFileSync(file, 'utf8'));
-  const index = original.actions.findIndex((a) => a.type === 'timeout');
-  const cases = [
-    [(a) => (a.resolved.at_ms += 1), `TIMEOUT_MISMATCH at actions[${index}].resolved.at_ms`],
-    [(a) => (a.deadline_ms += 1), `DEADLINE_MISMATCH at actions[${index}].deadline_ms`],
-    [(a) => ((a.at_ms -= 1), (a.resolved.at_ms -= 1)), `TIMEOUT_BEFORE_DEADLINE at actions[${index}].at_ms`],
-    [(a) => (a.policy = 7), `MALFORMED_HISTORY at actions[${index}].policy`],
-  ];
-  for (const [change, expected] of cases) {
-    const h = structuredClone(original);
-    change(h.actions[index]);
-    assert.equal(verdict(JSON.stringify(h)), expected);
+  // a clock of 1 s, and one of 2^53 + 1 ms (its times past 2^53, read exactly)
+  for (const file of [path.join(GOLDEN, '18a23e9', 'play-pineapple-2-clock.json'), path.join(GOLDEN, 'c1bb9f1', 'play-pineapple-3-huge-clock.json')]) {
+    const [original] = load(file);
+    const index = original.actions.findIndex((a) => a.type === 'timeout');
+    const cases = [
+      [(a) => (a.resolved.at_ms = plus(a.resolved.at_ms, 1)), `TIMEOUT_MISMATCH at actions[${index}].resolved.at_ms`],
+      [(a) => (a.deadline_ms = plus(a.deadline_ms, 1)), `DEADLINE_MISMATCH at actions[${index}].deadline_ms`],
+      [(a) => ((a.at_ms = plus(a.at_ms, -1)), (a.resolved.at_ms = plus(a.resolved.at_ms, -1))), `TIMEOUT_BEFORE_DEADLINE at actions[${index}].at_ms`],
+      [(a) => (a.policy = 7), `MALFORMED_HISTORY at actions[${index}].policy`],
+    ];
+    assert.equal(verdict(writeJson(original)), 'OK', file);
+    for (const [change, expected] of cases) {
+      const h = structuredClone(original);
+      change(h.actions[index]);
+      assert.equal(verdict(writeJson(h)), expected, file);
+    }
   }
 });
 
