@@ -856,7 +856,8 @@ export type WatchRequest = Message<"ofcpoker.v1.WatchRequest"> & {
   /**
    * Resume after this event id (from TableEvent.event_id) without a snapshot; empty: start
    * with a snapshot of the current view. The table keeps the events of the current hand and
-   * the one before (at most 10000); an older id fails with OUT_OF_RANGE (EVENTS_TRIMMED):
+   * the one before (at most 10000): a resume after any of them, or after the last event
+   * before them, misses nothing; an older id fails with OUT_OF_RANGE (EVENTS_TRIMMED):
    * start again with a snapshot, and read finished hands with GetHandHistory. So does an id
    * after the table's newest event (another table's, or of events a store failover lost).
    *
