@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import random
 import time
+from typing import Any
 
 import pytest
 from ofc_service.store import (
@@ -16,6 +17,7 @@ from ofc_service.store import (
     EventsTrimmedError,
     ExtraPage,
     InvalidIdError,
+    MemoryTableStore,
     RequestIdReusedError,
     StaleVersionError,
     StoredEvent,
@@ -24,8 +26,10 @@ from ofc_service.store import (
     TableExistsError,
     TableNotFoundError,
     TableStore,
+    format_event_id,
     parse_event_id,
 )
+from ofc_service.store.redis_io import text
 
 from .conftest import Backend
 
@@ -333,6 +337,30 @@ async def test_trimmed_events_are_reported_not_skipped(backend: Backend) -> None
         assert payloads(tail) == [b"e4.%d" % i for i in range(46, 50)]
         last = await h.store.load("t")
         assert await h.store.read_events("t", after=last.last_event_id) == []
+
+
+async def test_a_trim_by_the_cap_judges_a_reader_by_the_first_event_kept(
+    backend: Backend,
+) -> None:
+    # Redis trims the cap by whole stream nodes and cannot name the newest event it dropped:
+    # a reader at that event is refused (where a hand's trim serves it), and the memory
+    # store, which could tell, refuses it alike, so tests on it judge as production does.
+    async with backend.open(max_events=5) as h:
+        await h.store.create_table("t", b"v1")
+        ids: list[str] = []
+        for version in range(1, 4):
+            ids += (await play(h.store, "t", version, events=50)).event_ids
+        if isinstance(h.store, MemoryTableStore):
+            first_kept = format_event_id(*h.store._tables["t"].events[0][0])
+        else:
+            assert h.admin is not None
+            entries: Any = await h.admin.xrange("ofc:{t}:events", count=1)
+            first_kept = text(entries[0][0])
+        k = ids.index(first_kept)
+        assert k > 0
+        assert [e.event_id for e in await h.other.read_events("t", after=ids[k])] == ids[k + 1 :]
+        with pytest.raises(EventsTrimmedError):
+            await h.other.read_events("t", after=ids[k - 1])
 
 
 async def test_a_new_segment_keeps_the_previous_one_and_drops_the_rest(

@@ -66,7 +66,7 @@ class _Table:
     events: list[tuple[tuple[int, int], StoredEvent]] = field(default_factory=list)
     last_event: tuple[int, int] = (0, 0)
     # Once trimmed: the newest event id dropped (a reader that has seen it has missed
-    # nothing) and the first one kept.
+    # nothing; after a trim by the cap, the first one kept instead) and the first one kept.
     trimmed: tuple[tuple[int, int], tuple[int, int]] | None = None
     # First event ids of the segments kept; what came before the first one counts as one.
     segments: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
@@ -269,18 +269,21 @@ class MemoryTableStore:
             start = table.segments[-keep_segments:][0]
             keep = next(k for k, (at, _) in enumerate(table.events) if at >= start)
             if keep and log_by_segments:
-                self._trim(table, keep)
+                self._trim(table, keep, newest_known=True)
         if len(table.events) >= self._max_events + TRIM_BATCH:
-            self._trim(table, len(table.events) - self._max_events)
+            self._trim(table, len(table.events) - self._max_events, newest_known=False)
         signal = self._signals.pop(table_id, None)
         if signal is not None:
             signal.set()
         return tuple(ids)
 
     @staticmethod
-    def _trim(table: _Table, count: int) -> None:
-        """Drops the oldest ``count`` events of ``table``'s log."""
-        table.trimmed = table.events[count - 1][0], table.events[count][0]
+    def _trim(table: _Table, count: int, *, newest_known: bool) -> None:
+        """Drops the oldest ``count`` events of ``table``'s log. As Redis does: a hand's trim
+        knows the newest event it dropped, the cap's trim (of whole stream nodes there) does
+        not, and a reader is then judged by the first event kept."""
+        first_kept = table.events[count][0]
+        table.trimmed = table.events[count - 1][0] if newest_known else first_kept, first_kept
         del table.events[:count]
 
     # --- expiry -------------------------------------------------------------------------------
