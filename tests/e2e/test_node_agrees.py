@@ -592,6 +592,38 @@ def test_both_verifiers_find_the_same_in_every_match(
     } <= kinds
 
 
+def test_both_verifiers_read_times_past_2_to_the_53_in_hands_and_feed(
+    node: str, tmp_path: Path
+) -> None:
+    """A table whose clock is 2^53 + 1 ms (as `ofc play --turn-time-ms` of c1bb9f1 to
+    30f73dd took it): its deadlines, times and settled_at_ms pass 2^53. Both verifiers
+    take the match with its feed, and both find a feed's settled_at_ms one ms off."""
+    from ofc.codec import TurnClock
+
+    from tests.ofc.test_verify_match import build_tier_match
+
+    big = 2**53 + 1
+    hands, feed = build_tier_match(clock=TurnClock(big, big))
+    assert all(h["settled_at_ms"] > big for _, h in hands)
+    paths = []
+    for name, history in hands:
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(history))
+    found = []
+    for case in ("as-settled", "a ms off"):
+        records = copy.deepcopy(feed)
+        if case == "a ms off":
+            records[1][1]["settled_at_ms"] += 1
+        feed_path = tmp_path / f"{case}.jsonl"
+        feed_path.write_text("".join(json.dumps(r) + "\n" for _, r in records))
+        report = verify_match([(str(p), p.read_bytes()) for p in paths], read_feed(str(feed_path)))
+        python = [(str(d.code), d.location) for d in report.discrepancies]
+        *lines, _ = _node_json(node, "--match", *map(str, paths), "--feed", str(feed_path))
+        assert [(r["code"], r["location"]) for r in lines] == python, case
+        found.append(python)
+    assert found == [[], [("FEED_RECORD_MISMATCH", "settled_at_ms")]]
+
+
 def test_both_verifiers_take_a_seat_change_of_the_releases_before_the_fantasyland_hold(
     node: str, tmp_path: Path
 ) -> None:
@@ -620,7 +652,8 @@ def test_both_verifiers_take_a_seat_change_of_the_releases_before_the_fantasylan
         records_in = read_feed(str(feed_path)) if feed_args else None
         report = verify_match([(str(p), p.read_bytes()) for p in paths], records_in)
         python = [(str(d.code), d.location) for d in report.discrepancies]
-        records = _node_json(node, "--match", *map(str, paths), *feed_args)[:-1]
+        *records, summary = _node_json(node, "--match", *map(str, paths), *feed_args)
         assert [(r["code"], r["location"]) for r in records] == python, case
+        assert summary["notes"] == list(report.notes), case
         found.append(python)
     assert found == [[], [("ILLEGAL_ACTION", "seat_changes[0].seat")], []]

@@ -8,7 +8,7 @@
 const { Discrepancy, at, checkHand, loads, show, unwrap } = require('./history');
 const { apply, applyUnheld, matchOver, stateAsWritten } = require('./engine');
 const { OfcError } = require('./errors');
-const { difference, isObject, same } = require('./json');
+const { JsonFloat, difference, isObject, parseStrict, same } = require('./json');
 
 const emptySeat = (playerId = '') => ({ player_id: playerId, points: 0, fantasyland: 0, fantasyland_streak: 0 });
 const sameSeat = (a, b) => a.player_id === b.player_id && a.points === b.points && a.fantasyland === b.fantasyland && a.fantasyland_streak === b.fantasyland_streak;
@@ -53,21 +53,36 @@ function checkOne(source, data, options) {
  */
 function seatChanges(state, changes) {
   let current = state;
+  const unheld = []; // [index, seat] of each change taken by the rules of the releases before
   for (let index = 0; index < changes.length; index += 1) {
     try {
       [current] = apply(current, changes[index]);
     } catch (error) {
       if (!(error instanceof OfcError)) throw error;
-      if (error.reason !== 'FANTASYLAND_OWED') return { state: current, refused: { index, error } };
-      try { // a stand-up, the only change a Fantasyland owed refuses
+      if (error.reason !== 'FANTASYLAND_OWED' || changes[index].type !== 'stand_up') return { state: current, refused: { index, error }, unheld };
+      try {
         [current] = applyUnheld(current, changes[index]);
-      } catch (unheld) {
-        if (!(unheld instanceof OfcError)) throw unheld;
-        return { state: current, refused: { index, error } };
+      } catch (refused) {
+        if (!(refused instanceof OfcError)) throw refused;
+        return { state: current, refused: { index, error }, unheld };
       }
+      unheld.push([index, changes[index].seat]);
     }
   }
-  return { state: current, refused: null };
+  return { state: current, refused: null, unheld };
+}
+
+/**
+ * What an auditor is told of a seat change only the releases before 2026-12-06 allowed: such a
+ * history verifies (it cannot say which release made the change), but a table of this release
+ * alone never writes it, and with it a Fantasyland hand owed may go unplayed.
+ */
+function unheldNote(index, seat) {
+  return (
+    `seat_changes[${index}]: seat ${seat} left while a Fantasyland hand was owed at the table, ` +
+    'as only releases before 2026-12-06 allowed (a table of those releases, or one that ' +
+    'crossed the upgrade, records this; a table of later releases does not)'
+  );
 }
 
 /** The money before the hand: the history's own (version 3), else what the chain gave. */
@@ -88,6 +103,7 @@ function unitsAfter(checked, before) {
 class Chain {
   constructor(found) {
     this.found = found;
+    this.notes = [];
   }
 
   report(code, hand, location, message) {
@@ -161,6 +177,7 @@ class Chain {
     let state;
     if (changes !== null) {
       const taken = seatChanges(end, changes);
+      for (const [index, seat] of taken.unheld) this.notes.push(`${hand.source}: ${unheldNote(index, seat)}`);
       if (taken.refused !== null) {
         const { index, error } = taken.refused;
         this.report('ILLEGAL_ACTION', hand, at(`seat_changes[${index}]`, error.field), `${error.reason}: ${error.message} (applied to ${what})`);
@@ -383,6 +400,7 @@ function verifyMatch(histories, feed = null, options = {}) {
     units = unitsAfter(hand.checked, before);
     previous = hand;
   }
+  notes.push(...chain.notes);
   if (records !== null) {
     records.extra();
     notes.push(...records.notes());
@@ -449,13 +467,34 @@ function isStreamEnd(data) {
 }
 
 /** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
+/**
+ * A feed line's JSON as Python's json.loads reads it: numbers with a fraction as Numbers, and
+ * integers exactly (a BigInt past 2^53: a settled_at_ms of a clock past 2^53); a line the
+ * strict reader refuses (a key twice) as JSON.parse reads it.
+ */
+function feedJson(line) {
+  let data;
+  try {
+    data = parseStrict(line);
+  } catch {
+    return JSON.parse(line);
+  }
+  const plain = (v) => {
+    if (v instanceof JsonFloat) return v.value;
+    if (Array.isArray(v)) return v.map(plain);
+    if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
+    return v;
+  };
+  return plain(data);
+}
+
 function readFeed(text, name) {
   const records = [];
   text.split(/\r?\n/).forEach((line, i) => {
     if (!line.trim()) return;
     let data;
     try {
-      data = JSON.parse(line);
+      data = feedJson(line);
     } catch (error) {
       throw new Error(`line ${i + 1} is not JSON: ${error.message}`);
     }

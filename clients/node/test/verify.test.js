@@ -211,7 +211,8 @@ for (const dir of MATCHES) {
     assert.deepEqual(found(verifyMatch(hands, [feed[0], ...feed.slice(2)])), [['FEED_RECORD_MISSING', hands[1][0], '']]);
     // a feed that begins later (it began with a later release, or its retention trimmed it)
     const later = verifyMatch(hands, feed.slice(1));
-    assert.deepEqual([found(later), later.notes], [[], [
+    const feedNotes = later.notes.filter((n) => n.startsWith("the feed's")); // (not a seat change's)
+    assert.deepEqual([found(later), feedNotes], [[], [
       "the feed's first record of this table is hand 2: hand 1 not checked against the feed (settled before the feed began, or dropped by its retention)",
     ]]);
     if (hands[0][1].format_version >= 3) {

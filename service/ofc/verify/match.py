@@ -109,6 +109,7 @@ def verify_match(
             before = records.check(hand, before)
         units = _after(hand.checked, before)
         previous = hand
+    notes.extend(chain.notes)
     if records is not None:
         records.extra()
         notes.extend(records.notes())
@@ -186,6 +187,7 @@ class _Chain:
 
     def __init__(self, found: list[MatchDiscrepancy]) -> None:
         self.found = found
+        self.notes: list[str] = []
 
     def report(self, code: Code, hand: _Hand, location: str, message: str) -> None:
         self.found.append(MatchDiscrepancy(code, hand.source, hand.number, location, message))
@@ -273,7 +275,8 @@ class _Chain:
         units = list(units) + [None] * (len(end.seats) - len(units))
         changes = None if history.context is None else history.context.seat_changes
         if changes is not None:
-            state, refused = _seat_changes(end, changes)
+            state, refused, unheld = _seat_changes(end, changes)
+            self.notes.extend(f"{hand.source}: {_unheld_note(k, seat)}" for k, seat in unheld)
             if refused is not None:
                 k, exc = refused
                 self.report(
@@ -518,7 +521,7 @@ def _expected_record(
 
 def _seat_changes(
     state: MatchState, changes: Sequence[Action]
-) -> tuple[MatchState, tuple[int, OfcError] | None]:
+) -> tuple[MatchState, tuple[int, OfcError] | None, list[tuple[int, int]]]:
     """The table after a hand's recorded seat changes, each taken as the engine takes it now
     or, where that refuses a stand-up for a Fantasyland owed, as tables of the releases
     before took it (:func:`~ofc.engine.apply_unheld`: another seat's Fantasyland held
@@ -526,21 +529,42 @@ def _seat_changes(
     which release made each change, and during a rolling upgrade both releases serve one
     table: seat 1 leaving on a replica of the release before, then seat 0, owed a
     Fantasyland and alone, on one of this release (which lets it go then, else the table is
-    stuck) is what such a table records. The index and error of the first change refused (the
-    error of this release's rules), or None."""
+    stuck) is what such a table records. Returns the table, the index and error of the first
+    change refused (the error of this release's rules) or None, and the index and seat of
+    each change taken by the rules of the releases before (each is noted: see
+    :func:`_unheld_note`)."""
+    unheld: list[tuple[int, int]] = []
     for k, change in enumerate(changes):
         try:
             state, _ = apply(state, change)
         except FantasylandOwedError as held:
             if not isinstance(change, StandUp):  # the only change a Fantasyland owed holds
-                return state, (k, held)
+                return state, (k, held), unheld
             try:
                 state, _ = apply_unheld(state, change)
             except OfcError:
-                return state, (k, held)
+                return state, (k, held), unheld
+            unheld.append((k, change.seat))
         except OfcError as exc:
-            return state, (k, exc)
-    return state, None
+            return state, (k, exc), unheld
+    return state, None, unheld
+
+
+def _unheld_note(k: int, seat: int) -> str:
+    """What an auditor is told of a seat change only the releases before 2026-12-06 allowed:
+    such a history verifies (it cannot say which release made the change), but a table of
+    this release alone never writes it, and with it a Fantasyland hand owed may go unplayed.
+
+    >>> print(_unheld_note(1, 1))  # doctest: +NORMALIZE_WHITESPACE
+    seat_changes[1]: seat 1 left while a Fantasyland hand was owed at the table, as only
+    releases before 2026-12-06 allowed (a table of those releases, or one that crossed the
+    upgrade, records this; a table of later releases does not)
+    """
+    return (
+        f"seat_changes[{k}]: seat {seat} left while a Fantasyland hand was owed at the table, "
+        "as only releases before 2026-12-06 allowed (a table of those releases, or one that "
+        "crossed the upgrade, records this; a table of later releases does not)"
+    )
 
 
 __all__ = ["MatchReport", "money_at", "verify_match"]
