@@ -184,7 +184,7 @@ else
 end
 
 local ids = {}
-local dropped_last  -- the newest event a hand's trim drops: {id, fields}
+local dropped_last  -- the id of the newest event a hand's trim drops
 if n_events > 0 then
   local length = redis.call('XLEN', events_key)
   for i = 1, n_events do
@@ -238,9 +238,9 @@ if n_events > 0 then
     end
     if log_by_segments then
       local first_kept = starts[math.max(1, #starts - keep + 1)]
-      if first_kept ~= '0' then
-        dropped_last = redis.call('XREVRANGE', events_key, '(' .. first_kept, '-', 'COUNT', 1)[1]
-      end
+      local before = first_kept ~= '0'
+        and redis.call('XREVRANGE', events_key, '(' .. first_kept, '-', 'COUNT', 1)[1]
+      if before then dropped_last = before[1] end
       redis.call('XTRIM', events_key, 'MINID', first_kept)
     end
     fields[#fields + 1] = 'segments'
@@ -270,7 +270,7 @@ if n_events > 0 then
     fields[#fields + 1] = first
     if dropped_last then
       fields[#fields + 1] = 'trimmed'
-      fields[#fields + 1] = dropped_last[1] .. ' ' .. first
+      fields[#fields + 1] = dropped_last .. ' ' .. first
     else
       redis.call('HDEL', state_key, 'trimmed')
     end

@@ -234,10 +234,12 @@ _REPLAYS: Final = (b"replay", b"replayed")
 log = logging.getLogger("ofc.store.redis")
 
 
-# What a load reads of a table's state hash (see _stored_table), and what a wait for events
-# reads after them: the trim mark, and with it (on_table) the rest of a load.
+# What a load reads of a table's state hash (see _stored_table), what a read of events reads
+# beside them (the version and the trim mark, see _check_retained), and what a wait for
+# events reads after them: the trim mark and, with on_table, the rest of a load.
 _TABLE_FIELDS: Final = ("version", "state", "deadline", "last_event", "layout")
-_WAIT_FIELDS: Final = ("version", "events_from", "trimmed", *_TABLE_FIELDS[1:])
+_TRIM_FIELDS: Final = ("version", "events_from", "trimmed")
+_WAIT_FIELDS: Final = (*_TRIM_FIELDS, *_TABLE_FIELDS[1:])
 
 
 def _stored_table(table_id: str, fields: Sequence[Any]) -> StoredTable:
@@ -691,7 +693,7 @@ class RedisTableStore:
         start = "-" if position == (0, 0) else "(" + format_event_id(*position)
         with unavailable():
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hmget(state_key, _WAIT_FIELDS[:3])
+                pipe.hmget(state_key, _TRIM_FIELDS)
                 pipe.xrange(events_key, start, "+", count=limit)
                 (version, events_from, trimmed), entries = await pipe.execute()
         if version is None:
@@ -717,7 +719,7 @@ class RedisTableStore:
         check_at_least(limit, 1, what="limit")
         block_ms = round(timeout_s * 1000) if timeout_s > 0 else None
         with unavailable():
-            fields = _WAIT_FIELDS if on_table else _WAIT_FIELDS[:3]
+            fields = _WAIT_FIELDS if on_table else _TRIM_FIELDS
             block = ("BLOCK", max(1, block_ms)) if block_ms is not None else ()
             bound_s = max(0.0, timeout_s) + _BLOCK_GRACE_S
             if self._direct_blocking is not None:  # one server
