@@ -410,9 +410,15 @@ function verifyMatch(histories, feed = null, options = {}) {
 
 // --- the settlement feed's records ---------------------------------------------------------
 
-// protobuf JSON's 64-bit integers are strings; one past 2^53 (a time) is read as a BigInt,
-// exactly, as lib/json.js reads such a number
-const num = (v) => (typeof v === 'string' && /^-?\d+$/.test(v) ? (Number.isSafeInteger(Number(v)) ? Number(v) : BigInt(v)) : v === undefined ? 0 : v);
+/**
+ * A number of a protobuf JSON record: 64-bit integers come as strings, and one past 2^53 (a
+ * time) is read as a BigInt, exactly, as lib/json.js reads such a number; a zero left out is 0.
+ */
+function num(v) {
+  if (v === undefined) return 0;
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v)) return v;
+  return Number.isSafeInteger(Number(v)) ? Number(v) : BigInt(v);
+}
 
 /**
  * A record in the feed stream's form (`{"format": 1, "settlement_id": ...}`) from a
@@ -466,7 +472,6 @@ function isStreamEnd(data) {
   return keys.length > 0 && keys.every((k) => k === 'error' || k === 'metadata');
 }
 
-/** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
 /**
  * A feed line's JSON as Python's json.loads reads it: numbers with a fraction as Numbers, and
  * integers exactly (a BigInt past 2^53: a settled_at_ms of a clock past 2^53); a line the
@@ -488,6 +493,7 @@ function feedJson(line) {
   return plain(data);
 }
 
+/** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
 function readFeed(text, name) {
   const records = [];
   text.split(/\r?\n/).forEach((line, i) => {
