@@ -83,7 +83,7 @@ STANDARD_ROYALTIES = RoyaltyTable(
     top_pair=_STANDARD_TOP_PAIR,
     top_trips=_STANDARD_TOP_TRIPS,
 )
-# Seed 002's table: a flatter bottom, middle trips 2 and otherwise twice the bottom.
+# A Ukrainian rules page's table: a flatter bottom, middle trips 2 and otherwise twice the bottom.
 UKRAINIAN_ROYALTIES = RoyaltyTable(
     name="ukrainian",
     bottom=_by_category(
@@ -112,7 +112,7 @@ class ScoringScheme:
     ``points = row_value * (won - lost) + majority_value * sign(won - lost)
     + scoop_bonus * (1 if won == 3, -1 if lost == 3)``; a tied row counts for neither.
     1-6: row 1, scoop 3. 1-4: row 1, scoop 1. 2-4: majority 2, scoop 2.
-    Row value 2 (seed 002): row 2, no bonus, so a sweep is 6.
+    Row value 2 (a Ukrainian rules page): row 2, no bonus, so a sweep is 6.
     """
 
     name: str

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +119,31 @@ def test_score_example_1_in_full(capsys: pytest.CaptureFixture[str]) -> None:
             "capped_points": 8, "unit_value": 1, "units": 8,
         }
     ]  # fmt: skip
+
+
+def test_score_the_royalty_tables_the_rules_page_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/rules/pineapple-top-high-card.md: a royalty table is whole, never a patch; the
+    page's full table pays worked example 1 as it says, and its one-line table 6 and -6."""
+    page = (ROOT / "docs" / "rules" / "pineapple-top-high-card.md").read_text(encoding="utf-8")
+    (full,) = (json.loads(b) for b in re.findall(r"```json\n(.*?)```", page, re.S))
+    shown = re.search(r'`(\{"preset": "pineapple", "royalties".*?\}\}\})`', page.replace("\n", " "))
+    assert shown, "the page's one-line royalty table"
+    one_line = json.loads(shown.group(1))
+    example = json.loads((ROOT / "examples" / "worked-example-1.json").read_text())
+    for ruleset, points, royalties in (
+        (full, [8, -8], [{"top": 1, "middle": 0, "bottom": 2, "total": 3},
+                         {"top": 1, "middle": 0, "bottom": 0, "total": 1}]),
+        (one_line, [6, -6], [{"top": 1, "middle": 0, "bottom": 0, "total": 1}] * 2),
+    ):  # fmt: skip
+        path = tmp_path / "hand.json"
+        path.write_text(json.dumps({**example, "ruleset": ruleset}))
+        status, out, err = run(["score", str(path)], capsys)
+        assert (status, err) == (0, "")
+        players = json.loads(out)["players"]
+        assert [p["points"] for p in players] == points
+        assert [p["royalties"] for p in players] == royalties
 
 
 def test_score_reads_stdin_with_overrides_and_fantasyland(

@@ -113,8 +113,9 @@ class RulesService(Protocol):
 
     async def derive_deck(self, request: DeriveDeckRequest, ctx: RequestContext[DeriveDeckRequest, DeriveDeckResponse], /) -> DeriveDeckResponse:
         """
-        Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-        commitment and the 52-card deck, so an auditor can check any hand over the wire.
+        Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+        deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+        auditor can check any hand over the wire.
         Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
@@ -571,8 +572,9 @@ class RulesServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> DeriveDeckResponse:
         """
-        Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-        commitment and the 52-card deck, so an auditor can check any hand over the wire.
+        Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+        deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+        auditor can check any hand over the wire.
         Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
         """
         return await self.execute_unary(
@@ -759,8 +761,9 @@ class RulesServiceSync(Protocol):
 
     def derive_deck(self, request: DeriveDeckRequest, ctx: RequestContext[DeriveDeckRequest, DeriveDeckResponse], /) -> DeriveDeckResponse:
         """
-        Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-        commitment and the 52-card deck, so an auditor can check any hand over the wire.
+        Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+        deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+        auditor can check any hand over the wire.
         Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
@@ -1215,8 +1218,9 @@ class RulesServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> DeriveDeckResponse:
         """
-        Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-        commitment and the 52-card deck, so an auditor can check any hand over the wire.
+        Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+        deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+        auditor can check any hand over the wire.
         Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
         """
         return self.execute_unary(

@@ -184,8 +184,9 @@ class RulesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeriveDeck(self, request, context):
-        """Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-        commitment and the 52-card deck, so an auditor can check any hand over the wire.
+        """Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+        deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+        auditor can check any hand over the wire.
         Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

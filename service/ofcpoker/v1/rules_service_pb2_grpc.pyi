@@ -80,8 +80,9 @@ class RulesServiceStub:
     range), INVALID_CARD, DUPLICATE_CARD, UNKNOWN_RULESET, INVALID_RULESET.
     """
     DeriveDeck: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.DeriveDeckRequest, _rules_service_pb2.DeriveDeckResponse]
-    """Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-    commitment and the 52-card deck, so an auditor can check any hand over the wire.
+    """Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+    deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+    auditor can check any hand over the wire.
     Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
     """
     VerifyCommitment: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.VerifyCommitmentRequest, _rules_service_pb2.VerifyCommitmentResponse]
@@ -164,8 +165,9 @@ class RulesServiceAsyncStub(RulesServiceStub):
     range), INVALID_CARD, DUPLICATE_CARD, UNKNOWN_RULESET, INVALID_RULESET.
     """
     DeriveDeck: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.DeriveDeckRequest, _rules_service_pb2.DeriveDeckResponse]  # type: ignore[assignment]
-    """Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-    commitment and the 52-card deck, so an auditor can check any hand over the wire.
+    """Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+    deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+    auditor can check any hand over the wire.
     Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
     """
     VerifyCommitment: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.VerifyCommitmentRequest, _rules_service_pb2.VerifyCommitmentResponse]  # type: ignore[assignment]
@@ -299,8 +301,9 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _rules_service_pb2.DeriveDeckRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_rules_service_pb2.DeriveDeckResponse, _abc.Awaitable[_rules_service_pb2.DeriveDeckResponse]]:
-        """Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-        commitment and the 52-card deck, so an auditor can check any hand over the wire.
+        """Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+        deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+        auditor can check any hand over the wire.
         Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
         """
 

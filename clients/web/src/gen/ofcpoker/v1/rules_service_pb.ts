@@ -1216,8 +1216,9 @@ export const RulesService: GenService<{
     output: typeof SolveFantasylandResponseSchema;
   },
   /**
-   * Re-derive a deal with ofc-shuffle-v1 from (server seed, client seed, nonce): the
-   * commitment and the 52-card deck, so an auditor can check any hand over the wire.
+   * Re-derive a deal from (server seed, client seed, nonce, jokers): the commitment and the
+   * deck (ofc-shuffle-v1's 52 cards, or ofc-shuffle-v2's 53 or 54 with jokers), so an
+   * auditor can check any hand over the wire.
    * Errors: INVALID_SEED (server seed not 32 bytes / 64 hex digits), INVALID_INPUT.
    *
    * @generated from rpc ofcpoker.v1.RulesService.DeriveDeck
