@@ -98,7 +98,7 @@ def test_the_agreed_ruleset(stub: RulesServiceStub) -> None:
     assert not response.ok
     assert (response.discrepancy.code, response.discrepancy.location) == (
         "RULESET_MISMATCH",
-        "initial_state.ruleset.name",
+        "initial_state.ruleset.loss_cap",
     )
 
 

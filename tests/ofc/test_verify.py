@@ -408,7 +408,13 @@ def test_the_agreed_ruleset_may_be_a_house_variant() -> None:
     history = play_history(house, 2)
     assert verify_history(history, expected_ruleset=house) is None
     found = verify_history(history, expected_ruleset=get_ruleset("pineapple"))
-    assert _code_at(found) == (Code.RULESET_MISMATCH, "initial_state.ruleset.name")
+    # the parameter that differs, not the name that says only that one does
+    assert _code_at(found) == (Code.RULESET_MISMATCH, "initial_state.ruleset.loss_cap")
+    named = resolve_ruleset({"preset": "pineapple", "loss_cap": 30, "name": "house"})
+    assert _code_at(verify_history(history, expected_ruleset=named)) == (
+        Code.RULESET_MISMATCH,
+        "initial_state.ruleset.name",
+    )
 
 
 # --- malformed histories --------------------------------------------------------------------
@@ -624,7 +630,9 @@ def test_cli_expected_ruleset(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert _run(capsys, path, "--expect-ruleset", "pineapple") == (0, "OK\n", "")
     house = '{"preset": "pineapple", "loss_cap": 9}'
     status, out, _ = _run(capsys, path, "--expect-ruleset", house)
-    assert status == 1 and out.startswith("RULESET_MISMATCH at initial_state.ruleset.name: ")
+    assert status == 1 and out.startswith(
+        "RULESET_MISMATCH at initial_state.ruleset.loss_cap: recorded None, expected 9"
+    )
     status, out, err = _run(capsys, path, "--expect-ruleset", "nope")
     assert (status, out) == (2, "") and err.startswith("error: UNKNOWN_RULESET")
     status, out, err = _run(capsys, path, "--expect-ruleset", "{nope")

@@ -113,7 +113,7 @@ def verify_history(history: Any, *, expected_ruleset: Ruleset | None = None) -> 
 
     >>> from ofc.rulesets import get_ruleset
     >>> print(verify_history(example_history(), expected_ruleset=get_ruleset("turbo")))
-    RULESET_MISMATCH at initial_state.ruleset.name: recorded 'classic', expected 'turbo'
+    RULESET_MISMATCH at initial_state.ruleset.streets[1][0]: recorded 1, expected 4
     >>> print(verify_history([]))
     MALFORMED_HISTORY: a hand history is a JSON object, not a list
     """
