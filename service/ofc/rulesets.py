@@ -126,6 +126,17 @@ class ScoringScheme:
         scoop = (won == 3) - (lost == 3)
         return self.row_value * diff + self.majority_value * sign + self.scoop_bonus * scoop
 
+    def __post_init__(self) -> None:
+        # Negative values would pay the loser of a row (and the contract's fields are
+        # unsigned: a scheme the service could not be given).
+        for attr in ("row_value", "scoop_bonus", "majority_value"):
+            value = getattr(self, attr)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidRulesetError(
+                    f"scoring {attr} must be a non-negative integer, not {value!r}",
+                    field=f"scoring.{attr}",
+                )
+
 
 SCORING_SCHEMES = {
     s.name: s
@@ -448,6 +459,12 @@ def _validate(r: Ruleset) -> None:
         raise bad("unit_value must be at least 1", "unit_value")
     if r.loss_cap is not None and r.loss_cap < 1:
         raise bad("loss_cap must be at least 1 when set", "loss_cap")
+    if r.stay_min_row_royalty is not None and r.stay_min_row_royalty < 1:
+        # 0 would keep every legal board in Fantasyland, where the contract's 0 means off
+        raise bad(
+            "stay_min_row_royalty must be at least 1 when set (null: no such rule)",
+            "stay_min_row_royalty",
+        )
     for e in r.fantasyland_entry:
         if not BOARD_SIZE <= e.cards <= 17:
             raise bad("Fantasyland hands have 13..17 cards", "fantasyland_entry")

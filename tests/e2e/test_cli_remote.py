@@ -83,6 +83,24 @@ def test_score_jsonl_remote_equals_local_including_errors(
     assert remote[3]["error"]["field"] == "players[1].board.top"  # type: ignore[index]
 
 
+@pytest.mark.parametrize(
+    "option", ["stay_min_row_royalty", "loss_cap", "max_consecutive_fantasylands"]
+)
+def test_a_limit_of_0_is_refused_locally_and_remotely_alike(
+    option: str, server: BackgroundServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """0 written out is no limit in the contract but not in the JSON form (null is): a stay
+    threshold of 0 kept every legal board in Fantasyland locally and none on a server."""
+    hand = json.loads(EXAMPLE.read_text())
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps({**hand, "ruleset": {"preset": "classic", option: 0}}))
+    local = run(["score", str(path)], capsys)
+    remote = run(["score", "--server", server.address, str(path)], capsys)
+    for status, out, err in (local, remote):
+        assert (status, out) == (2, "")
+        assert err.startswith("error: INVALID_RULESET") and "at least 1" in err, err
+
+
 def test_score_remote_bad_input_exits_2_with_reason_and_field(
     server: BackgroundServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

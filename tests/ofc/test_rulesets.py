@@ -403,6 +403,11 @@ INVALID_TABLE: list[tuple[Spec, type[Exception], str, str]] = [
     (FL_18, IR, "fantasyland_entry", "13..17"),
     (FL_NO_RANK, IR, "ruleset.fantasyland_entry", "min_rank"),
     ({"max_consecutive_fantasylands": 0}, IR, "max_consecutive_fantasylands", "at least 1"),
+    ({"stay_min_row_royalty": 0}, IR, "stay_min_row_royalty", "at least 1"),
+    ({"stay_min_row_royalty": -5}, IR, "stay_min_row_royalty", "at least 1"),
+    ({"scoring": {"row_value": -1, "scoop_bonus": 3}}, IR, "scoring.row_value", "non-negative"),
+    ({"scoring": {"row_value": 1, "scoop_bonus": -3}}, IR, "scoring.scoop_bonus", "non-negative"),
+    ({"scoring": {"majority_value": -2}}, IR, "scoring.majority_value", "non-negative"),
     ({"stay_conditions": [{"row": "left"}]}, IR, "ruleset.stay_conditions", "'left'"),
 ]  # fmt: skip
 

@@ -178,12 +178,16 @@ function scoring(raw) {
   const known = named(SCORING_SCHEMES, raw, 'schemes');
   if (known) return known;
   const obj = mapping(raw);
-  return {
+  const scheme = {
     name: str(orElse(obj, 'name', 'custom')),
     row_value: int(orElse(obj, 'row_value', 0)),
     scoop_bonus: int(orElse(obj, 'scoop_bonus', 0)),
     majority_value: int(orElse(obj, 'majority_value', 0)),
   };
+  for (const attr of ['row_value', 'scoop_bonus', 'majority_value']) {
+    if (scheme[attr] < 0) throw ofcError('INVALID_RULESET', `scoring ${attr} must be a non-negative integer, not ${scheme[attr]}`, `scoring.${attr}`);
+  }
+  return scheme;
 }
 function list(raw) {
   if (!Array.isArray(raw)) throw bad('expected a list');
@@ -242,6 +246,9 @@ function validate(r) {
   }
   if (r.unit_value < 1) fail('unit_value must be at least 1', 'unit_value');
   if (r.loss_cap !== null && r.loss_cap < 1) fail('loss_cap must be at least 1 when set', 'loss_cap');
+  if (r.stay_min_row_royalty !== null && r.stay_min_row_royalty < 1) {
+    fail('stay_min_row_royalty must be at least 1 when set (null: no such rule)', 'stay_min_row_royalty');
+  }
   if (r.fantasyland_entry.some((e) => e.cards < BOARD_SIZE || e.cards > 17)) fail('Fantasyland hands have 13..17 cards', 'fantasyland_entry');
   if (r.stay_cards < BOARD_SIZE || r.stay_cards > 17) fail('Fantasyland hands have 13..17 cards', 'stay_cards');
   if (r.max_consecutive_fantasylands !== null && r.max_consecutive_fantasylands < 1) {

@@ -125,3 +125,16 @@ test('format 4: Fantasyland tiers keep their size, a stay condition has a rank, 
   assert.deepEqual(assess(board('As Kd Qc / 3h 3d 5s 5c 7d / Ts Js 9s Ks 2s'), highCard, 0, 0).royalties, [1, 0, 4]);
   assert.deepEqual(assess(board('As Kd Qc / 3h 3d 5s 5c 7d / Ts Js 9s Ks 2s'), PRESETS.pineapple, 0, 0).royalties, [0, 0, 4]);
 });
+
+test('a ruleset refuses what would pay backwards or keep every board in Fantasyland, as Python does', () => {
+  for (const [spec, field] of [
+    [{ stay_min_row_royalty: 0 }, 'stay_min_row_royalty'],
+    [{ stay_min_row_royalty: -5 }, 'stay_min_row_royalty'],
+    [{ scoring: { row_value: -1, scoop_bonus: 3 } }, 'scoring.row_value'],
+    [{ scoring: { row_value: 1, scoop_bonus: -3 } }, 'scoring.scoop_bonus'],
+    [{ scoring: { majority_value: -2 } }, 'scoring.majority_value'],
+  ]) {
+    assert.throws(() => resolveRuleset(spec), (error) => error.reason === 'INVALID_RULESET' && error.field === field, JSON.stringify(spec));
+  }
+  assert.equal(resolveRuleset({ stay_min_row_royalty: 1 }).stay_min_row_royalty, 1);
+});

@@ -108,7 +108,13 @@ def ruleset_spec(ruleset: RulesetLike) -> ruleset_pb2.RulesetSpec | None:
 
 
 def _optional_int(raw: Any) -> int:
-    return 0 if raw is None else int(_integer(raw))
+    """An optional limit (``loss_cap``, ``stay_min_row_royalty``, ...): null is none, as the
+    contract's 0 is; a 0 written out is refused, as a local run refuses it."""
+    if raw is None:
+        return 0
+    if _integer(raw) < 1:
+        raise ValueError("must be at least 1 when set (null: none)")
+    return int(raw)
 
 
 def _integer(raw: Any) -> int:
