@@ -157,6 +157,17 @@ class Authenticator:
             return True
         raise UnauthenticatedError("invalid API key")
 
+    def is_operator_at(
+        self, creds: Credentials, seat_hashes: dict[int, str], table_id: str
+    ) -> bool:
+        """:meth:`is_operator` on a call about table ``table_id``: a seat token sent beside a
+        valid key must hold there too (:meth:`seat_of`), since credentials presented are
+        checked, never ignored; the key still decides what the call may do."""
+        if not self.is_operator(creds):
+            return False
+        self.seat_of(creds, seat_hashes, table_id)
+        return True
+
     def authenticate(self, creds: Credentials) -> None:
         """What is checked of every mutating request before anything else, its retries
         included: an API key presented must be one this server accepts now (a key taken out
@@ -219,7 +230,7 @@ class Authenticator:
         self, creds: Credentials, seat: int, seat_hashes: dict[int, str], table_id: str
     ) -> None:
         """Raise unless the caller is an operator or holds this seat's token."""
-        if self.is_operator(creds):
+        if self.is_operator_at(creds, seat_hashes, table_id):
             return
         own = self.seat_of(creds, seat_hashes, table_id)
         if own is None:

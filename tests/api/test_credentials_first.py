@@ -217,3 +217,45 @@ def test_a_server_without_keys_refuses_a_key_on_the_calls_about_no_table() -> No
         acknowledge(WRONG_KEY)
     assert (caught.value.code, caught.value.reason) == refused
     assert acknowledge(()) is not None
+
+
+def test_a_seat_token_sent_beside_an_operator_key_must_hold_too() -> None:
+    """The key decides what a call may do, but a seat token sent with it is checked all the
+    same (credentials presented are checked, never ignored): a left seat's or made-up token
+    is UNAUTHENTICATED, another table's PERMISSION_DENIED, on reads, joins and moves alike,
+    and nothing changes; with a token that holds, the key acts as it would alone."""
+    service = Service()
+    table_id, tokens = _table(service)
+    _, other_tokens = _table(service, "other")
+    version = _play_out(service, table_id)
+    left = pb.LeaveSeatRequest(table_id=table_id, seat=0, expected_version=version,
+                               request_id="bye")  # fmt: skip
+    service.call("LeaveSeat", left, seat_md(tokens[0]))
+    version += 1
+    refused = grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
+    denied = grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"
+    calls = [
+        ("GetTable", pb.GetTableRequest(table_id=table_id, as_seat=1)),
+        ("ListHands", pb.ListHandsRequest(table_id=table_id)),
+        ("GetHandHistory", pb.GetHandHistoryRequest(table_id=table_id, hand_number=1)),
+        ("JoinSeat", pb.JoinSeatRequest(table_id=table_id, seat=0, player_id="mallory",
+                                        expected_version=version, request_id="op-j")),
+        ("StartHand", pb.StartHandRequest(table_id=table_id, expected_version=version,
+                                          request_id="op-s")),
+        ("LeaveSeat", pb.LeaveSeatRequest(table_id=table_id, seat=1, expected_version=version,
+                                          request_id="op-l")),
+    ]  # fmt: skip
+    for token, expected in (
+        (tokens[0], refused),  # its seat was left
+        (f"st_{table_id}.{'A' * 32}", refused),  # made up, naming this table
+        ("st_garbage", refused),  # of no shape ever issued
+        (other_tokens[0], denied),
+    ):
+        for method, request in calls:
+            credentials = (*OPERATOR, *seat_md(token))
+            assert service.refused(method, request, credentials) == expected, (method, token)
+    assert _version(service, table_id) == version  # nothing changed
+    holds = (*OPERATOR, *seat_md(tokens[1]))
+    assert service.call("GetTable", calls[0][1], holds).table.viewer_seat == 1
+    joined = service.call("JoinSeat", calls[3][1], holds)
+    assert joined.table.version == version + 1 and joined.seat_token

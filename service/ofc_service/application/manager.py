@@ -303,7 +303,7 @@ class TableManager:
     def viewer(self, creds: Credentials, record: TableRecord, as_seat: int | None) -> int | None:
         """The seat whose view the caller gets: the seat token's, or ``as_seat`` for an
         operator (None: a spectator's view)."""
-        if self.auth.is_operator(creds):
+        if self.auth.is_operator_at(creds, record.token_hashes, record.table_id):
             if as_seat is not None and not 0 <= as_seat < len(record.match.seats):
                 raise UnknownSeatError(f"no seat {as_seat} at this table", field="as_seat")
             return as_seat
@@ -488,7 +488,7 @@ class TableManager:
             self.viewer(creds, record, None)  # that hold, if any are sent
             return seat
         if isinstance(command, StartHand):
-            if self.auth.is_operator(creds):
+            if self.auth.is_operator_at(creds, record.token_hashes, record.table_id):
                 return None
             actor = self.auth.seat_of(creds, record.token_hashes, record.table_id)
             if actor is None:  # no credentials at all
