@@ -55,6 +55,22 @@ def _play_out(service: Service, table_id: str) -> int:
     return asyncio.run(play())
 
 
+REFUSED = grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
+DENIED = grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"
+
+
+def _seat_0_left(service: Service) -> tuple[str, list[str], str, list[str], int]:
+    """A table whose first hand was played out and whose seat 0 was then left, another
+    table's tokens beside it: (table id, its tokens, the other's id, its tokens, version)."""
+    table_id, tokens = _table(service)
+    other_id, other_tokens = _table(service, "other")
+    version = _play_out(service, table_id)
+    left = pb.LeaveSeatRequest(table_id=table_id, seat=0, expected_version=version,
+                               request_id="bye")  # fmt: skip
+    service.call("LeaveSeat", left, seat_md(tokens[0]))
+    return table_id, tokens, other_id, other_tokens, version + 1
+
+
 def _version(service: Service, table_id: str) -> int:
     view = service.call("GetTable", pb.GetTableRequest(table_id=table_id), OPERATOR)
     return int(view.table.version)
@@ -164,22 +180,14 @@ def test_a_join_refuses_credentials_that_do_not_hold_and_changes_nothing() -> No
     a left seat's token, a made-up one or a wrong key gets nothing (no seat, no token, no
     request record), another table's token is PERMISSION_DENIED."""
     service = Service()
-    table_id, tokens = _table(service)
-    other_id, other_tokens = _table(service, "other")
-    version = _play_out(service, table_id)
-    left = pb.LeaveSeatRequest(table_id=table_id, seat=0, expected_version=version,
-                               request_id="bye")  # fmt: skip
-    service.call("LeaveSeat", left, seat_md(tokens[0]))
-    version += 1
-    refused = grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
-    denied = grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"
+    table_id, tokens, other_id, other_tokens, version = _seat_0_left(service)
     for n, (credentials, expected) in enumerate(
         [
-            (seat_md(tokens[0]), refused),  # its seat was left
-            (seat_md(f"st_{table_id}.{'A' * 32}"), refused),  # made up, naming this table
-            (seat_md("st_garbage"), refused),  # of no shape ever issued
-            (WRONG_KEY, refused),
-            (seat_md(other_tokens[0]), denied),
+            (seat_md(tokens[0]), REFUSED),  # its seat was left
+            (seat_md(f"st_{table_id}.{'A' * 32}"), REFUSED),  # made up, naming this table
+            (seat_md("st_garbage"), REFUSED),  # of no shape ever issued
+            (WRONG_KEY, REFUSED),
+            (seat_md(other_tokens[0]), DENIED),
         ]
     ):
         for seat, stale in ((0, False), (0, True), (9, False)):  # credentials come first
@@ -225,15 +233,7 @@ def test_a_seat_token_sent_beside_an_operator_key_must_hold_too() -> None:
     is UNAUTHENTICATED, another table's PERMISSION_DENIED, on reads, joins and moves alike,
     and nothing changes; with a token that holds, the key acts as it would alone."""
     service = Service()
-    table_id, tokens = _table(service)
-    _, other_tokens = _table(service, "other")
-    version = _play_out(service, table_id)
-    left = pb.LeaveSeatRequest(table_id=table_id, seat=0, expected_version=version,
-                               request_id="bye")  # fmt: skip
-    service.call("LeaveSeat", left, seat_md(tokens[0]))
-    version += 1
-    refused = grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"
-    denied = grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"
+    table_id, tokens, _, other_tokens, version = _seat_0_left(service)
     calls = [
         ("GetTable", pb.GetTableRequest(table_id=table_id, as_seat=1)),
         ("ListHands", pb.ListHandsRequest(table_id=table_id)),
@@ -246,10 +246,10 @@ def test_a_seat_token_sent_beside_an_operator_key_must_hold_too() -> None:
                                           request_id="op-l")),
     ]  # fmt: skip
     for token, expected in (
-        (tokens[0], refused),  # its seat was left
-        (f"st_{table_id}.{'A' * 32}", refused),  # made up, naming this table
-        ("st_garbage", refused),  # of no shape ever issued
-        (other_tokens[0], denied),
+        (tokens[0], REFUSED),  # its seat was left
+        (f"st_{table_id}.{'A' * 32}", REFUSED),  # made up, naming this table
+        ("st_garbage", REFUSED),  # of no shape ever issued
+        (other_tokens[0], DENIED),
     ):
         for method, request in calls:
             credentials = (*OPERATOR, *seat_md(token))
