@@ -8,6 +8,7 @@ with bash (``set -euo pipefail``), ``localhost:8080`` pointed at the test server
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -38,19 +39,25 @@ def test_the_block_is_curl_only() -> None:
     block = readme_curl_block()
     assert "localhost:8080" in block and "grpcurl" not in block
     commands = {line.split()[0] for line in block.splitlines() if line and line[0] not in "# "}
-    assert commands <= {"curl", "TABLE=$(curl", "TOKEN=$(curl", 'WATCH=\'{"tableId":', "printf"}
+    assert commands <= {
+        "curl", "TABLE=$(curl", "JOIN=${JOIN:-$(od", "TOKEN=$(curl", 'WATCH=\'{"tableId":', "printf"
+    }  # fmt: skip
 
 
 def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None:
     for tool in ("bash", "curl", "jq", "perl"):
         assert shutil.which(tool), f"{tool} is needed to run the README's lines"
     host = make_run_service.http.removeprefix("http://")
-    script = readme_curl_block().replace("localhost:8080", host)
+    # the join's request id the lines drew, told on stderr to run them again as retries
+    script = readme_curl_block().replace("localhost:8080", host) + 'echo "JOIN=$JOIN" >&2\n'
+    environment = {k: v for k, v in os.environ.items() if k != "JOIN"}
     got = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True, text=True, timeout=60, check=False, env=environment,
     )  # fmt: skip
     assert got.returncode == 0, got.stdout + got.stderr
+    join = re.findall(r"^JOIN=([0-9a-f]{32})$", got.stderr, re.M)
+    assert len(join) == 1, got.stderr  # 128 random bits
     out = got.stdout
     # Worked example 1: ann +8 (with a straight's 2 royalty), bob -8.
     assert re.search(r'"playerId": "ann",.*?"points": 8,', out, re.S)
@@ -61,11 +68,14 @@ def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None
     assert out.rstrip().endswith(
         '{"error": {"code": "deadline_exceeded", "message": "Request timed out"}}'
     )
-    # Run again: the request ids make every call a retry, answered as the first time.
+    # Run again with JOIN kept: the request ids make every call a retry, answered as the
+    # first time (ann's seat token included, so her watch opens again).
     again = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
         capture_output=True, text=True, timeout=60, check=False,
+        env={**environment, "JOIN": join[0]},
     )  # fmt: skip
+    assert '"viewerSeat":0' in again.stdout[again.stdout.index('{"snapshot"') :]
     assert again.returncode == 0, again.stdout + again.stderr
     table_ids = set(re.findall(r'"tableId": ?"([^"]+)"', out + again.stdout))
     assert len(table_ids) == 1
