@@ -540,6 +540,40 @@ def test_bad_requests_get_client_errors_and_change_nothing(small: Seated) -> Non
     assert not wrong, "\n".join(map(str, wrong))
 
 
+@pytest.mark.parametrize("kind", ["connect-json", "connect-proto", "grpc-web"])
+def test_an_oversized_body_over_http1_is_answered_not_cut_off(small: Seated, kind: str) -> None:
+    """A body far over the limit, and over what the kernel buffers, over HTTP/1.1: the call
+    is refused (MESSAGE_TOO_LARGE) before the body is read, and its answer reaches a client
+    that sends the whole body before it reads (curl, http.client, connect-node). The server
+    used to close the connection at once, unread data and all: the client's send then
+    failed (EPIPE, a reset) before it could read the answer, on about half the calls."""
+    t = small
+    version = t.version()
+    request = pb.PlaceCardsRequest(table_id=t.table_id, request_id="x" * (512 * LIMIT))
+    body = request.SerializeToString()  # 8 MiB
+    headers = {
+        "connect-json": {"content-type": "application/json"},
+        "connect-proto": {"content-type": "application/proto"},
+        "grpc-web": {"content-type": "application/grpc-web+proto", "x-grpc-web": "1"},
+    }
+    if kind == "connect-json":
+        body = json.dumps(json_format.MessageToDict(request)).encode()
+    elif kind == "grpc-web":
+        body = envelope(body)
+    expected = (200 if kind == "grpc-web" else 429, "RESOURCE_EXHAUSTED", "MESSAGE_TOO_LARGE")
+    for _ in range(4):
+        got = outcome(
+            *raw_post(
+                t.http_url,
+                f"{TABLE_SERVICE}/PlaceCards",
+                body,
+                {**headers[kind], "x-ofc-seat-token": t.tokens[0]},
+            )
+        )
+        assert got == expected
+    assert t.version() == version
+
+
 def h2c_post(url: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[str, str]:
     """One gRPC call over HTTP/2 without TLS (prior knowledge), these exact bytes as its
     body: (the gRPC code name, the ErrorInfo reason or "")."""

@@ -169,6 +169,8 @@ class HttpApp:
             return
         if scope["type"] != "http":
             return
+        if scope.get("http_version", "1.1").startswith("1"):
+            receive, send = _reading_the_rest_first(receive, send)
         path: str = scope["path"]
         raw_path = scope.get("raw_path")
         if raw_path is not None and raw_path != path.encode():
@@ -341,6 +343,45 @@ async def _grpc_needs_http2(send: Send) -> None:
         (b"grpc-message", message),
     ]})  # fmt: skip
     await send({"type": "http.response.body", "body": b""})
+
+
+DRAIN_BYTES_MAX = 64 << 20
+"""The most of an unread request body read and dropped before the end of its answer goes
+over HTTP/1.1 (:func:`_reading_the_rest_first`); past it the connection is closed unread."""
+DRAIN_IDLE_S = 1.0
+"""...and how long each next part of it may take to come."""
+
+
+def _reading_the_rest_first(receive: Receive, send: Send) -> tuple[Receive, Send]:
+    """``receive`` and ``send`` over HTTP/1.1, where the end of an answer waits until the
+    rest of the request body is read and dropped (up to :data:`DRAIN_BYTES_MAX`, while it
+    keeps coming). Hypercorn closes a connection whose request was not read to its end as
+    soon as the answer ends, and a client still sending the body (a call refused before it
+    was read, such as MESSAGE_TOO_LARGE) then fails its send (EPIPE, a reset) before it
+    reads the answer; curl, http.client and connect-node all send the whole body first."""
+    done = False
+
+    async def tracked() -> dict[str, Any]:
+        nonlocal done
+        message = await receive()
+        done = done or message["type"] != "http.request" or not message.get("more_body", False)
+        return message
+
+    async def answered(message: dict[str, Any]) -> None:
+        nonlocal done
+        last = message["type"] == "http.response.body" and not message.get("more_body", False)
+        dropped = 0
+        while last and not done and dropped <= DRAIN_BYTES_MAX:
+            try:
+                async with asyncio.timeout(DRAIN_IDLE_S):
+                    part = await receive()
+            except TimeoutError:  # the client stopped sending: it is reading, or gone
+                break
+            dropped += len(part.get("body", b""))
+            done = part["type"] != "http.request" or not part.get("more_body", False)
+        await send(message)
+
+    return tracked, answered
 
 
 def _body_in_time(receive: Receive, seconds: float) -> Receive:
