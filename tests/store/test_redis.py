@@ -253,6 +253,48 @@ async def test_a_server_refusing_writes_is_unavailable_and_nothing_is_applied(
         server.stop()
 
 
+async def test_a_blocking_read_redis_ends_is_unavailable() -> None:
+    """Redis ends a blocking read with ``UNBLOCKED`` rather than answering it: a
+    Subscribe's XREADGROUP when a failover demotes its master (on a cluster, a Watch's XREAD
+    too), any of them on ``CLIENT UNBLOCK ... ERROR``. That is UNAVAILABLE, so that clients
+    read again (from the new master); it was INTERNAL, and clients gave up."""
+    server = RedisServer()
+    store = RedisTableStore.from_url(server.url)
+    feed = RedisSettlementFeed.from_url(server.url)
+    admin = Redis.from_url(server.url)
+
+    async def blocked() -> list[str]:  # the ids of the clients blocked (flag b) in a read
+        for _ in range(500):
+            found = [c["id"] for c in await admin.client_list() if "b" in c["flags"]]
+            if found:
+                return found
+            await asyncio.sleep(0.01)
+        raise AssertionError("the read never blocked")
+
+    async def unavailable(read: Awaitable[object]) -> None:
+        with pytest.raises(StoreUnavailableError, match="ended a blocking read") as caught:
+            await asyncio.wait_for(read, 10)
+        assert caught.value.reason == "STORE_UNAVAILABLE"
+
+    try:
+        await store.create_table("t", b"v1", events=[b"e1"])
+        newest = (await store.read_events("t", after="0"))[-1].event_id
+        watch = asyncio.create_task(store.wait_events("t", after=newest, timeout_s=20))
+        (reader,) = await blocked()
+        await admin.execute_command("CLIENT", "UNBLOCK", reader, "ERROR")  # type: ignore[no-untyped-call]
+        await unavailable(watch)
+        assert await feed.read_new("ledger", "c") == []  # the group, before the read blocks
+        subscribe = asyncio.create_task(feed.read_new("ledger", "c", block_s=20))
+        await blocked()
+        await admin.execute_command("REPLICAOF", "127.0.0.1", "1")  # type: ignore[no-untyped-call]
+        await unavailable(subscribe)
+    finally:
+        await admin.aclose()
+        await feed.close()
+        await store.close()
+        server.stop()
+
+
 async def test_killed_connections_leave_tables_consistent(redis_backend: Backend) -> None:
     """Connections are killed under load; callers retry with the same request id, as the
     contract allows. Every table's state, version and events agree afterwards, and no

@@ -49,6 +49,15 @@ from redis import exceptions as redis_errors
             "redis refuses writes",
         ),
         (redis_errors.MasterDownError("MASTERDOWN Link with MASTER is down"), "redis unavailable"),
+        # a blocking read of a master a failover demoted (XREAD of a Watch, XREADGROUP of the
+        # settlement feed's Subscribe): read again, from the new master
+        (
+            redis_errors.ResponseError(
+                "UNBLOCKED force unblock from blocking operation, instance state changed "
+                "(master -> replica?)"
+            ),
+            "redis ended a blocking read",
+        ),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "",
 )

@@ -609,7 +609,8 @@ def unavailable() -> Iterator[None]:
     """Connection errors and timeouts as :class:`StoreUnavailableError` (UNAVAILABLE); on a
     cluster also a slot with no reachable master (during a failover) and a slot still moving
     when the client's redirections ran out (``TRYAGAIN`` or ``ASK`` past redis-py's request
-    TTL, a ``ClusterError``), after the retries.
+    TTL, a ``ClusterError``), after the retries; a Redis refusing writes (full, or a replica
+    now); a blocking read Redis ended (``UNBLOCKED``: its master demoted by a failover).
 
     A cancellation the client swallowed (redis-py's reads on Python 3.11 do, about once in a
     few hundred cancelled reads: the call then returns as if nothing happened) is raised
@@ -644,6 +645,12 @@ def unavailable() -> Iterator[None]:
         # Up, answering reads, refusing writes (a script is refused before its first write,
         # so nothing of it is applied): the call may be retried once Redis takes writes.
         raise StoreUnavailableError(f"redis refuses writes: {error}") from error
+    except redis_errors.ResponseError as error:
+        # A blocking read (XREAD, XREADGROUP) ended by Redis, not answered: its master was
+        # demoted (a failover), or it was unblocked by CLIENT UNBLOCK; read again.
+        if not str(error).startswith("UNBLOCKED"):
+            raise
+        raise StoreUnavailableError(f"redis ended a blocking read: {error}") from error
     except (AttributeError, TypeError) as error:
         if not _torn_down_connection(error):
             raise  # ours: a bug, not an outage
