@@ -37,6 +37,9 @@ class CountingReads:
         self.reads += 1
         return await self.store.read_events(table_id, **kwargs)
 
+    async def confirm(self, table_id: str) -> None:
+        await self.store.confirm(table_id)
+
 
 async def collect(stream: AsyncGenerator[list[StoredEvent], None], count: int) -> list[bytes]:
     """The payloads of ``stream``'s batches until at least ``count`` events came."""

@@ -500,7 +500,7 @@ class TableHandlers:
     async def GetTable(
         self, request: pb.GetTableRequest, creds: auth.Credentials
     ) -> pb.GetTableResponse:
-        record, version, last = await self.manager.load(parse.table_id(request.table_id))
+        record, version, last = await self.manager.shown(parse.table_id(request.table_id))
         as_seat = request.as_seat if request.HasField("as_seat") else None
         viewer = self.manager.viewer(creds, record, as_seat)
         return pb.GetTableResponse(table=table_view(record, version, viewer, last_event_id=last))
@@ -631,7 +631,7 @@ class TableHandlers:
         if resume:
             parse.event_id(resume, "after_event_id")
         as_seat = request.as_seat if request.HasField("as_seat") else None
-        record, version, last = await self.manager.load(table_id)
+        record, version, last = await self.manager.shown(table_id)
         audience = _Audience(self.manager, table_id, creds, as_seat, record)
         if resume:
             if store.parse_event_id(resume) > store.parse_event_id(last or "0"):

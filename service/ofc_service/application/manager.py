@@ -213,6 +213,13 @@ class TableManager:
         record = await self._decoded(stored)
         return record, stored.version, stored.last_event_id
 
+    async def shown(self, table_id: str) -> tuple[TableRecord, int, str]:
+        """:meth:`load` for a caller to be shown the table: confirmed as a commit is before
+        it is acknowledged (:meth:`~ofc_service.store.base.TableStore.confirm`)."""
+        loaded = await self.load(table_id)
+        await self.store.confirm(table_id)
+        return loaded
+
     async def _decoded(self, stored: StoredTable) -> TableRecord:
         """:meth:`decode` of a table as loaded, its money restored when its record did not
         keep it (:meth:`_with_money`)."""
@@ -321,6 +328,7 @@ class TableManager:
         """A finished hand's history (:class:`HandNotFoundError` when it is not stored)."""
         await self.reader(table_id, creds)
         raw = await self.store.get_extra(table_id, f"{HAND_PREFIX}:{number}")
+        await self.store.confirm(table_id)  # a history shows the hand's server seed
         if raw is None:
             raise HandNotFoundError(
                 f"hand {number} of table {table_id!r} is not over (or never started)",
@@ -332,10 +340,13 @@ class TableManager:
         """Finished hands from number ``start`` on, ascending, up to ``count``."""
         await self.reader(table_id, creds)
         page = await self.store.list_extra(table_id, HAND_PREFIX, start=start, count=count)
+        await self.store.confirm(table_id)
         return HandPage(tuple(_stored_hand(n, raw) for n, raw in page.items), page.next_start)
 
     async def read_events(self, table_id: str, *, after: str) -> list[StoredEvent]:
-        return await self.store.read_events(table_id, after=after)
+        events = await self.store.read_events(table_id, after=after)
+        await self.store.confirm(table_id)
+        return events
 
     def follow(
         self, table_id: str, cursor: str, *, newest: str
@@ -724,6 +735,7 @@ class TableManager:
             return await self._as_table_is(request, command, creds, error)
         if prior is None:
             raise error
+        await self.store.confirm(table_id)  # the commit that recorded it, by any replica
         return prior
 
     async def _as_table_is(
@@ -738,7 +750,7 @@ class TableManager:
         is raised)."""
         if isinstance(command, JoinSeat):
             raise unanswerable
-        record, version, _ = await self.load(request.table_id)
+        record, version, _ = await self.shown(request.table_id)
         actor = self.authorise(record, command, creds)
         _check_seat(command, record)
         now = Change(record, (), actor)

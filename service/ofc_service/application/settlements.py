@@ -325,6 +325,8 @@ class SettlementRelay:
     async def relay_table(self, table_id: str) -> int:
         """Publish the table's outbox records; how many were new to the feed."""
         records = await self.store.read_outbox(table_id)
+        if records:  # a settlement a failover may take back is not published
+            await self.store.confirm(table_id)
         published = 0
         for record_id in sorted(records, key=_hand_order):
             if await self.feed.publish(record_id, records[record_id]) is not None:

@@ -74,6 +74,9 @@ class _Feed:
                 )
                 if not events:
                     continue
+                # none is sent before it is held as a commit is acknowledged (with WAIT: a
+                # failover must not take back an event its watchers saw, a seed reveal above all)
+                await self.store.confirm(self.table_id)
                 for event in events:
                     position = parse_event_id(event.event_id)
                     if len(self.window) == self.window.maxlen:
@@ -142,6 +145,7 @@ class WatchHub:
                     events = await self.store.read_events(
                         table_id, after=f"{position[0]}-{position[1]}"
                     )
+                    await self.store.confirm(table_id)
                 if events:
                     position = parse_event_id(events[-1].event_id)
                     yield events

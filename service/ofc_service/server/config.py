@@ -231,7 +231,8 @@ OPTIONS: tuple[Option, ...] = (
         "--redis-wait-replicas",
         "after each commit (and each settlement appended to the feed), WAIT until this many "
         "Redis replicas have it, else fail the call UNAVAILABLE (a retry is safe): an "
-        "acknowledged move, and its settlement, survive a failover. 0: off",
+        "acknowledged move, and its settlement, survive a failover; what a table shows "
+        "(views, events, histories, a retry's answer) waits the same way. 0: off",
         _number(int),
         "N",
     ),

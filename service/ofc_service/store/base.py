@@ -353,6 +353,14 @@ class TableStore(Protocol):
         """
         ...
 
+    async def confirm(self, table_id: str) -> None:
+        """Return once what was read of the table before this call is held as a commit is
+        before it is acknowledged (on a Redis with ``wait_replicas``: by that many
+        replicas), else raise :class:`StoreUnavailableError`: a caller is shown nothing a
+        failover may take back (a replayed answer, a view, events, a history, a settlement
+        to relay). A no-op where commits wait for nothing."""
+        ...
+
     async def get_response(
         self, table_id: str, request_id: str, *, request_digest: str | None = None
     ) -> bytes | None:

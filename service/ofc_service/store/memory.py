@@ -327,6 +327,9 @@ class MemoryTableStore:
             last_event_id="0" if table.last_event == (0, 0) else format_event_id(*table.last_event),
         )
 
+    async def confirm(self, table_id: str) -> None:
+        check_id(table_id, what="table id")  # one process: what it holds is all there is
+
     async def get_response(
         self, table_id: str, request_id: str, *, request_digest: str | None = None
     ) -> bytes | None:

@@ -145,9 +145,12 @@ id then applies it afresh, or, carrying an old version, is refused as stale). Wi
 ``wait_replicas`` (``OFC_REDIS_WAIT_REPLICAS``) the commit pipeline ends with ``WAIT n
 timeout`` on the same connection (on a cluster, the node serving the table's slot): a commit
 fewer replicas confirmed raises :class:`StoreUnavailableError` (applied or not, a retry is
-safe), so an acknowledged move is on a replica. A master left with no replica (its replica
-just promoted) then acknowledges nothing until one follows it again: run two replicas per
-master to keep writing through a failover.
+safe), so an acknowledged move is on a replica; and :meth:`RedisTableStore.confirm` waits
+the same way before a table is shown (a ``SET`` of a short-lived key in the table's slot,
+then ``WAIT``: a reader's connection has written nothing for ``WAIT`` to count), so no one
+sees a write a failover may take back. A master left with no replica (its replica just
+promoted) then acknowledges nothing until one follows it again: run two replicas per master
+to keep writing through a failover.
 
 ``wait_events`` blocks in ``XREAD BLOCK`` on a second connection pool (one connection per
 waiting watcher; on one server, the direct calls' connections made with that pool's
@@ -570,7 +573,11 @@ class RedisTableStore:
         wanted = self._wait[0]
         if wanted and reply[0] != b"ok" and reply[0] not in _REPLAYS:
             return reply  # nothing was written: nothing to confirm
-        if wanted and unconfirmed(confirmed, wanted):
+        if wanted and reply[0] in _REPLAYS:
+            # The answer recorded by a commit of any replica, perhaps not yet confirmed: this
+            # connection's WAIT counts only its own writes, and a replay writes nothing.
+            await self.confirm(table_id)
+        elif wanted and unconfirmed(confirmed, wanted):
             log.warning(
                 "commit not confirmed by replicas",
                 extra={"fields": {"table_id": table_id, "confirmed": str(confirmed)}},
@@ -620,6 +627,30 @@ class RedisTableStore:
                 # The outbox record is written all the same; the rescan backstop finds it.
                 log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
         return results[0], results[1] if self._wait[0] else None
+
+    async def confirm(self, table_id: str) -> None:
+        # WAIT counts the replicas that have this connection's last write: a write of its
+        # own (a key of the table's slot that expires at once), after what was read, makes
+        # the read's writes confirmed with it (replication keeps a master's order).
+        wanted = self._wait[0]
+        if not wanted:
+            return
+        key = self._table_key(check_id(table_id, what="table id"), "confirm")
+        with unavailable():
+            if self._direct is not None:
+                _, confirmed = await self._direct.execute(
+                    [encode("SET", key, b"", "PX", 1000), encode("WAIT", *self._wait)]
+                )
+            else:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    pipe.set(key, b"", px=1000)
+                    pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, key))
+                    _, confirmed = await pipe.execute(raise_on_error=False)
+        if unconfirmed(confirmed, wanted):
+            raise StoreUnavailableError(
+                f"table {table_id!r} holds writes not confirmed by {wanted} Redis replica(s) "
+                f"within {self._wait[1]} ms ({confirmed!r}): not shown until they are"
+            )
 
     # --- reads --------------------------------------------------------------------------------
     async def load(self, table_id: str) -> StoredTable:

@@ -1,0 +1,139 @@
+"""With ``wait_replicas`` (``OFC_REDIS_WAIT_REPLICAS``) a caller is shown nothing a failover
+may take back: not only is a commit acknowledged once that many replicas have it, but what
+any replica shows of a table (a view, events, a history, a retry's recorded answer, a
+settlement to relay) waits for the same confirmation. A commit another replica made and no
+Redis replica has yet (its master then dies: the move is gone) was shown: a retry through
+another server was told the move succeeded, a watcher saw a hand's end and its server seed,
+and the hand was then played on from before its end, with the same deck.
+
+Here one Redis without replicas stands for a master whose replicas fell behind: WAIT 1
+never succeeds on it, so everything a server with ``wait_replicas=0`` wrote stays
+unconfirmed, and a server with ``wait_replicas=1`` must show none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from ofc import engine
+from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
+from ofc_service.application.commands import TimeOut
+from ofc_service.application.manager import Request, TableManager
+from ofc_service.application.settlements import SettlementRelay
+from ofc_service.auth import Authenticator
+from ofc_service.store import MemorySettlementFeed, RedisTableStore, StoreUnavailableError
+from ofcpoker.v1 import table_service_pb2 as pb
+
+from tests.api.test_create_table import Aborted, Context
+from tests.in_process import InProcess
+
+from .conftest import Backend
+
+KEY = "operator-key"
+OPERATOR = (("x-ofc-api-key", KEY),)
+UNAVAILABLE = (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+
+
+class Server:
+    """One server of the service on ``url``, its store waiting for ``wait_replicas``."""
+
+    def __init__(self, url: str, wait_replicas: int) -> None:
+        self.store = RedisTableStore.from_url(url, wait_replicas=wait_replicas, wait_timeout_ms=20)
+        self.manager = TableManager(self.store, Authenticator([KEY]), ProtobufPresenter())
+        self.api = InProcess(TableHandlers(self.manager), SERVICE)
+
+    async def call(self, method: str, request: Any, metadata: Any = OPERATOR) -> Any:
+        return await getattr(self.api, method)(request, Context(metadata=metadata))
+
+    async def refused(self, method: str, request: Any, metadata: Any = OPERATOR) -> Any:
+        with pytest.raises(Aborted) as caught:
+            await self.call(method, request, metadata)
+        return caught.value.code, caught.value.reason
+
+    async def first(self, request: pb.WatchRequest) -> Any:
+        """The first message of a Watch, or its refusal."""
+        stream: AsyncIterator[Any] = self.api.Watch(request, Context(metadata=OPERATOR))
+        try:
+            async for message in stream:
+                return message
+        except Aborted as refused:
+            return refused.code, refused.reason
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+
+
+async def test_what_no_replica_confirmed_is_shown_to_no_one(redis_backend: Backend) -> None:
+    assert redis_backend.url is not None
+    plain, waiting = Server(redis_backend.url, 0), Server(redis_backend.url, 1)
+    try:
+        await _shown_to_no_one(plain, waiting)
+    finally:
+        await plain.store.close()
+        await waiting.store.close()
+
+
+async def _shown_to_no_one(plain: Server, waiting: Server) -> None:
+    table_id = (
+        await plain.call("CreateTable", pb.CreateTableRequest(seats=2, request_id="c"))
+    ).table_id
+    joins = [
+        pb.JoinSeatRequest(table_id=table_id, seat=s, player_id=p, expected_version=s + 1,
+                           request_id=f"j{s}")
+        for s, p in enumerate(("ann", "bob"))
+    ]  # fmt: skip
+    tokens = [(await plain.call("JoinSeat", join, ())).seat_token for join in joins]
+    start = pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s")
+    await plain.call("StartHand", start)
+    while waiting_seats := engine.seats_to_act((await plain.manager.load(table_id))[0].match):
+        _, version, _ = await plain.manager.load(table_id)
+        await plain.manager.run(
+            Request(table_id, version, f"t{version}"), TimeOut(waiting_seats[0])
+        )
+    # The hand is over on the master: its history, its settlement in the outbox, its seed
+    # in the view and the events. Through the server that waits for a replica, none of it.
+    view = pb.GetTableRequest(table_id=table_id)
+    assert (await plain.call("GetTable", view)).table.hand.over
+    assert await waiting.refused("GetTable", view) == UNAVAILABLE
+    assert await waiting.first(pb.WatchRequest(table_id=table_id)) == UNAVAILABLE
+    assert await waiting.first(pb.WatchRequest(table_id=table_id, after_event_id="0")) == (
+        UNAVAILABLE
+    )
+    history = pb.GetHandHistoryRequest(table_id=table_id, hand_number=1)
+    assert (await plain.call("GetHandHistory", history)).hand_number == 1
+    assert await waiting.refused("GetHandHistory", history) == UNAVAILABLE
+    assert await waiting.refused("ListHands", pb.ListHandsRequest(table_id=table_id)) == UNAVAILABLE
+    # A retry (same request id, same credentials) is not told that what it asked for was
+    # done: neither from the answer kept whole (bob's join) nor from the table as it is
+    # (the hand's start, whose record the hand's moves left as it was)
+    assert (await plain.call("JoinSeat", joins[1], ())).seat_token == tokens[1]
+    assert await waiting.refused("JoinSeat", joins[1], ()) == UNAVAILABLE
+    assert await waiting.refused("StartHand", start) == UNAVAILABLE
+    # The relay publishes no settlement a failover may take back; it stays in the outbox.
+    feed = MemorySettlementFeed()
+    with pytest.raises(StoreUnavailableError, match="not confirmed by 1 Redis replica"):
+        await SettlementRelay(waiting.store, feed).relay_table(table_id)
+    assert await feed.read_new("g", "c") == []
+    assert await SettlementRelay(plain.store, feed).relay_table(table_id) == 1
+
+
+async def test_confirm_waits_on_the_node_of_the_table(any_redis_backend: Backend) -> None:
+    """On a cluster (a replica per master) what a table holds is confirmed, through the node
+    of its slot; on one Redis without replicas it never is."""
+    assert any_redis_backend.url is not None
+    store = RedisTableStore.from_url(any_redis_backend.url, wait_replicas=1, wait_timeout_ms=2000)
+    plain = RedisTableStore.from_url(any_redis_backend.url)
+    try:
+        for table_id in ("alpha", "bravo", "charlie"):  # slots on different masters
+            await plain.create_table(table_id, b"v1")
+            if any_redis_backend.kind == "cluster":
+                await store.confirm(table_id)
+            else:
+                with pytest.raises(StoreUnavailableError, match="not confirmed by 1 Redis"):
+                    await store.confirm(table_id)
+        await plain.confirm("alpha")  # a store that waits for nothing confirms at once
+    finally:
+        await store.close()
+        await plain.close()
