@@ -350,6 +350,40 @@ def _post_head(method: str, content_type: str, length: int) -> bytes:
     ).encode()
 
 
+def test_a_body_that_trickles_in_is_refused_in_time_and_its_connection_closed() -> None:
+    """A client that keeps sending a byte now and then, never its whole body, is refused
+    REQUEST_BODY_TIMEOUT at ``--http-body-seconds`` and its connection closed then: what an
+    answer over HTTP/1.1 reads of a body unread before it ends (so that a client sending it
+    all reads the answer) stops at the body's time too, however long the trickle goes on."""
+    with BackgroundServer(config(http_body_seconds=0.6)) as server:
+        port = urllib.parse.urlsplit(server.http_url).port
+        assert port is not None
+        stop = threading.Event()
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+            started = time.monotonic()
+            sock.sendall(_post_head("RulesService/EvaluateRow", "application/json", 1000) + b"{")
+
+            def trickle() -> None:  # a byte every 0.2 s for 10 s, unless the server closed
+                with contextlib.suppress(OSError):
+                    for _ in range(50):
+                        if stop.wait(0.2):
+                            return
+                        sock.sendall(b" ")
+
+            sender = threading.Thread(target=trickle)
+            sender.start()
+            try:
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+                closed_after = time.monotonic() - started
+            finally:
+                stop.set()
+                sender.join()
+        assert answer.split()[1] == b"504" and b'"deadline_exceeded"' in answer
+        assert closed_after < 5, closed_after  # not when the trickle ends (10 s)
+
+
 def test_a_request_body_that_stalls_is_refused_in_time_and_its_connection_closed() -> None:
     """A client that sends its headers and then stalls (a slowloris) holds a connection only
     until ``--http-body-seconds``: it is answered DEADLINE_EXCEEDED, REQUEST_BODY_TIMEOUT,

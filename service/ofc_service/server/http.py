@@ -170,7 +170,7 @@ class HttpApp:
         if scope["type"] != "http":
             return
         if scope.get("http_version", "1.1").startswith("1"):
-            receive, send = _reading_the_rest_first(receive, send)
+            receive, send = _reading_the_rest_first(receive, send, self.body_seconds)
         path: str = scope["path"]
         raw_path = scope.get("raw_path")
         if raw_path is not None and raw_path != path.encode():
@@ -352,13 +352,19 @@ DRAIN_IDLE_S = 1.0
 """...and how long each next part of it may take to come."""
 
 
-def _reading_the_rest_first(receive: Receive, send: Send) -> tuple[Receive, Send]:
+def _reading_the_rest_first(
+    receive: Receive, send: Send, body_seconds: float
+) -> tuple[Receive, Send]:
     """``receive`` and ``send`` over HTTP/1.1, where the end of an answer waits until the
     rest of the request body is read and dropped (up to :data:`DRAIN_BYTES_MAX`, while it
-    keeps coming). Hypercorn closes a connection whose request was not read to its end as
-    soon as the answer ends, and a client still sending the body (a call refused before it
-    was read, such as MESSAGE_TOO_LARGE) then fails its send (EPIPE, a reset) before it
-    reads the answer; curl, http.client and connect-node all send the whole body first."""
+    keeps coming, and no later than ``body_seconds`` after the request came: the time a
+    body has to arrive, :func:`_body_in_time`). Hypercorn closes a connection whose request
+    was not read to its end as soon as the answer ends, and a client still sending the body
+    (a call refused before it was read, such as MESSAGE_TOO_LARGE) then fails its send
+    (EPIPE, a reset) before it reads the answer; curl, http.client and connect-node all send
+    the whole body first."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + body_seconds
     done = False
 
     async def tracked() -> dict[str, Any]:
@@ -371,12 +377,12 @@ def _reading_the_rest_first(receive: Receive, send: Send) -> tuple[Receive, Send
         nonlocal done
         last = message["type"] == "http.response.body" and not message.get("more_body", False)
         dropped = 0
-        while last and not done and dropped <= DRAIN_BYTES_MAX:
+        while last and not done and dropped <= DRAIN_BYTES_MAX and loop.time() < deadline:
             try:
-                async with asyncio.timeout(DRAIN_IDLE_S):
+                async with asyncio.timeout(min(DRAIN_IDLE_S, deadline - loop.time())):
                     part = await receive()
-            except TimeoutError:  # the client stopped sending: it is reading, or gone
-                break
+            except TimeoutError:  # the client stopped sending (it is reading, or gone), or
+                break  # its time for the body is up
             dropped += len(part.get("body", b""))
             done = part["type"] != "http.request" or not part.get("more_body", False)
         await send(message)
