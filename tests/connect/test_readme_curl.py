@@ -75,8 +75,8 @@ def test_the_readme_curl_lines_work_as_written(make_run_service: Served) -> None
         capture_output=True, text=True, timeout=60, check=False,
         env={**environment, "JOIN": join[0]},
     )  # fmt: skip
-    assert '"viewerSeat":0' in again.stdout[again.stdout.index('{"snapshot"') :]
     assert again.returncode == 0, again.stdout + again.stderr
+    assert '"viewerSeat":0' in again.stdout[again.stdout.index('{"snapshot"') :]
     table_ids = set(re.findall(r'"tableId": ?"([^"]+)"', out + again.stdout))
     assert len(table_ids) == 1
 

@@ -13,6 +13,9 @@ unconfirmed, and a server with ``wait_replicas=1`` must show none of it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,14 +26,18 @@ from ofc_service.api.tables import SERVICE, ProtobufPresenter, TableHandlers
 from ofc_service.application.commands import TimeOut
 from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.settlements import SettlementRelay
+from ofc_service.application.watch import WatchHub
 from ofc_service.auth import Authenticator
 from ofc_service.store import MemorySettlementFeed, RedisTableStore, StoreUnavailableError
 from ofcpoker.v1 import table_service_pb2 as pb
+from redis.asyncio import Redis
 
 from tests.api.test_create_table import Aborted, Context
+from tests.conftest import RedisServer
 from tests.in_process import InProcess
 
 from .conftest import Backend
+from .test_conformance import play
 
 KEY = "operator-key"
 OPERATOR = (("x-ofc-api-key", KEY),)
@@ -76,9 +83,8 @@ async def test_what_no_replica_confirmed_is_shown_to_no_one(redis_backend: Backe
 
 
 async def _shown_to_no_one(plain: Server, waiting: Server) -> None:
-    table_id = (
-        await plain.call("CreateTable", pb.CreateTableRequest(seats=2, request_id="c"))
-    ).table_id
+    create = pb.CreateTableRequest(seats=2, request_id="c")
+    table_id = (await plain.call("CreateTable", create)).table_id
     joins = [
         pb.JoinSeatRequest(table_id=table_id, seat=s, player_id=p, expected_version=s + 1,
                            request_id=f"j{s}")
@@ -111,6 +117,7 @@ async def _shown_to_no_one(plain: Server, waiting: Server) -> None:
     assert (await plain.call("JoinSeat", joins[1], ())).seat_token == tokens[1]
     assert await waiting.refused("JoinSeat", joins[1], ()) == UNAVAILABLE
     assert await waiting.refused("StartHand", start) == UNAVAILABLE
+    assert await waiting.refused("CreateTable", create) == UNAVAILABLE  # the table, claimed
     # The relay publishes no settlement a failover may take back; it stays in the outbox.
     feed = MemorySettlementFeed()
     with pytest.raises(StoreUnavailableError, match="not confirmed by 1 Redis replica"):
@@ -137,3 +144,67 @@ async def test_confirm_waits_on_the_node_of_the_table(any_redis_backend: Backend
     finally:
         await store.close()
         await plain.close()
+
+
+async def test_a_watch_feed_sends_no_event_no_replica_confirmed(redis_backend: Backend) -> None:
+    """The feed a replica's watchers share reads the log once for all of them: neither its
+    wake-ups nor the log read that catches a watcher up send an event before it is
+    confirmed (the watchers end UNAVAILABLE and resume, from what they were sent)."""
+    assert redis_backend.url is not None
+    plain = RedisTableStore.from_url(redis_backend.url)
+    waiting = RedisTableStore.from_url(redis_backend.url, wait_replicas=1, wait_timeout_ms=20)
+    hub = WatchHub(waiting)
+    try:
+        newest = (await plain.create_table("t", b"v1", events=[b"e1.0"])).event_ids[0]
+        live = hub.follow("t", newest, newest=newest)
+        woken = asyncio.create_task(anext(live))
+        await asyncio.sleep(0.05)  # the feed waits in its read
+        await play(plain, "t", 1)
+        with pytest.raises(StoreUnavailableError, match="not confirmed by 1 Redis replica"):
+            await asyncio.wait_for(woken, 10)
+        behind = hub.follow("t", "0", newest=newest)  # before the window: the log is read
+        with pytest.raises(StoreUnavailableError, match="not confirmed by 1 Redis replica"):
+            await asyncio.wait_for(anext(behind), 10)
+        await live.aclose()
+        await behind.aclose()
+    finally:
+        await hub.close()
+        await plain.close()
+        await waiting.close()
+
+
+async def test_a_write_refused_is_no_confirmation() -> None:
+    """``confirm`` writes to have something to ``WAIT`` for: when Redis refuses that write
+    (full), ``WAIT`` would count the connection's last write, long confirmed, and pass
+    what no replica has; the refusal is UNAVAILABLE instead."""
+    master, replica = RedisServer(), RedisServer()
+    admin, follower = Redis.from_url(master.url), Redis.from_url(replica.url)
+    store = RedisTableStore.from_url(master.url, wait_replicas=1, wait_timeout_ms=200)
+    plain = RedisTableStore.from_url(master.url)
+    try:
+        await follower.execute_command("REPLICAOF", "127.0.0.1", master.port)  # type: ignore[no-untyped-call]
+        await plain.create_table("u", b"v1")
+        for _ in range(500):  # the replica has caught up: confirmed
+            with contextlib.suppress(StoreUnavailableError):
+                await store.confirm("u")
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the replica never confirmed")
+        assert replica.process is not None
+        replica.process.send_signal(signal.SIGSTOP)
+        try:
+            await plain.create_table("v", b"v1")  # on the master alone
+            await admin.config_set("maxmemory", "1")
+            with pytest.raises(StoreUnavailableError, match="refuses writes"):
+                await store.confirm("v")
+        finally:
+            replica.process.send_signal(signal.SIGCONT)
+            await admin.config_set("maxmemory", "0")
+    finally:
+        await admin.aclose()
+        await follower.aclose()
+        await store.close()
+        await plain.close()
+        master.stop()
+        replica.stop()

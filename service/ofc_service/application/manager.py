@@ -328,12 +328,12 @@ class TableManager:
         """A finished hand's history (:class:`HandNotFoundError` when it is not stored)."""
         await self.reader(table_id, creds)
         raw = await self.store.get_extra(table_id, f"{HAND_PREFIX}:{number}")
-        await self.store.confirm(table_id)  # a history shows the hand's server seed
         if raw is None:
             raise HandNotFoundError(
                 f"hand {number} of table {table_id!r} is not over (or never started)",
                 field="hand_number",
             )
+        await self.store.confirm(table_id)  # a history shows the hand's server seed
         return _stored_hand(number, raw)
 
     async def hands(self, table_id: str, creds: Credentials, *, start: int, count: int) -> HandPage:
@@ -378,7 +378,7 @@ class TableManager:
     ) -> tuple[TableRecord, int, str]:
         """The table of one create request: a table made from ``spec`` under a table id
         claimed for ``claim_id`` (the caller's request, hashed) for the retry window; then
-        :meth:`load`'s answer. The claim keeps ``request_digest``: the same claim for another
+        :meth:`shown`'s answer. The claim keeps ``request_digest``: the same claim for another
         request is :class:`~ofc_service.store.RequestIdReusedError`.
 
         Two steps, each idempotent: the store claims a fresh random id for the request (or
@@ -395,7 +395,7 @@ class TableManager:
         )
         with contextlib.suppress(TableExistsError):
             await self.create(self.new_record(table_id, spec))
-        return await self.load(table_id)
+        return await self.shown(table_id)  # a retry's: perhaps another replica's creation
 
     # --- the pipeline ---------------------------------------------------------------------
     async def run(

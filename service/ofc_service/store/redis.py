@@ -638,14 +638,16 @@ class RedisTableStore:
         key = self._table_key(check_id(table_id, what="table id"), "confirm")
         with unavailable():
             if self._direct is not None:
-                _, confirmed = await self._direct.execute(
+                written, confirmed = await self._direct.execute(
                     [encode("SET", key, b"", "PX", 1000), encode("WAIT", *self._wait)]
                 )
             else:
                 async with self._client.pipeline(transaction=False) as pipe:
                     pipe.set(key, b"", px=1000)
                     pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, key))
-                    _, confirmed = await pipe.execute(raise_on_error=False)
+                    written, confirmed = await pipe.execute(raise_on_error=False)
+            if isinstance(written, Exception):  # refused (full, a replica now): WAIT would
+                raise written  # count the connection's last write, long confirmed
         if unconfirmed(confirmed, wanted):
             raise StoreUnavailableError(
                 f"table {table_id!r} holds writes not confirmed by {wanted} Redis replica(s) "
