@@ -262,3 +262,31 @@ async def test_health_on_a_cluster_whose_user_may_not_ask_cluster_info(
         await store.close()
         for port in ports:
             local_cluster.client(port).execute_command("ACL", "DELUSER", "limited")  # type: ignore[no-untyped-call]
+
+
+async def test_a_watch_read_of_a_master_failed_over_by_hand_is_unavailable(
+    fresh_cluster: LocalRedisCluster,
+) -> None:
+    """``CLUSTER FAILOVER`` on a table's replica demotes its master under a watch's blocking
+    read: Redis ends the read with ``UNBLOCKED``, which the cluster client's pipeline reports
+    wrapped ("Command # 1 (XREAD ...) of pipeline caused error: ('UNBLOCKED ...',)"). That
+    is UNAVAILABLE (watchers resume from the new master), not INTERNAL."""
+    cluster = fresh_cluster
+    store = RedisTableStore.from_url(cluster.url)
+    try:
+        created = await store.create_table("alpha", b"v1", events=[b"e1.0"])
+        master = cluster.master_of("ofc:{alpha}:state")
+        replica = cluster.replica_of(master)
+        read = asyncio.create_task(
+            store.wait_events("alpha", after=created.event_ids[0], timeout_s=20)
+        )
+        for _ in range(500):  # until the read blocks on the master
+            clients = await asyncio.to_thread(cluster.client(master).client_list)
+            if any("b" in c["flags"] for c in clients):
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(cluster.client(replica).execute_command, "CLUSTER", "FAILOVER")
+        with pytest.raises(StoreUnavailableError, match="ended a blocking read"):
+            await asyncio.wait_for(read, 15)
+    finally:
+        await store.close()

@@ -58,6 +58,15 @@ from redis import exceptions as redis_errors
             ),
             "redis ended a blocking read",
         ),
+        # the same through a pipeline (a cluster's watch read), which names the command
+        (
+            redis_errors.ResponseError(
+                "Command # 1 (XREAD BLOCK 5000 COUNT 1000 STREAMS ofc:{t}:events 1-0) of "
+                "pipeline caused error: ('UNBLOCKED force unblock from blocking operation, "
+                "instance state changed (master -> replica?)',)"
+            ),
+            "redis ended a blocking read",
+        ),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "",
 )

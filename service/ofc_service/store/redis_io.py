@@ -604,6 +604,28 @@ def index_shard(table_id: str) -> int:
     return zlib.crc32(table_id.encode()) % INDEX_SHARDS
 
 
+def _unblocked(error: redis_errors.ResponseError) -> bool:
+    """Whether ``error`` is Redis's ``UNBLOCKED``, alone or as a pipeline reports a command's
+    error ("Command # 1 (XREAD ...) of pipeline caused error: ('UNBLOCKED ...',)", as a
+    cluster's watch read does).
+
+    >>> _unblocked(redis_errors.ResponseError("UNBLOCKED client unblocked via CLIENT UNBLOCK"))
+    True
+    >>> _unblocked(redis_errors.ResponseError(
+    ...     "Command # 1 (XREAD BLOCK 5000 STREAMS ofc:{t}:events 1-0) of pipeline caused "
+    ...     "error: ('UNBLOCKED force unblock from blocking operation, instance state changed "
+    ...     "(master -> replica?)',)"))
+    True
+    >>> _unblocked(redis_errors.ResponseError(
+    ...     "Command # 1 (XREAD STREAMS ofc:{UNBLOCKED}:events 1-0) of pipeline caused error: "
+    ...     "('WRONGTYPE Operation against a key holding the wrong kind of value',)"))
+    False
+    """
+    message = str(error)
+    _, annotated, reported = message.partition(" of pipeline caused error: ")
+    return (reported if annotated else message).lstrip("('\"").startswith("UNBLOCKED")
+
+
 @contextmanager
 def unavailable() -> Iterator[None]:
     """Connection errors and timeouts as :class:`StoreUnavailableError` (UNAVAILABLE); on a
@@ -648,7 +670,7 @@ def unavailable() -> Iterator[None]:
     except redis_errors.ResponseError as error:
         # A blocking read (XREAD, XREADGROUP) ended by Redis, not answered: its master was
         # demoted (a failover), or it was unblocked by CLIENT UNBLOCK; read again.
-        if not str(error).startswith("UNBLOCKED"):
+        if not _unblocked(error):
             raise
         raise StoreUnavailableError(f"redis ended a blocking read: {error}") from error
     except (AttributeError, TypeError) as error:
