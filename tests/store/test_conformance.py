@@ -64,6 +64,17 @@ async def play(
     )
 
 
+async def hand_begun(store: TableStore, request_id: str) -> tuple[CommitResult, CommitResult]:
+    """Table "t" created with two events, then a hand begun that keeps its own log segment
+    alone (the two are trimmed): the creation's result and the hand start's."""
+    created = await store.create_table("t", b"v1", events=[b"e1.0", b"e1.1"])
+    begun = await store.commit(Commit(
+        "t", expected_version=1, state=b"v2", events=[b"h.0"], response=b"",
+        request_id=request_id, deadline_ms=None, keep_segments=1,
+    ))  # fmt: skip
+    return created, begun
+
+
 def payloads(events: list[StoredEvent]) -> list[bytes]:
     return [e.data for e in events]
 

@@ -51,7 +51,7 @@ from bench.tables import CountingConnection
 from tests.conftest import RedisServer, free_port
 
 from .conftest import Backend, Harness
-from .test_conformance import payloads, play
+from .test_conformance import hand_begun, payloads, play
 
 
 def deadline_index(table_id: str) -> str:
@@ -661,11 +661,7 @@ async def test_a_trim_by_the_release_before_voids_the_newest_event_trimmed(
     # the old pair's event, which has now missed events, is refused, not served a gap.
     async with redis_backend.open() as h:
         admin = admin_of(h)
-        created = await h.store.create_table("t", b"v1", events=[b"e1.0", b"e1.1"])
-        hand = await h.store.commit(Commit(
-            "t", expected_version=1, state=b"v2", events=[b"h.0"], response=b"",
-            request_id="start", deadline_ms=None, keep_segments=1,
-        ))  # fmt: skip
+        created, hand = await hand_begun(h.store, "start")
         newest_dropped = created.event_ids[1]
         state: Any = await admin.hmget("ofc:{t}:state", ["events_from", "trimmed"])
         assert [text(v) for v in state] == [

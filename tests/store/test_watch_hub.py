@@ -10,7 +10,6 @@ import pytest
 from ofc_service.application import watch
 from ofc_service.application.watch import WatchHub
 from ofc_service.store import (
-    Commit,
     EventsTrimmedError,
     StoredEvent,
     TableNotFoundError,
@@ -18,7 +17,7 @@ from ofc_service.store import (
 )
 
 from .conftest import Backend
-from .test_conformance import play
+from .test_conformance import hand_begun, play
 
 
 class CountingReads:
@@ -142,11 +141,7 @@ async def test_the_reader_stops_with_the_last_watcher(backend: Backend) -> None:
 
 async def test_a_trimmed_resume_fails_alone_even_when_it_opened_the_feed(backend: Backend) -> None:
     async with backend.open() as h:
-        created = await h.store.create_table("t", b"v1", events=[b"e1.0", b"e1.1"])
-        new = await h.store.commit(Commit(
-            "t", expected_version=1, state=b"v2", events=[b"e2.0"], response=b"",
-            request_id="r", deadline_ms=None, keep_segments=1,
-        ))  # fmt: skip
+        created, new = await hand_begun(h.store, "r")
         newest = new.event_ids[0]
         hub = WatchHub(h.other)
         stale = hub.follow("t", created.event_ids[0], newest=newest)  # e1.1 trimmed away
