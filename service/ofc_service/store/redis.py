@@ -142,13 +142,14 @@ map refreshes).
 Replication: Redis replicates asynchronously, so a commit acknowledged just before its
 master dies may be missing on the promoted replica (the client's retry with the same request
 id then applies it afresh, or, carrying an old version, is refused as stale). With
-``wait_replicas`` (``OFC_REDIS_WAIT_REPLICAS``) the commit pipeline ends with ``WAIT n
-timeout`` on the same connection (on a cluster, the node serving the table's slot): a commit
-fewer replicas confirmed raises :class:`StoreUnavailableError` (applied or not, a retry is
-safe), so an acknowledged move is on a replica; and :meth:`RedisTableStore.confirm` waits
-the same way before a table is shown (a ``SET`` of a short-lived key in the table's slot,
-then ``WAIT``: a reader's connection has written nothing for ``WAIT`` to count), so no one
-sees a write a failover may take back. A master left with no replica (its replica just
+``wait_replicas`` (``OFC_REDIS_WAIT_REPLICAS``) the commit pipeline ends with a
+confirmation on the same connection (on a cluster, the node serving the table's slot): a
+``SET`` of a short-lived key in the table's slot, then ``WAIT n timeout`` (``WAIT`` counts
+its connection's writes, and a replay of another replica's commit writes nothing else). A
+commit fewer replicas confirmed raises :class:`StoreUnavailableError` (applied or not, a
+retry is safe), so an acknowledged move is on a replica; and
+:meth:`RedisTableStore.confirm` sends the same confirmation before a table is shown, so no
+one sees a write a failover may take back. A master left with no replica (its replica just
 promoted) then acknowledges nothing until one follows it again: run two replicas per master
 to keep writing through a failover.
 
@@ -274,6 +275,17 @@ def _reply(value: Any) -> bytes | None:
     if isinstance(value, Exception):
         raise value
     return _blob(value)
+
+
+_CONFIRM_KEY_MS: Final = 1000  # how long a confirmation's own write outlives it
+
+
+def _counted(written: Any, counted: Any) -> Any:
+    """A confirmation's ``WAIT`` count; its write refused (Redis full, or a replica now) is
+    raised instead: ``WAIT`` would count the connection's last write, long confirmed."""
+    if isinstance(written, Exception):
+        raise written
+    return counted
 
 
 def _check_retained(
@@ -564,20 +576,18 @@ class RedisTableStore:
         if not hints and not self._wait[0] and self._direct is None:
             reply: list[Any] = await self._commit(keys=keys, args=args)
             return reply
-        reply, confirmed = await self._pipelined_commit(table_id, keys, args, hints)
+        reply, confirmation = await self._pipelined_commit(table_id, keys, args, hints)
         if isinstance(reply, redis_errors.NoScriptError):
             await self._client.script_load(self._commit.script)  # every master of a cluster
-            reply, confirmed = await self._pipelined_commit(table_id, keys, args, {})
+            reply, confirmation = await self._pipelined_commit(table_id, keys, args, {})
         if isinstance(reply, Exception):
             raise reply
         wanted = self._wait[0]
         if wanted and reply[0] != b"ok" and reply[0] not in _REPLAYS:
             return reply  # nothing was written: nothing to confirm
-        if wanted and reply[0] in _REPLAYS:
-            # The answer recorded by a commit of any replica, perhaps not yet confirmed: this
-            # connection's WAIT counts only its own writes, and a replay writes nothing.
-            await self.confirm(table_id)
-        elif wanted and unconfirmed(confirmed, wanted):
+        # A replay's answer was recorded by a commit of any replica, perhaps not yet
+        # confirmed: the confirmation's own write, after the script, covers it too.
+        if wanted and unconfirmed(confirmed := _counted(*confirmation), wanted):
             log.warning(
                 "commit not confirmed by replicas",
                 extra={"fields": {"table_id": table_id, "confirmed": str(confirmed)}},
@@ -596,14 +606,15 @@ class RedisTableStore:
         args: list[bytes | str | int],
         hints: Mapping[str, int],
     ) -> tuple[Any, Any]:
-        """One pipeline: the hints' ``ZADD``, ``EVALSHA`` and (``wait_replicas``) ``WAIT``;
-        the script's reply (or error) and the ``WAIT`` count (``None`` without one)."""
+        """One pipeline: the hints' ``ZADD``, ``EVALSHA`` and (``wait_replicas``) the
+        confirmation (:meth:`_confirmation`); the script's reply (or error) and the
+        confirmation's replies (``None`` without one)."""
         if self._direct is not None:
             results = await self._direct.execute(
                 [
                     *(encode("ZADD", key, score, table_id) for key, score in hints.items()),
                     encode("EVALSHA", self._commit.sha, len(keys), *keys, *args),
-                    *([encode("WAIT", *self._wait)] if self._wait[0] else []),
+                    *(self._confirmation(table_id) if self._wait[0] else []),
                 ]
             )
             return self._commit_results(table_id, hints, results)
@@ -614,7 +625,7 @@ class RedisTableStore:
             # EVALSHA by its keys (the table's slot) like any keyed command
             pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
             if self._wait[0]:
-                pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, keys[0]))
+                self._queue_confirmation(pipe, table_id)
             results = await pipe.execute(raise_on_error=False)
         return self._commit_results(table_id, hints, results)
 
@@ -626,28 +637,35 @@ class RedisTableStore:
             if isinstance(result, Exception) and index_key == self._outbox_index(table_id):
                 # The outbox record is written all the same; the rescan backstop finds it.
                 log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
-        return results[0], results[1] if self._wait[0] else None
+        return results[0], results[1:] if self._wait[0] else None
+
+    def _confirmation(self, table_id: str) -> list[bytes]:
+        """A write of the table's own (a key of its slot that expires at once), then
+        ``WAIT``: ``WAIT`` counts the replicas that have its connection's last write, and
+        replication keeps a master's order, so whatever the table held before the write
+        (another replica's commit, a replay's record, what was read) is confirmed with it."""
+        key = self._table_key(table_id, "confirm")
+        return [encode("SET", key, b"", "PX", _CONFIRM_KEY_MS), encode("WAIT", *self._wait)]
+
+    def _queue_confirmation(self, pipe: Any, table_id: str) -> None:
+        """:meth:`_confirmation` on a cluster pipeline: ``WAIT`` on the node of the key."""
+        key = self._table_key(table_id, "confirm")
+        pipe.set(key, b"", px=_CONFIRM_KEY_MS)
+        pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, key))
 
     async def confirm(self, table_id: str) -> None:
-        # WAIT counts the replicas that have this connection's last write: a write of its
-        # own (a key of the table's slot that expires at once), after what was read, makes
-        # the read's writes confirmed with it (replication keeps a master's order).
         wanted = self._wait[0]
         if not wanted:
             return
-        key = self._table_key(check_id(table_id, what="table id"), "confirm")
+        check_id(table_id, what="table id")
         with unavailable():
             if self._direct is not None:
-                written, confirmed = await self._direct.execute(
-                    [encode("SET", key, b"", "PX", 1000), encode("WAIT", *self._wait)]
-                )
+                replies = await self._direct.execute(self._confirmation(table_id))
             else:
                 async with self._client.pipeline(transaction=False) as pipe:
-                    pipe.set(key, b"", px=1000)
-                    pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, key))
-                    written, confirmed = await pipe.execute(raise_on_error=False)
-            if isinstance(written, Exception):  # refused (full, a replica now): WAIT would
-                raise written  # count the connection's last write, long confirmed
+                    self._queue_confirmation(pipe, table_id)
+                    replies = await pipe.execute(raise_on_error=False)
+            confirmed = _counted(*replies)
         if unconfirmed(confirmed, wanted):
             raise StoreUnavailableError(
                 f"table {table_id!r} holds writes not confirmed by {wanted} Redis replica(s) "
