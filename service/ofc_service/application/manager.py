@@ -344,9 +344,9 @@ class TableManager:
         return HandPage(tuple(_stored_hand(n, raw) for n, raw in page.items), page.next_start)
 
     async def read_events(self, table_id: str, *, after: str) -> list[StoredEvent]:
-        events = await self.store.read_events(table_id, after=after)
-        await self.store.confirm(table_id)
-        return events
+        """The log's events after ``after``, unconfirmed (:meth:`shown`): for looking
+        through, not for a caller; what a Watch sends comes through :meth:`follow`."""
+        return await self.store.read_events(table_id, after=after)
 
     def follow(
         self, table_id: str, cursor: str, *, newest: str
