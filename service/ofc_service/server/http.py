@@ -370,7 +370,7 @@ def _reading_the_rest_first(
     async def tracked() -> dict[str, Any]:
         nonlocal done
         message = await receive()
-        done = done or message["type"] != "http.request" or not message.get("more_body", False)
+        done = done or _body_ended(message)
         return message
 
     async def answered(message: dict[str, Any]) -> None:
@@ -384,10 +384,16 @@ def _reading_the_rest_first(
             except TimeoutError:  # the client stopped sending (it is reading, or gone), or
                 break  # its time for the body is up
             dropped += len(part.get("body", b""))
-            done = part["type"] != "http.request" or not part.get("more_body", False)
+            done = _body_ended(part)
         await send(message)
 
     return tracked, answered
+
+
+def _body_ended(message: dict[str, Any]) -> bool:
+    """Whether the request's body has come in full with ``message`` (its last part, or the
+    client gone)."""
+    return message["type"] != "http.request" or not message.get("more_body", False)
 
 
 def _body_in_time(receive: Receive, seconds: float) -> Receive:
@@ -410,7 +416,7 @@ def _body_in_time(receive: Receive, seconds: float) -> Receive:
             raise refusal(RequestBodyTimeoutError(
                 f"the request body did not arrive in full within {seconds:g} s; send it again"
             )) from None  # fmt: skip
-        body_done = message["type"] != "http.request" or not message.get("more_body", False)
+        body_done = _body_ended(message)
         return message
 
     return in_time
