@@ -103,3 +103,13 @@ def test_a_fantasyland_hand_set_with_the_solvers_suggestion(
     }))  # fmt: skip
     run_browser_test(browser_tests / "fantasyland.e2e.mjs", web_url, chromium,
                      OFC_WEB_PLAN=str(plan_file))  # fmt: skip
+
+
+def test_a_page_offline_for_a_moment_catches_up(
+    browser_tests: Path, web_url: str, chromium: str
+) -> None:
+    """A spectator's browser goes offline while a player sits down: the page shows no error
+    for the table read it could not send, and shows the player soon after it is back online
+    (well before its 20 s silent-stream check), its connection notice gone."""
+    out = run_browser_test(browser_tests / "offline.e2e.mjs", web_url, chromium)
+    assert "caught up" in out

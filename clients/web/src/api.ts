@@ -93,6 +93,13 @@ export function describeError(error: unknown): string {
   return `${reason || Code[err.code]}: ${err.rawMessage}`;
 }
 
+/** Whether `error` says the service could not be reached (the browser offline, a dropped
+ *  connection, no answer in time), not that it refused the request: worth a retry. */
+export function unreachable(error: unknown): boolean {
+  const code = ConnectError.from(error).code;
+  return code === Code.Unavailable || code === Code.Unknown || code === Code.DeadlineExceeded;
+}
+
 /** A fresh idempotency key for one intended action. */
 export function requestId(): string {
   return crypto.randomUUID();

@@ -8,7 +8,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { cardName, face, suitClass } from "./cards";
-import { type Api, describeError, reasonOf, rulesetSpec, withRetries } from "./api";
+import { type Api, describeError, reasonOf, rulesetSpec, unreachable, withRetries } from "./api";
 import { type Child, h } from "./dom";
 import { clock, pairLabel, playerRows, rowWinner, signed } from "./format";
 import { RowPosition } from "./gen/ofcpoker/v1/cards_pb";
@@ -103,6 +103,7 @@ export class TablePage {
     document.addEventListener("pointerup", this.onPointerUp, true);
     document.addEventListener("pointercancel", this.onPointerUp, true);
     window.addEventListener("blur", this.onPointerUp);
+    window.addEventListener("online", this.onOnline);
     this.ticker = window.setInterval(() => this.tick(), 250);
     await this.refresh();
     void this.watch();
@@ -118,6 +119,7 @@ export class TablePage {
     document.removeEventListener("pointerup", this.onPointerUp, true);
     document.removeEventListener("pointercancel", this.onPointerUp, true);
     window.removeEventListener("blur", this.onPointerUp);
+    window.removeEventListener("online", this.onOnline);
   }
 
   private onDragEnd = (): void => {
@@ -194,6 +196,13 @@ export class TablePage {
     }
   }
 
+  /** The browser is back online: a stream open while it was offline may have lost events
+   *  without ending, so it is opened again now (from the last event seen; after a lost
+   *  connection, once the table is read again) rather than at the silent-stream check. */
+  private onOnline = (): void => {
+    this.watching?.abort();
+  };
+
   /** What the page shows may be stale until the service answers again: it says so. */
   private connectionLost(error: unknown): void {
     this.connection = `Connection lost (${describeError(error)}); reconnecting…`;
@@ -227,6 +236,11 @@ export class TablePage {
           if (this.seat && (code === Code.Unauthenticated || code === Code.PermissionDenied)) {
             this.dropSeat("your seat token is no longer valid at this table");
             this.refreshAgain = true;
+          } else if (unreachable(error)) {
+            // Not the table's answer: the page says it may be stale, and the watch loop
+            // reads the table again (and stops saying so) once the service answers.
+            this.connectionLost(error);
+            this.watching?.abort();
           } else {
             this.showError(error);
           }
@@ -703,8 +717,7 @@ export class TablePage {
         this.watching?.abort();
       }
     } catch (error) {
-      const code = ConnectError.from(error).code;
-      if (code === Code.Unavailable || code === Code.Unknown || code === Code.DeadlineExceeded) {
+      if (unreachable(error)) {
         this.connectionLost(error);
         this.watching?.abort();
       }
