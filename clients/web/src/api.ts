@@ -105,16 +105,19 @@ export function requestId(): string {
   return crypto.randomUUID();
 }
 
-/** Call `send` with one request id, retrying on UNAVAILABLE (the service answers a retry
- *  with the same id with the first result). */
-export async function withRetries<T>(send: (id: string) => Promise<T>, attempts = 3): Promise<T> {
+/** Call `send` with one request id, retrying with that same id while the service cannot be
+ *  reached (UNAVAILABLE; a dropped connection or an offline browser, which fetch reports as
+ *  UNKNOWN; no answer in time): the request may have been applied, and the service answers
+ *  a retry with the first result, so a dropped answer is never sent again as a new request
+ *  (a second table, a seat taken and its token lost). Waits 0.25, 0.5, 1, 2 then 4 s. */
+export async function withRetries<T>(send: (id: string) => Promise<T>, attempts = 6): Promise<T> {
   const id = requestId();
   for (let attempt = 1; ; attempt++) {
     try {
       return await send(id);
     } catch (error) {
-      if (attempt >= attempts || ConnectError.from(error).code !== Code.Unavailable) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      if (attempt >= attempts || !unreachable(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(4000, 250 * 2 ** (attempt - 1))));
     }
   }
 }

@@ -2,8 +2,8 @@
 // the unary calls and the Watch stream alike; CreateTable (no id yet) and RulesService none.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createClient, createRouterTransport, type HandlerContext } from "@connectrpc/connect";
-import { routeByTable, TABLE_ID_HEADER } from "../src/api";
+import { Code, ConnectError, createClient, createRouterTransport, type HandlerContext } from "@connectrpc/connect";
+import { routeByTable, TABLE_ID_HEADER, withRetries } from "../src/api";
 import { RulesService } from "../src/gen/ofcpoker/v1/rules_service_pb";
 import { TableService } from "../src/gen/ofcpoker/v1/table_service_pb";
 
@@ -56,4 +56,31 @@ test("a table id no header can hold goes unrouted, so the service can say what i
     await tables.getTable({ tableId: id });
     assert.equal(header, null, JSON.stringify(id));
   }
+});
+
+// A dropped answer: connect-web reports a fetch that failed (the connection dropped, the
+// browser offline) as UNKNOWN. The page must send the same request again under the same id
+// (the service answers it with the first result), not give up and let the next click send a
+// new request, which the service would apply a second time.
+test("a call whose fetch failed is sent again under the same request id; a refusal is not", async () => {
+  const { createConnectTransport } = await import("@connectrpc/connect-web");
+  const sent: string[] = [];
+  let failures = 2;
+  const flaky: typeof fetch = async (_input, init) => {
+    const body = init?.body;
+    const text = typeof body === "string" ? body : new TextDecoder().decode(body as Uint8Array);
+    sent.push((JSON.parse(text) as { requestId: string }).requestId);
+    if (failures-- > 0) throw new TypeError("Failed to fetch");
+    return new Response(JSON.stringify({ tableId: "t1", version: "1" }), { status: 200, headers: { "content-type": "application/json" } });
+  };
+  const tables = createClient(TableService, createConnectTransport({ baseUrl: "http://ofc.invalid", fetch: flaky }));
+  const created = await withRetries((requestId) => tables.createTable({ requestId }));
+  assert.equal(created.tableId, "t1");
+  assert.equal(sent.length, 3);
+  assert.equal(new Set(sent).size, 1, `one request id for the three attempts: ${sent.join(", ")}`);
+
+  let refusals = 0;
+  const refused = (): Promise<never> => { refusals++; return Promise.reject(new ConnectError("seat 0 is taken", Code.FailedPrecondition)); };
+  await assert.rejects(withRetries(refused), (e: unknown) => ConnectError.from(e).code === Code.FailedPrecondition);
+  assert.equal(refusals, 1, "a refusal is the service's answer: not sent again");
 });
