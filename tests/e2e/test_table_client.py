@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from concurrent import futures
+from typing import Any
 
 import grpc
 import pytest
@@ -140,6 +141,56 @@ def test_errors_are_typed_and_carry_the_server_reason(
         host.place(table_id, {"As": "top"})
     assert no_seat.value.field == "seat"
     assert host.get(table_id).version == started.version  # nothing above changed the table
+
+
+class _LostAnswer(grpc.RpcError):  # type: ignore[misc]
+    """A call's answer lost after the server applied it (a deadline that passed on the way)."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+
+    def details(self) -> str:
+        return "Deadline Exceeded"
+
+    def trailing_metadata(self) -> tuple[()]:
+        return ()
+
+
+class _LoseAnswers(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Lets the next ``lost`` calls of ``method`` reach the server, then loses their answers."""
+
+    def __init__(self, method: str, lost: int) -> None:
+        self.method, self.lost, self.answers = method, lost, list[Any]()
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        outcome = continuation(details, request)
+        if details.method.endswith(self.method) and self.lost:
+            self.lost -= 1
+            self.answers.append(outcome.result())
+            raise _LostAnswer()
+        return outcome
+
+
+def test_retry_sends_a_create_table_whose_answer_was_lost_not_the_request_before(
+    live: BackgroundServer,
+) -> None:
+    """CreateTable is a mutating request like the others: after its answer is lost,
+    retry() sends that create again (the same table comes back, none is made twice), not
+    the request the client sent before it."""
+    losing = _LoseAnswers("/CreateTable", lost=0)
+    channel = grpc.intercept_channel(grpc.insecure_channel(live.address), losing)
+    client = TableClient(live.address, api_key=API_KEY, channel=channel)
+    first = client.create_table(seats=2)
+    client.join(first.table_id, 0, "ann")
+    losing.lost = 1
+    with pytest.raises(RetryableError):
+        client.create_table(seats=3)
+    (made,) = losing.answers
+    again = client.retry()
+    assert (again.table_id, len(again.seats)) == (made.table.table_id, 3)
+    assert again.table_id != first.table_id
+    assert client.retry().table_id == made.table.table_id  # and again: still that one table
+    client.close()
 
 
 def test_unavailable_is_retried_then_raised_as_retryable() -> None:

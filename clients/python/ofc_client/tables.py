@@ -85,7 +85,7 @@ class _Request:
     it was first sent with (the server answers a retry only to those; a JoinSeat's retry
     must not carry the seat token it returned)."""
 
-    table_id: str
+    table_id: str | None  # None: CreateTable (the server names the table)
     method: Callable[..., Any]
     message: Any
     on_success: Callable[[Any], TableView]
@@ -246,21 +246,28 @@ class TableClient:
             if expected_version is None:
                 expected_version = self.get(table_id).version
         message.expected_version = expected_version
-        request = _Request(
-            table_id,
-            method,
-            message,
-            on_success or (lambda response: self._view(response.table)),
-            self._credentials(table_id),
+        return self._send_first(
+            _Request(
+                table_id,
+                method,
+                message,
+                on_success or (lambda response: self._view(response.table)),
+                self._credentials(table_id),
+            )
         )
+
+    def _send_first(self, request: _Request) -> TableView:
+        """Send a new mutating request, which becomes the one :meth:`retry` sends again
+        (before it is sent: a call that fails is the one to retry)."""
         with self._lock:
             self._last = request
-            self.last_request_id = message.request_id
+            self.last_request_id = request.message.request_id
         return self._send(request)
 
     def retry(self) -> TableView:
-        """Send the last mutating request again, unchanged (same request id and expected
-        version): the first result if it was applied, else it is judged now."""
+        """Send the last mutating request again (a :meth:`create_table` included), unchanged
+        (same request id and expected version): the first result if it was applied, else it
+        is judged now."""
         request = self._last
         if request is None:
             raise invalid("no mutating request to retry", "request_id")
@@ -330,8 +337,15 @@ class TableClient:
         spec = ruleset_spec(ruleset)
         if spec is not None:
             message.ruleset.CopyFrom(spec)
-        response = self._call(self._stub.CreateTable, message, None)
-        return self._view(response.table)
+        return self._send_first(
+            _Request(
+                None,
+                self._stub.CreateTable,
+                message,
+                lambda response: self._view(response.table),
+                self._credentials(None),
+            )
+        )
 
     def get(self, table_id: str, *, as_seat: int | None = None) -> TableView:
         """The table as this client may see it (its seat's view, else a spectator's; an
