@@ -11,7 +11,10 @@
 // number of Watch events received. --history FILE also writes the hand's history_json
 // (GetHandHistory) to FILE, for `node verify.js FILE`. Every call about the table carries
 // its id as x-ofc-table-id metadata (routing for a proxy). Progress goes to standard error.
-// Exit status: 0 on success, 1 on any error (a gRPC error is printed with its code).
+// A call that got UNAVAILABLE or DEADLINE_EXCEEDED is sent again unchanged (its request_id
+// too: the service applies it once and answers with the first result), up to 4 times.
+// Exit status: 0 on success, 1 on any error (a gRPC error is printed with its code and its
+// ErrorInfo reason and field).
 'use strict';
 
 const crypto = require('node:crypto');
@@ -63,18 +66,99 @@ function requestId() {
   return crypto.randomUUID();
 }
 
-/** A unary call as a promise, with a deadline; errors name the method. */
-function call(client, method, request, md = new grpc.Metadata()) {
+/** One unary call as a promise, with a deadline. */
+function callOnce(client, method, request, md) {
   return new Promise((resolve, reject) => {
-    client[method](request, routed(md, request), { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, response) => {
-      if (err) {
-        err.message = `${method}: ${err.message}`;
-        reject(err);
-      } else {
-        resolve(response);
-      }
-    });
+    client[method](request, md, { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, response) => (err ? reject(err) : resolve(response)));
   });
+}
+
+// A call that may have reached the service without its answer reaching us: sent again, the
+// very same request (its request_id too), which the service answers with the first result,
+// applied once. Any other error is the service's answer.
+const RETRIED = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]);
+const ATTEMPTS = 4;
+
+/** A unary call as a promise: retried unchanged while the service cannot be reached (wait
+ *  0.2, 0.4, 0.8 s); errors name the method and carry `reason` and `field`, the ErrorInfo
+ *  of the grpc-status-details-bin trailer. */
+async function call(client, method, request, md = new grpc.Metadata()) {
+  routed(md, request);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await callOnce(client, method, request, md);
+    } catch (err) {
+      if (attempt < ATTEMPTS && RETRIED.has(err.code)) {
+        log(`${method}: ${err.details || err.message}; sent again (attempt ${attempt + 1}, same request_id)`);
+        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+        continue;
+      }
+      Object.assign(err, errorInfo(err.metadata));
+      err.message = `${method}: ${err.message}`;
+      throw err;
+    }
+  }
+}
+
+/** Protocol buffers' wire format, just enough for google.rpc.Status: each field of
+ *  `bytes` as [number, value], a varint's value a number, a length-delimited one bytes. */
+function* wireFields(bytes) {
+  let at = 0;
+  const varint = () => {
+    let value = 0;
+    for (let shift = 0; ; shift += 7) {
+      const byte = bytes[at++];
+      if (byte === undefined) throw new Error('truncated varint');
+      value += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) return value;
+    }
+  };
+  while (at < bytes.length) {
+    const key = varint();
+    const type = key % 8;
+    if (type === 0) yield [Math.floor(key / 8), varint()];
+    else if (type === 2) {
+      const length = varint();
+      yield [Math.floor(key / 8), bytes.subarray(at, at + length)];
+      at += length;
+    } else if (type === 1 || type === 5) at += type === 1 ? 8 : 4;
+    else throw new Error(`wire type ${type}`);
+  }
+}
+
+const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
+const BAD_REQUEST = 'type.googleapis.com/google.rpc.BadRequest';
+
+/** The ErrorInfo reason (and the BadRequest field, else ErrorInfo's metadata "field") of a
+ *  failed call's grpc-status-details-bin trailer: { reason, field }, "" when absent. */
+function errorInfo(trailers) {
+  const found = { reason: '', field: '' };
+  const [status] = trailers ? trailers.get('grpc-status-details-bin') : [];
+  if (!status) return found;
+  const text = (b) => Buffer.from(b).toString('utf8');
+  try {
+    for (const [number, any] of wireFields(status)) {
+      if (number !== 3) continue; // Status.details: google.protobuf.Any
+      let type = '';
+      let value = new Uint8Array();
+      for (const [n, v] of wireFields(any)) {
+        if (n === 1) type = text(v);
+        else if (n === 2) value = v;
+      }
+      for (const [n, v] of wireFields(value)) {
+        if (type === ERROR_INFO && n === 1) found.reason = text(v);
+        else if (type === ERROR_INFO && n === 3) { // metadata: map<string, string> entries
+          const entry = Object.fromEntries([...wireFields(v)].map(([k, x]) => [k, text(x)]));
+          if (entry[1] === 'field' && !found.field) found.field = entry[2] || '';
+        } else if (type === BAD_REQUEST && n === 1) { // a FieldViolation
+          for (const [k, x] of wireFields(v)) if (k === 1) found.field = text(x);
+        }
+      }
+    }
+  } catch {
+    return found; // a trailer that is not a Status: the code and message still say it
+  }
+  return found;
 }
 
 function waitForReady(client) {
@@ -300,7 +384,8 @@ function main(argv) {
     return;
   }
   play(args[0], args[1], historyPath).catch((err) => {
-    const code = typeof err.code === 'number' ? ` [${Object.keys(grpc.status).find((k) => grpc.status[k] === err.code) || err.code}]` : '';
+    const name = typeof err.code === 'number' ? Object.keys(grpc.status).find((k) => grpc.status[k] === err.code) || err.code : '';
+    const code = name ? ` [${[name, err.reason, err.field && `field ${err.field}`].filter(Boolean).join(' ')}]` : '';
     process.stderr.write(`play.js: error${code}: ${err.message}\n`);
     process.exit(1); // now: a stream still open must not keep the process alive
   });

@@ -46,15 +46,18 @@ class Recorded:
     method: str  # "PlaceCards"
     metadata: dict[str, str]
     table_id: str | None  # the request's table_id field (None: the message has none)
+    request_id: str | None  # the request's request_id field (None: the message has none)
 
 
 class RecordingProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
     """A gRPC proxy that forwards every TableService call, bytes unchanged, to ``upstream``
-    and records it (unary calls and Watch: what the clients use)."""
+    and records it (unary calls and Watch: what the clients use). The next answer of each
+    method in ``lose`` is lost after the server gave it: the client gets UNAVAILABLE."""
 
     def __init__(self, upstream: str) -> None:
         self.channel = grpc.insecure_channel(upstream)
         self.calls: list[Recorded] = []
+        self.lose: set[str] = set()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=[self])
         self.address = f"127.0.0.1:{free_port()}"
         self.server.add_insecure_port(self.address)
@@ -71,11 +74,15 @@ class RecordingProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
         )
 
         has_table_id = "table_id" in method.input_type.fields_by_name
+        has_request_id = "request_id" in method.input_type.fields_by_name
 
         def record(request: bytes) -> None:
             message: Any = request_class.FromString(request)
             table_id = message.table_id if has_table_id else None
-            self.calls.append(Recorded(name, {str(k): str(v) for k, v in metadata}, table_id))
+            request_id = message.request_id if has_request_id else None
+            self.calls.append(
+                Recorded(name, {str(k): str(v) for k, v in metadata}, table_id, request_id)
+            )
 
         def failed(error: grpc.RpcError, context: grpc.ServicerContext) -> None:
             context.set_trailing_metadata(error.trailing_metadata())
@@ -104,6 +111,9 @@ class RecordingProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
             except grpc.RpcError as error:
                 failed(error, context)
                 raise
+            if name in self.lose:
+                self.lose.discard(name)
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the proxy lost the answer")
             return answer
 
         return grpc.unary_unary_rpc_method_handler(unary)
