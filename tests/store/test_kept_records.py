@@ -110,6 +110,53 @@ async def test_a_kept_record_never_stands_in_for_another_state_at_its_version(
     await open_table(backend, test)
 
 
+class RewoundAfterLoad(CountingLoads):
+    """A store that, right after its next load, runs ``rewind``: what another replica's
+    write after a lost one does between this replica's load and its commit."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.rewind: Any = None
+
+    async def load(self, table_id: str) -> StoredTable:
+        stored = await super().load(table_id)
+        rewind, self.rewind = self.rewind, None
+        if rewind is not None:
+            await rewind()
+        return stored
+
+
+async def test_a_move_judged_on_a_loaded_table_is_not_committed_on_another_state_at_its_version(
+    backend: Backend,
+) -> None:
+    """The commit after a load checks the state loaded, as one after a kept record does: a
+    store that lost a write and took another at the same version (a failover to a replica
+    behind, then another replica's move) between the load and the commit refuses it."""
+    async with backend.open() as h:
+        rewinding = RewoundAfterLoad(h.store)
+        manager = TableManager(rewinding, Authenticator(), VersionPresenter())
+        other = TableManager(h.other, Authenticator(), VersionPresenter())
+        await other.create(
+            TableRecord("t", engine.new_match("classic", seats=3), 30_000, 120_000, b"", 0)
+        )
+        await join(other, 1, 0, "ann")  # version 2, made by the other replica: none kept here
+        theirs = TableRecord.from_bytes((await h.store.load("t")).state)
+        theirs = dataclasses.replace(
+            theirs,
+            match=engine.apply(engine.new_match("classic", seats=3), engine.SitDown(0, "zed"))[0],
+        )
+
+        async def rewind() -> None:
+            await overwrite_state(h, theirs.to_bytes())
+
+        rewinding.rewind = rewind
+        with pytest.raises(StaleVersionError):
+            await join(manager, 2, 1, "bob")  # judged on ann's table, which is gone
+        stored, version, _ = await other.load("t")
+        assert version == 2 and [s.player_id for s in stored.match.seats] == ["zed", "", ""]
+        assert await join(manager, 2, 1, "bob") == b"v3"  # judged again, on the table as it is
+
+
 async def overwrite_state(h: Any, state: bytes) -> None:
     """Replace the stored state of table ``t``, keeping its version (a test-only rewind)."""
     if h.admin is None:

@@ -464,7 +464,10 @@ class TableManager:
             error = refused
         else:
             if stored.version == request.expected_version:
-                return await self._commit(request, command, creds, key, done, now, "")
+                # The state judged, by its SHA-1, as on the path above: a store that lost a
+                # write and took another at this version since the load refuses the commit.
+                sha1 = hashlib.sha1(stored.state).hexdigest()
+                return await self._commit(request, command, creds, key, done, now, sha1)
         if stored.version != request.expected_version:
             error = StaleVersionError(
                 table_id,
