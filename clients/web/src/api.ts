@@ -36,7 +36,7 @@ export function connect(baseUrl: string, credentials: () => Credentials): Api {
     if (apiKey) req.header.set(API_KEY_HEADER, apiKey);
     return await next(req);
   };
-  const transport = createConnectTransport({ baseUrl, interceptors: [auth, routeByTable] });
+  const transport = createConnectTransport({ baseUrl, fetch: reachingFetch(globalThis.fetch.bind(globalThis)), interceptors: [auth, routeByTable] });
   return { tables: createClient(TableService, transport), rules: createClient(RulesService, transport) };
 }
 
@@ -93,11 +93,26 @@ export function describeError(error: unknown): string {
   return `${reason || Code[err.code]}: ${err.rawMessage}`;
 }
 
+/** `fetchImpl`, with a request that never got an answer (fetch rejects: the browser offline,
+ *  the connection dropped) reported as UNAVAILABLE. connect-web reports it as UNKNOWN, like
+ *  an answer it could not read or a proxy's error page, which are answers: only the first
+ *  may be sent again. A call the page cancelled stays cancelled. */
+export function reachingFetch(fetchImpl: typeof fetch): typeof fetch {
+  return async (input, init) => {
+    try {
+      return await fetchImpl(input, init);
+    } catch (error) {
+      if (init?.signal?.aborted || (error instanceof Error && error.name === "AbortError")) throw error;
+      throw new ConnectError(`the service could not be reached (${String(error)})`, Code.Unavailable, undefined, undefined, error);
+    }
+  };
+}
+
 /** Whether `error` says the service could not be reached (the browser offline, a dropped
- *  connection, no answer in time), not that it refused the request: worth a retry. */
+ *  connection, a replica down, no answer in time), not that it answered: worth a retry. */
 export function unreachable(error: unknown): boolean {
   const code = ConnectError.from(error).code;
-  return code === Code.Unavailable || code === Code.Unknown || code === Code.DeadlineExceeded;
+  return code === Code.Unavailable || code === Code.DeadlineExceeded;
 }
 
 /** A fresh idempotency key for one intended action. */
@@ -105,18 +120,37 @@ export function requestId(): string {
   return crypto.randomUUID();
 }
 
+/** What a request asks, for `withRetries`: its method and every field but its id. */
+export function intent(method: string, fields: object): string {
+  return JSON.stringify([method, fields], (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
+}
+
+/** Request ids of actions sent that got no answer, by what they ask (see `withRetries`). */
+const unanswered = new Map<string, string>();
+
 /** Call `send` with one request id, retrying with that same id while the service cannot be
- *  reached (UNAVAILABLE; a dropped connection or an offline browser, which fetch reports as
- *  UNKNOWN; no answer in time): the request may have been applied, and the service answers
- *  a retry with the first result, so a dropped answer is never sent again as a new request
- *  (a second table, a seat taken and its token lost). Waits 0.25, 0.5, 1, 2 then 4 s. */
-export async function withRetries<T>(send: (id: string) => Promise<T>, attempts = 6): Promise<T> {
-  const id = requestId();
+ *  reached (UNAVAILABLE: a dropped connection, the browser offline, a replica down; no
+ *  answer in time): the request may have been applied, and the service answers a retry
+ *  with the first result, so a lost answer is never sent again as a new request. Waits
+ *  0.25, 0.5, 1, 2 then 4 s. `intent` (what the request asks, every field but its id): an
+ *  action still unanswered when the retries give up keeps its id, and the same action sent
+ *  again later (the person clicks again) goes under that id, not a new one. */
+export async function withRetries<T>(send: (id: string) => Promise<T>, intent = "", attempts = 6): Promise<T> {
+  const id = (intent && unanswered.get(intent)) || requestId();
   for (let attempt = 1; ; attempt++) {
     try {
-      return await send(id);
+      const answer = await send(id);
+      unanswered.delete(intent);
+      return answer;
     } catch (error) {
-      if (attempt >= attempts || !unreachable(error)) throw error;
+      if (!unreachable(error)) {
+        unanswered.delete(intent); // answered: the next click is a new request
+        throw error;
+      }
+      if (attempt >= attempts) {
+        if (intent) unanswered.set(intent, id);
+        throw error;
+      }
       await new Promise((resolve) => setTimeout(resolve, Math.min(4000, 250 * 2 ** (attempt - 1))));
     }
   }

@@ -1,6 +1,6 @@
 // The start page: create a table (preset, seats, turn time, seeds) or open one by id.
 
-import { type Api, describeError, withRetries } from "./api";
+import { type Api, describeError, intent, withRetries } from "./api";
 import { h } from "./dom";
 import { ClientSeedPolicy } from "./gen/ofcpoker/v1/table_service_pb";
 import type { RulesetParameters } from "./gen/ofcpoker/v1/ruleset_pb";
@@ -42,14 +42,16 @@ export async function renderLobby(root: HTMLElement, api: Api, setApiKey: (key: 
       error.hidden = true;
       setApiKey(apiKey.value.trim());
       try {
-        const res = await withRetries((requestId) => api.tables.createTable({
+        const fields = {
           ruleset: { preset: preset.value },
           seats: Number(seats.value),
           turnTimeLimitMs: Math.round(Number(turn.value) * 1000),
           clientSeed: clientSeed.value,
           clientSeedPolicy: Number(policy.value) as ClientSeedPolicy,
-          requestId,
-        }));
+        };
+        // The same form sent again after a create that got no answer goes under its id: the
+        // service answers with the table that create made, if it made one.
+        const res = await withRetries((requestId) => api.tables.createTable({ ...fields, requestId }), intent("CreateTable", fields));
         open(res.tableId);
       } catch (err) {
         error.textContent = describeError(err);

@@ -8,13 +8,14 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { cardName, face, suitClass } from "./cards";
-import { type Api, describeError, reasonOf, rulesetSpec, unreachable, withRetries } from "./api";
+import { type Api, describeError, intent, reasonOf, rulesetSpec, unreachable, withRetries } from "./api";
 import { type Child, h } from "./dom";
 import { clock, pairLabel, playerRows, rowWinner, signed } from "./format";
 import { RowPosition } from "./gen/ofcpoker/v1/cards_pb";
 import {
   ClientSeedPolicy,
   type HandSeatView,
+  type JoinSeatResponse,
   type TableEvent,
   type TableView,
 } from "./gen/ofcpoker/v1/table_service_pb";
@@ -22,6 +23,13 @@ import { Assignment, fantasylandBatch, ROWS, type Row, ROW_SIZE, streetBatch, ty
 import { forgetSeat, loadSeat, saveSeat, type SeatSession } from "./session";
 import { bytesToHex } from "./shuffle";
 import { type DealVerified, DealDiscrepancy, type Expectations, type HandHistory, verifyDeal } from "./verify";
+
+interface JoinFields {
+  tableId: string;
+  seat: number;
+  playerId: string;
+  expectedVersion: bigint;
+}
 
 const ROW_ENUM: Record<Row, RowPosition> = { top: RowPosition.TOP, middle: RowPosition.MIDDLE, bottom: RowPosition.BOTTOM };
 const ROW_TITLE: Record<Target, string> = { top: "Top", middle: "Middle", bottom: "Bottom", discard: "Discard" };
@@ -74,6 +82,11 @@ export class TablePage {
   private ownSeeds: { version: bigint; seed: Uint8Array }[] = [];
   private lastEventId = "";
   private streamHeardAt = Date.now(); // the Watch's last message (or its opening)
+  private watchFailures = 0; // failed Watch openings in a row (the backoff before the next)
+  // The last JoinSeat sent, and one that got no answer (it may have taken the seat: sent
+  // again as it was, it gets the seat token).
+  private joinSent: JoinFields | undefined;
+  private joinUnanswered: JoinFields | undefined;
   private checkingStream = false;
   private watching: AbortController | undefined;
   private refreshing: Promise<void> | undefined;
@@ -149,7 +162,7 @@ export class TablePage {
   // ---- reading the table -------------------------------------------------------------
 
   private async watch(): Promise<void> {
-    let failures = 0;
+    this.watchFailures = 0;
     while (!this.stopped) {
       const controller = new AbortController();
       this.watching = controller;
@@ -163,7 +176,7 @@ export class TablePage {
         );
         this.streamHeardAt = Date.now();
         for await (const message of stream) {
-          failures = 0;
+          this.watchFailures = 0;
           this.streamHeardAt = Date.now();
           if (message.kind.case === "snapshot") {
             this.lastEventId = message.kind.value.lastEventId || this.lastEventId;
@@ -189,10 +202,16 @@ export class TablePage {
         } else if (reasonOf(error) !== "EVENTS_TRIMMED") {
           this.connectionLost(error);
         }
-        failures++;
+        this.watchFailures++;
       }
       if (this.stopped) return;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** failures)));
+      // The wait ends early when the stream's controller is aborted (the browser is back
+      // online, or the page reopens the stream).
+      await new Promise<void>((resolve) => {
+        if (controller.signal.aborted) return resolve();
+        const timer = setTimeout(resolve, Math.min(5000, 250 * 2 ** this.watchFailures));
+        controller.signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+      });
     }
   }
 
@@ -200,6 +219,7 @@ export class TablePage {
    *  without ending, so it is opened again now (from the last event seen; after a lost
    *  connection, once the table is read again) rather than at the silent-stream check. */
   private onOnline = (): void => {
+    this.watchFailures = 0;
     this.watching?.abort();
   };
 
@@ -479,14 +499,12 @@ export class TablePage {
     const send = async (version: bigint): Promise<TableView | undefined> => {
       if (a.batch.fantasyland) {
         const board = { top: a.cardsTo("top"), middle: a.cardsTo("middle"), bottom: a.cardsTo("bottom") };
-        return (await withRetries((requestId) => this.api.tables.setFantasyland({
-          tableId: this.tableId, seat: seat.seat, board, discards: a.cardsTo("discard"), expectedVersion: version, requestId,
-        }))).table;
+        const fields = { tableId: this.tableId, seat: seat.seat, board, discards: a.cardsTo("discard"), expectedVersion: version };
+        return (await withRetries((requestId) => this.api.tables.setFantasyland({ ...fields, requestId }), intent("SetFantasyland", fields))).table;
       }
       const placements = ROWS.flatMap((row) => a.cardsTo(row).map((card) => ({ card, row: ROW_ENUM[row] })));
-      return (await withRetries((requestId) => this.api.tables.placeCards({
-        tableId: this.tableId, seat: seat.seat, placements, discard: a.cardsTo("discard")[0] ?? "", expectedVersion: version, requestId,
-      }))).table;
+      const fields = { tableId: this.tableId, seat: seat.seat, placements, discard: a.cardsTo("discard")[0] ?? "", expectedVersion: version };
+      return (await withRetries((requestId) => this.api.tables.placeCards({ ...fields, requestId }), intent("PlaceCards", fields))).table;
     };
     try {
       // another seat may act meanwhile: sent again while this batch is still the one to place
@@ -534,12 +552,24 @@ export class TablePage {
     this.busy = true;
     this.error = "";
     try {
-      const res = await this.atCurrentVersion(
-        (version) => withRetries((requestId) => this.api.tables.joinSeat({
-          tableId: this.tableId, seat: seatIndex, playerId, expectedVersion: version, requestId,
-        })),
-        () => !this.seat && !this.view?.seats[seatIndex]?.playerId,
-      );
+      const sendAt = (version: bigint): Promise<JoinSeatResponse> => {
+        const fields = { tableId: this.tableId, seat: seatIndex, playerId, expectedVersion: version };
+        this.joinSent = fields;
+        return withRetries((requestId) => this.api.tables.joinSeat({ ...fields, requestId }), intent("JoinSeat", fields));
+      };
+      // A join that got no answer may have taken the seat: the same join, sent again as it
+      // was (its version and id), gets its seat token; else it is judged now.
+      const unanswered = this.joinUnanswered;
+      let res: JoinSeatResponse | undefined;
+      if (unanswered && unanswered.seat === seatIndex && unanswered.playerId === playerId) {
+        try {
+          res = await sendAt(unanswered.expectedVersion);
+        } catch (error) {
+          if (unreachable(error)) throw error;
+        }
+      }
+      res ??= await this.atCurrentVersion(sendAt, () => !this.seat && !this.view?.seats[seatIndex]?.playerId);
+      this.joinUnanswered = undefined;
       this.seat = { seat: seatIndex, token: res.seatToken, playerId };
       saveSeat(this.storage, this.tableId, this.seat);
       this.setToken(res.seatToken);
@@ -553,6 +583,7 @@ export class TablePage {
       this.view = undefined;
       if (res.table) this.accept(res.table);
     } catch (error) {
+      this.joinUnanswered = unreachable(error) ? this.joinSent : undefined;
       this.showError(error);
     } finally {
       this.busy = false;
@@ -566,7 +597,10 @@ export class TablePage {
     if (!view || !seat) return;
     try {
       await this.atCurrentVersion(
-        (version) => withRetries((requestId) => this.api.tables.leaveSeat({ tableId: this.tableId, seat: seat.seat, expectedVersion: version, requestId })),
+        (version) => {
+          const fields = { tableId: this.tableId, seat: seat.seat, expectedVersion: version };
+          return withRetries((requestId) => this.api.tables.leaveSeat({ ...fields, requestId }), intent("LeaveSeat", fields));
+        },
         () => this.seat?.seat === seat.seat && !this.handInProgress(),
       );
       this.dropSeat("");
@@ -615,7 +649,10 @@ export class TablePage {
       // A seat taken or a seed set meanwhile does not undo the click; a hand dealt by someone
       // else does (the page shows it).
       const res = await this.atCurrentVersion(
-        (version) => withRetries((requestId) => this.api.tables.startHand({ tableId: this.tableId, expectedVersion: version, requestId })),
+        (version) => {
+          const fields = { tableId: this.tableId, expectedVersion: version };
+          return withRetries((requestId) => this.api.tables.startHand({ ...fields, requestId }), intent("StartHand", fields));
+        },
         () => !this.handInProgress() && this.view?.hand?.number === view.hand?.number,
       );
       if (res.table) this.accept(res.table);
@@ -634,9 +671,10 @@ export class TablePage {
     if (!view || !seat) return;
     try {
       const res = await this.atCurrentVersion(
-        (version) => withRetries((requestId) => this.api.tables.setClientSeed({
-          tableId: this.tableId, seat: seat.seat, clientSeed: text, expectedVersion: version, requestId,
-        })),
+        (version) => {
+          const fields = { tableId: this.tableId, seat: seat.seat, clientSeed: text, expectedVersion: version };
+          return withRetries((requestId) => this.api.tables.setClientSeed({ ...fields, requestId }), intent("SetClientSeed", fields));
+        },
         () => this.seat?.seat === seat.seat,
       );
       if (res.table) {

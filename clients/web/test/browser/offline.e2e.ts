@@ -7,15 +7,20 @@
 // proxy dropping connections) and a player sits down meanwhile. An event can still reach the
 // page over the stream it already had open, while the table read that follows it cannot: the
 // page must say its connection is lost, not show that failed read as an error of its own,
-// and once the browser is back online it must catch up and stop saying so, well before its
-// silent-stream check (20 s) would have read the table.
+// and once the browser is back online it must catch up and stop saying so at once, not when
+// its reconnect backoff or its silent-stream check (20 s) would have read the table.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { launch, player, shot } from "./harness";
 import { createTable, tables } from "./play";
 
-const CAUGHT_UP_MS = 10_000; // half the page's silent-stream check: only the fix meets it
+const CAUGHT_UP_MS = 10_000; // half the page's silent-stream check
+// Down long enough for the page's reconnect backoff to reach its longest wait (5 s): a page
+// that waited it out would catch up seconds late; one that reopens its stream when the
+// browser says it is back online (and reads the table first) takes a round trip or two.
+const DOWN_MS = 8_000;
+const BACK_ONLINE_MS = 1_200; // seen: 25-40 ms; waiting out the backoff: 2 s and more
 
 test("a page offline for a moment says its connection is lost, then catches up", async () => {
   const browser = await launch();
@@ -43,11 +48,23 @@ test("a page offline for a moment says its connection is lost, then catches up",
     assert.equal(await page.locator("[data-testid=error]").count(), 0, "no error banner left once caught up");
     await shot(spectator, "offline-2-caught-up");
 
-    // Still following the table: the next change shows without any reload.
+    console.log(`caught up ${Date.now() - online} ms after the browser was back online`);
+
+    // Offline again, and this time the open stream is dropped too (the page's proxy cuts
+    // every connection): the page retries, backing off, until the browser is back online,
+    // which it must not wait out.
+    await spectator.context.setOffline(true);
+    spectator.cut(true);
     const seated = (await tables.getTable({ tableId })).table!;
     await tables.joinSeat({ tableId, seat: 1, playerId: "dave", expectedVersion: seated.version, requestId: crypto.randomUUID() });
-    await page.waitForFunction(() => document.querySelector("[data-testid=seat-1]")?.textContent?.includes("dave"), undefined, { timeout: CAUGHT_UP_MS });
-    console.log(`caught up ${Date.now() - online} ms after the browser was back online`);
+    await page.waitForSelector("[data-testid=connection]", { timeout: DOWN_MS });
+    await page.waitForTimeout(DOWN_MS);
+    spectator.cut(false);
+    await spectator.context.setOffline(false);
+    const back = Date.now();
+    await page.waitForFunction(() => document.querySelector("[data-testid=seat-1]")?.textContent?.includes("dave"), undefined, { timeout: BACK_ONLINE_MS });
+    await page.waitForSelector("[data-testid=connection]", { state: "detached", timeout: BACK_ONLINE_MS });
+    console.log(`caught up ${Date.now() - back} ms after the browser was back online, its stream dropped`);
   } catch (error) {
     await shot(spectator, "failure-offline").catch(() => undefined);
     throw error;
