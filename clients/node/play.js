@@ -11,8 +11,9 @@
 // number of Watch events received. --history FILE also writes the hand's history_json
 // (GetHandHistory) to FILE, for `node verify.js FILE`. Every call about the table carries
 // its id as x-ofc-table-id metadata (routing for a proxy). Progress goes to standard error.
-// A call that got UNAVAILABLE or DEADLINE_EXCEEDED is sent again unchanged (its request_id
-// too: the service applies it once and answers with the first result), up to 4 times.
+// A call that got UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED is sent again unchanged (its
+// request_id too: the service applies it once and answers with the first result), up to 3
+// more times.
 // Exit status: 0 on success, 1 on any error (a gRPC error is printed with its code and its
 // ErrorInfo reason and field).
 'use strict';
@@ -76,8 +77,10 @@ function callOnce(client, method, request, md) {
 // A call that may have reached the service without its answer reaching us: sent again, the
 // very same request (its request_id too), which the service answers with the first result,
 // applied once. Any other error is the service's answer.
-const RETRIED = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]);
-const ATTEMPTS = 4;
+// CANCELLED too: a blocking call gets it only from the server's side (a replica that
+// stopped before it ran the call).
+const RETRIED = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED]);
+const ATTEMPTS = 4; // the first send and 3 more
 
 /** A unary call as a promise: retried unchanged while the service cannot be reached (wait
  *  0.2, 0.4, 0.8 s); errors name the method and carry `reason` and `field`, the ErrorInfo
@@ -89,7 +92,8 @@ async function call(client, method, request, md = new grpc.Metadata()) {
       return await callOnce(client, method, request, md);
     } catch (err) {
       if (attempt < ATTEMPTS && RETRIED.has(err.code)) {
-        log(`${method}: ${err.details || err.message}; sent again (attempt ${attempt + 1}, same request_id)`);
+        const same = request.request_id ? ', same request_id' : '';
+        log(`${method}: ${err.details || err.message}; sent again (attempt ${attempt + 1}${same})`);
         await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
         continue;
       }

@@ -45,6 +45,7 @@ def test_each_lost_answer_is_sent_again_with_its_request_id_and_applied_once(
 
 
 def test_a_refusal_is_printed_with_its_errorinfo_reason(proxy: RecordingProxy, node: str) -> None:
+    proxy.lose = set()
     refused = _play(node, proxy.address, "not-the-key")
     assert refused.returncode == 1 and refused.stdout == ""
     assert "play.js: error [UNAUTHENTICATED UNAUTHENTICATED]: CreateTable:" in refused.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ class RecordingProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
         self.channel = grpc.insecure_channel(upstream)
         self.calls: list[Recorded] = []
         self.lose: set[str] = set()
+        self._losing = threading.Lock()  # the server's threads take from ``lose`` one at a time
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=[self])
         self.address = f"127.0.0.1:{free_port()}"
         self.server.add_insecure_port(self.address)
@@ -111,8 +113,10 @@ class RecordingProxy(grpc.GenericRpcHandler):  # type: ignore[misc]
             except grpc.RpcError as error:
                 failed(error, context)
                 raise
-            if name in self.lose:
+            with self._losing:
+                lost = name in self.lose
                 self.lose.discard(name)
+            if lost:
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the proxy lost the answer")
             return answer
 
