@@ -150,8 +150,9 @@ async def test_a_move_judged_on_a_loaded_table_is_not_committed_on_another_state
             await overwrite_state(h, theirs.to_bytes())
 
         rewinding.rewind = rewind
-        with pytest.raises(StaleVersionError):
+        with pytest.raises(StaleVersionError) as stale:
             await join(manager, 2, 1, "bob")  # judged on ann's table, which is gone
+        assert "changed at version 2" in str(stale.value)
         stored, version, _ = await other.load("t")
         assert version == 2 and [s.player_id for s in stored.match.seats] == ["zed", "", ""]
         assert await join(manager, 2, 1, "bob") == b"v3"  # judged again, on the table as it is

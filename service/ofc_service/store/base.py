@@ -142,6 +142,9 @@ class StaleVersionError(StoreError):
     def __init__(self, table_id: str, *, expected_version: int, current_version: int) -> None:
         super().__init__(
             f"table {table_id!r} is at version {current_version}, not {expected_version}"
+            if current_version != expected_version
+            # the store lost a write and took another at that version: another table state
+            else f"table {table_id!r} changed at version {current_version}: read it again"
         )
         self.table_id = table_id
         self.expected_version = expected_version
