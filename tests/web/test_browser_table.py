@@ -113,3 +113,13 @@ def test_a_page_offline_for_a_moment_catches_up(
     (well before its 20 s silent-stream check), its connection notice gone."""
     out = run_browser_test(browser_tests / "offline.e2e.mjs", web_url, chromium)
     assert "caught up" in out
+
+
+def test_lost_answers_are_retried_under_their_ids_and_a_seat_token_recovered(
+    browser_tests: Path, web_url: str, chromium: str
+) -> None:
+    """The page's proxy loses answers after the service gave them: a create and a join are
+    retried under their request ids (one table, the seat's token); a join left unanswered
+    through every retry is sent again when the table shows its player seated, and its seat
+    token comes back."""
+    run_browser_test(browser_tests / "lost-answers.e2e.mjs", web_url, chromium)

@@ -292,6 +292,12 @@ export class TablePage {
     if (hand?.over && hand.serverSeed.length > 0 && !this.verifications.has(hand.number)) {
       void this.verify(hand.number);
     }
+    // A join that got no answer took the seat (the table shows this player there): sent
+    // again as it was, it gets the seat token, which this page would otherwise have lost.
+    const unanswered = this.joinUnanswered;
+    if (unanswered && !this.seat && !this.busy && view.seats[unanswered.seat]?.playerId === unanswered.playerId) {
+      void this.join(unanswered.seat, unanswered.playerId);
+    }
   }
 
   private perHand(number: bigint): PerHand {
@@ -585,6 +591,12 @@ export class TablePage {
     } catch (error) {
       this.joinUnanswered = unreachable(error) ? this.joinSent : undefined;
       this.showError(error);
+      if (this.joinUnanswered) {
+        // The page reads the table again once the service answers (its watch loop), and
+        // sends the join again if the table shows it took the seat (see accept).
+        this.connectionLost(error);
+        this.watching?.abort();
+      }
     } finally {
       this.busy = false;
       this.render();

@@ -30,10 +30,11 @@ export async function launch(): Promise<Browser> {
 }
 
 /** A local origin that forwards to the service and records every response it passes on. */
-export async function recordingProxy(): Promise<{ origin: string; log: Recorded[]; cut: (down: boolean) => void; close: () => Promise<void> }> {
+export async function recordingProxy(): Promise<{ origin: string; log: Recorded[]; cut: (down: boolean) => void; lose: (path: string, answers: number) => void; close: () => Promise<void> }> {
   const upstream = new URL(WEB_URL);
   const log: Recorded[] = [];
   let down = false; // the service "gone": every connection dropped, none answered
+  const losing = new Map<string, number>(); // path suffix -> answers still to lose
   const server = http.createServer((req, res) => {
     if (down) {
       req.socket.destroy();
@@ -42,6 +43,14 @@ export async function recordingProxy(): Promise<{ origin: string; log: Recorded[
     const up = http.request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
       (upRes) => {
+        const suffix = [...losing.keys()].find((p) => req.url?.endsWith(p));
+        if (suffix !== undefined && losing.get(suffix)! > 0) {
+          // The service answered; the answer is lost on the way (the page's fetch fails).
+          losing.set(suffix, losing.get(suffix)! - 1);
+          upRes.resume();
+          req.socket.destroy();
+          return;
+        }
         const h = upRes.headers;
         const encoding = String(h["content-encoding"] ?? h["connect-content-encoding"] ?? "").replace("identity", "");
         const record: Recorded = { path: req.url ?? "", tableIdHeader: String(req.headers["x-ofc-table-id"] ?? ""), seatTokenHeader: String(req.headers["x-ofc-seat-token"] ?? ""), contentType: String(h["content-type"] ?? ""), encoding, chunks: [] };
@@ -68,6 +77,9 @@ export async function recordingProxy(): Promise<{ origin: string; log: Recorded[
       down = value;
       if (value) server.closeAllConnections();
     },
+    lose: (path: string, answers: number) => {
+      losing.set(path, answers);
+    },
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
@@ -83,6 +95,9 @@ export interface Player {
   responses: string[];
   /** Drop every connection to the service and answer none (true) until told otherwise. */
   cut: (down: boolean) => void;
+  /** Lose the next `answers` answers of calls whose path ends with `path`, after the
+   *  service gave them. */
+  lose: (path: string, answers: number) => void;
   close: () => Promise<void>;
 }
 
@@ -107,7 +122,7 @@ export async function player(browser: Browser, name: string, viewport: { width: 
   page.on("pageerror", (e) => { console.error(`[${name}] page error: ${e.message}`); });
   page.on("console", (m) => { if (m.type() === "error") console.error(`[${name}] console: ${m.text()}`); });
   return {
-    name, context, page, origin: proxy.origin, log: proxy.log, snapshots: [], responses, cut: proxy.cut,
+    name, context, page, origin: proxy.origin, log: proxy.log, snapshots: [], responses, cut: proxy.cut, lose: proxy.lose,
     close: async () => { await context.close(); await proxy.close(); },
   };
 }
