@@ -156,6 +156,12 @@ export async function withRetries<T>(send: (id: string) => Promise<T>, intent = 
   }
 }
 
+/** `call` with `fields` and a request id, sent once for all (`withRetries`, under the intent
+ *  of `method` with those fields). */
+export function sendOnce<F extends object, T>(method: string, fields: F, call: (request: F & { requestId: string }) => Promise<T>): Promise<T> {
+  return withRetries((requestId) => call({ ...fields, requestId }), intent(method, fields));
+}
+
 /** A table's ruleset as a RulesetSpec: every parameter as an override, so the solver uses
  *  exactly the table's rules whatever its preset (jokers and Fantasyland tiers included;
  *  `cardsPerHand` and `deckSize` follow from the others). */

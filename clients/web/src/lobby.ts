@@ -1,6 +1,6 @@
 // The start page: create a table (preset, seats, turn time, seeds) or open one by id.
 
-import { type Api, describeError, intent, withRetries } from "./api";
+import { type Api, describeError, sendOnce } from "./api";
 import { h } from "./dom";
 import { ClientSeedPolicy } from "./gen/ofcpoker/v1/table_service_pb";
 import type { RulesetParameters } from "./gen/ofcpoker/v1/ruleset_pb";
@@ -51,7 +51,7 @@ export async function renderLobby(root: HTMLElement, api: Api, setApiKey: (key: 
         };
         // The same form sent again after a create that got no answer goes under its id: the
         // service answers with the table that create made, if it made one.
-        const res = await withRetries((requestId) => api.tables.createTable({ ...fields, requestId }), intent("CreateTable", fields));
+        const res = await sendOnce("CreateTable", fields, (request) => api.tables.createTable(request));
         open(res.tableId);
       } catch (err) {
         error.textContent = describeError(err);

@@ -8,7 +8,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { cardName, face, suitClass } from "./cards";
-import { type Api, describeError, intent, reasonOf, rulesetSpec, unreachable, withRetries } from "./api";
+import { type Api, describeError, reasonOf, rulesetSpec, sendOnce, unreachable } from "./api";
 import { type Child, h } from "./dom";
 import { clock, pairLabel, playerRows, rowWinner, signed } from "./format";
 import { RowPosition } from "./gen/ofcpoker/v1/cards_pb";
@@ -83,9 +83,8 @@ export class TablePage {
   private lastEventId = "";
   private streamHeardAt = Date.now(); // the Watch's last message (or its opening)
   private watchFailures = 0; // failed Watch openings in a row (the backoff before the next)
-  // The last JoinSeat sent, and one that got no answer (it may have taken the seat: sent
-  // again as it was, it gets the seat token).
-  private joinSent: JoinFields | undefined;
+  // A JoinSeat that got no answer (it may have taken the seat: sent again as it was, it
+  // gets the seat token).
   private joinUnanswered: JoinFields | undefined;
   private checkingStream = false;
   private watching: AbortController | undefined;
@@ -506,11 +505,11 @@ export class TablePage {
       if (a.batch.fantasyland) {
         const board = { top: a.cardsTo("top"), middle: a.cardsTo("middle"), bottom: a.cardsTo("bottom") };
         const fields = { tableId: this.tableId, seat: seat.seat, board, discards: a.cardsTo("discard"), expectedVersion: version };
-        return (await withRetries((requestId) => this.api.tables.setFantasyland({ ...fields, requestId }), intent("SetFantasyland", fields))).table;
+        return (await sendOnce("SetFantasyland", fields, (request) => this.api.tables.setFantasyland(request))).table;
       }
       const placements = ROWS.flatMap((row) => a.cardsTo(row).map((card) => ({ card, row: ROW_ENUM[row] })));
       const fields = { tableId: this.tableId, seat: seat.seat, placements, discard: a.cardsTo("discard")[0] ?? "", expectedVersion: version };
-      return (await withRetries((requestId) => this.api.tables.placeCards({ ...fields, requestId }), intent("PlaceCards", fields))).table;
+      return (await sendOnce("PlaceCards", fields, (request) => this.api.tables.placeCards(request))).table;
     };
     try {
       // another seat may act meanwhile: sent again while this batch is still the one to place
@@ -557,11 +556,12 @@ export class TablePage {
     if (!view || this.busy) return;
     this.busy = true;
     this.error = "";
+    let sent: JoinFields | undefined; // the last join sent
     try {
       const sendAt = (version: bigint): Promise<JoinSeatResponse> => {
         const fields = { tableId: this.tableId, seat: seatIndex, playerId, expectedVersion: version };
-        this.joinSent = fields;
-        return withRetries((requestId) => this.api.tables.joinSeat({ ...fields, requestId }), intent("JoinSeat", fields));
+        sent = fields;
+        return sendOnce("JoinSeat", fields, (request) => this.api.tables.joinSeat(request));
       };
       // A join that got no answer may have taken the seat: the same join, sent again as it
       // was (its version and id), gets its seat token; else it is judged now.
@@ -589,7 +589,7 @@ export class TablePage {
       this.view = undefined;
       if (res.table) this.accept(res.table);
     } catch (error) {
-      this.joinUnanswered = unreachable(error) ? this.joinSent : undefined;
+      this.joinUnanswered = unreachable(error) ? sent : undefined;
       this.showError(error);
       if (this.joinUnanswered) {
         // The page reads the table again once the service answers (its watch loop), and
@@ -611,7 +611,7 @@ export class TablePage {
       await this.atCurrentVersion(
         (version) => {
           const fields = { tableId: this.tableId, seat: seat.seat, expectedVersion: version };
-          return withRetries((requestId) => this.api.tables.leaveSeat({ ...fields, requestId }), intent("LeaveSeat", fields));
+          return sendOnce("LeaveSeat", fields, (request) => this.api.tables.leaveSeat(request));
         },
         () => this.seat?.seat === seat.seat && !this.handInProgress(),
       );
@@ -663,7 +663,7 @@ export class TablePage {
       const res = await this.atCurrentVersion(
         (version) => {
           const fields = { tableId: this.tableId, expectedVersion: version };
-          return withRetries((requestId) => this.api.tables.startHand({ ...fields, requestId }), intent("StartHand", fields));
+          return sendOnce("StartHand", fields, (request) => this.api.tables.startHand(request));
         },
         () => !this.handInProgress() && this.view?.hand?.number === view.hand?.number,
       );
@@ -685,7 +685,7 @@ export class TablePage {
       const res = await this.atCurrentVersion(
         (version) => {
           const fields = { tableId: this.tableId, seat: seat.seat, clientSeed: text, expectedVersion: version };
-          return withRetries((requestId) => this.api.tables.setClientSeed({ ...fields, requestId }), intent("SetClientSeed", fields));
+          return sendOnce("SetClientSeed", fields, (request) => this.api.tables.setClientSeed(request));
         },
         () => this.seat?.seat === seat.seat,
       );
