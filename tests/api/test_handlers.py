@@ -123,6 +123,40 @@ def test_errors_reach_the_caller_as_the_table_says() -> None:
     assert refusal(bad_card) == ("INVALID_ARGUMENT", "INVALID_CARD", "cards[1]")
 
 
+def test_a_leave_s_mode_is_checked_and_is_part_of_its_request() -> None:
+    table = handlers()
+
+    def leave(table_id: str, mode: int, version: int, request_id: str) -> pb.LeaveSeatRequest:
+        request = pb.LeaveSeatRequest(
+            table_id=table_id, seat=1, expected_version=version, request_id=request_id
+        )
+        request.mode = mode  # type: ignore[assignment]  # an unknown value too
+        return request
+
+    async def unknown_mode() -> None:
+        table_id, tokens = await seated_table(table)
+        await table.LeaveSeat(leave(table_id, 9, 3, "l"), Credentials(seat_token=tokens[1]))
+
+    async def same_id_other_mode() -> None:
+        table_id, tokens = await seated_table(table)
+        bob = Credentials(seat_token=tokens[1])
+        await table.StartHand(
+            pb.StartHandRequest(table_id=table_id, expected_version=3, request_id="s"), bob
+        )
+        marked = pb.LeaveSeatResponse.FromString(
+            await table.LeaveSeat(leave(table_id, pb.LEAVE_MODE_AFTER_HAND, 4, "l"), bob)
+        )
+        assert marked.table.seats[1].leaving and marked.table.viewer_seat == 1
+        await table.LeaveSeat(leave(table_id, pb.LEAVE_MODE_CANCEL, 5, "l"), bob)
+
+    assert refusal(unknown_mode) == ("INVALID_ARGUMENT", "INVALID_INPUT", "mode")
+    assert refusal(same_id_other_mode) == (
+        "INVALID_ARGUMENT",
+        "REQUEST_ID_REUSED",
+        "request_id",
+    )
+
+
 def test_a_refusal_that_names_the_table_quotes_its_id() -> None:
     # A table id is random text that may hold a card's code ("2h-..."): quoted, a reader (or
     # an audit that looks for cards in messages) can tell it from the message's words.

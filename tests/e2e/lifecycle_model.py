@@ -45,7 +45,7 @@ from ofcpoker.v1 import table_service_pb2 as pb
 from ofcpoker.v1 import table_service_pb2_grpc as pb_grpc
 
 from tests.conftest import RedisServer
-from tests.e2e.tablekit import API_KEY, action_of, cards_in, full_event, start_server
+from tests.e2e.tablekit import API_KEY, actions_of, cards_in, full_event, start_server
 
 T = TypeVar("T")
 OPERATOR = (("x-ofc-api-key", API_KEY),)
@@ -167,13 +167,30 @@ class Holder:
     player_id: str
     joined: int
     left: int | None = None
+    # Vacated by the service in the commit of the move that ended its hand (it asked to leave
+    # after the hand): the events of that version up to its leaving were still its own.
+    left_after_move: bool = False
 
     @property
     def md(self) -> Metadata:
         return seat_md(self.token)
 
     def holds_at(self, version: int) -> bool:
-        return self.joined <= version and (self.left is None or version < self.left)
+        left = self.left
+        return self.joined <= version and (
+            left is None or version < left or (version == left and self.left_after_move)
+        )
+
+    def note_left(self, vacated: list[tuple[int, str, int, bool]]) -> None:
+        """``left`` set from the seats the table vacated, (seat, player, version, after a
+        move) each: by its LeaveSeat, or by the service once the hand it played ended (leave
+        after the hand)."""
+        if self.left is not None:
+            return
+        for seat, player, version, after_move in vacated:
+            if (seat, player) == (self.seat, self.player_id) and version > self.joined:
+                self.left, self.left_after_move = version, after_move
+                return
 
 
 Audience = Holder | int | None
@@ -204,6 +221,8 @@ class TableModel:
     hand_seeds: dict[int, bytes] = field(default_factory=dict)
     started_by: dict[int, tuple[str, ...]] = field(default_factory=dict)  # hand -> players
     revealed_at: dict[bytes, int] = field(default_factory=dict)  # seed -> version
+    # (seat, player, version, whether in the commit of a move: a leave after the hand)
+    vacated: list[tuple[int, str, int, bool]] = field(default_factory=list)
     _applied: int = 0  # log entries replayed
 
     def __post_init__(self) -> None:
@@ -245,14 +264,17 @@ class TableModel:
             assert v == self.version + 1, f"version {v} after {self.version}"
             self._applied += len(groups[v])
             state = self.state
-            if groups[v][0].HasField("client_seed_set"):
-                self.states[v] = state
-                continue
-            action = action_of(groups[v], state, self.hand_seeds)
-            self.states[v], _ = engine.apply(state, action)
-            hand = self.states[v].hand
-            if isinstance(action, engine.StartHand) and hand is not None:
-                self.started_by[hand.number] = tuple(s.player_id for s in state.seats)
+            actions = actions_of(groups[v], state, self.hand_seeds)
+            for action in actions:
+                if isinstance(action, engine.StandUp):
+                    player = state.seats[action.seat].player_id
+                    after_move = not isinstance(actions[0], engine.StandUp)
+                    self.vacated.append((action.seat, player, v, after_move))
+                before, (state, _) = state, engine.apply(state, action)
+                if isinstance(action, engine.StartHand) and state.hand is not None:
+                    self.started_by[state.hand.number] = tuple(s.player_id for s in before.seats)
+            self.states[v] = state
+            hand = state.hand
             if hand is not None and hand.over:
                 self.revealed_at.setdefault(hand.server_seed, v)
         assert self.version == version, f"the log reaches v{self.version}, the table v{version}"

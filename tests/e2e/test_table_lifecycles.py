@@ -548,8 +548,20 @@ class Lifecycles(RuleBasedStateMachine):
 
     def commit(self, method: str, request: Any, md: Metadata, response: Any) -> None:
         assert not isinstance(response, grpc.RpcError), (method, wire_status(response))
-        self.table.model.sync()
+        self.sync()
         self.sent.append(Sent(method, request, md, response, self.hand_now()))
+
+    def sync(self) -> None:
+        """The model read again, and every token whose seat the table vacated since (its
+        LeaveSeat, or the end of the hand its player asked to leave after) revoked."""
+        model = self.table.model
+        model.sync()
+        for holder in self.everyone:
+            holder.note_left(model.vacated)
+        # A seat marked leaving is one the rules keep (its hand in play, a Fantasyland owed).
+        assert model.record is not None
+        for seat in model.record.leaving_seats:
+            assert not engine.can_apply(model.state, engine.StandUp(seat)), f"seat {seat} kept"
 
     def hand_now(self) -> int:
         return max(self.table.model.started_by, default=0)
@@ -647,8 +659,40 @@ class Lifecycles(RuleBasedStateMachine):
             self.refused(response, md, "LeaveSeat")
             return
         self.commit("LeaveSeat", request, md, response)
-        holder.left = response.table.version
-        self.answered(None, holder.left, response, "LeaveSeat")
+        assert holder.left == response.table.version
+        self.answered(None, response.table.version, response, "LeaveSeat")
+
+    @precondition(lambda self: self.t and self.current())
+    @rule(data=st.data())
+    def leave_after_the_hand(self, data: st.DataObject) -> None:
+        """A player asks to leave after the hand (or withdraws that): gone now if the table
+        lets them go, else marked, and vacated by the service with the change that lets
+        them go (the hand's last move, a timeout's included; see sync)."""
+        holder = data.draw(st.sampled_from(self.current()), label="leaver")
+        md = data.draw(st.sampled_from([holder.md, OPERATOR]), label="leave by")
+        mode = data.draw(
+            st.sampled_from(
+                [pb.LEAVE_MODE_AFTER_HAND, pb.LEAVE_MODE_AFTER_HAND, pb.LEAVE_MODE_CANCEL]
+            ),
+            label="mode",
+        )
+        request = pb.LeaveSeatRequest(
+            table_id=self.table.table_id, seat=holder.seat, mode=mode,
+            expected_version=self.table.model.version, request_id=self.request_id("leave"),
+        )  # fmt: skip
+        response = self.call(data, "LeaveSeat", request, md)
+        now = mode == pb.LEAVE_MODE_AFTER_HAND and engine.can_apply(
+            self.table.state, engine.StandUp(holder.seat)
+        )
+        self.commit("LeaveSeat", request, md, response)
+        marks = self.table.model.record.leaving_seats  # type: ignore[union-attr]
+        if now:
+            assert holder.left == response.table.version
+            self.answered(None, response.table.version, response, "LeaveSeat")
+            return
+        assert holder.left is None and (holder.seat in marks) == (mode == pb.LEAVE_MODE_AFTER_HAND)
+        assert response.table.seats[holder.seat].leaving == (holder.seat in marks)
+        self.answered(self.audience(md, holder.seat), response.table.version, response, "LeaveSeat")
 
     @precondition(lambda self: self.t)
     @rule(data=st.data())
@@ -719,7 +763,7 @@ class Lifecycles(RuleBasedStateMachine):
         self.cluster.clock.advance_to(t.model.record.deadline_ms + 1)
 
         def swept() -> bool:
-            t.model.sync()
+            self.sync()
             record = t.model.record
             assert record is not None
             return all(ms > self.cluster.clock.now for _, ms in record.seat_deadlines)
@@ -865,7 +909,7 @@ class Lifecycles(RuleBasedStateMachine):
         if self.t is None:
             return
         model = self.table.model
-        model.sync()
+        self.sync()
         for audience, version, message, what in self.delivered:
             model.check(audience, version, message, what)
         self.delivered.clear()

@@ -16,7 +16,7 @@ _COPIED = {
     "table_id", "match", "turn_time_limit_ms", "fantasyland_time_limit_ms", "client_seed",
     "created_at_ms", "seat_tokens", "hand_start", "hand_actions", "seat_deadlines",
     "seat_units", "client_seed_policy", "seat_client_seeds", "next_server_seed",
-    "seat_changes", "hand_seat_changes", "hand_deadlines",
+    "seat_changes", "hand_seat_changes", "hand_deadlines", "leaving_seats",
 }  # fmt: skip
 
 
@@ -49,6 +49,7 @@ def test_a_record_rebuilt_after_a_move_changes_only_the_move_s_fields() -> None:
         seat_changes=(engine.SitDown(0, "ann", 2),),
         hand_seat_changes=None,
         hand_deadlines=False,
+        leaving_seats=(1,),
     )
     action = timeout(match, engine.seats_to_act(match)[0], at_ms=7)
     after, _ = engine.apply(match, action)

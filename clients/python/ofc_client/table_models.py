@@ -78,6 +78,7 @@ class SeatInfo:
     fantasyland_cards: int  # owed next hand; 0 for none
     fantasyland_streak: int
     client_seed: bytes = b""  # the seat's own seed (players policy); b"" for none
+    leaving: bool = False  # its player leaves once the rules let it (leave(after_hand=True))
 
     @property
     def occupied(self) -> bool:
@@ -205,6 +206,7 @@ class TableView:
                     s.fantasyland_cards,
                     s.fantasyland_streak,
                     s.client_seed,
+                    s.leaving,
                 )
                 for s in m.seats
             ),
@@ -327,6 +329,15 @@ class ClientSeedSetEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class SeatLeavingEvent:
+    """A player asked to leave after the hand (``leaving``), or withdrew that."""
+
+    seat: int
+    player_id: str
+    leaving: bool
+
+
+@dataclass(frozen=True, slots=True)
 class UnknownEvent:
     """An event kind newer than this client (the server may add kinds): skip it."""
 
@@ -345,6 +356,7 @@ EventDetail = (
     | SeedRevealedEvent
     | ButtonMovedEvent
     | ClientSeedSetEvent
+    | SeatLeavingEvent
     | UnknownEvent
 )
 
@@ -405,6 +417,9 @@ def _detail(m: pb.TableEvent) -> tuple[str, EventDetail]:
     if kind == "client_seed_set":
         c = m.client_seed_set
         return kind, ClientSeedSetEvent(c.seat, c.client_seed)
+    if kind == "seat_leaving":
+        leave = m.seat_leaving
+        return kind, SeatLeavingEvent(leave.seat, leave.player_id, leave.leaving)
     return kind or "unknown", UnknownEvent()
 
 

@@ -246,15 +246,29 @@ class TableClient:
             if expected_version is None:
                 expected_version = self.get(table_id).version
         message.expected_version = expected_version
+        credentials = self._credentials(table_id)
         return self._send_first(
             _Request(
                 table_id,
                 method,
                 message,
-                on_success or (lambda response: self._view(response.table)),
-                self._credentials(table_id),
+                on_success or (lambda response: self._answered(table_id, response, credentials)),
+                credentials,
             )
         )
+
+    def _answered(
+        self, table_id: str, response: Any, credentials: tuple[tuple[str, str], ...]
+    ) -> TableView:
+        """A change's answer. One to this client's seat token without that seat's view says
+        the seat is gone (left, or vacated by the service with this very change: its player
+        asked to leave after the hand): the token is dropped with it."""
+        if not response.table.HasField("viewer_seat"):
+            with self._lock:
+                held = self._seats.get(table_id)
+                if held is not None and credentials == ((SEAT_TOKEN_HEADER, held[1]),):
+                    del self._seats[table_id]
+        return self._view(response.table)
 
     def _send_first(self, request: _Request) -> TableView:
         """Send a new mutating request, which becomes the one :meth:`retry` sends again
@@ -388,22 +402,41 @@ class TableClient:
         table_id: str,
         *,
         seat: int | None = None,
+        after_hand: bool = False,
+        cancel: bool = False,
         expected_version: int | None = None,
         request_id: str | None = None,
     ) -> TableView:
-        """Leave a seat between hands (default: this client's own); its token is dropped."""
+        """Leave a seat between hands (default: this client's own); its token is dropped.
+
+        ``after_hand``: leave now if the rules allow it, else once they do (the seat is
+        marked ``leaving`` and the server vacates it with the move that ends its hand, or
+        the Fantasyland hand owed); the token is kept until then. ``cancel``: withdraw
+        that; the seat stays."""
         own = self._own_seat(table_id, seat)
+        if after_hand and cancel:
+            raise ValueError("after_hand and cancel: choose one")
+        mode = (
+            pb.LEAVE_MODE_CANCEL
+            if cancel
+            else pb.LEAVE_MODE_AFTER_HAND
+            if after_hand
+            else pb.LEAVE_MODE_NOW
+        )
 
         def left(response: pb.LeaveSeatResponse) -> TableView:
-            with self._lock:
-                if self._seats.get(table_id, (None,))[0] == own:
-                    del self._seats[table_id]
+            # A seat that stays (marked leaving, or its leave withdrawn) is answered with its
+            # own view; one that left, with a spectator's (an operator's leave too).
+            if not response.table.HasField("viewer_seat"):
+                with self._lock:
+                    if self._seats.get(table_id, (None,))[0] == own:
+                        del self._seats[table_id]
             return self._view(response.table)
 
         return self._mutate(
             table_id,
             self._stub.LeaveSeat,
-            pb.LeaveSeatRequest(seat=own),
+            pb.LeaveSeatRequest(seat=own, mode=mode),
             request_id=request_id,
             expected_version=expected_version,
             on_success=left,

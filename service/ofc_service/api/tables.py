@@ -35,6 +35,7 @@ from ofc_service.application.records import (
     POLICY_PLAYERS,
     POLICY_TABLE,
     ClientSeedSet,
+    SeatLeaving,
     TableEvent,
     TableRecord,
     history_settlement,
@@ -101,6 +102,10 @@ def event_to_proto(event: TableEvent, version: int, player_ids: tuple[str, ...])
     if isinstance(event, ClientSeedSet):
         out.client_seed_set.CopyFrom(
             pb.ClientSeedSetEvent(seat=event.seat, client_seed=event.client_seed)
+        )
+    elif isinstance(event, SeatLeaving):
+        out.seat_leaving.CopyFrom(
+            pb.SeatLeavingEvent(seat=event.seat, player_id=event.player_id, leaving=event.leaving)
         )
     elif isinstance(event, engine.SeatTaken):
         out.seat_taken.SetInParent()
@@ -186,11 +191,11 @@ def event_to_proto(event: TableEvent, version: int, player_ids: tuple[str, ...])
 def encode_event(event: TableEvent, version: int, record: TableRecord) -> bytes:
     """The stored form of an event: its owner seat (255: public), the owner's full view and,
     for a private event, everyone else's redacted view — so a watcher's copy is a lookup."""
-    owner = None if isinstance(event, ClientSeedSet) else engine.visible_to(event)
+    owner = None if isinstance(event, _TABLE_EVENTS) else engine.visible_to(event)
     full = _event_bytes(event, version, record)
     if owner is None:
         return struct.pack(">BI", _PUBLIC, len(full)) + full
-    assert not isinstance(event, ClientSeedSet)  # public, above
+    assert not isinstance(event, _TABLE_EVENTS)  # public, above
     public = _event_bytes(engine.event_for_viewer(event, None), version, record)
     return struct.pack(">BI", owner, len(full)) + full + public
 
@@ -199,7 +204,7 @@ def _event_bytes(event: TableEvent, version: int, record: TableRecord) -> bytes:
     """``event`` as a serialised TableEvent (without event id): a move's own events written
     as wire bytes (:func:`~ofc_service.api.view_wire.move_event_bytes`, the same bytes), the
     others built as messages."""
-    if not isinstance(event, ClientSeedSet):
+    if not isinstance(event, _TABLE_EVENTS):
         written = view_wire.move_event_bytes(event, version)
         if written is not None:
             return written
@@ -208,6 +213,9 @@ def _event_bytes(event: TableEvent, version: int, record: TableRecord) -> bytes:
         message.hand_started.next_commitment = record.next_commitment
     data: bytes = message.SerializeToString()
     return data
+
+
+_TABLE_EVENTS = (ClientSeedSet, SeatLeaving)  # the shell's own events: public
 
 
 def event_part(blob: bytes, viewer: int | None) -> bytes:
@@ -263,6 +271,7 @@ def table_view(
             fantasyland_streak=s.fantasyland_streak,
             units=record.units_of(s.seat),
             client_seed=own_seeds.get(s.seat, b""),
+            leaving=s.seat in record.leaving_seats,
         )
     for a, b, unit in record.match.pair_units:
         out.pair_unit_values.add(a=a, b=b, unit_value=unit)
@@ -429,6 +438,14 @@ class ProtobufPresenter:
         return (view.viewer_seat if view.HasField("viewer_seat") else None) == actor
 
 
+_LEAVE_MODES = {
+    pb.LEAVE_MODE_UNSPECIFIED: commands.LEAVE_NOW,
+    pb.LEAVE_MODE_NOW: commands.LEAVE_NOW,
+    pb.LEAVE_MODE_AFTER_HAND: commands.LEAVE_AFTER_HAND,
+    pb.LEAVE_MODE_CANCEL: commands.LEAVE_CANCEL,
+}
+assert set(_LEAVE_MODES.values()) == set(commands.LEAVE_MODES)
+
 _RESPONSES: dict[type, Any] = {
     commands.LeaveSeat: pb.LeaveSeatResponse,
     commands.StartHand: pb.StartHandResponse,
@@ -516,7 +533,10 @@ class TableHandlers:
     async def LeaveSeat(
         self, request: pb.LeaveSeatRequest, creds: auth.Credentials
     ) -> bytes:  # a LeaveSeatResponse, serialised (see api.rpc)
-        return await self._run(request, creds, commands.LeaveSeat(request.seat))
+        mode = _LEAVE_MODES.get(request.mode)
+        if mode is None:
+            raise core.InvalidInputError(f"unknown mode {request.mode}", field="mode")
+        return await self._run(request, creds, commands.LeaveSeat(request.seat, mode))
 
     async def StartHand(
         self, request: pb.StartHandRequest, creds: auth.Credentials

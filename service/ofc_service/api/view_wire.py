@@ -35,7 +35,7 @@ FIELD_NUMBERS = {
     ),
     "SeatView": (
         "seat", "player_id", "points", "fantasyland_cards", "fantasyland_streak", "units",
-        "client_seed",
+        "client_seed", "leaving",
     ),
     "HandView": (
         "number", "button", "commitment", "client_seed", "server_seed", "street", "turn",
@@ -51,7 +51,7 @@ FIELD_NUMBERS = {
         "event_id", "version", "seat_taken", "seat_vacated", "hand_started", "cards_dealt",
         "cards_placed", "discard_made", "timeout_applied", "fantasyland_set",
         "fantasyland_revealed", "hand_settled", "seed_revealed", "button_moved",
-        "client_seed_set",
+        "client_seed_set", "seat_leaving",
     ),
     "CardsDealtEvent": ("seat", "street", "position", "count", "cards"),
     "CardsPlacedEvent": ("seat", "street", "placements"),
@@ -169,13 +169,13 @@ def _hand(record: TableRecord, viewer: int | None) -> bytes:
 
 
 # Each table's seats as every view writes them (its SeatView fields 5, one a seat), by the
-# seats with the money and players' seeds they were written with: they change between hands
-# and when a seat is taken or left, not from move to move.
+# seats with the money, players' seeds and leaving marks they were written with: they change
+# between hands and when a seat is taken or left, not from move to move.
 _SEATS_WRITTEN: WrittenCache[tuple[Any, ...]] = WrittenCache(4096)
 
 
 def _seats(record: TableRecord) -> bytes:
-    key = (record.match.seats, record.seat_units, record.seat_client_seeds)
+    key = (record.match.seats, record.seat_units, record.seat_client_seeds, record.leaving_seats)
     return _SEATS_WRITTEN.text(key, lambda: _seats_bytes(record))
 
 
@@ -194,6 +194,7 @@ def _seats_bytes(record: TableRecord) -> bytes:
                         _uint(5, s.fantasyland_streak),
                         _sint(6, record.units_of(i)),
                         _text(7, by_seat.get(i, b"")),
+                        _uint(8, i in record.leaving_seats),
                     )
                 ),
             )

@@ -24,9 +24,16 @@ class JoinSeat:
     player_id: str
 
 
+LEAVE_NOW = "now"  # or refused
+LEAVE_AFTER_HAND = "after_hand"  # now if the rules allow it; else as soon as they do
+LEAVE_CANCEL = "cancel"  # a LEAVE_AFTER_HAND withdrawn
+LEAVE_MODES = (LEAVE_NOW, LEAVE_AFTER_HAND, LEAVE_CANCEL)
+
+
 @dataclass(frozen=True, slots=True)
 class LeaveSeat:
     seat: int
+    mode: str = LEAVE_NOW
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,9 @@ class Change:
     actor_seat: int | None = None  # the seat the caller acted for, if any
     seat_token: str | None = None  # a new seat token (JoinSeat)
     move: str | None = None  # the kind of hand move, counted in ofc_moves_total once committed
+    # The record as the command left the hand, when seats marked leaving were stood up after
+    # it in the same change: the hand's history, settlement and events are written from it.
+    settled: TableRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +116,10 @@ class Outcome:
 
 
 __all__ = [
+    "LEAVE_AFTER_HAND",
+    "LEAVE_CANCEL",
+    "LEAVE_MODES",
+    "LEAVE_NOW",
     "Change",
     "Command",
     "HandMove",

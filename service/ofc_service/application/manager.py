@@ -37,12 +37,14 @@ from typing import Any
 from ofc import engine
 from ofc.codec import HandContext, TurnClock, history_of_hand
 from ofc.engine import Action, Event
-from ofc.errors import OfcError, UnknownSeatError
+from ofc.errors import FantasylandOwedError, HandInProgressError, OfcError, UnknownSeatError
 from ofc.policy import DEFAULT_POLICY, DefaultMovePolicy, timeout
 from ofc.rulesets import PRESETS
 from ofc.verify import money_at, verify_match
 
 from ofc_service.application.commands import (
+    LEAVE_AFTER_HAND,
+    LEAVE_CANCEL,
     Change,
     Command,
     JoinSeat,
@@ -63,6 +65,7 @@ from ofc_service.application.records import (
     ClientSeedPolicyError,
     ClientSeedSet,
     Layout,
+    SeatLeaving,
     TableRecord,
     pack_history,
     unpack_history,
@@ -515,7 +518,16 @@ class TableManager:
         return seat
 
     def step(self, record: TableRecord, command: Command, actor: int | None, now: int) -> Change:
-        """Stage 3: the command applied to the record by the rules."""
+        """Stage 3: the command applied to the record by the rules; then every seat marked
+        leaving (LeaveSeat after the hand) that the rules now let go is stood up, in the
+        same change: the move that ends a hand vacates them before anyone can start the
+        next one."""
+        done = self._ruled(record, command, actor, now)
+        if done.record.leaving_seats and not done.record.match.hand_in_progress:
+            return self._vacate_leaving(done, now)
+        return done
+
+    def _ruled(self, record: TableRecord, command: Command, actor: int | None, now: int) -> Change:
         if isinstance(command, JoinSeat):
             token = new_seat_token(record.table_id)
             sit = engine.SitDown(command.seat, command.player_id, now)
@@ -526,12 +538,7 @@ class TableManager:
             )
             return Change(dataclasses.replace(new, seat_tokens=tokens), events, actor, token)
         if isinstance(command, LeaveSeat):
-            new, events = self.apply_action(record, engine.StandUp(command.seat, now), now)
-            tokens = tuple(t for t in new.seat_tokens if t[0] != command.seat)
-            # A seat's own client seed is not its next player's.
-            seeds = tuple(s for s in new.seat_client_seeds if s[0] != command.seat)
-            new = dataclasses.replace(new, seat_tokens=tokens, seat_client_seeds=seeds)
-            return Change(new, events, None)
+            return self._leave(record, command, actor, now)
         if isinstance(command, StartHand):
             # The seed committed one hand ahead (a record from before format 3 has none yet).
             seed = record.next_server_seed or self.server_seed()
@@ -566,6 +573,54 @@ class TableManager:
             )
         new, events = self.apply_action(record, action, now)
         return Change(new, events, actor, move=_MOVE_KINDS[type(command)])
+
+    def _leave(
+        self, record: TableRecord, command: LeaveSeat, actor: int | None, now: int
+    ) -> Change:
+        """A seat left now; or, after the hand, marked leaving when the rules keep it for now
+        (its hand is in play, a Fantasyland hand is owed); or that mark withdrawn."""
+        seat = command.seat
+        if command.mode == LEAVE_CANCEL:
+            return _mark_leaving(record, seat, False, actor)
+        if command.mode == LEAVE_AFTER_HAND:
+            try:
+                engine.verify(record.match, engine.StandUp(seat, now))
+            except (HandInProgressError, FantasylandOwedError):
+                return _mark_leaving(record, seat, True, actor)
+        new, events = self._vacate(record, seat, now)
+        return Change(new, events, None)
+
+    def _vacate(
+        self, record: TableRecord, seat: int, now: int
+    ) -> tuple[TableRecord, tuple[Event, ...]]:
+        """The seat stood up: its token, its own client seed and its mark gone with it."""
+        new, events = self.apply_action(record, engine.StandUp(seat, now), now)
+        tokens = tuple(t for t in new.seat_tokens if t[0] != seat)
+        # A seat's own client seed is not its next player's.
+        seeds = tuple(s for s in new.seat_client_seeds if s[0] != seat)
+        leaving = tuple(s for s in new.leaving_seats if s != seat)
+        new = dataclasses.replace(
+            new, seat_tokens=tokens, seat_client_seeds=seeds, leaving_seats=leaving
+        )
+        return new, events
+
+    def _vacate_leaving(self, done: Change, now: int) -> Change:
+        """``done`` with every seat marked leaving that the rules let go now stood up (a
+        Fantasyland hand owed keeps a seat, and the table, until it is played). The hand's
+        history, settlement and events are written from the record as ``done`` left the hand
+        (:attr:`~.commands.Change.settled`): who played it and the money they had."""
+        record, events, actor = done.record, list(done.events), done.actor_seat
+        for seat in record.leaving_seats:
+            if engine.can_apply(record.match, engine.StandUp(seat, now)):
+                record, vacated = self._vacate(record, seat, now)
+                events += vacated
+                if seat == actor:  # the caller's own move ended its hand: it holds no seat now
+                    actor = None
+        if record is done.record:
+            return done
+        return dataclasses.replace(
+            done, record=record, events=tuple(events), actor_seat=actor, settled=done.record
+        )
 
     @staticmethod
     def apply_action(
@@ -621,7 +676,9 @@ class TableManager:
         settlement when the hand ended, and the response, as one commit; and the new
         record's layout (kept with it once committed)."""
         version = request.expected_version + 1
-        blobs = [self.presenter.event(e, version, done.record) for e in done.events]
+        # the hand's events as the hand ended, before seats marked leaving were stood up
+        played = done.settled or done.record
+        blobs = [self.presenter.event(e, version, played) for e in done.events]
         # Event ids are assigned by the commit, so a move's response carries none; watchers
         # resume from the ids in Watch snapshots and events.
         response = self.presenter.response(Outcome(command, request.request_id, done, version))
@@ -805,6 +862,16 @@ def _check_seat(command: Command, record: TableRecord) -> None:
         raise UnknownSeatError(f"no seat {seat} at this table", field="seat")
 
 
+def _mark_leaving(record: TableRecord, seat: int, leaving: bool, actor: int | None) -> Change:
+    """The seat marked leaving after the hand (or not): it stays seated, with its token."""
+    player = record.match.seats[seat].player_id
+    if not player:
+        raise UnknownSeatError(f"seat {seat} is empty", field="seat")
+    marks = set(record.leaving_seats) - {seat} | ({seat} if leaving else set())
+    new = dataclasses.replace(record, leaving_seats=tuple(sorted(marks)))
+    return Change(new, (SeatLeaving(seat, player, leaving),), actor)
+
+
 def _set_client_seed(
     record: TableRecord, command: SetClientSeed, actor: int | None, now: int
 ) -> Change:
@@ -836,7 +903,7 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
     """The hand history blob, written in the same commit as the move that ended the hand."""
     if not any(isinstance(e, engine.HandSettled) for e in done.events):
         return {}
-    record = done.record
+    record = done.settled or done.record
     hand = record.match.hand
     assert record.hand_start is not None and hand is not None
     settled = next(e for e in done.events if isinstance(e, engine.HandSettled))
@@ -882,7 +949,7 @@ def _count_settled(record: TableRecord, settled: engine.HandSettled) -> None:
 def _settlement_outbox(done: Change, now: int) -> Mapping[str, bytes]:
     """The settlement record for the feed, written in the same commit as the move that ended
     the hand (into the table's outbox; the relay moves it on to the feed)."""
-    record = done.record
+    record = done.settled or done.record
     settled = [e for e in done.events if isinstance(e, engine.HandSettled)]
     return {
         s.settlement_id: s.to_bytes()

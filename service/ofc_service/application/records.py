@@ -88,7 +88,18 @@ class ClientSeedSet:
     client_seed: bytes
 
 
-TableEvent = Event | ClientSeedSet
+@dataclass(frozen=True, slots=True)
+class SeatLeaving:
+    """A player asked to leave once the rules let it (``leaving``), or withdrew that: the
+    seat is marked in :attr:`TableRecord.leaving_seats` (a table event the engine does not
+    know: the shell stands the seat up when it may, see ``TableManager.step``)."""
+
+    seat: int
+    player_id: str
+    leaving: bool
+
+
+TableEvent = Event | ClientSeedSet | SeatLeaving
 
 
 def _dumps(data: Any) -> str:
@@ -394,6 +405,7 @@ def _head_fields(head: Mapping[str, Any]) -> dict[str, Any]:
         "seat_changes": _own_changes(head["seat_changes"]),
         "hand_seat_changes": _own_changes(head["hand_seat_changes"]),
         "hand_deadlines": bool(head["hand_deadlines"]),
+        "leaving_seats": tuple(map(int, head.get("leaving_seats", ()))),
     }
 
 
@@ -550,6 +562,11 @@ class TableRecord:
     # Whether the current hand's deadlines follow this server's clock rule (seat_deadlines),
     # so that its timeouts can record them: false for a hand begun before format 4.
     hand_deadlines: bool = True
+    # Seats whose players asked to leave once the rules let them (LeaveSeat after the hand):
+    # the server stands each up at the first change after which it may. In the head's JSON
+    # only when any (a replica of a release before ignores the key, and forgets the marks
+    # when it writes the table).
+    leaving_seats: tuple[int, ...] = ()
 
     @property
     def token_hashes(self) -> dict[int, str]:
@@ -591,6 +608,7 @@ class TableRecord:
             seat_changes=self.seat_changes,
             hand_seat_changes=self.hand_seat_changes,
             hand_deadlines=self.hand_deadlines,
+            leaving_seats=self.leaving_seats,
         )
 
     def hand_player_ids(self) -> tuple[str, ...]:
@@ -723,6 +741,7 @@ class TableRecord:
             and self.created_at_ms == prior.created_at_ms
             and self.client_seed_policy == prior.client_seed_policy
             and bool(self.hand_deadlines) == bool(prior.hand_deadlines)
+            and self.leaving_seats == prior.leaving_seats
         )
 
     def _head_key(self) -> tuple[Any, ...]:
@@ -740,6 +759,7 @@ class TableRecord:
             self.seat_changes,
             self.hand_seat_changes,
             bool(self.hand_deadlines),
+            self.leaving_seats,
         )
 
     def _head_json(self) -> bytes:
@@ -757,7 +777,7 @@ class TableRecord:
         }
         if deadlines:
             head["seat_deadlines"] = [list(d) for d in self.seat_deadlines]
-        return head | {
+        head |= {
             "seat_units": None if self.seat_units is None else list(self.seat_units),
             "client_seed_policy": self.client_seed_policy,
             "seat_client_seeds": [[s, seed.hex()] for s, seed in self.seat_client_seeds],
@@ -766,6 +786,9 @@ class TableRecord:
             "hand_seat_changes": _changes_to_list(self.hand_seat_changes),
             "hand_deadlines": self.hand_deadlines,
         }
+        if self.leaving_seats:  # rare: a head without marks is the bytes it always was
+            head["leaving_seats"] = list(self.leaving_seats)
+        return head
 
     def packed_6_bytes(self) -> bytes:
         """The record in format 6 (what the release before wrote): :meth:`parts_bytes`

@@ -97,6 +97,9 @@ class TableService(Protocol):
         the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
         hand can no longer be dealt, though the seat still shows the cards it earned), or, for
         the seat it is owed to, too few players are seated for any hand to start.
+        With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+        Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+        same commit as the move that ends the hand, before anyone can start the next one.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -443,6 +446,9 @@ class TableServiceClient(ConnectClient):
         the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
         hand can no longer be dealt, though the seat still shows the cards it earned), or, for
         the seat it is owed to, too few players are seated for any hand to start.
+        With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+        Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+        same commit as the move that ends the hand, before anyone can start the next one.
         """
         return await self.execute_unary(
             request=request,
@@ -691,6 +697,9 @@ class TableServiceSync(Protocol):
         the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
         hand can no longer be dealt, though the seat still shows the cards it earned), or, for
         the seat it is owed to, too few players are seated for any hand to start.
+        With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+        Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+        same commit as the move that ends the hand, before anyone can start the next one.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1035,6 +1044,9 @@ class TableServiceClientSync(ConnectClientSync):
         the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
         hand can no longer be dealt, though the seat still shows the cards it earned), or, for
         the seat it is owed to, too few players are seated for any hand to start.
+        With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+        Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+        same commit as the move that ends the hand, before anyone can start the next one.
         """
         return self.execute_unary(
             request=request,

@@ -56,6 +56,46 @@ each player chose after the server seed was committed.
 """
 Global___ClientSeedPolicy: _TypeAlias = ClientSeedPolicy  # noqa: Y015
 
+class _LeaveMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _LeaveModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LeaveMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LEAVE_MODE_UNSPECIFIED: _LeaveMode.ValueType  # 0
+    """As LEAVE_MODE_NOW."""
+    LEAVE_MODE_NOW: _LeaveMode.ValueType  # 1
+    """Now, or the request is refused (HAND_IN_PROGRESS, FANTASYLAND_OWED)."""
+    LEAVE_MODE_AFTER_HAND: _LeaveMode.ValueType  # 2
+    """Now if the rules allow it; else the seat is marked leaving (`SeatView.leaving`, a
+    SeatLeavingEvent) and the server vacates it as soon as they do: in the same commit as
+    the move that ends its hand (or the Fantasyland hand owed), so no StartHand can come
+    between. The seat token holds until then. Refusals other than those two still apply.
+    """
+    LEAVE_MODE_CANCEL: _LeaveMode.ValueType  # 3
+    """Withdraw a LEAVE_MODE_AFTER_HAND: the seat stays (a SeatLeavingEvent, `leaving` false).
+    Allowed whether or not the seat was marked leaving.
+    """
+
+class LeaveMode(_LeaveMode, metaclass=_LeaveModeEnumTypeWrapper):
+    """When a LeaveSeat takes effect."""
+
+LEAVE_MODE_UNSPECIFIED: LeaveMode.ValueType  # 0
+"""As LEAVE_MODE_NOW."""
+LEAVE_MODE_NOW: LeaveMode.ValueType  # 1
+"""Now, or the request is refused (HAND_IN_PROGRESS, FANTASYLAND_OWED)."""
+LEAVE_MODE_AFTER_HAND: LeaveMode.ValueType  # 2
+"""Now if the rules allow it; else the seat is marked leaving (`SeatView.leaving`, a
+SeatLeavingEvent) and the server vacates it as soon as they do: in the same commit as
+the move that ends its hand (or the Fantasyland hand owed), so no StartHand can come
+between. The seat token holds until then. Refusals other than those two still apply.
+"""
+LEAVE_MODE_CANCEL: LeaveMode.ValueType  # 3
+"""Withdraw a LEAVE_MODE_AFTER_HAND: the seat stays (a SeatLeavingEvent, `leaving` false).
+Allowed whether or not the seat was marked leaving.
+"""
+Global___LeaveMode: _TypeAlias = LeaveMode  # noqa: Y015
+
 @_typing.final
 class CreateTableRequest(_message.Message):
     """CreateTable input."""
@@ -289,6 +329,7 @@ class LeaveSeatRequest(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table; required."""
     seat: _builtins.int
@@ -297,6 +338,8 @@ class LeaveSeatRequest(_message.Message):
     """The table version the caller last saw."""
     request_id: _builtins.str
     """Idempotency key; required, 1..128 characters."""
+    mode: Global___LeaveMode.ValueType
+    """When to leave; unset is LEAVE_MODE_NOW."""
     def __init__(
         self,
         *,
@@ -304,10 +347,11 @@ class LeaveSeatRequest(_message.Message):
         seat: _builtins.int = ...,
         expected_version: _builtins.int = ...,
         request_id: _builtins.str = ...,
+        mode: Global___LeaveMode.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_version", b"expected_version", "request_id", b"request_id", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_version", b"expected_version", "mode", b"mode", "request_id", b"request_id", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -322,7 +366,9 @@ class LeaveSeatResponse(_message.Message):
     TABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def table(self) -> Global___TableView:
-        """The table as a spectator sees it after the seat left."""
+        """The table after the request: as a spectator sees it once the seat has left; as the seat
+        sees it when it stays (marked leaving, or its leave withdrawn).
+        """
 
     def __init__(
         self,
@@ -1013,6 +1059,7 @@ class SeatView(_message.Message):
     FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
     UNITS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    LEAVING_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat index, 0-based."""
     player_id: _builtins.str
@@ -1031,6 +1078,10 @@ class SeatView(_message.Message):
     """The seat's own client seed (SetClientSeed, UTF-8); empty for none. Public: seeing it
     gives nobody an edge, as the server seed it meets stays secret until the hand is over.
     """
+    leaving: _builtins.bool
+    """True when the player asked to leave after the hand (LEAVE_MODE_AFTER_HAND): the server
+    vacates the seat as soon as the rules let it.
+    """
     def __init__(
         self,
         *,
@@ -1041,10 +1092,11 @@ class SeatView(_message.Message):
         fantasyland_streak: _builtins.int = ...,
         units: _builtins.int = ...,
         client_seed: _builtins.bytes = ...,
+        leaving: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "player_id", b"player_id", "points", b"points", "seat", b"seat", "units", b"units"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "fantasyland_cards", b"fantasyland_cards", "fantasyland_streak", b"fantasyland_streak", "leaving", b"leaving", "player_id", b"player_id", "points", b"points", "seat", b"seat", "units", b"units"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1205,6 +1257,7 @@ class TableEvent(_message.Message):
     SEED_REVEALED_FIELD_NUMBER: _builtins.int
     BUTTON_MOVED_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_SET_FIELD_NUMBER: _builtins.int
+    SEAT_LEAVING_FIELD_NUMBER: _builtins.int
     event_id: _builtins.str
     """The event's id in the table's log; ordered; resume a Watch after it."""
     version: _builtins.int
@@ -1261,6 +1314,10 @@ class TableEvent(_message.Message):
     def client_seed_set(self) -> Global___ClientSeedSetEvent:
         """A seat set its own client seed (CLIENT_SEED_POLICY_PLAYERS)."""
 
+    @_builtins.property
+    def seat_leaving(self) -> Global___SeatLeavingEvent:
+        """A player asked to leave after the hand, or withdrew that."""
+
     def __init__(
         self,
         *,
@@ -1279,16 +1336,49 @@ class TableEvent(_message.Message):
         seed_revealed: Global___SeedRevealedEvent | None = ...,
         button_moved: Global___ButtonMovedEvent | None = ...,
         client_seed_set: Global___ClientSeedSetEvent | None = ...,
+        seat_leaving: Global___SeatLeavingEvent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "client_seed_set", b"client_seed_set", "discard_made", b"discard_made", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "client_seed_set", b"client_seed_set", "discard_made", b"discard_made", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_leaving", b"seat_leaving", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "client_seed_set", b"client_seed_set", "discard_made", b"discard_made", "event_id", b"event_id", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["button_moved", b"button_moved", "cards_dealt", b"cards_dealt", "cards_placed", b"cards_placed", "client_seed_set", b"client_seed_set", "discard_made", b"discard_made", "event_id", b"event_id", "fantasyland_revealed", b"fantasyland_revealed", "fantasyland_set", b"fantasyland_set", "hand_settled", b"hand_settled", "hand_started", b"hand_started", "kind", b"kind", "seat_leaving", b"seat_leaving", "seat_taken", b"seat_taken", "seat_vacated", b"seat_vacated", "seed_revealed", b"seed_revealed", "timeout_applied", b"timeout_applied", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["seat_taken", "seat_vacated", "hand_started", "cards_dealt", "cards_placed", "discard_made", "timeout_applied", "fantasyland_set", "fantasyland_revealed", "hand_settled", "seed_revealed", "button_moved", "client_seed_set"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["seat_taken", "seat_vacated", "hand_started", "cards_dealt", "cards_placed", "discard_made", "timeout_applied", "fantasyland_set", "fantasyland_revealed", "hand_settled", "seed_revealed", "button_moved", "client_seed_set", "seat_leaving"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
 Global___TableEvent: _TypeAlias = TableEvent  # noqa: Y015
+
+@_typing.final
+class SeatLeavingEvent(_message.Message):
+    """A player asked to leave once the rules let it (LEAVE_MODE_AFTER_HAND), or withdrew that
+    (LEAVE_MODE_CANCEL). The seat is vacated later by a SeatVacatedEvent of its own.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    LEAVING_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    player_id: _builtins.str
+    """The player's id."""
+    leaving: _builtins.bool
+    """True: leaving after the hand; false: staying."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        player_id: _builtins.str = ...,
+        leaving: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["leaving", b"leaving", "player_id", b"player_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatLeavingEvent: _TypeAlias = SeatLeavingEvent  # noqa: Y015
 
 @_typing.final
 class ClientSeedSetEvent(_message.Message):

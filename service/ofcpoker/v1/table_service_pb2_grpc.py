@@ -184,6 +184,9 @@ class TableServiceServicer:
         the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
         hand can no longer be dealt, though the seat still shows the cards it earned), or, for
         the seat it is owed to, too few players are seated for any hand to start.
+        With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+        Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+        same commit as the move that ends the hand, before anyone can start the next one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -78,6 +78,9 @@ class TableServiceStub:
     the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
     hand can no longer be dealt, though the seat still shows the cards it earned), or, for
     the seat it is owed to, too few players are seated for any hand to start.
+    With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+    Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+    same commit as the move that ends the hand, before anyone can start the next one.
     """
     StartHand: _grpc.UnaryUnaryMultiCallable[_table_service_pb2.StartHandRequest, _table_service_pb2.StartHandResponse]
     """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
@@ -160,6 +163,9 @@ class TableServiceAsyncStub(TableServiceStub):
     the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
     hand can no longer be dealt, though the seat still shows the cards it earned), or, for
     the seat it is owed to, too few players are seated for any hand to start.
+    With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+    Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+    same commit as the move that ends the hand, before anyone can start the next one.
     """
     StartHand: _aio.UnaryUnaryMultiCallable[_table_service_pb2.StartHandRequest, _table_service_pb2.StartHandResponse]  # type: ignore[assignment]
     """Start the next hand. Its server seed was drawn one hand earlier (at CreateTable for the
@@ -263,6 +269,9 @@ class TableServiceServicer(metaclass=_abc_1.ABCMeta):
         the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
         hand can no longer be dealt, though the seat still shows the cards it earned), or, for
         the seat it is owed to, too few players are seated for any hand to start.
+        With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+        Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+        same commit as the move that ends the hand, before anyone can start the next one.
         """
 
     @_abc_1.abstractmethod

@@ -1,0 +1,211 @@
+"""LeaveSeat after the hand, on every store (memory, one Redis, a Redis Cluster), through
+the table manager with the real presenter and credentials.
+
+A seat that may not leave now (its hand is in play, a Fantasyland hand is owed) is marked
+leaving; the server stands it up in the same commit as the change after which the rules
+let it go. So the move that ends the hand vacates the seat before anyone can start the next
+one: a player cannot be kept at the table by another who starts hands the moment one
+settles (docs/security.md). The hand's history, settlement and events are the hand's as it
+was played: its player and the money it had.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from ofc import engine, errors
+from ofc.policy import DEFAULT_POLICY
+from ofc.verify import verify_match
+from ofc_service.api.tables import ProtobufPresenter, event_part
+from ofc_service.application import commands
+from ofc_service.application.manager import TableManager
+from ofc_service.application.records import TableRecord
+from ofc_service.application.settlements import SettlementRecord
+from ofc_service.auth import Authenticator, UnauthenticatedError
+from ofcpoker.v1 import table_service_pb2 as pb
+
+from tests.store.test_request_hands import OPERATOR, Table, open_table
+
+from .conftest import Backend
+
+AFTER_HAND, CANCEL = commands.LEAVE_AFTER_HAND, commands.LEAVE_CANCEL
+
+
+def view(answer: bytes) -> pb.TableView:
+    return pb.LeaveSeatResponse.FromString(answer).table  # every move's response: field 1
+
+
+async def events_of(table: Table, version: int) -> list[pb.TableEvent]:
+    """The events the change to ``version`` produced, as a spectator reads them."""
+    stored = await table.manager.read_events("t", after="0")
+    return [
+        pb.TableEvent.FromString(event_part(e.data, None))
+        for e in stored
+        if pb.TableEvent.FromString(event_part(e.data, None)).version == version
+    ]
+
+
+async def histories(table: Table) -> list[tuple[str, bytes]]:
+    page = await table.manager.hands("t", OPERATOR, start=1, count=100)
+    return [(f"hand {h.number}", h.json) for h in page.hands]
+
+
+async def test_a_seat_marked_leaving_is_vacated_by_the_move_that_ends_its_hand(
+    backend: Backend,
+) -> None:
+    async def test(table: Table, other: TableManager) -> None:
+        await table.run("start-1", commands.StartHand(), table.seat(1))
+        await table.move("first")
+        # Mid-hand: leaving now is refused, as ever; after the hand, the seat is marked.
+        with pytest.raises(errors.HandInProgressError):
+            await table.run("leave-now", commands.LeaveSeat(0), table.seat(0))
+        marked = view(await table.run("leave", commands.LeaveSeat(0, AFTER_HAND), table.seat(0)))
+        assert marked.viewer_seat == 0 and marked.seats[0].player_id == "p0"
+        assert [s.leaving for s in marked.seats] == [True, False, False]
+        assert marked.hand.seats[0].pending or marked.hand.seats[0].board.bottom  # its own view
+        version = await table.version()
+        [leaving] = await events_of(table, version)
+        assert leaving.seat_leaving == pb.SeatLeavingEvent(seat=0, player_id="p0", leaving=True)
+        # Its seat token holds while it plays the hand out.
+        await table.play_out("hand-1")
+
+        record, version, _ = await table.manager.load("t")
+        assert record.match.hand is not None and record.match.hand.over
+        assert record.match.seats[0] == engine.Seat()
+        assert record.leaving_seats == () and 0 not in record.token_hashes
+        last = await events_of(table, version)
+        kinds = [e.WhichOneof("kind") for e in last]
+        assert kinds[-1] == "seat_vacated" and "hand_settled" in kinds
+        settled = last[kinds.index("hand_settled")].hand_settled
+        vacated = last[-1].seat_vacated
+        players = dict(
+            zip(settled.seats, (p.player_id for p in settled.settlement.players), strict=True)
+        )
+        totals = dict(zip(settled.seats, settled.totals, strict=True))
+        assert players == {0: "p0", 1: "p1"}
+        assert (vacated.seat, vacated.player_id, vacated.points) == (0, "p0", totals[0])
+        with pytest.raises(UnauthenticatedError):
+            table.manager.viewer(table.seat(0), record, None)
+        # The settlement feed's record names the seat's player and the totals it left with.
+        [feed] = (await table.manager.store.read_outbox("t")).values()
+        by_seat = {s.seat: s for s in SettlementRecord.from_bytes(feed).seats}
+        assert (by_seat[0].player_id, by_seat[0].total_points) == ("p0", totals[0])
+        assert by_seat[0].total_units == by_seat[0].units != 0
+
+        # The hand's history is the hand as played, with the money its players had; the
+        # next hand's history says that seat 0 left after it, and the chain verifies.
+        [(_, first)] = await histories(table)
+        history = json.loads(first)
+        assert {p["seat"]: p["player_id"] for p in history["players"]} == {0: "p0", 1: "p1"}
+        assert history["seat_units"] == [0, 0, 0]
+        await table.join(2, "join-2")
+        await table.run("start-2", commands.StartHand(), table.seat(1))
+        await table.play_out("hand-2")
+        report = verify_match(await histories(table))
+        assert report.ok, report
+        second = json.loads((await histories(table))[1][1])
+        assert [(c["type"], c["seat"]) for c in second["seat_changes"]] == [
+            ("stand_up", 0),
+            ("sit_down", 2),
+        ]
+
+    await open_table(backend, test)
+
+
+async def test_a_leave_after_the_hand_withdrawn_keeps_the_seat(backend: Backend) -> None:
+    async def test(table: Table, other: TableManager) -> None:
+        await table.run("start-1", commands.StartHand(), table.seat(0))
+        await table.run("leave", commands.LeaveSeat(1, AFTER_HAND), table.seat(1))
+        stays = view(await table.run("stay", commands.LeaveSeat(1, CANCEL), table.seat(1)))
+        assert stays.viewer_seat == 1 and not any(s.leaving for s in stays.seats)
+        [withdrawn] = await events_of(table, await table.version())
+        assert withdrawn.seat_leaving == pb.SeatLeavingEvent(seat=1, player_id="p1")
+        # Withdrawing twice, or with no leave asked, is the same: the seat stays.
+        await table.run("stay-again", commands.LeaveSeat(1, CANCEL), table.seat(1))
+        await table.play_out("hand-1")
+        record, _, _ = await table.manager.load("t")
+        assert record.match.hand is not None and record.match.hand.over
+        assert [s.player_id for s in record.match.seats] == ["p0", "p1", ""]
+        assert table.manager.viewer(table.seat(1), record, None) == 1
+
+    await open_table(backend, test)
+
+
+async def test_leaving_after_the_hand_when_none_is_in_play_leaves_now(backend: Backend) -> None:
+    async def test(table: Table, other: TableManager) -> None:
+        left = view(await table.run("leave", commands.LeaveSeat(1, AFTER_HAND), table.seat(1)))
+        assert not left.HasField("viewer_seat")  # a spectator's view: the seat is gone
+        assert [s.player_id for s in left.seats] == ["p0", "", ""]
+        record, version, _ = await table.manager.load("t")
+        assert record.leaving_seats == () and 1 not in record.token_hashes
+        [vacated] = await events_of(table, version)
+        assert vacated.seat_vacated.player_id == "p1"
+        # Withdrawing a leave names a seat somebody holds.
+        with pytest.raises(errors.UnknownSeatError):
+            await table.run("stay", commands.LeaveSeat(1, CANCEL), OPERATOR)
+
+    await open_table(backend, test)
+
+
+@pytest.mark.parametrize("leaver", [0, 1])
+async def test_a_seat_marked_leaving_stays_until_the_fantasyland_hand_owed_is_played(
+    backend: Backend, leaver: int
+) -> None:
+    """Seat 1 owes a Fantasyland hand: neither seat may leave before it is played (the
+    rule of docs/rules), so a leave after the hand waits for the end of that hand."""
+    async with backend.open() as h:
+        seeds = iter(bytes([n]) * 32 for n in range(1, 100))
+        manager = TableManager(
+            h.store,
+            Authenticator(("hands-key",)),
+            ProtobufPresenter(),
+            server_seed=lambda: next(seeds),
+        )
+        match = engine.new_match("classic", seats=2)
+        owing = (engine.Seat("p0"), engine.Seat("p1", fantasyland=14))
+        match = dataclasses.replace(match, seats=owing)
+        await manager.create(TableRecord("t", match, 3_600_000, 14_400_000, b"", 0))
+        table = Table(manager)
+
+        marked = view(await table.run("leave", commands.LeaveSeat(leaver, AFTER_HAND), OPERATOR))
+        assert [s.leaving for s in marked.seats] == [leaver == 0, leaver == 1]
+        with pytest.raises(errors.FantasylandOwedError):
+            await table.run("leave-now", commands.LeaveSeat(leaver), OPERATOR)
+        await table.run("start", commands.StartHand(), OPERATOR)
+        record, _, _ = await manager.load("t")
+        moves = 0
+        while record.match.hand is not None and not record.match.hand.over:
+            moves += 1
+            seat = engine.seats_to_act(record.match)[0]
+            move = DEFAULT_POLICY.choose(record.match, seat)
+            if isinstance(move, engine.SetFantasyland):
+                command: commands.Command = commands.SetFantasyland(
+                    seat, move.top, move.middle, move.bottom, move.discards
+                )
+            else:
+                command = commands.PlaceCards(seat, move.placements, move.discard)
+            await table.run(f"move-{moves}", command, OPERATOR)
+            record, _, _ = await manager.load("t")
+        # These seeds deal seat 1 a Fantasyland it does not stay in: nobody owes one now,
+        # and the seat marked leaving has gone with the hand's last move.
+        assert [s.fantasyland for s in record.match.seats] == [0, 0]
+        assert record.match.seats[leaver] == engine.Seat() and record.leaving_seats == ()
+        [(_, played)] = [(n, raw) for n, raw in await histories(table)]
+        seated = {p["seat"]: p["player_id"] for p in json.loads(played)["players"]}
+        assert seated == {0: "p0", 1: "p1"}
+
+
+def test_leaving_marks_are_kept_in_the_record_s_head_only_when_there_are_any() -> None:
+    match = engine.new_match("classic", seats=3)
+    plain = TableRecord("t", match, 30_000, 120_000, b"", 0)
+    marked = dataclasses.replace(plain, leaving_seats=(0, 2))
+    # The same head as before marks existed when there are none: a release before reads it,
+    # and writes it, byte for byte.
+    assert b"leaving_seats" not in plain.layout_bytes()
+    assert TableRecord.from_bytes(marked.to_bytes()).leaving_seats == (0, 2)
+    # Read against the layout of the record before (a move's way), and in format 6.
+    _, layout = plain.write()
+    assert TableRecord.read(marked.write(layout)[0], layout)[0].leaving_seats == (0, 2)
+    assert TableRecord.from_bytes(marked.packed_6_bytes()).leaving_seats == (0, 2)
