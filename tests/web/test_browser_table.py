@@ -123,3 +123,12 @@ def test_lost_answers_are_retried_under_their_ids_and_a_seat_token_recovered(
     through every retry is sent again when the table shows its player seated, and its seat
     token comes back."""
     run_browser_test(browser_tests / "lost-answers.e2e.mjs", web_url, chromium)
+
+
+def test_a_player_leaving_after_the_hand_is_gone_when_it_ends(
+    browser_tests: Path, web_url: str, chromium: str
+) -> None:
+    """A page asks to leave during a hand (and withdraws it, and asks again): its seat and
+    token hold until the hand's last move, which vacates the seat; the page then watches on
+    as a spectator, without an error, and the other player cannot deal again alone."""
+    run_browser_test(browser_tests / "leave.e2e.mjs", web_url, chromium)

@@ -16,6 +16,7 @@ import {
   ClientSeedPolicy,
   type HandSeatView,
   type JoinSeatResponse,
+  LeaveMode,
   type TableEvent,
   type TableView,
 } from "./gen/ofcpoker/v1/table_service_pb";
@@ -66,6 +67,7 @@ interface PerHand {
 export class TablePage {
   private view: TableView | undefined;
   private seat: SeatSession | undefined;
+  private refusedSeat: SeatSession | undefined; // see seatRefused
   private assignment: Assignment | undefined;
   private batchKey = "";
   private turnAnnounced = ""; // the batch whose turn was last announced
@@ -191,7 +193,7 @@ export class TablePage {
         if (controller.signal.aborted) continue; // the page reopens it (a seat taken or left)
         if (reasonOf(error) === "EVENTS_TRIMMED") this.lastEventId = "";
         const code = ConnectError.from(error).code;
-        if (code === Code.Unauthenticated || code === Code.PermissionDenied) this.dropSeat("your seat token is no longer valid");
+        if (code === Code.Unauthenticated || code === Code.PermissionDenied) this.seatRefused();
         else if (code === Code.NotFound || code === Code.InvalidArgument) {
           // the table is gone (expired, or the service kept it in memory and restarted), or
           // its id can be no table's: said once, not retried
@@ -247,13 +249,16 @@ export class TablePage {
     this.refreshing = (async () => {
       do {
         this.refreshAgain = false;
+        const sentAs = this.seat;
         try {
           const { table } = await this.api.tables.getTable({ tableId: this.tableId });
           if (table) this.accept(table);
         } catch (error) {
           const code = ConnectError.from(error).code;
-          if (this.seat && (code === Code.Unauthenticated || code === Code.PermissionDenied)) {
-            this.dropSeat("your seat token is no longer valid at this table");
+          if (sentAs && (code === Code.Unauthenticated || code === Code.PermissionDenied)) {
+            // Sent with the seat's token (dropped meanwhile, or refused now): read again
+            // without it.
+            if (this.seat === sentAs) this.seatRefused();
             this.refreshAgain = true;
           } else if (unreachable(error)) {
             // Not the table's answer: the page says it may be stale, and the watch loop
@@ -276,6 +281,21 @@ export class TablePage {
     if (same && view.lastEventId === "") return; // a move's response after its events: nothing new
     const first = this.view === undefined;
     this.view = view;
+    const held = this.seat && view.seats[this.seat.seat];
+    if (this.seat && held && held.playerId !== this.seat.playerId) {
+      // The seat is no longer this page's: vacated by the service once its hand ended (a
+      // leave after the hand), perhaps taken by someone since. Its token went with it.
+      this.dropSeat("");
+      this.watching?.abort();
+      this.announce("You left the table");
+    }
+    const refused = this.refusedSeat;
+    if (refused) {
+      // The first view read without the seat's token says why it was refused.
+      this.refusedSeat = undefined;
+      if (view.seats[refused.seat]?.playerId === refused.playerId) this.error = "your seat token is no longer valid at this table";
+      else this.announce("You left the table");
+    }
     this.noteCommitments(view);
     if (this.seat && first) {
       const mine = view.seats[this.seat.seat];
@@ -341,6 +361,9 @@ export class TablePage {
         break;
       case "seatVacated":
         line = `${k.value.playerId} left seat ${k.value.seat + 1} with ${signed(k.value.points)} points`;
+        break;
+      case "seatLeaving":
+        line = k.value.leaving ? `${k.value.playerId} leaves after this hand` : `${k.value.playerId} stays at the table`;
         break;
       case "handStarted": {
         // A new hand: the log and notices start again (the last hand is in its history).
@@ -603,18 +626,25 @@ export class TablePage {
     }
   }
 
-  private async leave(): Promise<void> {
+  /** Leave the seat: now if the rules allow it, else once they do (LEAVE_MODE_AFTER_HAND:
+   *  the seat is marked leaving and the service vacates it with the move that ends its hand,
+   *  or the Fantasyland hand owed); or withdraw that (LEAVE_MODE_CANCEL). */
+  private async leave(mode: LeaveMode.AFTER_HAND | LeaveMode.CANCEL): Promise<void> {
     const view = this.view;
     const seat = this.seat;
     if (!view || !seat) return;
     try {
-      await this.atCurrentVersion(
+      const res = await this.atCurrentVersion(
         (version) => {
-          const fields = { tableId: this.tableId, seat: seat.seat, expectedVersion: version };
+          const fields = { tableId: this.tableId, seat: seat.seat, expectedVersion: version, mode };
           return sendOnce("LeaveSeat", fields, (request) => this.api.tables.leaveSeat(request));
         },
-        () => this.seat?.seat === seat.seat && !this.handInProgress(),
+        () => this.seat?.seat === seat.seat,
       );
+      if (res.table?.viewerSeat !== undefined) {
+        this.accept(res.table); // still seated: marked leaving, or staying
+        return;
+      }
       this.dropSeat("");
       this.watching?.abort();
       await this.refresh();
@@ -642,6 +672,14 @@ export class TablePage {
   private handInProgress(): boolean {
     const hand = this.view?.hand;
     return !!hand && !hand.over;
+  }
+
+  /** The service refused the seat's token (a read, or the watch once the seat changed):
+   *  the page goes on as a spectator. Its next view says whether the seat left (vacated
+   *  after its hand, or by an operator: no error) or the token itself was refused. */
+  private seatRefused(): void {
+    this.refusedSeat = this.seat;
+    this.dropSeat("");
   }
 
   private dropSeat(why: string): void {
@@ -917,13 +955,24 @@ export class TablePage {
       items.push(h("p", { class: "commitment" }, between ? "Next hand's commitment: " : "This hand's commitment: ",
         h("code", { "data-testid": "commitment" }, commitment)));
     }
+    const leaving = this.seat !== undefined && view.seats[this.seat.seat]?.leaving === true;
     if (this.seat && between) {
       items.push(h("button", {
         type: "button", id: "start-hand", "data-testid": "start-hand",
         disabled: this.busy || seated < (view.ruleset?.minPlayers ?? 2),
         onclick: () => void this.startHand(),
       }, hand ? "Deal the next hand" : "Deal the first hand"));
-      items.push(" ", h("button", { type: "button", class: "secondary", onclick: () => void this.leave() }, "Leave seat"));
+      items.push(" ");
+    }
+    if (this.seat && leaving) {
+      // Kept here by the rules (its hand in play, a Fantasyland hand owed): the service
+      // vacates the seat as soon as they let it go.
+      items.push(h("p", { class: "leaving", "data-testid": "leaving" },
+        between ? "You leave once the Fantasyland hand owed is played " : "You leave when this hand ends ",
+        h("button", { type: "button", class: "secondary", id: "stay", onclick: () => void this.leave(LeaveMode.CANCEL) }, "Stay")));
+    } else if (this.seat) {
+      items.push(h("button", { type: "button", class: "secondary", id: "leave", onclick: () => void this.leave(LeaveMode.AFTER_HAND) },
+        between ? "Leave seat" : "Leave after this hand"));
     }
     if (this.seat && view.clientSeedPolicy === ClientSeedPolicy.PLAYERS) {
       const current = new TextDecoder().decode(view.seats[this.seat.seat]?.clientSeed ?? new Uint8Array());

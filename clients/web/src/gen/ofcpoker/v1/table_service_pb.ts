@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ofcpoker/v1/table_service.proto.
  */
 export const file_ofcpoker_v1_table_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9vZmNwb2tlci92MS90YWJsZV9zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSK6AgoSQ3JlYXRlVGFibGVSZXF1ZXN0EikKB3J1bGVzZXQYASABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxINCgVzZWF0cxgCIAEoDRIaChJ0dXJuX3RpbWVfbGltaXRfbXMYAyABKA0SIQoZZmFudGFzeWxhbmRfdGltZV9saW1pdF9tcxgEIAEoDRIRCgltYXhfaGFuZHMYBSABKA0SEwoLY2xpZW50X3NlZWQYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCRI0ChBwYWlyX3VuaXRfdmFsdWVzGAggAygLMhoub2ZjcG9rZXIudjEuUGFpclVuaXRWYWx1ZRI5ChJjbGllbnRfc2VlZF9wb2xpY3kYCSABKA4yHS5vZmNwb2tlci52MS5DbGllbnRTZWVkUG9saWN5Ik4KE0NyZWF0ZVRhYmxlUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAkSJQoFdGFibGUYAiABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciRQoPR2V0VGFibGVSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEhQKB2FzX3NlYXQYAiABKA1IAIgBAUIKCghfYXNfc2VhdCI5ChBHZXRUYWJsZVJlc3BvbnNlEiUKBXRhYmxlGAEgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3InIKD0pvaW5TZWF0UmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRIMCgRzZWF0GAIgASgNEhEKCXBsYXllcl9pZBgDIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAQgASgEEhIKCnJlcXVlc3RfaWQYBSABKAkiTQoQSm9pblNlYXRSZXNwb25zZRISCgpzZWF0X3Rva2VuGAEgASgJEiUKBXRhYmxlGAIgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3ImAKEExlYXZlU2VhdFJlcXVlc3QSEAoIdGFibGVfaWQYASABKAkSDAoEc2VhdBgCIAEoDRIYChBleHBlY3RlZF92ZXJzaW9uGAMgASgEEhIKCnJlcXVlc3RfaWQYBCABKAkiOgoRTGVhdmVTZWF0UmVzcG9uc2USJQoFdGFibGUYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciUgoQU3RhcnRIYW5kUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAIgASgEEhIKCnJlcXVlc3RfaWQYAyABKAkiOgoRU3RhcnRIYW5kUmVzcG9uc2USJQoFdGFibGUYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciQAoJUGxhY2VtZW50EgwKBGNhcmQYASABKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24ingEKEVBsYWNlQ2FyZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEgwKBHNlYXQYAiABKA0SKgoKcGxhY2VtZW50cxgDIAMoCzIWLm9mY3Bva2VyLnYxLlBsYWNlbWVudBIPCgdkaXNjYXJkGAQgASgJEhgKEGV4cGVjdGVkX3ZlcnNpb24YBSABKAQSEgoKcmVxdWVzdF9pZBgGIAEoCSJ5ChRTZXRDbGllbnRTZWVkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRIMCgRzZWF0GAIgASgNEhMKC2NsaWVudF9zZWVkGAMgASgJEhgKEGV4cGVjdGVkX3ZlcnNpb24YBCABKAQSEgoKcmVxdWVzdF9pZBgFIAEoCSI+ChVTZXRDbGllbnRTZWVkUmVzcG9uc2USJQoFdGFibGUYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciOwoSUGxhY2VDYXJkc1Jlc3BvbnNlEiUKBXRhYmxlGAEgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3IpoBChVTZXRGYW50YXN5bGFuZFJlcXVlc3QSEAoIdGFibGVfaWQYASABKAkSDAoEc2VhdBgCIAEoDRIhCgVib2FyZBgDIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEhAKCGRpc2NhcmRzGAQgAygJEhgKEGV4cGVjdGVkX3ZlcnNpb24YBSABKAQSEgoKcmVxdWVzdF9pZBgGIAEoCSI/ChZTZXRGYW50YXN5bGFuZFJlc3BvbnNlEiUKBXRhYmxlGAEgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3Ij4KFUdldEhhbmRIaXN0b3J5UmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRITCgtoYW5kX251bWJlchgCIAEoBCKuAQoWR2V0SGFuZEhpc3RvcnlSZXNwb25zZRITCgtoYW5kX251bWJlchgBIAEoBBISCgpjb21taXRtZW50GAIgASgJEhMKC3NlcnZlcl9zZWVkGAMgASgMEhMKC2NsaWVudF9zZWVkGAQgASgMEisKCnNldHRsZW1lbnQYBSABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50EhQKDGhpc3RvcnlfanNvbhgGIAEoCSJLChBMaXN0SGFuZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJImwKC0hhbmRTdW1tYXJ5EhMKC2hhbmRfbnVtYmVyGAEgASgEEhIKCmNvbW1pdG1lbnQYAiABKAkSDgoGcG9pbnRzGAMgAygREg0KBXNlYXRzGAQgAygNEhUKDXNldHRsZWRfYXRfbXMYBSABKAMiVQoRTGlzdEhhbmRzUmVzcG9uc2USJwoFaGFuZHMYASADKAsyGC5vZmNwb2tlci52MS5IYW5kU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicAoMV2F0Y2hSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEhQKB2FzX3NlYXQYAiABKA1IAIgBARIWCg5hZnRlcl9ldmVudF9pZBgDIAEoCRIUCgxiYXRjaF9ldmVudHMYBCABKAhCCgoIX2FzX3NlYXQimAEKDVdhdGNoUmVzcG9uc2USKgoIc25hcHNob3QYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXdIABIoCgVldmVudBgCIAEoCzIXLm9mY3Bva2VyLnYxLlRhYmxlRXZlbnRIABIpCgZldmVudHMYAyABKAsyFy5vZmNwb2tlci52MS5FdmVudEJhdGNoSABCBgoEa2luZCI1CgpFdmVudEJhdGNoEicKBmV2ZW50cxgBIAMoCzIXLm9mY3Bva2VyLnYxLlRhYmxlRXZlbnQi9AMKCVRhYmxlVmlldxIQCgh0YWJsZV9pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgEEhgKC3ZpZXdlcl9zZWF0GAMgASgNSACIAQESLwoHcnVsZXNldBgEIAEoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzEiQKBXNlYXRzGAUgAygLMhUub2ZjcG9rZXIudjEuU2VhdFZpZXcSDgoGYnV0dG9uGAYgASgNEhQKDGhhbmRzX3BsYXllZBgHIAEoBBIRCgltYXhfaGFuZHMYCCABKA0SIwoEaGFuZBgJIAEoCzIVLm9mY3Bva2VyLnYxLkhhbmRWaWV3EhoKEnR1cm5fdGltZV9saW1pdF9tcxgKIAEoDRITCgtkZWFkbGluZV9tcxgLIAEoAxIVCg1sYXN0X2V2ZW50X2lkGAwgASgJEjQKEHBhaXJfdW5pdF92YWx1ZXMYDSADKAsyGi5vZmNwb2tlci52MS5QYWlyVW5pdFZhbHVlEjkKEmNsaWVudF9zZWVkX3BvbGljeRgOIAEoDjIdLm9mY3Bva2VyLnYxLkNsaWVudFNlZWRQb2xpY3kSEwoLY2xpZW50X3NlZWQYDyABKAwSFwoPbmV4dF9jb21taXRtZW50GBAgASgJQg4KDF92aWV3ZXJfc2VhdCKWAQoIU2VhdFZpZXcSDAoEc2VhdBgBIAEoDRIRCglwbGF5ZXJfaWQYAiABKAkSDgoGcG9pbnRzGAMgASgSEhkKEWZhbnRhc3lsYW5kX2NhcmRzGAQgASgNEhoKEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDRINCgV1bml0cxgGIAEoEhITCgtjbGllbnRfc2VlZBgHIAEoDCKhAgoISGFuZFZpZXcSDgoGbnVtYmVyGAEgASgEEg4KBmJ1dHRvbhgCIAEoDRISCgpjb21taXRtZW50GAMgASgJEhMKC2NsaWVudF9zZWVkGAQgASgMEhMKC3NlcnZlcl9zZWVkGAUgASgMEg4KBnN0cmVldBgGIAEoDRIRCgR0dXJuGAcgASgNSACIAQESDgoGdG9fYWN0GAggAygNEhYKDmRlY2tfcmVtYWluaW5nGAkgASgNEigKBXNlYXRzGAogAygLMhkub2ZjcG9rZXIudjEuSGFuZFNlYXRWaWV3EgwKBG92ZXIYCyABKAgSKwoKc2V0dGxlbWVudBgMIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnRCBwoFX3R1cm4izwEKDEhhbmRTZWF0VmlldxIMCgRzZWF0GAEgASgNEhkKEWZhbnRhc3lsYW5kX2NhcmRzGAIgASgNEiEKBWJvYXJkGAMgASgLMhIub2ZjcG9rZXIudjEuQm9hcmQSFAoMYm9hcmRfaGlkZGVuGAQgASgIEg8KB3BlbmRpbmcYBSADKAkSFQoNcGVuZGluZ19jb3VudBgGIAEoDRIQCghkaXNjYXJkcxgHIAMoCRIVCg1kaXNjYXJkX2NvdW50GAggASgNEgwKBGRvbmUYCSABKAginwYKClRhYmxlRXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBIxCgpzZWF0X3Rha2VuGAMgASgLMhsub2ZjcG9rZXIudjEuU2VhdFRha2VuRXZlbnRIABI1CgxzZWF0X3ZhY2F0ZWQYBCABKAsyHS5vZmNwb2tlci52MS5TZWF0VmFjYXRlZEV2ZW50SAASNQoMaGFuZF9zdGFydGVkGAUgASgLMh0ub2ZjcG9rZXIudjEuSGFuZFN0YXJ0ZWRFdmVudEgAEjMKC2NhcmRzX2RlYWx0GAYgASgLMhwub2ZjcG9rZXIudjEuQ2FyZHNEZWFsdEV2ZW50SAASNQoMY2FyZHNfcGxhY2VkGAcgASgLMh0ub2ZjcG9rZXIudjEuQ2FyZHNQbGFjZWRFdmVudEgAEjUKDGRpc2NhcmRfbWFkZRgIIAEoCzIdLm9mY3Bva2VyLnYxLkRpc2NhcmRNYWRlRXZlbnRIABI7Cg90aW1lb3V0X2FwcGxpZWQYCSABKAsyIC5vZmNwb2tlci52MS5UaW1lb3V0QXBwbGllZEV2ZW50SAASOwoPZmFudGFzeWxhbmRfc2V0GAogASgLMiAub2ZjcG9rZXIudjEuRmFudGFzeWxhbmRTZXRFdmVudEgAEkUKFGZhbnRhc3lsYW5kX3JldmVhbGVkGAsgASgLMiUub2ZjcG9rZXIudjEuRmFudGFzeWxhbmRSZXZlYWxlZEV2ZW50SAASNQoMaGFuZF9zZXR0bGVkGAwgASgLMh0ub2ZjcG9rZXIudjEuSGFuZFNldHRsZWRFdmVudEgAEjcKDXNlZWRfcmV2ZWFsZWQYDSABKAsyHi5vZmNwb2tlci52MS5TZWVkUmV2ZWFsZWRFdmVudEgAEjUKDGJ1dHRvbl9tb3ZlZBgOIAEoCzIdLm9mY3Bva2VyLnYxLkJ1dHRvbk1vdmVkRXZlbnRIABI6Cg9jbGllbnRfc2VlZF9zZXQYDyABKAsyHy5vZmNwb2tlci52MS5DbGllbnRTZWVkU2V0RXZlbnRIAEIGCgRraW5kIjcKEkNsaWVudFNlZWRTZXRFdmVudBIMCgRzZWF0GAEgASgNEhMKC2NsaWVudF9zZWVkGAIgASgMIjEKDlNlYXRUYWtlbkV2ZW50EgwKBHNlYXQYASABKA0SEQoJcGxheWVyX2lkGAIgASgJIkMKEFNlYXRWYWNhdGVkRXZlbnQSDAoEc2VhdBgBIAEoDRIRCglwbGF5ZXJfaWQYAiABKAkSDgoGcG9pbnRzGAMgASgSIrkBChBIYW5kU3RhcnRlZEV2ZW50Eg4KBm51bWJlchgBIAEoBBIOCgZidXR0b24YAiABKA0SDQoFb3JkZXIYAyADKA0SGQoRZmFudGFzeWxhbmRfc2VhdHMYBCADKA0SGQoRZmFudGFzeWxhbmRfY2FyZHMYBSADKA0SEgoKY29tbWl0bWVudBgGIAEoCRITCgtjbGllbnRfc2VlZBgHIAEoDBIXCg9uZXh0X2NvbW1pdG1lbnQYCCABKAkibwoPQ2FyZHNEZWFsdEV2ZW50EgwKBHNlYXQYASABKA0SEwoGc3RyZWV0GAIgASgNSACIAQESEAoIcG9zaXRpb24YAyABKA0SDQoFY291bnQYBCABKA0SDQoFY2FyZHMYBSADKAlCCQoHX3N0cmVldCJcChBDYXJkc1BsYWNlZEV2ZW50EgwKBHNlYXQYASABKA0SDgoGc3RyZWV0GAIgASgNEioKCnBsYWNlbWVudHMYAyADKAsyFi5vZmNwb2tlci52MS5QbGFjZW1lbnQiPgoQRGlzY2FyZE1hZGVFdmVudBIMCgRzZWF0GAEgASgNEg4KBnN0cmVldBgCIAEoDRIMCgRjYXJkGAMgASgJIiMKE1RpbWVvdXRBcHBsaWVkRXZlbnQSDAoEc2VhdBgBIAEoDSJYChNGYW50YXN5bGFuZFNldEV2ZW50EgwKBHNlYXQYASABKA0SIQoFYm9hcmQYAiABKAsyEi5vZmNwb2tlci52MS5Cb2FyZBIQCghkaXNjYXJkcxgDIAMoCSJLChhGYW50YXN5bGFuZFJldmVhbGVkRXZlbnQSDAoEc2VhdBgBIAEoDRIhCgVib2FyZBgCIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkIpIBChBIYW5kU2V0dGxlZEV2ZW50Eg4KBm51bWJlchgBIAEoBBINCgVzZWF0cxgCIAMoDRIiCgZib2FyZHMYAyADKAsyEi5vZmNwb2tlci52MS5Cb2FyZBIrCgpzZXR0bGVtZW50GAQgASgLMhcub2ZjcG9rZXIudjEuU2V0dGxlbWVudBIOCgZ0b3RhbHMYBSADKBIiTAoRU2VlZFJldmVhbGVkRXZlbnQSDgoGbnVtYmVyGAEgASgEEhMKC3NlcnZlcl9zZWVkGAIgASgMEhIKCmNvbW1pdG1lbnQYAyABKAkiNgoQQnV0dG9uTW92ZWRFdmVudBIRCglmcm9tX3NlYXQYASABKA0SDwoHdG9fc2VhdBgCIAEoDSp0ChBDbGllbnRTZWVkUG9saWN5EiIKHkNMSUVOVF9TRUVEX1BPTElDWV9VTlNQRUNJRklFRBAAEhwKGENMSUVOVF9TRUVEX1BPTElDWV9UQUJMRRABEh4KGkNMSUVOVF9TRUVEX1BPTElDWV9QTEFZRVJTEAIy9QYKDFRhYmxlU2VydmljZRJQCgtDcmVhdGVUYWJsZRIfLm9mY3Bva2VyLnYxLkNyZWF0ZVRhYmxlUmVxdWVzdBogLm9mY3Bva2VyLnYxLkNyZWF0ZVRhYmxlUmVzcG9uc2USRwoIR2V0VGFibGUSHC5vZmNwb2tlci52MS5HZXRUYWJsZVJlcXVlc3QaHS5vZmNwb2tlci52MS5HZXRUYWJsZVJlc3BvbnNlEkcKCEpvaW5TZWF0Ehwub2ZjcG9rZXIudjEuSm9pblNlYXRSZXF1ZXN0Gh0ub2ZjcG9rZXIudjEuSm9pblNlYXRSZXNwb25zZRJKCglMZWF2ZVNlYXQSHS5vZmNwb2tlci52MS5MZWF2ZVNlYXRSZXF1ZXN0Gh4ub2ZjcG9rZXIudjEuTGVhdmVTZWF0UmVzcG9uc2USSgoJU3RhcnRIYW5kEh0ub2ZjcG9rZXIudjEuU3RhcnRIYW5kUmVxdWVzdBoeLm9mY3Bva2VyLnYxLlN0YXJ0SGFuZFJlc3BvbnNlEk0KClBsYWNlQ2FyZHMSHi5vZmNwb2tlci52MS5QbGFjZUNhcmRzUmVxdWVzdBofLm9mY3Bva2VyLnYxLlBsYWNlQ2FyZHNSZXNwb25zZRJZCg5TZXRGYW50YXN5bGFuZBIiLm9mY3Bva2VyLnYxLlNldEZhbnRhc3lsYW5kUmVxdWVzdBojLm9mY3Bva2VyLnYxLlNldEZhbnRhc3lsYW5kUmVzcG9uc2USVgoNU2V0Q2xpZW50U2VlZBIhLm9mY3Bva2VyLnYxLlNldENsaWVudFNlZWRSZXF1ZXN0GiIub2ZjcG9rZXIudjEuU2V0Q2xpZW50U2VlZFJlc3BvbnNlElkKDkdldEhhbmRIaXN0b3J5EiIub2ZjcG9rZXIudjEuR2V0SGFuZEhpc3RvcnlSZXF1ZXN0GiMub2ZjcG9rZXIudjEuR2V0SGFuZEhpc3RvcnlSZXNwb25zZRJKCglMaXN0SGFuZHMSHS5vZmNwb2tlci52MS5MaXN0SGFuZHNSZXF1ZXN0Gh4ub2ZjcG9rZXIudjEuTGlzdEhhbmRzUmVzcG9uc2USQAoFV2F0Y2gSGS5vZmNwb2tlci52MS5XYXRjaFJlcXVlc3QaGi5vZmNwb2tlci52MS5XYXRjaFJlc3BvbnNlMAFiBnByb3RvMw", [file_ofcpoker_v1_cards, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement]);
+  fileDesc("Ch9vZmNwb2tlci92MS90YWJsZV9zZXJ2aWNlLnByb3RvEgtvZmNwb2tlci52MSK6AgoSQ3JlYXRlVGFibGVSZXF1ZXN0EikKB3J1bGVzZXQYASABKAsyGC5vZmNwb2tlci52MS5SdWxlc2V0U3BlYxINCgVzZWF0cxgCIAEoDRIaChJ0dXJuX3RpbWVfbGltaXRfbXMYAyABKA0SIQoZZmFudGFzeWxhbmRfdGltZV9saW1pdF9tcxgEIAEoDRIRCgltYXhfaGFuZHMYBSABKA0SEwoLY2xpZW50X3NlZWQYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCRI0ChBwYWlyX3VuaXRfdmFsdWVzGAggAygLMhoub2ZjcG9rZXIudjEuUGFpclVuaXRWYWx1ZRI5ChJjbGllbnRfc2VlZF9wb2xpY3kYCSABKA4yHS5vZmNwb2tlci52MS5DbGllbnRTZWVkUG9saWN5Ik4KE0NyZWF0ZVRhYmxlUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAkSJQoFdGFibGUYAiABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciRQoPR2V0VGFibGVSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEhQKB2FzX3NlYXQYAiABKA1IAIgBAUIKCghfYXNfc2VhdCI5ChBHZXRUYWJsZVJlc3BvbnNlEiUKBXRhYmxlGAEgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3InIKD0pvaW5TZWF0UmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRIMCgRzZWF0GAIgASgNEhEKCXBsYXllcl9pZBgDIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAQgASgEEhIKCnJlcXVlc3RfaWQYBSABKAkiTQoQSm9pblNlYXRSZXNwb25zZRISCgpzZWF0X3Rva2VuGAEgASgJEiUKBXRhYmxlGAIgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3IoYBChBMZWF2ZVNlYXRSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEgwKBHNlYXQYAiABKA0SGAoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBBISCgpyZXF1ZXN0X2lkGAQgASgJEiQKBG1vZGUYBSABKA4yFi5vZmNwb2tlci52MS5MZWF2ZU1vZGUiOgoRTGVhdmVTZWF0UmVzcG9uc2USJQoFdGFibGUYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciUgoQU3RhcnRIYW5kUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAIgASgEEhIKCnJlcXVlc3RfaWQYAyABKAkiOgoRU3RhcnRIYW5kUmVzcG9uc2USJQoFdGFibGUYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciQAoJUGxhY2VtZW50EgwKBGNhcmQYASABKAkSJQoDcm93GAIgASgOMhgub2ZjcG9rZXIudjEuUm93UG9zaXRpb24ingEKEVBsYWNlQ2FyZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEgwKBHNlYXQYAiABKA0SKgoKcGxhY2VtZW50cxgDIAMoCzIWLm9mY3Bva2VyLnYxLlBsYWNlbWVudBIPCgdkaXNjYXJkGAQgASgJEhgKEGV4cGVjdGVkX3ZlcnNpb24YBSABKAQSEgoKcmVxdWVzdF9pZBgGIAEoCSJ5ChRTZXRDbGllbnRTZWVkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRIMCgRzZWF0GAIgASgNEhMKC2NsaWVudF9zZWVkGAMgASgJEhgKEGV4cGVjdGVkX3ZlcnNpb24YBCABKAQSEgoKcmVxdWVzdF9pZBgFIAEoCSI+ChVTZXRDbGllbnRTZWVkUmVzcG9uc2USJQoFdGFibGUYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXciOwoSUGxhY2VDYXJkc1Jlc3BvbnNlEiUKBXRhYmxlGAEgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3IpoBChVTZXRGYW50YXN5bGFuZFJlcXVlc3QSEAoIdGFibGVfaWQYASABKAkSDAoEc2VhdBgCIAEoDRIhCgVib2FyZBgDIAEoCzISLm9mY3Bva2VyLnYxLkJvYXJkEhAKCGRpc2NhcmRzGAQgAygJEhgKEGV4cGVjdGVkX3ZlcnNpb24YBSABKAQSEgoKcmVxdWVzdF9pZBgGIAEoCSI/ChZTZXRGYW50YXN5bGFuZFJlc3BvbnNlEiUKBXRhYmxlGAEgASgLMhYub2ZjcG9rZXIudjEuVGFibGVWaWV3Ij4KFUdldEhhbmRIaXN0b3J5UmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoCRITCgtoYW5kX251bWJlchgCIAEoBCKuAQoWR2V0SGFuZEhpc3RvcnlSZXNwb25zZRITCgtoYW5kX251bWJlchgBIAEoBBISCgpjb21taXRtZW50GAIgASgJEhMKC3NlcnZlcl9zZWVkGAMgASgMEhMKC2NsaWVudF9zZWVkGAQgASgMEisKCnNldHRsZW1lbnQYBSABKAsyFy5vZmNwb2tlci52MS5TZXR0bGVtZW50EhQKDGhpc3RvcnlfanNvbhgGIAEoCSJLChBMaXN0SGFuZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJImwKC0hhbmRTdW1tYXJ5EhMKC2hhbmRfbnVtYmVyGAEgASgEEhIKCmNvbW1pdG1lbnQYAiABKAkSDgoGcG9pbnRzGAMgAygREg0KBXNlYXRzGAQgAygNEhUKDXNldHRsZWRfYXRfbXMYBSABKAMiVQoRTGlzdEhhbmRzUmVzcG9uc2USJwoFaGFuZHMYASADKAsyGC5vZmNwb2tlci52MS5IYW5kU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicAoMV2F0Y2hSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgJEhQKB2FzX3NlYXQYAiABKA1IAIgBARIWCg5hZnRlcl9ldmVudF9pZBgDIAEoCRIUCgxiYXRjaF9ldmVudHMYBCABKAhCCgoIX2FzX3NlYXQimAEKDVdhdGNoUmVzcG9uc2USKgoIc25hcHNob3QYASABKAsyFi5vZmNwb2tlci52MS5UYWJsZVZpZXdIABIoCgVldmVudBgCIAEoCzIXLm9mY3Bva2VyLnYxLlRhYmxlRXZlbnRIABIpCgZldmVudHMYAyABKAsyFy5vZmNwb2tlci52MS5FdmVudEJhdGNoSABCBgoEa2luZCI1CgpFdmVudEJhdGNoEicKBmV2ZW50cxgBIAMoCzIXLm9mY3Bva2VyLnYxLlRhYmxlRXZlbnQi9AMKCVRhYmxlVmlldxIQCgh0YWJsZV9pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgEEhgKC3ZpZXdlcl9zZWF0GAMgASgNSACIAQESLwoHcnVsZXNldBgEIAEoCzIeLm9mY3Bva2VyLnYxLlJ1bGVzZXRQYXJhbWV0ZXJzEiQKBXNlYXRzGAUgAygLMhUub2ZjcG9rZXIudjEuU2VhdFZpZXcSDgoGYnV0dG9uGAYgASgNEhQKDGhhbmRzX3BsYXllZBgHIAEoBBIRCgltYXhfaGFuZHMYCCABKA0SIwoEaGFuZBgJIAEoCzIVLm9mY3Bva2VyLnYxLkhhbmRWaWV3EhoKEnR1cm5fdGltZV9saW1pdF9tcxgKIAEoDRITCgtkZWFkbGluZV9tcxgLIAEoAxIVCg1sYXN0X2V2ZW50X2lkGAwgASgJEjQKEHBhaXJfdW5pdF92YWx1ZXMYDSADKAsyGi5vZmNwb2tlci52MS5QYWlyVW5pdFZhbHVlEjkKEmNsaWVudF9zZWVkX3BvbGljeRgOIAEoDjIdLm9mY3Bva2VyLnYxLkNsaWVudFNlZWRQb2xpY3kSEwoLY2xpZW50X3NlZWQYDyABKAwSFwoPbmV4dF9jb21taXRtZW50GBAgASgJQg4KDF92aWV3ZXJfc2VhdCKnAQoIU2VhdFZpZXcSDAoEc2VhdBgBIAEoDRIRCglwbGF5ZXJfaWQYAiABKAkSDgoGcG9pbnRzGAMgASgSEhkKEWZhbnRhc3lsYW5kX2NhcmRzGAQgASgNEhoKEmZhbnRhc3lsYW5kX3N0cmVhaxgFIAEoDRINCgV1bml0cxgGIAEoEhITCgtjbGllbnRfc2VlZBgHIAEoDBIPCgdsZWF2aW5nGAggASgIIqECCghIYW5kVmlldxIOCgZudW1iZXIYASABKAQSDgoGYnV0dG9uGAIgASgNEhIKCmNvbW1pdG1lbnQYAyABKAkSEwoLY2xpZW50X3NlZWQYBCABKAwSEwoLc2VydmVyX3NlZWQYBSABKAwSDgoGc3RyZWV0GAYgASgNEhEKBHR1cm4YByABKA1IAIgBARIOCgZ0b19hY3QYCCADKA0SFgoOZGVja19yZW1haW5pbmcYCSABKA0SKAoFc2VhdHMYCiADKAsyGS5vZmNwb2tlci52MS5IYW5kU2VhdFZpZXcSDAoEb3ZlchgLIAEoCBIrCgpzZXR0bGVtZW50GAwgASgLMhcub2ZjcG9rZXIudjEuU2V0dGxlbWVudEIHCgVfdHVybiLPAQoMSGFuZFNlYXRWaWV3EgwKBHNlYXQYASABKA0SGQoRZmFudGFzeWxhbmRfY2FyZHMYAiABKA0SIQoFYm9hcmQYAyABKAsyEi5vZmNwb2tlci52MS5Cb2FyZBIUCgxib2FyZF9oaWRkZW4YBCABKAgSDwoHcGVuZGluZxgFIAMoCRIVCg1wZW5kaW5nX2NvdW50GAYgASgNEhAKCGRpc2NhcmRzGAcgAygJEhUKDWRpc2NhcmRfY291bnQYCCABKA0SDAoEZG9uZRgJIAEoCCLWBgoKVGFibGVFdmVudBIQCghldmVudF9pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgEEjEKCnNlYXRfdGFrZW4YAyABKAsyGy5vZmNwb2tlci52MS5TZWF0VGFrZW5FdmVudEgAEjUKDHNlYXRfdmFjYXRlZBgEIAEoCzIdLm9mY3Bva2VyLnYxLlNlYXRWYWNhdGVkRXZlbnRIABI1CgxoYW5kX3N0YXJ0ZWQYBSABKAsyHS5vZmNwb2tlci52MS5IYW5kU3RhcnRlZEV2ZW50SAASMwoLY2FyZHNfZGVhbHQYBiABKAsyHC5vZmNwb2tlci52MS5DYXJkc0RlYWx0RXZlbnRIABI1CgxjYXJkc19wbGFjZWQYByABKAsyHS5vZmNwb2tlci52MS5DYXJkc1BsYWNlZEV2ZW50SAASNQoMZGlzY2FyZF9tYWRlGAggASgLMh0ub2ZjcG9rZXIudjEuRGlzY2FyZE1hZGVFdmVudEgAEjsKD3RpbWVvdXRfYXBwbGllZBgJIAEoCzIgLm9mY3Bva2VyLnYxLlRpbWVvdXRBcHBsaWVkRXZlbnRIABI7Cg9mYW50YXN5bGFuZF9zZXQYCiABKAsyIC5vZmNwb2tlci52MS5GYW50YXN5bGFuZFNldEV2ZW50SAASRQoUZmFudGFzeWxhbmRfcmV2ZWFsZWQYCyABKAsyJS5vZmNwb2tlci52MS5GYW50YXN5bGFuZFJldmVhbGVkRXZlbnRIABI1CgxoYW5kX3NldHRsZWQYDCABKAsyHS5vZmNwb2tlci52MS5IYW5kU2V0dGxlZEV2ZW50SAASNwoNc2VlZF9yZXZlYWxlZBgNIAEoCzIeLm9mY3Bva2VyLnYxLlNlZWRSZXZlYWxlZEV2ZW50SAASNQoMYnV0dG9uX21vdmVkGA4gASgLMh0ub2ZjcG9rZXIudjEuQnV0dG9uTW92ZWRFdmVudEgAEjoKD2NsaWVudF9zZWVkX3NldBgPIAEoCzIfLm9mY3Bva2VyLnYxLkNsaWVudFNlZWRTZXRFdmVudEgAEjUKDHNlYXRfbGVhdmluZxgQIAEoCzIdLm9mY3Bva2VyLnYxLlNlYXRMZWF2aW5nRXZlbnRIAEIGCgRraW5kIkQKEFNlYXRMZWF2aW5nRXZlbnQSDAoEc2VhdBgBIAEoDRIRCglwbGF5ZXJfaWQYAiABKAkSDwoHbGVhdmluZxgDIAEoCCI3ChJDbGllbnRTZWVkU2V0RXZlbnQSDAoEc2VhdBgBIAEoDRITCgtjbGllbnRfc2VlZBgCIAEoDCIxCg5TZWF0VGFrZW5FdmVudBIMCgRzZWF0GAEgASgNEhEKCXBsYXllcl9pZBgCIAEoCSJDChBTZWF0VmFjYXRlZEV2ZW50EgwKBHNlYXQYASABKA0SEQoJcGxheWVyX2lkGAIgASgJEg4KBnBvaW50cxgDIAEoEiK5AQoQSGFuZFN0YXJ0ZWRFdmVudBIOCgZudW1iZXIYASABKAQSDgoGYnV0dG9uGAIgASgNEg0KBW9yZGVyGAMgAygNEhkKEWZhbnRhc3lsYW5kX3NlYXRzGAQgAygNEhkKEWZhbnRhc3lsYW5kX2NhcmRzGAUgAygNEhIKCmNvbW1pdG1lbnQYBiABKAkSEwoLY2xpZW50X3NlZWQYByABKAwSFwoPbmV4dF9jb21taXRtZW50GAggASgJIm8KD0NhcmRzRGVhbHRFdmVudBIMCgRzZWF0GAEgASgNEhMKBnN0cmVldBgCIAEoDUgAiAEBEhAKCHBvc2l0aW9uGAMgASgNEg0KBWNvdW50GAQgASgNEg0KBWNhcmRzGAUgAygJQgkKB19zdHJlZXQiXAoQQ2FyZHNQbGFjZWRFdmVudBIMCgRzZWF0GAEgASgNEg4KBnN0cmVldBgCIAEoDRIqCgpwbGFjZW1lbnRzGAMgAygLMhYub2ZjcG9rZXIudjEuUGxhY2VtZW50Ij4KEERpc2NhcmRNYWRlRXZlbnQSDAoEc2VhdBgBIAEoDRIOCgZzdHJlZXQYAiABKA0SDAoEY2FyZBgDIAEoCSIjChNUaW1lb3V0QXBwbGllZEV2ZW50EgwKBHNlYXQYASABKA0iWAoTRmFudGFzeWxhbmRTZXRFdmVudBIMCgRzZWF0GAEgASgNEiEKBWJvYXJkGAIgASgLMhIub2ZjcG9rZXIudjEuQm9hcmQSEAoIZGlzY2FyZHMYAyADKAkiSwoYRmFudGFzeWxhbmRSZXZlYWxlZEV2ZW50EgwKBHNlYXQYASABKA0SIQoFYm9hcmQYAiABKAsyEi5vZmNwb2tlci52MS5Cb2FyZCKSAQoQSGFuZFNldHRsZWRFdmVudBIOCgZudW1iZXIYASABKAQSDQoFc2VhdHMYAiADKA0SIgoGYm9hcmRzGAMgAygLMhIub2ZjcG9rZXIudjEuQm9hcmQSKwoKc2V0dGxlbWVudBgEIAEoCzIXLm9mY3Bva2VyLnYxLlNldHRsZW1lbnQSDgoGdG90YWxzGAUgAygSIkwKEVNlZWRSZXZlYWxlZEV2ZW50Eg4KBm51bWJlchgBIAEoBBITCgtzZXJ2ZXJfc2VlZBgCIAEoDBISCgpjb21taXRtZW50GAMgASgJIjYKEEJ1dHRvbk1vdmVkRXZlbnQSEQoJZnJvbV9zZWF0GAEgASgNEg8KB3RvX3NlYXQYAiABKA0qdAoQQ2xpZW50U2VlZFBvbGljeRIiCh5DTElFTlRfU0VFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhDTElFTlRfU0VFRF9QT0xJQ1lfVEFCTEUQARIeChpDTElFTlRfU0VFRF9QT0xJQ1lfUExBWUVSUxACKm0KCUxlYXZlTW9kZRIaChZMRUFWRV9NT0RFX1VOU1BFQ0lGSUVEEAASEgoOTEVBVkVfTU9ERV9OT1cQARIZChVMRUFWRV9NT0RFX0FGVEVSX0hBTkQQAhIVChFMRUFWRV9NT0RFX0NBTkNFTBADMvUGCgxUYWJsZVNlcnZpY2USUAoLQ3JlYXRlVGFibGUSHy5vZmNwb2tlci52MS5DcmVhdGVUYWJsZVJlcXVlc3QaIC5vZmNwb2tlci52MS5DcmVhdGVUYWJsZVJlc3BvbnNlEkcKCEdldFRhYmxlEhwub2ZjcG9rZXIudjEuR2V0VGFibGVSZXF1ZXN0Gh0ub2ZjcG9rZXIudjEuR2V0VGFibGVSZXNwb25zZRJHCghKb2luU2VhdBIcLm9mY3Bva2VyLnYxLkpvaW5TZWF0UmVxdWVzdBodLm9mY3Bva2VyLnYxLkpvaW5TZWF0UmVzcG9uc2USSgoJTGVhdmVTZWF0Eh0ub2ZjcG9rZXIudjEuTGVhdmVTZWF0UmVxdWVzdBoeLm9mY3Bva2VyLnYxLkxlYXZlU2VhdFJlc3BvbnNlEkoKCVN0YXJ0SGFuZBIdLm9mY3Bva2VyLnYxLlN0YXJ0SGFuZFJlcXVlc3QaHi5vZmNwb2tlci52MS5TdGFydEhhbmRSZXNwb25zZRJNCgpQbGFjZUNhcmRzEh4ub2ZjcG9rZXIudjEuUGxhY2VDYXJkc1JlcXVlc3QaHy5vZmNwb2tlci52MS5QbGFjZUNhcmRzUmVzcG9uc2USWQoOU2V0RmFudGFzeWxhbmQSIi5vZmNwb2tlci52MS5TZXRGYW50YXN5bGFuZFJlcXVlc3QaIy5vZmNwb2tlci52MS5TZXRGYW50YXN5bGFuZFJlc3BvbnNlElYKDVNldENsaWVudFNlZWQSIS5vZmNwb2tlci52MS5TZXRDbGllbnRTZWVkUmVxdWVzdBoiLm9mY3Bva2VyLnYxLlNldENsaWVudFNlZWRSZXNwb25zZRJZCg5HZXRIYW5kSGlzdG9yeRIiLm9mY3Bva2VyLnYxLkdldEhhbmRIaXN0b3J5UmVxdWVzdBojLm9mY3Bva2VyLnYxLkdldEhhbmRIaXN0b3J5UmVzcG9uc2USSgoJTGlzdEhhbmRzEh0ub2ZjcG9rZXIudjEuTGlzdEhhbmRzUmVxdWVzdBoeLm9mY3Bva2VyLnYxLkxpc3RIYW5kc1Jlc3BvbnNlEkAKBVdhdGNoEhkub2ZjcG9rZXIudjEuV2F0Y2hSZXF1ZXN0Ghoub2ZjcG9rZXIudjEuV2F0Y2hSZXNwb25zZTABYgZwcm90bzM", [file_ofcpoker_v1_cards, file_ofcpoker_v1_ruleset, file_ofcpoker_v1_settlement]);
 
 /**
  * CreateTable input.
@@ -295,6 +295,13 @@ export type LeaveSeatRequest = Message<"ofcpoker.v1.LeaveSeatRequest"> & {
    * @generated from field: string request_id = 4;
    */
   requestId: string;
+
+  /**
+   * When to leave; unset is LEAVE_MODE_NOW.
+   *
+   * @generated from field: ofcpoker.v1.LeaveMode mode = 5;
+   */
+  mode: LeaveMode;
 };
 
 /**
@@ -311,7 +318,8 @@ export const LeaveSeatRequestSchema: GenMessage<LeaveSeatRequest> = /*@__PURE__*
  */
 export type LeaveSeatResponse = Message<"ofcpoker.v1.LeaveSeatResponse"> & {
   /**
-   * The table as a spectator sees it after the seat left.
+   * The table after the request: as a spectator sees it once the seat has left; as the seat
+   * sees it when it stays (marked leaving, or its leave withdrawn).
    *
    * @generated from field: ofcpoker.v1.TableView table = 1;
    */
@@ -1134,6 +1142,14 @@ export type SeatView = Message<"ofcpoker.v1.SeatView"> & {
    * @generated from field: bytes client_seed = 7;
    */
   clientSeed: Uint8Array;
+
+  /**
+   * True when the player asked to leave after the hand (LEAVE_MODE_AFTER_HAND): the server
+   * vacates the seat as soon as the rules let it.
+   *
+   * @generated from field: bool leaving = 8;
+   */
+  leaving: boolean;
 };
 
 /**
@@ -1447,6 +1463,14 @@ export type TableEvent = Message<"ofcpoker.v1.TableEvent"> & {
      */
     value: ClientSeedSetEvent;
     case: "clientSeedSet";
+  } | {
+    /**
+     * A player asked to leave after the hand, or withdrew that.
+     *
+     * @generated from field: ofcpoker.v1.SeatLeavingEvent seat_leaving = 16;
+     */
+    value: SeatLeavingEvent;
+    case: "seatLeaving";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1456,6 +1480,42 @@ export type TableEvent = Message<"ofcpoker.v1.TableEvent"> & {
  */
 export const TableEventSchema: GenMessage<TableEvent> = /*@__PURE__*/
   messageDesc(file_ofcpoker_v1_table_service, 29);
+
+/**
+ * A player asked to leave once the rules let it (LEAVE_MODE_AFTER_HAND), or withdrew that
+ * (LEAVE_MODE_CANCEL). The seat is vacated later by a SeatVacatedEvent of its own.
+ *
+ * @generated from message ofcpoker.v1.SeatLeavingEvent
+ */
+export type SeatLeavingEvent = Message<"ofcpoker.v1.SeatLeavingEvent"> & {
+  /**
+   * The seat.
+   *
+   * @generated from field: uint32 seat = 1;
+   */
+  seat: number;
+
+  /**
+   * The player's id.
+   *
+   * @generated from field: string player_id = 2;
+   */
+  playerId: string;
+
+  /**
+   * True: leaving after the hand; false: staying.
+   *
+   * @generated from field: bool leaving = 3;
+   */
+  leaving: boolean;
+};
+
+/**
+ * Describes the message ofcpoker.v1.SeatLeavingEvent.
+ * Use `create(SeatLeavingEventSchema)` to create a new message.
+ */
+export const SeatLeavingEventSchema: GenMessage<SeatLeavingEvent> = /*@__PURE__*/
+  messageDesc(file_ofcpoker_v1_table_service, 30);
 
 /**
  * A seat set its own client seed; it counts from the next hand to start.
@@ -1483,7 +1543,7 @@ export type ClientSeedSetEvent = Message<"ofcpoker.v1.ClientSeedSetEvent"> & {
  * Use `create(ClientSeedSetEventSchema)` to create a new message.
  */
 export const ClientSeedSetEventSchema: GenMessage<ClientSeedSetEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 30);
+  messageDesc(file_ofcpoker_v1_table_service, 31);
 
 /**
  * A player sat down.
@@ -1511,7 +1571,7 @@ export type SeatTakenEvent = Message<"ofcpoker.v1.SeatTakenEvent"> & {
  * Use `create(SeatTakenEventSchema)` to create a new message.
  */
 export const SeatTakenEventSchema: GenMessage<SeatTakenEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 31);
+  messageDesc(file_ofcpoker_v1_table_service, 32);
 
 /**
  * A player left, with their cumulative points.
@@ -1546,7 +1606,7 @@ export type SeatVacatedEvent = Message<"ofcpoker.v1.SeatVacatedEvent"> & {
  * Use `create(SeatVacatedEventSchema)` to create a new message.
  */
 export const SeatVacatedEventSchema: GenMessage<SeatVacatedEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 32);
+  messageDesc(file_ofcpoker_v1_table_service, 33);
 
 /**
  * A hand started.
@@ -1616,7 +1676,7 @@ export type HandStartedEvent = Message<"ofcpoker.v1.HandStartedEvent"> & {
  * Use `create(HandStartedEventSchema)` to create a new message.
  */
 export const HandStartedEventSchema: GenMessage<HandStartedEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 33);
+  messageDesc(file_ofcpoker_v1_table_service, 34);
 
 /**
  * Cards dealt to a seat.
@@ -1665,7 +1725,7 @@ export type CardsDealtEvent = Message<"ofcpoker.v1.CardsDealtEvent"> & {
  * Use `create(CardsDealtEventSchema)` to create a new message.
  */
 export const CardsDealtEventSchema: GenMessage<CardsDealtEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 34);
+  messageDesc(file_ofcpoker_v1_table_service, 35);
 
 /**
  * Cards placed face up.
@@ -1700,7 +1760,7 @@ export type CardsPlacedEvent = Message<"ofcpoker.v1.CardsPlacedEvent"> & {
  * Use `create(CardsPlacedEventSchema)` to create a new message.
  */
 export const CardsPlacedEventSchema: GenMessage<CardsPlacedEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 35);
+  messageDesc(file_ofcpoker_v1_table_service, 36);
 
 /**
  * A discard.
@@ -1735,7 +1795,7 @@ export type DiscardMadeEvent = Message<"ofcpoker.v1.DiscardMadeEvent"> & {
  * Use `create(DiscardMadeEventSchema)` to create a new message.
  */
 export const DiscardMadeEventSchema: GenMessage<DiscardMadeEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 36);
+  messageDesc(file_ofcpoker_v1_table_service, 37);
 
 /**
  * The server moved for a seat whose time ran out.
@@ -1756,7 +1816,7 @@ export type TimeoutAppliedEvent = Message<"ofcpoker.v1.TimeoutAppliedEvent"> & {
  * Use `create(TimeoutAppliedEventSchema)` to create a new message.
  */
 export const TimeoutAppliedEventSchema: GenMessage<TimeoutAppliedEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 37);
+  messageDesc(file_ofcpoker_v1_table_service, 38);
 
 /**
  * A Fantasyland seat set its hand.
@@ -1791,7 +1851,7 @@ export type FantasylandSetEvent = Message<"ofcpoker.v1.FantasylandSetEvent"> & {
  * Use `create(FantasylandSetEventSchema)` to create a new message.
  */
 export const FantasylandSetEventSchema: GenMessage<FantasylandSetEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 38);
+  messageDesc(file_ofcpoker_v1_table_service, 39);
 
 /**
  * A Fantasyland board is face up.
@@ -1819,7 +1879,7 @@ export type FantasylandRevealedEvent = Message<"ofcpoker.v1.FantasylandRevealedE
  * Use `create(FantasylandRevealedEventSchema)` to create a new message.
  */
 export const FantasylandRevealedEventSchema: GenMessage<FantasylandRevealedEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 39);
+  messageDesc(file_ofcpoker_v1_table_service, 40);
 
 /**
  * A hand settled.
@@ -1868,7 +1928,7 @@ export type HandSettledEvent = Message<"ofcpoker.v1.HandSettledEvent"> & {
  * Use `create(HandSettledEventSchema)` to create a new message.
  */
 export const HandSettledEventSchema: GenMessage<HandSettledEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 40);
+  messageDesc(file_ofcpoker_v1_table_service, 41);
 
 /**
  * The server seed is public.
@@ -1903,7 +1963,7 @@ export type SeedRevealedEvent = Message<"ofcpoker.v1.SeedRevealedEvent"> & {
  * Use `create(SeedRevealedEventSchema)` to create a new message.
  */
 export const SeedRevealedEventSchema: GenMessage<SeedRevealedEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 41);
+  messageDesc(file_ofcpoker_v1_table_service, 42);
 
 /**
  * The button after a hand.
@@ -1931,7 +1991,7 @@ export type ButtonMovedEvent = Message<"ofcpoker.v1.ButtonMovedEvent"> & {
  * Use `create(ButtonMovedEventSchema)` to create a new message.
  */
 export const ButtonMovedEventSchema: GenMessage<ButtonMovedEvent> = /*@__PURE__*/
-  messageDesc(file_ofcpoker_v1_table_service, 42);
+  messageDesc(file_ofcpoker_v1_table_service, 43);
 
 /**
  * Where a table's hands get their ofc-shuffle-v1 client seed. Under either policy the
@@ -1970,6 +2030,51 @@ export enum ClientSeedPolicy {
  */
 export const ClientSeedPolicySchema: GenEnum<ClientSeedPolicy> = /*@__PURE__*/
   enumDesc(file_ofcpoker_v1_table_service, 0);
+
+/**
+ * When a LeaveSeat takes effect.
+ *
+ * @generated from enum ofcpoker.v1.LeaveMode
+ */
+export enum LeaveMode {
+  /**
+   * As LEAVE_MODE_NOW.
+   *
+   * @generated from enum value: LEAVE_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Now, or the request is refused (HAND_IN_PROGRESS, FANTASYLAND_OWED).
+   *
+   * @generated from enum value: LEAVE_MODE_NOW = 1;
+   */
+  NOW = 1,
+
+  /**
+   * Now if the rules allow it; else the seat is marked leaving (`SeatView.leaving`, a
+   * SeatLeavingEvent) and the server vacates it as soon as they do: in the same commit as
+   * the move that ends its hand (or the Fantasyland hand owed), so no StartHand can come
+   * between. The seat token holds until then. Refusals other than those two still apply.
+   *
+   * @generated from enum value: LEAVE_MODE_AFTER_HAND = 2;
+   */
+  AFTER_HAND = 2,
+
+  /**
+   * Withdraw a LEAVE_MODE_AFTER_HAND: the seat stays (a SeatLeavingEvent, `leaving` false).
+   * Allowed whether or not the seat was marked leaving.
+   *
+   * @generated from enum value: LEAVE_MODE_CANCEL = 3;
+   */
+  CANCEL = 3,
+}
+
+/**
+ * Describes the enum ofcpoker.v1.LeaveMode.
+ */
+export const LeaveModeSchema: GenEnum<LeaveMode> = /*@__PURE__*/
+  enumDesc(file_ofcpoker_v1_table_service, 1);
 
 /**
  * Live tables: a match of hands at one table, whose state lives in the service's store
@@ -2044,6 +2149,9 @@ export const TableService: GenService<{
    * the seat it is owed to nor the others. Unless the match is over (`max_hands` played: that
    * hand can no longer be dealt, though the seat still shows the cards it earned), or, for
    * the seat it is owed to, too few players are seated for any hand to start.
+   * With `mode` LEAVE_MODE_AFTER_HAND, a seat that may not leave now (its hand is in play, a
+   * Fantasyland hand is owed) is vacated by the server as soon as the rules let it: in the
+   * same commit as the move that ends the hand, before anyone can start the next one.
    *
    * @generated from rpc ofcpoker.v1.TableService.LeaveSeat
    */
