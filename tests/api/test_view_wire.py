@@ -74,6 +74,7 @@ def records(draw: st.DrawFn, state: engine.MatchState, start: engine.MatchState)
         client_seed_policy=draw(st.sampled_from([POLICY_TABLE, POLICY_PLAYERS])),
         seat_client_seeds=tuple(dict(seeds).items()),
         next_server_seed=draw(st.sampled_from([b"", bytes(32)])),
+        leaving_seats=tuple(sorted(draw(st.sets(st.integers(0, size - 1))))),
     )
 
 

@@ -511,18 +511,20 @@ def actions_of(
     group: Sequence[pb.TableEvent], state: MatchState, seeds: dict[int, bytes]
 ) -> list[Action]:
     """The engine actions that made one version's events, in order: none for a seed change
-    or a leave mark (the shell's own events); one action, then a StandUp for each seat
-    vacated after it in the same commit (a seat marked leaving, once its hand ended)."""
+    or a leave mark (the shell's own events); else one action, with a StandUp for each seat
+    vacated in the same commit: after it (a seat marked leaving, once its hand ended), or
+    before a StartHand (a mark a replica of the release before left in place)."""
     kinds = [e.WhichOneof("kind") for e in group]
     if kinds[0] in ("client_seed_set", "seat_leaving"):
         return []
-    if kinds[0] == "seat_vacated":
+    vacates = [i for i, kind in enumerate(kinds) if kind == "seat_vacated"]
+    if len(vacates) == len(kinds):  # LeaveSeat
         return [engine.StandUp(e.seat_vacated.seat) for e in group]
-    cut = len(kinds)
-    while kinds[cut - 1] == "seat_vacated":
-        cut -= 1
-    vacated = [engine.StandUp(e.seat_vacated.seat) for e in group[cut:]]
-    return [action_of(group[:cut], state, seeds), *vacated]
+    first = next(i for i, kind in enumerate(kinds) if kind != "seat_vacated")
+    last = max(i for i, kind in enumerate(kinds) if kind != "seat_vacated") + 1
+    before = [engine.StandUp(e.seat_vacated.seat) for e in group[:first]]
+    after = [engine.StandUp(e.seat_vacated.seat) for e in group[last:]]
+    return [*before, action_of(group[first:last], state, seeds), *after]
 
 
 def action_of(group: Sequence[pb.TableEvent], state: MatchState, seeds: dict[int, bytes]) -> Action:

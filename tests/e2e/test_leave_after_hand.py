@@ -77,7 +77,9 @@ def test_a_player_leaving_after_the_hand_is_gone_before_the_next_can_start(
             else:
                 assert going.seat_of(table_id) == leaver  # told of nothing yet
                 with pytest.raises(UnauthenticatedError):
-                    going.get(table_id)  # its token went with the seat
+                    going.get(table_id)  # its token went with the seat, and the client's too
+                assert going.seat_of(table_id) is None
+                assert going.get(table_id).viewer_seat is None  # a spectator's view now
 
             def vacated() -> bool:
                 return any(isinstance(e.detail, SeatVacatedEvent) for e in spectator.events)

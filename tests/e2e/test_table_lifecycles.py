@@ -41,6 +41,7 @@ from ofc.policy import DEFAULT_POLICY
 from ofc.rulesets import resolve_ruleset
 from ofc_client import RequestIdReusedError, TableClient
 from ofc_client.requests import ruleset_spec
+from ofc_service.application.manager import MAX_LEAVE_CHANGES
 from ofcpoker.v1 import cards_pb2
 from ofcpoker.v1 import table_service_pb2 as pb
 
@@ -684,6 +685,11 @@ class Lifecycles(RuleBasedStateMachine):
         now = mode == pb.LEAVE_MODE_AFTER_HAND and engine.can_apply(
             self.table.state, engine.StandUp(holder.seat)
         )
+        changes = dict(self.table.model.record.leaving_changes)  # type: ignore[union-attr]
+        if not now and changes.get(holder.seat, 0) >= MAX_LEAVE_CHANGES:
+            self.refused(response, md, "LeaveSeat")
+            assert wire_status(response)[1] == "LEAVE_CHANGES_SPENT", wire_status(response)
+            return
         self.commit("LeaveSeat", request, md, response)
         marks = self.table.model.record.leaving_seats  # type: ignore[union-attr]
         if now:

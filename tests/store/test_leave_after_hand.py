@@ -20,8 +20,8 @@ from ofc.policy import DEFAULT_POLICY
 from ofc.verify import verify_match
 from ofc_service.api.tables import ProtobufPresenter, event_part
 from ofc_service.application import commands
-from ofc_service.application.manager import TableManager
-from ofc_service.application.records import TableRecord
+from ofc_service.application.manager import MAX_LEAVE_CHANGES, Request, TableManager
+from ofc_service.application.records import LeaveChangesSpentError, TableRecord
 from ofc_service.application.settlements import SettlementRecord
 from ofc_service.auth import Authenticator, UnauthenticatedError
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -64,7 +64,6 @@ async def test_a_seat_marked_leaving_is_vacated_by_the_move_that_ends_its_hand(
         marked = view(await table.run("leave", commands.LeaveSeat(0, AFTER_HAND), table.seat(0)))
         assert marked.viewer_seat == 0 and marked.seats[0].player_id == "p0"
         assert [s.leaving for s in marked.seats] == [True, False, False]
-        assert marked.hand.seats[0].pending or marked.hand.seats[0].board.bottom  # its own view
         version = await table.version()
         [leaving] = await events_of(table, version)
         assert leaving.seat_leaving == pb.SeatLeavingEvent(seat=0, player_id="p0", leaving=True)
@@ -102,6 +101,12 @@ async def test_a_seat_marked_leaving_is_vacated_by_the_move_that_ends_its_hand(
         assert history["seat_units"] == [0, 0, 0]
         await table.join(2, "join-2")
         await table.run("start-2", commands.StartHand(), table.seat(1))
+        # Its last move of hand 1, retried now (its answer lost; its token is gone with the
+        # seat): a marked seat's answers are kept whole, as a LeaveSeat's, so it gets its
+        # first answer byte for byte, applied once.
+        version = await table.version()
+        assert await table.retry(table.moved[0]) == table.first[table.moved[0]]
+        assert await table.version() == version
         await table.play_out("hand-2")
         report = verify_match(await histories(table))
         assert report.ok, report
@@ -209,3 +214,95 @@ def test_leaving_marks_are_kept_in_the_record_s_head_only_when_there_are_any() -
     _, layout = plain.write()
     assert TableRecord.read(marked.write(layout)[0], layout)[0].leaving_seats == (0, 2)
     assert TableRecord.from_bytes(marked.packed_6_bytes()).leaving_seats == (0, 2)
+
+
+async def test_marked_seats_leave_with_a_timeout_that_ends_the_hand(backend: Backend) -> None:
+    """Two seats marked; the server's own moves (turn clocks run out) play the hand out; the
+    last one vacates both, in seat order, and the histories verify."""
+
+    async def test(table: Table, other: TableManager) -> None:
+        clock = [table.manager.clock_ms()]
+        table.manager.clock_ms = lambda: clock[0]
+        await table.join(2, "join-2")
+        await table.run("start-1", commands.StartHand(), table.seat(2))
+        for seat in (1, 0):
+            await table.run(f"leave-{seat}", commands.LeaveSeat(seat, AFTER_HAND), table.seat(seat))
+        record, version, _ = await table.manager.load("t")
+        assert record.leaving_seats == (0, 1)
+        while record.match.hand is not None and not record.match.hand.over:
+            seat, deadline = min(record.seat_deadlines, key=lambda d: d[1])
+            clock[0] = deadline
+            request = Request("t", version, f"timeout-{version}")
+            await table.manager.run(request, commands.TimeOut(seat))
+            record, version, _ = await table.manager.load("t")
+        assert [s.player_id for s in record.match.seats] == ["", "", "p2"]
+        kinds = [e.WhichOneof("kind") for e in await events_of(table, version)]
+        assert kinds[-2:] == ["seat_vacated", "seat_vacated"]
+        vacated = [e.seat_vacated.seat for e in (await events_of(table, version))[-2:]]
+        assert vacated == [0, 1]
+        assert verify_match(await histories(table)).ok
+
+    await open_table(backend, test)
+
+
+async def test_a_mark_a_hand_s_end_left_in_place_is_honoured_before_the_next_deal(
+    backend: Backend,
+) -> None:
+    """A replica of the release before ignores marks: a hand it ends vacates nobody. The
+    next StartHand stands such a seat up before it deals, in the same commit."""
+    async with backend.open() as h:
+        manager = TableManager(h.store, Authenticator(("hands-key",)), ProtobufPresenter())
+        match = engine.new_match("classic", seats=3)
+        seated = (engine.Seat("p0"), engine.Seat("p1"), engine.Seat("p2"))
+        match = dataclasses.replace(match, seats=seated)
+        record = TableRecord("t", match, 3_600_000, 14_400_000, b"", 0, leaving_seats=(0,))
+        await manager.create(record)
+        table = Table(manager)
+        started = view(await table.run("start", commands.StartHand(), OPERATOR))
+        assert [s.player_id for s in started.seats] == ["", "p1", "p2"]
+        assert sorted(s.seat for s in started.hand.seats) == [1, 2]
+        kinds = [e.WhichOneof("kind") for e in await events_of(table, started.version)]
+        assert kinds[:2] == ["seat_vacated", "hand_started"]
+        record, _, _ = await manager.load("t")
+        assert record.leaving_seats == ()
+        assert [type(c).__name__ for c in record.hand_seat_changes or ()] == ["StandUp"]
+
+
+async def test_a_mark_kept_by_a_fantasyland_owed_stays_through_changes_between_hands(
+    backend: Backend,
+) -> None:
+    async with backend.open() as h:
+        manager = TableManager(h.store, Authenticator(("hands-key",)), ProtobufPresenter())
+        match = engine.new_match("classic", seats=3)
+        owing = (engine.Seat("p0"), engine.Seat("p1", fantasyland=14), engine.Seat())
+        record = TableRecord("t", dataclasses.replace(match, seats=owing), 60_000, 240_000, b"", 0)
+        await manager.create(record)
+        table = Table(manager)
+        await table.run("leave", commands.LeaveSeat(0, AFTER_HAND), OPERATOR)
+        await table.join(2, "join-2")
+        record, _, _ = await manager.load("t")
+        assert record.leaving_seats == (0,) and record.match.seats[0].player_id == "p0"
+
+
+async def test_a_seat_changes_its_leave_a_few_times_a_hand_and_no_more(backend: Backend) -> None:
+    """Each change is a commit that a move sent at the version before meets as stale: a
+    player looping them would keep the others' moves, and the turn clock's, from landing."""
+
+    async def test(table: Table, other: TableManager) -> None:
+        await table.run("start-1", commands.StartHand(), table.seat(0))
+        modes = [AFTER_HAND, CANCEL] * (MAX_LEAVE_CHANGES // 2)
+        for n, mode in enumerate(modes):
+            await table.run(f"change-{n}", commands.LeaveSeat(1, mode), table.seat(1))
+        version = await table.version()
+        with pytest.raises(LeaveChangesSpentError):
+            await table.run("one-more", commands.LeaveSeat(1, AFTER_HAND), table.seat(1))
+        assert await table.version() == version
+        # Another seat's changes count for it alone; a new hand starts every count again.
+        await table.run("seat-0", commands.LeaveSeat(0, CANCEL), table.seat(0))
+        await table.play_out("hand-1")
+        await table.run("start-2", commands.StartHand(), table.seat(0))
+        await table.run("again", commands.LeaveSeat(1, AFTER_HAND), table.seat(1))
+        record, _, _ = await table.manager.load("t")
+        assert record.leaving_seats == (1,) and record.leaving_changes == ((1, 1),)
+
+    await open_table(backend, test)

@@ -17,6 +17,7 @@ _COPIED = {
     "created_at_ms", "seat_tokens", "hand_start", "hand_actions", "seat_deadlines",
     "seat_units", "client_seed_policy", "seat_client_seeds", "next_server_seed",
     "seat_changes", "hand_seat_changes", "hand_deadlines", "leaving_seats",
+    "leaving_changes",
 }  # fmt: skip
 
 
@@ -50,6 +51,7 @@ def test_a_record_rebuilt_after_a_move_changes_only_the_move_s_fields() -> None:
         hand_seat_changes=None,
         hand_deadlines=False,
         leaving_seats=(1,),
+        leaving_changes=((1, 2),),
     )
     action = timeout(match, engine.seats_to_act(match)[0], at_ms=7)
     after, _ = engine.apply(match, action)

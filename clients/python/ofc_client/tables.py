@@ -211,6 +211,8 @@ class TableClient:
         gets only from the server's side: a replica that stopped before it ran the call (a
         mutation's retry is safe: the request id makes it apply once)."""
         check_open(self)
+        if credentials is None:
+            credentials = self._credentials(table_id)
         attempt = 0
         while True:
             try:
@@ -218,6 +220,10 @@ class TableClient:
                 return method(message, timeout=self.timeout, metadata=metadata)
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error)
+            if error.code == grpc.StatusCode.UNAUTHENTICATED and table_id is not None:
+                # The table no longer knows the seat token sent: its seat was left (perhaps
+                # vacated by the service after the hand its player asked to leave after).
+                self._forget_seat(table_id, credentials)
             if error.code not in _RETRIED or attempt >= self.retries:
                 raise error
             time.sleep(self.retry_delay * 2**attempt)
@@ -264,11 +270,15 @@ class TableClient:
         the seat is gone (left, or vacated by the service with this very change: its player
         asked to leave after the hand): the token is dropped with it."""
         if not response.table.HasField("viewer_seat"):
-            with self._lock:
-                held = self._seats.get(table_id)
-                if held is not None and credentials == ((SEAT_TOKEN_HEADER, held[1]),):
-                    del self._seats[table_id]
+            self._forget_seat(table_id, credentials)
         return self._view(response.table)
+
+    def _forget_seat(self, table_id: str, credentials: tuple[tuple[str, str], ...]) -> None:
+        """The seat held at ``table_id`` is gone, if ``credentials`` were its token."""
+        with self._lock:
+            held = self._seats.get(table_id)
+            if held is not None and credentials == ((SEAT_TOKEN_HEADER, held[1]),):
+                del self._seats[table_id]
 
     def _send_first(self, request: _Request) -> TableView:
         """Send a new mutating request, which becomes the one :meth:`retry` sends again

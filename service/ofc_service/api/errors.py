@@ -30,7 +30,11 @@ from ofcpoker.v1 import errors_pb2
 
 from ofc_service import auth, store
 from ofc_service.application.manager import HandNotFoundError
-from ofc_service.application.records import ClientSeedPolicyError, NewerRecordError
+from ofc_service.application.records import (
+    ClientSeedPolicyError,
+    LeaveChangesSpentError,
+    NewerRecordError,
+)
 from ofc_service.metrics import REQUEST_ERRORS
 
 log = logging.getLogger("ofc.api")
@@ -196,6 +200,7 @@ _CORE: dict[type[core.OfcError], Code] = {
     core.NotInFantasylandError: _PRECONDITION,
     core.InFantasylandError: _PRECONDITION,
     ClientSeedPolicyError: _PRECONDITION,
+    LeaveChangesSpentError: _PRECONDITION,
     HandNotFoundError: Code.NOT_FOUND,
     ServerShuttingDownError: Code.UNAVAILABLE,
 }

@@ -101,7 +101,7 @@ class Change:
     move: str | None = None  # the kind of hand move, counted in ofc_moves_total once committed
     # The record as the command left the hand, when seats marked leaving were stood up after
     # it in the same change: the hand's history, settlement and events are written from it.
-    settled: TableRecord | None = None
+    before_leaving: TableRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)

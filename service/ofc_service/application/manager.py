@@ -65,7 +65,9 @@ from ofc_service.application.records import (
     ClientSeedPolicyError,
     ClientSeedSet,
     Layout,
+    LeaveChangesSpentError,
     SeatLeaving,
+    TableEvent,
     TableRecord,
     pack_history,
     unpack_history,
@@ -109,6 +111,9 @@ DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers
 # (a timeout waits at most this long more when its claimant dies mid-way).
 TIMEOUT_CLAIM_MS = 2_000
 KEPT_RECORDS = 1024  # per replica: the tables in play here (a few MB)
+# Leave marks set or withdrawn per seat and hand: each is a commit, which a move sent at the
+# version before meets as STALE_VERSION; a player's human changes of mind fit, a loop does not.
+MAX_LEAVE_CHANGES = 4
 _MOVE_KINDS: dict[type, str] = {PlaceCards: "place", SetFantasyland: "set_fantasyland"}
 
 
@@ -523,6 +528,10 @@ class TableManager:
         same change: the move that ends a hand vacates them before anyone can start the
         next one."""
         done = self._ruled(record, command, actor, now)
+        if done.record.leaving_changes and _hand_began_or_ended(done.events):
+            done = dataclasses.replace(
+                done, record=dataclasses.replace(done.record, leaving_changes=())
+            )
         if done.record.leaving_seats and not done.record.match.hand_in_progress:
             return self._vacate_leaving(done, now)
         return done
@@ -540,13 +549,20 @@ class TableManager:
         if isinstance(command, LeaveSeat):
             return self._leave(record, command, actor, now)
         if isinstance(command, StartHand):
+            # A seat still marked leaving that may go is not dealt in: a replica of the
+            # release before ends hands without standing marked seats up (it ignores marks).
+            left: tuple[Event, ...] = ()
+            for seat in record.leaving_seats:
+                if engine.can_apply(record.match, engine.StandUp(seat, now)):
+                    record, vacated = self._vacate(record, seat, now)
+                    left += vacated
             # The seed committed one hand ahead (a record from before format 3 has none yet).
             seed = record.next_server_seed or self.server_seed()
             new, events = self.apply_action(
                 record, engine.StartHand(seed, record.hand_client_seed(), now), now
             )
             new = dataclasses.replace(new, next_server_seed=self.server_seed())
-            return Change(new, events, actor)
+            return Change(new, (*left, *events), actor)
         if isinstance(command, SetClientSeed):
             return _set_client_seed(record, command, actor, now)
         if isinstance(command, TimeOut):
@@ -593,14 +609,20 @@ class TableManager:
     def _vacate(
         self, record: TableRecord, seat: int, now: int
     ) -> tuple[TableRecord, tuple[Event, ...]]:
-        """The seat stood up: its token, its own client seed and its mark gone with it."""
+        """The seat stood up: its token, its own client seed and its mark (and the count of
+        its changes) gone with it."""
         new, events = self.apply_action(record, engine.StandUp(seat, now), now)
         tokens = tuple(t for t in new.seat_tokens if t[0] != seat)
         # A seat's own client seed is not its next player's.
         seeds = tuple(s for s in new.seat_client_seeds if s[0] != seat)
         leaving = tuple(s for s in new.leaving_seats if s != seat)
+        changes = tuple(c for c in new.leaving_changes if c[0] != seat)
         new = dataclasses.replace(
-            new, seat_tokens=tokens, seat_client_seeds=seeds, leaving_seats=leaving
+            new,
+            seat_tokens=tokens,
+            seat_client_seeds=seeds,
+            leaving_seats=leaving,
+            leaving_changes=changes,
         )
         return new, events
 
@@ -608,7 +630,7 @@ class TableManager:
         """``done`` with every seat marked leaving that the rules let go now stood up (a
         Fantasyland hand owed keeps a seat, and the table, until it is played). The hand's
         history, settlement and events are written from the record as ``done`` left the hand
-        (:attr:`~.commands.Change.settled`): who played it and the money they had."""
+        (:attr:`~.commands.Change.before_leaving`): who played it and the money they had."""
         record, events, actor = done.record, list(done.events), done.actor_seat
         for seat in record.leaving_seats:
             if engine.can_apply(record.match, engine.StandUp(seat, now)):
@@ -619,7 +641,7 @@ class TableManager:
         if record is done.record:
             return done
         return dataclasses.replace(
-            done, record=record, events=tuple(events), actor_seat=actor, settled=done.record
+            done, record=record, events=tuple(events), actor_seat=actor, before_leaving=done.record
         )
 
     @staticmethod
@@ -677,7 +699,7 @@ class TableManager:
         record's layout (kept with it once committed)."""
         version = request.expected_version + 1
         # the hand's events as the hand ended, before seats marked leaving were stood up
-        played = done.settled or done.record
+        played = done.before_leaving or done.record
         blobs = [self.presenter.event(e, version, played) for e in done.events]
         # Event ids are assigned by the commit, so a move's response carries none; watchers
         # resume from the ids in Watch snapshots and events.
@@ -705,11 +727,13 @@ class TableManager:
             log_by_segments=self.event_log_hands > 0,
             # Once its hand is over, a move's record may keep just "applied at version n": a
             # retry then gets the table as it is now. A seat change's answer stays whole (a
-            # JoinSeat's holds the seat token; a LeaveSeat's caller has lost its seat).
-            # Only once the table has played a hand (its log has segments: its records are
-            # then ones the release before never reads; the stores check).
+            # JoinSeat's holds the seat token; a LeaveSeat's caller has lost its seat), and
+            # so does a move of a seat marked leaving (its caller loses its seat when the
+            # hand ends). Only once the table has played a hand (its log has segments: its
+            # records are then ones the release before never reads; the stores check).
             compact_response=done.record.hand_start is not None
-            and not isinstance(command, JoinSeat | LeaveSeat),
+            and not isinstance(command, JoinSeat | LeaveSeat)
+            and getattr(command, "seat", None) not in played.leaving_seats,
             extra_ttl_seconds=self.history_ttl_seconds,
             expected_state_sha1=sha1,
             request_digest=request.digest,
@@ -863,13 +887,28 @@ def _check_seat(command: Command, record: TableRecord) -> None:
 
 
 def _mark_leaving(record: TableRecord, seat: int, leaving: bool, actor: int | None) -> Change:
-    """The seat marked leaving after the hand (or not): it stays seated, with its token."""
+    """The seat marked leaving after the hand (or not): it stays seated, with its token. A
+    seat changes its mark at most MAX_LEAVE_CHANGES times a hand (LeaveChangesSpentError)."""
     player = record.match.seats[seat].player_id
     if not player:
         raise UnknownSeatError(f"seat {seat} is empty", field="seat")
+    counts = dict(record.leaving_changes)
+    if counts.get(seat, 0) >= MAX_LEAVE_CHANGES:
+        raise LeaveChangesSpentError(
+            f"seat {seat} changed its leave {MAX_LEAVE_CHANGES} times this hand: it stays "
+            f"{'leaving' if seat in record.leaving_seats else 'seated'} until the hand is over",
+            field="mode",
+        )
+    counts[seat] = counts.get(seat, 0) + 1
     marks = set(record.leaving_seats) - {seat} | ({seat} if leaving else set())
-    new = dataclasses.replace(record, leaving_seats=tuple(sorted(marks)))
+    new = dataclasses.replace(
+        record, leaving_seats=tuple(sorted(marks)), leaving_changes=tuple(sorted(counts.items()))
+    )
     return Change(new, (SeatLeaving(seat, player, leaving),), actor)
+
+
+def _hand_began_or_ended(events: tuple[TableEvent, ...]) -> bool:
+    return any(isinstance(e, engine.HandStarted | engine.HandSettled) for e in events)
 
 
 def _set_client_seed(
@@ -903,7 +942,7 @@ def _history_extra(done: Change, now: int) -> Mapping[str, bytes]:
     """The hand history blob, written in the same commit as the move that ended the hand."""
     if not any(isinstance(e, engine.HandSettled) for e in done.events):
         return {}
-    record = done.settled or done.record
+    record = done.before_leaving or done.record
     hand = record.match.hand
     assert record.hand_start is not None and hand is not None
     settled = next(e for e in done.events if isinstance(e, engine.HandSettled))
@@ -949,7 +988,7 @@ def _count_settled(record: TableRecord, settled: engine.HandSettled) -> None:
 def _settlement_outbox(done: Change, now: int) -> Mapping[str, bytes]:
     """The settlement record for the feed, written in the same commit as the move that ended
     the hand (into the table's outbox; the relay moves it on to the feed)."""
-    record = done.settled or done.record
+    record = done.before_leaving or done.record
     settled = [e for e in done.events if isinstance(e, engine.HandSettled)]
     return {
         s.settlement_id: s.to_bytes()

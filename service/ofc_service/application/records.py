@@ -64,6 +64,15 @@ class ClientSeedPolicyError(IllegalActionError):
     reason = "CLIENT_SEED_POLICY"
 
 
+class LeaveChangesSpentError(IllegalActionError):
+    """A seat that marked or withdrew its leave after the hand as often as a hand allows:
+    each change is a commit of the table, and their number is bounded so that no player can
+    keep the table busy (every other seat's move, the turn clock's too, would meet a newer
+    version)."""
+
+    reason = "LEAVE_CHANGES_SPENT"
+
+
 # 2 added seat_units, 3 the client seed policy and the next hand's seed, 4 a timeout's move
 # (and policy and deadline) in hand_actions and the seat changes between hands, 5 the parts
 # laid out by size (the ruleset once, states without their deck; see TableRecord.to_bytes),
@@ -406,6 +415,7 @@ def _head_fields(head: Mapping[str, Any]) -> dict[str, Any]:
         "hand_seat_changes": _own_changes(head["hand_seat_changes"]),
         "hand_deadlines": bool(head["hand_deadlines"]),
         "leaving_seats": tuple(map(int, head.get("leaving_seats", ()))),
+        "leaving_changes": tuple((int(s), int(n)) for s, n in head.get("leaving_changes", ())),
     }
 
 
@@ -567,6 +577,10 @@ class TableRecord:
     # only when any (a replica of a release before ignores the key, and forgets the marks
     # when it writes the table).
     leaving_seats: tuple[int, ...] = ()
+    # How often each seat changed its mark (set or withdrew it) since the current hand, or
+    # the one before it, started: (seat, count), bounded (LeaveChangesSpentError). In the
+    # head's JSON only when any, like the marks.
+    leaving_changes: tuple[tuple[int, int], ...] = ()
 
     @property
     def token_hashes(self) -> dict[int, str]:
@@ -609,6 +623,7 @@ class TableRecord:
             hand_seat_changes=self.hand_seat_changes,
             hand_deadlines=self.hand_deadlines,
             leaving_seats=self.leaving_seats,
+            leaving_changes=self.leaving_changes,
         )
 
     def hand_player_ids(self) -> tuple[str, ...]:
@@ -742,6 +757,7 @@ class TableRecord:
             and self.client_seed_policy == prior.client_seed_policy
             and bool(self.hand_deadlines) == bool(prior.hand_deadlines)
             and self.leaving_seats == prior.leaving_seats
+            and self.leaving_changes == prior.leaving_changes
         )
 
     def _head_key(self) -> tuple[Any, ...]:
@@ -760,6 +776,7 @@ class TableRecord:
             self.hand_seat_changes,
             bool(self.hand_deadlines),
             self.leaving_seats,
+            self.leaving_changes,
         )
 
     def _head_json(self) -> bytes:
@@ -788,6 +805,8 @@ class TableRecord:
         }
         if self.leaving_seats:  # rare: a head without marks is the bytes it always was
             head["leaving_seats"] = list(self.leaving_seats)
+        if self.leaving_changes:
+            head["leaving_changes"] = [list(c) for c in self.leaving_changes]
         return head
 
     def packed_6_bytes(self) -> bytes:

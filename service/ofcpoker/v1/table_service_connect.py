@@ -65,7 +65,7 @@ class TableService(Protocol):
     malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
-    NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
+    NOT_ENOUGH_PLAYERS, MATCH_OVER, LEAVE_CHANGES_SPENT, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
     ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
     key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
     LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
@@ -333,7 +333,7 @@ class TableServiceClient(ConnectClient):
     malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
-    NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
+    NOT_ENOUGH_PLAYERS, MATCH_OVER, LEAVE_CHANGES_SPENT, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
     ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
     key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
     LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
@@ -665,7 +665,7 @@ class TableServiceSync(Protocol):
     malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
-    NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
+    NOT_ENOUGH_PLAYERS, MATCH_OVER, LEAVE_CHANGES_SPENT, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
     ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
     key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
     LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
@@ -931,7 +931,7 @@ class TableServiceClientSync(ConnectClientSync):
     malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
     table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
     DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
-    NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
+    NOT_ENOUGH_PLAYERS, MATCH_OVER, LEAVE_CHANGES_SPENT, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
     ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
     key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
     LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token

@@ -74,7 +74,9 @@ class _LeaveModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LeaveMode.V
     """
     LEAVE_MODE_CANCEL: _LeaveMode.ValueType  # 3
     """Withdraw a LEAVE_MODE_AFTER_HAND: the seat stays (a SeatLeavingEvent, `leaving` false).
-    Allowed whether or not the seat was marked leaving.
+    Allowed whether or not the seat was marked leaving. A seat sets or withdraws its mark at
+    most 4 times a hand (then FAILED_PRECONDITION, LEAVE_CHANGES_SPENT, until the hand
+    starting or ending begins the count again): each is a change of the table.
     """
 
 class LeaveMode(_LeaveMode, metaclass=_LeaveModeEnumTypeWrapper):
@@ -92,7 +94,9 @@ between. The seat token holds until then. Refusals other than those two still ap
 """
 LEAVE_MODE_CANCEL: LeaveMode.ValueType  # 3
 """Withdraw a LEAVE_MODE_AFTER_HAND: the seat stays (a SeatLeavingEvent, `leaving` false).
-Allowed whether or not the seat was marked leaving.
+Allowed whether or not the seat was marked leaving. A seat sets or withdraws its mark at
+most 4 times a hand (then FAILED_PRECONDITION, LEAVE_CHANGES_SPENT, until the hand
+starting or ending begins the count again): each is a change of the table.
 """
 Global___LeaveMode: _TypeAlias = LeaveMode  # noqa: Y015
 
