@@ -599,6 +599,7 @@ export class TablePage {
       }
       res ??= await this.atCurrentVersion(sendAt, () => !this.seat && !this.view?.seats[seatIndex]?.playerId);
       this.joinUnanswered = undefined;
+      this.refusedSeat = undefined; // seated again: a refusal before says nothing now
       this.seat = { seat: seatIndex, token: res.seatToken, playerId };
       saveSeat(this.storage, this.tableId, this.seat);
       this.setToken(res.seatToken);
@@ -649,7 +650,9 @@ export class TablePage {
       this.watching?.abort();
       await this.refresh();
     } catch (error) {
-      this.showError(error);
+      // The seat gone meanwhile (vacated as its hand ended, while a "Stay" was on its
+      // way): the page says so (accept), not the refusal of a seat it no longer holds.
+      if (this.seat) this.showError(error);
       this.render();
     }
   }
@@ -972,7 +975,7 @@ export class TablePage {
         h("button", { type: "button", class: "secondary", id: "stay", onclick: () => void this.leave(LeaveMode.CANCEL) }, "Stay")));
     } else if (this.seat) {
       items.push(h("button", { type: "button", class: "secondary", id: "leave", onclick: () => void this.leave(LeaveMode.AFTER_HAND) },
-        between ? "Leave seat" : "Leave after this hand"));
+        this.mySeatInHand() ? "Leave after this hand" : "Leave seat"));
     }
     if (this.seat && view.clientSeedPolicy === ClientSeedPolicy.PLAYERS) {
       const current = new TextDecoder().decode(view.seats[this.seat.seat]?.clientSeed ?? new Uint8Array());

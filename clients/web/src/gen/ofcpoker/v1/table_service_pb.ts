@@ -2063,7 +2063,9 @@ export enum LeaveMode {
 
   /**
    * Withdraw a LEAVE_MODE_AFTER_HAND: the seat stays (a SeatLeavingEvent, `leaving` false).
-   * Allowed whether or not the seat was marked leaving.
+   * Allowed whether or not the seat was marked leaving. A seat sets or withdraws its mark at
+   * most 4 times a hand (then FAILED_PRECONDITION, LEAVE_CHANGES_SPENT, until the hand
+   * starting or ending begins the count again): each is a change of the table.
    *
    * @generated from enum value: LEAVE_MODE_CANCEL = 3;
    */
@@ -2103,7 +2105,7 @@ export const LeaveModeSchema: GenEnum<LeaveMode> = /*@__PURE__*/
  * malformed input (INVALID_CARD, INVALID_INPUT, ...); FAILED_PRECONDITION for a move the
  * table does not allow now (NOT_YOUR_TURN, CARD_NOT_DEALT, ROW_FULL, WRONG_CARD_COUNT,
  * DISCARD_NOT_ALLOWED, HAND_NOT_IN_PROGRESS, HAND_IN_PROGRESS, SEAT_TAKEN, FANTASYLAND_OWED,
- * NOT_ENOUGH_PLAYERS, MATCH_OVER, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
+ * NOT_ENOUGH_PLAYERS, MATCH_OVER, LEAVE_CHANGES_SPENT, ...); NOT_FOUND (TABLE_NOT_FOUND, HAND_NOT_FOUND);
  * ABORTED (STALE_VERSION); UNAUTHENTICATED (missing or unknown credentials: a wrong API
  * key, a seat token that is not one, or one naming this table that no seat holds, e.g. after
  * LeaveSeat); PERMISSION_DENIED (a seat token used for another seat or table, a seat token
