@@ -107,3 +107,40 @@ def test_a_store_outage_still_ends_the_sweep() -> None:
             await DeadlineSweeper(tables.manager).sweep_once()
 
     asyncio.run(scenario())
+
+
+def test_changes_beside_the_hand_do_not_keep_a_turn_clock_from_running_out() -> None:
+    """Someone takes and leaves a free seat between the sweeper's read of the table and
+    its commit, again and again: the timeout meets a newer version each time, and is made
+    all the same (the hand has not changed), once."""
+
+    async def scenario() -> None:
+        tables = Tables()
+        manager = tables.manager
+        match = engine.new_match("classic", seats=3)
+        match, _ = engine.replay(match, [engine.SitDown(0, "a"), engine.SitDown(1, "b")])
+        await manager.create(TableRecord("t", match, TURN, 4 * TURN, b"", 0))
+        await manager.run(Request("t", 1, "start"), commands.StartHand(), OPERATOR)
+        hand = (await manager.load("t"))[0].match.hand
+        run = manager.run
+        churned: list[commands.Command] = []
+
+        async def churn_then_run(
+            request: Request, command: commands.Command, creds: Credentials | None = None
+        ) -> bytes:
+            if isinstance(command, commands.TimeOut) and len(churned) < 20:
+                for change in (commands.JoinSeat(2, "x"), commands.LeaveSeat(2)):
+                    now = await tables.version("t")
+                    await run(Request("t", now, f"churn-{len(churned)}"), change, OPERATOR)
+                    churned.append(change)
+            return await run(request, command, creds)
+
+        manager.run = churn_then_run  # type: ignore[method-assign]
+        tables.now += TURN + 10
+        assert await manager.apply_due_timeouts("t") == 1
+        record, _, _ = await manager.load("t")
+        assert len(churned) == 20  # a join and a leave before each of its first 10 tries
+        assert record.match.hand != hand and record.hand_actions[-1].__class__ is engine.Timeout
+        assert len([a for a in record.hand_actions if isinstance(a, engine.Timeout)]) == 1
+
+    asyncio.run(scenario())

@@ -44,7 +44,8 @@ def test_a_player_leaving_after_the_hand_is_gone_before_the_next_can_start(
             marked = going.leave(table_id, after_hand=True)
             assert marked.viewer_seat == leaver
             assert [s.leaving for s in marked.seats] == [s == leaver for s in range(2)]
-            assert going.seat_token(table_id) is not None  # kept: it plays the hand out
+            token = going.seat_token(table_id)
+            assert token is not None  # kept: it plays the hand out
             with pytest.raises(FailedPreconditionError) as playing:
                 going.leave(table_id)  # now: still refused while its hand is in play
             assert playing.value.reason == "HAND_IN_PROGRESS"
@@ -77,9 +78,14 @@ def test_a_player_leaving_after_the_hand_is_gone_before_the_next_can_start(
             else:
                 assert going.seat_of(table_id) == leaver  # told of nothing yet
                 with pytest.raises(UnauthenticatedError):
-                    going.get(table_id)  # its token went with the seat, and the client's too
-                assert going.seat_of(table_id) is None
+                    next(iter(going.watch(table_id)))  # its token went with the seat
+                assert going.seat_of(table_id) is None  # and the client's with it
                 assert going.get(table_id).viewer_seat is None  # a spectator's view now
+                with TableClient(b.address) as twin:  # the token kept elsewhere: a read
+                    twin.use_seat(table_id, leaver, token)
+                    with pytest.raises(UnauthenticatedError):
+                        twin.get(table_id)
+                    assert twin.seat_of(table_id) is None
 
             def vacated() -> bool:
                 return any(isinstance(e.detail, SeatVacatedEvent) for e in spectator.events)

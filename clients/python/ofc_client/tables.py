@@ -617,6 +617,7 @@ class TableWatch:
         # reconnect resumes after the last one received, not the last one handed out.
         self._received: deque[pb.TableEvent] = deque()
         self._cursor = after_event_id
+        self._credentials: tuple[tuple[str, str], ...] = ()  # the open stream's
 
     def _open(self) -> Any:
         message = pb.WatchRequest(
@@ -624,9 +625,9 @@ class TableWatch:
         )
         if self.as_seat is not None:
             message.as_seat = self.as_seat
-        return self.client._stub.Watch(
-            message, timeout=None, metadata=self.client._metadata(self.table_id)
-        )
+        self._credentials = self.client._credentials(self.table_id)
+        metadata = self.client._metadata(self.table_id, self._credentials)
+        return self.client._stub.Watch(message, timeout=None, metadata=metadata)
 
     def __iter__(self) -> TableWatch:
         return self
@@ -654,6 +655,9 @@ class TableWatch:
                 if self._cancelled:
                     raise StopIteration from None
                 error = from_rpc_error(rpc_error)
+                if error.code == grpc.StatusCode.UNAUTHENTICATED:
+                    # the seat is gone (see TableClient._call): so is the client's token
+                    self.client._forget_seat(self.table_id, self._credentials)
                 if error.reason == "EVENTS_TRIMMED":
                     self.last_event_id = self._cursor = ""
                     continue

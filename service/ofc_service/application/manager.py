@@ -110,6 +110,9 @@ DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers
 # How long a replica's claim on a due timeout keeps the others from choosing the same move
 # (a timeout waits at most this long more when its claimant dies mid-way).
 TIMEOUT_CLAIM_MS = 2_000
+# Commits a due timeout tries when changes beside the hand (seeds, leave marks, seats taken
+# and left) keep landing first; its claim's time bounds them too.
+TIMEOUT_ATTEMPTS = 50
 KEPT_RECORDS = 1024  # per replica: the tables in play here (a few MB)
 # Leave marks set or withdrawn per seat and hand: each is a commit, which a move sent at the
 # version before meets as STALE_VERSION; a player's human changes of mind fit, a loop does not.
@@ -864,11 +867,25 @@ class TableManager:
             chosen = await asyncio.to_thread(self.policy.choose, record.match, seat)
         except Exception:
             chosen = None
-        try:
-            await self.run(request, TimeOut(seat, chosen, record.match))
-        except StaleVersionError:
-            return 0  # someone moved (or another replica timed out) first: nothing to do
-        return 1
+        for _ in range(TIMEOUT_ATTEMPTS):
+            try:
+                await self.run(request, TimeOut(seat, chosen, record.match))
+            except StaleVersionError:
+                pass
+            else:
+                return 1
+            # Another change landed first. A move (or another replica's timeout): nothing to
+            # do. A change beside the hand (a seat's seed, a leave mark, a free seat taken
+            # or left): the seat is still due, and the move chosen still holds; again at
+            # once, or a loop of such changes would keep the clock from ever running out.
+            try:
+                record, version, _ = await self.load(table_id)
+            except Exception:
+                return 0
+            if record.match.hand != hand or dict(record.seat_deadlines).get(seat) is None:
+                return 0
+            request = Request(table_id, version, f"timeout:{number}:{seat}:{version}")
+        return 0
 
 
 def _base(kept: _Kept | None) -> Layout | None:
