@@ -23,7 +23,7 @@ from ofc_service.application import commands
 from ofc_service.application.manager import MAX_LEAVE_CHANGES, Request, TableManager
 from ofc_service.application.records import LeaveChangesSpentError, TableRecord
 from ofc_service.application.settlements import SettlementRecord
-from ofc_service.auth import Authenticator, UnauthenticatedError
+from ofc_service.auth import Authenticator, Credentials, UnauthenticatedError, token_hash
 from ofcpoker.v1 import table_service_pb2 as pb
 
 from tests.store.test_request_hands import OPERATOR, Table, open_table
@@ -256,9 +256,12 @@ async def test_a_mark_a_hand_s_end_left_in_place_is_honoured_before_the_next_dea
         seated = (engine.Seat("p0"), engine.Seat("p1"), engine.Seat("p2"))
         match = dataclasses.replace(match, seats=seated)
         record = TableRecord("t", match, 3_600_000, 14_400_000, b"", 0, leaving_seats=(0,))
+        record = dataclasses.replace(record, seat_tokens=((0, token_hash("t0")),))
         await manager.create(record)
         table = Table(manager)
-        started = view(await table.run("start", commands.StartHand(), OPERATOR))
+        # the marked seat's own StartHand: answered as anyone sees the table, its seat gone
+        started = view(await table.run("start", commands.StartHand(), Credentials(seat_token="t0")))
+        assert not started.HasField("viewer_seat")
         assert [s.player_id for s in started.seats] == ["", "p1", "p2"]
         assert sorted(s.seat for s in started.hand.seats) == [1, 2]
         kinds = [e.WhichOneof("kind") for e in await events_of(table, started.version)]

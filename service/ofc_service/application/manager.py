@@ -559,6 +559,7 @@ class TableManager:
                 if engine.can_apply(record.match, engine.StandUp(seat, now)):
                     record, vacated = self._vacate(record, seat, now)
                     left += vacated
+                    actor = None if seat == actor else actor  # it sent this: a seat no more
             # The seed committed one hand ahead (a record from before format 3 has none yet).
             seed = record.next_server_seed or self.server_seed()
             new, events = self.apply_action(
