@@ -685,8 +685,15 @@ class Lifecycles(RuleBasedStateMachine):
         now = mode == pb.LEAVE_MODE_AFTER_HAND and engine.can_apply(
             self.table.state, engine.StandUp(holder.seat)
         )
-        changes = dict(self.table.model.record.leaving_changes)  # type: ignore[union-attr]
-        if not now and changes.get(holder.seat, 0) >= MAX_LEAVE_CHANGES:
+        record = self.table.model.record
+        assert record is not None
+        if not now and (holder.seat in record.leaving_seats) == (mode == pb.LEAVE_MODE_AFTER_HAND):
+            # the mark it has: answered with the table as it is, no change (and no record)
+            assert not isinstance(response, grpc.RpcError), wire_status(response)
+            assert response.table.version == self.table.model.version
+            self.answered(self.audience(md, holder.seat), response.table.version, response, "no-op")
+            return
+        if not now and dict(record.leaving_changes).get(holder.seat, 0) >= MAX_LEAVE_CHANGES:
             self.refused(response, md, "LeaveSeat")
             assert wire_status(response)[1] == "LEAVE_CHANGES_SPENT", wire_status(response)
             return

@@ -127,8 +127,12 @@ async def test_a_leave_after_the_hand_withdrawn_keeps_the_seat(backend: Backend)
         assert stays.viewer_seat == 1 and not any(s.leaving for s in stays.seats)
         [withdrawn] = await events_of(table, await table.version())
         assert withdrawn.seat_leaving == pb.SeatLeavingEvent(seat=1, player_id="p1")
-        # Withdrawing twice, or with no leave asked, is the same: the seat stays.
-        await table.run("stay-again", commands.LeaveSeat(1, CANCEL), table.seat(1))
+        # Withdrawing twice, or with no leave asked, is the same: the seat stays. It changes
+        # nothing, and so makes no change of the table: the table as it is, same version.
+        version = await table.version()
+        again = view(await table.run("stay-again", commands.LeaveSeat(1, CANCEL), table.seat(1)))
+        assert again.version == version == await table.version() and again.viewer_seat == 1
+        assert await events_of(table, version) == [withdrawn]
         await table.play_out("hand-1")
         record, _, _ = await table.manager.load("t")
         assert record.match.hand is not None and record.match.hand.over
@@ -300,8 +304,12 @@ async def test_a_seat_changes_its_leave_a_few_times_a_hand_and_no_more(backend: 
         with pytest.raises(LeaveChangesSpentError):
             await table.run("one-more", commands.LeaveSeat(1, AFTER_HAND), table.seat(1))
         assert await table.version() == version
+        # Asking for the mark it has is no change: answered, and not refused.
+        await table.run("no-change", commands.LeaveSeat(1, CANCEL), table.seat(1))
+        assert await table.version() == version
         # Another seat's changes count for it alone; a new hand starts every count again.
-        await table.run("seat-0", commands.LeaveSeat(0, CANCEL), table.seat(0))
+        await table.run("seat-0", commands.LeaveSeat(0, AFTER_HAND), table.seat(0))
+        await table.run("seat-0-stays", commands.LeaveSeat(0, CANCEL), table.seat(0))
         await table.play_out("hand-1")
         await table.run("start-2", commands.StartHand(), table.seat(0))
         await table.run("again", commands.LeaveSeat(1, AFTER_HAND), table.seat(1))

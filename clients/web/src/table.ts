@@ -67,7 +67,7 @@ interface PerHand {
 export class TablePage {
   private view: TableView | undefined;
   private seat: SeatSession | undefined;
-  private refusedSeat: SeatSession | undefined; // see seatRefused
+  private refusedSeat = false; // see seatRefused
   private assignment: Assignment | undefined;
   private batchKey = "";
   private turnAnnounced = ""; // the batch whose turn was last announced
@@ -289,12 +289,11 @@ export class TablePage {
       this.watching?.abort();
       this.announce("You left the table");
     }
-    const refused = this.refusedSeat;
-    if (refused) {
-      // The first view read without the seat's token says why it was refused.
-      this.refusedSeat = undefined;
-      if (view.seats[refused.seat]?.playerId === refused.playerId) this.error = "your seat token is no longer valid at this table";
-      else this.announce("You left the table");
+    if (this.refusedSeat) {
+      // A token is refused once its seat is left (vacated after its hand, by an operator),
+      // even if the same name has taken the seat again since: no error, a notice.
+      this.refusedSeat = false;
+      this.announce("You no longer hold a seat here: you watch as a spectator");
     }
     this.noteCommitments(view);
     if (this.seat && first) {
@@ -599,7 +598,7 @@ export class TablePage {
       }
       res ??= await this.atCurrentVersion(sendAt, () => !this.seat && !this.view?.seats[seatIndex]?.playerId);
       this.joinUnanswered = undefined;
-      this.refusedSeat = undefined; // seated again: a refusal before says nothing now
+      this.refusedSeat = false; // seated again: a refusal before says nothing now
       this.seat = { seat: seatIndex, token: res.seatToken, playerId };
       saveSeat(this.storage, this.tableId, this.seat);
       this.setToken(res.seatToken);
@@ -633,14 +632,19 @@ export class TablePage {
   private async leave(mode: LeaveMode.AFTER_HAND | LeaveMode.CANCEL): Promise<void> {
     const view = this.view;
     const seat = this.seat;
-    if (!view || !seat) return;
+    if (!view || !seat || this.busy) return;
+    this.busy = true; // one click, one request: each mark changed counts (4 a hand)
+    this.render();
+    const leaving = mode === LeaveMode.AFTER_HAND;
+    // the table already shows what the click asks (another tab's click, say): nothing to send
+    const done = (): boolean => this.view?.seats[seat.seat]?.leaving === leaving;
     try {
       const res = await this.atCurrentVersion(
         (version) => {
           const fields = { tableId: this.tableId, seat: seat.seat, expectedVersion: version, mode };
           return sendOnce("LeaveSeat", fields, (request) => this.api.tables.leaveSeat(request));
         },
-        () => this.seat?.seat === seat.seat,
+        () => this.seat?.seat === seat.seat && !done(),
       );
       if (res.table?.viewerSeat !== undefined) {
         this.accept(res.table); // still seated: marked leaving, or staying
@@ -650,9 +654,17 @@ export class TablePage {
       this.watching?.abort();
       await this.refresh();
     } catch (error) {
-      // The seat gone meanwhile (vacated as its hand ended, while a "Stay" was on its
-      // way): the page says so (accept), not the refusal of a seat it no longer holds.
-      if (this.seat) this.showError(error);
+      if (!this.seat || (reasonOf(error) === "STALE_VERSION" && done())) {
+        // The seat gone meanwhile (vacated as its hand ended, while a "Stay" was on its
+        // way), or the table already as asked: the page shows it, with no error.
+      } else if (reasonOf(error) === "LEAVE_CHANGES_SPENT") {
+        this.error = `You changed your mind about leaving too often this hand: you ${leaving ? "stay" : "leave"} as the table shows until it ends`;
+        this.announce(this.error);
+      } else {
+        this.showError(error);
+      }
+    } finally {
+      this.busy = false;
       this.render();
     }
   }
@@ -678,10 +690,10 @@ export class TablePage {
   }
 
   /** The service refused the seat's token (a read, or the watch once the seat changed):
-   *  the page goes on as a spectator. Its next view says whether the seat left (vacated
-   *  after its hand, or by an operator: no error) or the token itself was refused. */
+   *  the seat was left (vacated after its hand, or by an operator). The page goes on as a
+   *  spectator and says so once its next view is drawn. */
   private seatRefused(): void {
-    this.refusedSeat = this.seat;
+    this.refusedSeat = true;
     this.dropSeat("");
   }
 
@@ -972,9 +984,9 @@ export class TablePage {
       // vacates the seat as soon as they let it go.
       items.push(h("p", { class: "leaving", "data-testid": "leaving" },
         between ? "You leave once the Fantasyland hand owed is played " : "You leave when this hand ends ",
-        h("button", { type: "button", class: "secondary", id: "stay", onclick: () => void this.leave(LeaveMode.CANCEL) }, "Stay")));
+        h("button", { type: "button", class: "secondary", id: "stay", disabled: this.busy, onclick: () => void this.leave(LeaveMode.CANCEL) }, "Stay")));
     } else if (this.seat) {
-      items.push(h("button", { type: "button", class: "secondary", id: "leave", onclick: () => void this.leave(LeaveMode.AFTER_HAND) },
+      items.push(h("button", { type: "button", class: "secondary", id: "leave", disabled: this.busy, onclick: () => void this.leave(LeaveMode.AFTER_HAND) },
         this.mySeatInHand() ? "Leave after this hand" : "Leave seat"));
     }
     if (this.seat && view.clientSeedPolicy === ClientSeedPolicy.PLAYERS) {

@@ -471,6 +471,15 @@ class TableManager:
         try:
             _check_seat(command, record)
             done = self.step(record, command, actor, now)
+        except _Unchanged as unchanged:
+            if stored.version == request.expected_version:
+                # Nothing to commit: the table as it is, confirmed as a commit would be.
+                await self.store.confirm(table_id)
+                same = Change(record, (), actor)
+                return self.presenter.response(
+                    Outcome(command, request.request_id, same, stored.version)
+                )
+            error = unchanged  # a stale request: refused below
         except Exception as refused:
             error = refused
         else:
@@ -904,12 +913,21 @@ def _check_seat(command: Command, record: TableRecord) -> None:
         raise UnknownSeatError(f"no seat {seat} at this table", field="seat")
 
 
+class _Unchanged(Exception):
+    """A command that would change nothing: a seat's leave mark already as asked. It is
+    answered with the table as it is at the caller's version, and makes no commit (so it
+    neither counts as a change nor makes anyone's move stale; a retry is judged again)."""
+
+
 def _mark_leaving(record: TableRecord, seat: int, leaving: bool, actor: int | None) -> Change:
     """The seat marked leaving after the hand (or not): it stays seated, with its token. A
-    seat changes its mark at most MAX_LEAVE_CHANGES times a hand (LeaveChangesSpentError)."""
+    seat changes its mark at most MAX_LEAVE_CHANGES times a hand (LeaveChangesSpentError);
+    asking for the mark it has changes nothing (:class:`_Unchanged`)."""
     player = record.match.seats[seat].player_id
     if not player:
         raise UnknownSeatError(f"seat {seat} is empty", field="seat")
+    if (seat in record.leaving_seats) == leaving:
+        raise _Unchanged
     counts = dict(record.leaving_changes)
     if counts.get(seat, 0) >= MAX_LEAVE_CHANGES:
         raise LeaveChangesSpentError(

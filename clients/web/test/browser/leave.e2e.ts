@@ -37,14 +37,20 @@ test("a player who leaves after the hand is gone when it ends", async () => {
     await ann.page.waitForFunction(() => !(document.querySelector("#start-hand") as HTMLButtonElement | null)?.disabled);
     await ann.page.click("#start-hand");
 
-    // Mid-hand: "Leave after this hand", then "Stay", then leave after the hand again.
-    await ann.page.click("text=Leave after this hand");
+    // Mid-hand: "Leave after this hand", then "Stay" (each double-clicked: one change of
+    // the table each, as a seat has 4 a hand), then leave after the hand again.
+    const version = async (): Promise<bigint> => (await tables.getTable({ tableId })).table!.version;
+    let before = await version();
+    await ann.page.dblclick("text=Leave after this hand");
     await ann.page.waitForSelector("[data-testid=leaving]");
     await bob.page.waitForFunction(() => document.body.innerText.includes("ann leaves after this hand"));
+    assert.equal(await version(), before + 1n, "a double click is one change");
     await shot(ann, "leave-1-leaving");
-    await ann.page.click("#stay");
+    before = await version();
+    await ann.page.dblclick("#stay");
     await ann.page.waitForSelector("[data-testid=leaving]", { state: "detached" });
     await bob.page.waitForFunction(() => document.body.innerText.includes("ann stays at the table"));
+    assert.equal(await version(), before + 1n, "a double click is one change");
     await ann.page.click("text=Leave after this hand");
     await ann.page.waitForSelector("[data-testid=leaving]");
     const token = await ann.page.evaluate((id) => sessionStorage.getItem(`ofc.seat.${id}`), tableId);

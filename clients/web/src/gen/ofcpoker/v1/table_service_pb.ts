@@ -2032,7 +2032,12 @@ export const ClientSeedPolicySchema: GenEnum<ClientSeedPolicy> = /*@__PURE__*/
   enumDesc(file_ofcpoker_v1_table_service, 0);
 
 /**
- * When a LeaveSeat takes effect.
+ * When a LeaveSeat takes effect. A seat sets or withdraws its leaving mark at most 4 times a
+ * hand (then FAILED_PRECONDITION, LEAVE_CHANGES_SPENT, until the hand starting or ending
+ * begins the count again): each is a change of the table, which a move sent at the version
+ * before meets as STALE_VERSION. Asking for the mark the seat has already changes nothing:
+ * it is answered with the table as it is at `expected_version` (else STALE_VERSION), makes
+ * no change and does not count; a retry of it is judged again.
  *
  * @generated from enum ofcpoker.v1.LeaveMode
  */
@@ -2055,7 +2060,9 @@ export enum LeaveMode {
    * Now if the rules allow it; else the seat is marked leaving (`SeatView.leaving`, a
    * SeatLeavingEvent) and the server vacates it as soon as they do: in the same commit as
    * the move that ends its hand (or the Fantasyland hand owed), so no StartHand can come
-   * between. The seat token holds until then. Refusals other than those two still apply.
+   * between. The seat token holds until then, and the answers to the seat's moves are kept
+   * whole for the retry window (a retry once the seat is gone gets its first answer).
+   * Refusals other than those two still apply.
    *
    * @generated from enum value: LEAVE_MODE_AFTER_HAND = 2;
    */
@@ -2063,9 +2070,7 @@ export enum LeaveMode {
 
   /**
    * Withdraw a LEAVE_MODE_AFTER_HAND: the seat stays (a SeatLeavingEvent, `leaving` false).
-   * Allowed whether or not the seat was marked leaving. A seat sets or withdraws its mark at
-   * most 4 times a hand (then FAILED_PRECONDITION, LEAVE_CHANGES_SPENT, until the hand
-   * starting or ending begins the count again): each is a change of the table.
+   * Allowed whether or not the seat was marked leaving.
    *
    * @generated from enum value: LEAVE_MODE_CANCEL = 3;
    */
