@@ -563,12 +563,7 @@ class TableManager:
         if isinstance(command, StartHand):
             # A seat still marked leaving that may go is not dealt in: a replica of the
             # release before ends hands without standing marked seats up (it ignores marks).
-            left: tuple[Event, ...] = ()
-            for seat in record.leaving_seats:
-                if engine.can_apply(record.match, engine.StandUp(seat, now)):
-                    record, vacated = self._vacate(record, seat, now)
-                    left += vacated
-                    actor = None if seat == actor else actor  # it sent this: a seat no more
+            record, left, actor = self._vacate_marked(record, actor, now)
             # The seed committed one hand ahead (a record from before format 3 has none yet).
             seed = record.next_server_seed or self.server_seed()
             new, events = self.apply_action(
@@ -611,12 +606,12 @@ class TableManager:
         seat = command.seat
         if command.mode == LEAVE_CANCEL:
             return _mark_leaving(record, seat, False, actor)
-        if command.mode == LEAVE_AFTER_HAND:
-            try:
-                engine.verify(record.match, engine.StandUp(seat, now))
-            except (HandInProgressError, FantasylandOwedError):
-                return _mark_leaving(record, seat, True, actor)
-        new, events = self._vacate(record, seat, now)
+        try:
+            new, events = self._vacate(record, seat, now)
+        except (HandInProgressError, FantasylandOwedError):
+            if command.mode != LEAVE_AFTER_HAND:
+                raise
+            return _mark_leaving(record, seat, True, actor)
         return Change(new, events, None)
 
     def _vacate(
@@ -644,18 +639,30 @@ class TableManager:
         Fantasyland hand owed keeps a seat, and the table, until it is played). The hand's
         history, settlement and events are written from the record as ``done`` left the hand
         (:attr:`~.commands.Change.before_leaving`): who played it and the money they had."""
-        record, events, actor = done.record, list(done.events), done.actor_seat
+        record, vacated, actor = self._vacate_marked(done.record, done.actor_seat, now)
+        if not vacated:
+            return done
+        return dataclasses.replace(
+            done,
+            record=record,
+            events=(*done.events, *vacated),
+            actor_seat=actor,
+            before_leaving=done.record,
+        )
+
+    def _vacate_marked(
+        self, record: TableRecord, actor: int | None, now: int
+    ) -> tuple[TableRecord, tuple[Event, ...], int | None]:
+        """Every seat marked leaving that the rules let go now stood up, in seat order: the
+        record, the events, and the caller's seat (None once it is one of them: the caller
+        holds no seat now)."""
+        events: tuple[Event, ...] = ()
         for seat in record.leaving_seats:
             if engine.can_apply(record.match, engine.StandUp(seat, now)):
                 record, vacated = self._vacate(record, seat, now)
                 events += vacated
-                if seat == actor:  # the caller's own move ended its hand: it holds no seat now
-                    actor = None
-        if record is done.record:
-            return done
-        return dataclasses.replace(
-            done, record=record, events=tuple(events), actor_seat=actor, before_leaving=done.record
-        )
+                actor = None if seat == actor else actor
+        return record, events, actor
 
     @staticmethod
     def apply_action(
