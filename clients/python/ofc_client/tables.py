@@ -434,22 +434,14 @@ class TableClient:
             else pb.LEAVE_MODE_NOW
         )
 
-        def left(response: pb.LeaveSeatResponse) -> TableView:
-            # A seat that stays (marked leaving, or its leave withdrawn) is answered with its
-            # own view; one that left, with a spectator's (an operator's leave too).
-            if not response.table.HasField("viewer_seat"):
-                with self._lock:
-                    if self._seats.get(table_id, (None,))[0] == own:
-                        del self._seats[table_id]
-            return self._view(response.table)
-
+        # A seat that stays (marked leaving, or its leave withdrawn) is answered with its own
+        # view; one that left, with a spectator's: its token is dropped (_answered).
         return self._mutate(
             table_id,
             self._stub.LeaveSeat,
             pb.LeaveSeatRequest(seat=own, mode=mode),
             request_id=request_id,
             expected_version=expected_version,
-            on_success=left,
         )
 
     def set_client_seed(
