@@ -60,6 +60,10 @@ It writes, into the directory given (tests/golden/README.md lists what each file
   sets itself), ``play-classic-3-clock.json`` (``ofc play`` classic, three players, 1-second
   turns) and ``seats/``: two hands of a table where a player sat down at a seat and left it
   again while hand 1 was played (hand 2's ``seat_changes`` hold both);
+- releases where a player may ask to leave once the hand ends (``LeaveMode``, 1dfdb1f on):
+  ``match-after-hand/``, the table of ``match/`` where cy asks during hand 2 to leave after
+  it (bob asks too, and withdraws), is stood up by the server in the commit of the timeout
+  that ends hand 2, and dee takes her seat before hand 3;
 - ``SOURCE``: the commit, and the command that wrote the files.
 
 Nothing here is used by the test suite at run time; the files it wrote are committed.
@@ -488,14 +492,35 @@ class LiveTable:
         )
         del self.tokens[seat]
 
-    def play_hand(self, lets_run_out: Callable[[int, int, int], bool]) -> int:
+    def mark_leaving(self, seat: int, mode: str) -> None:
+        """``LeaveSeat`` with ``LEAVE_MODE_<mode>`` while a hand is played: the seat is marked
+        (``AFTER_HAND``) or the mark withdrawn (``CANCEL``); the seat keeps its token."""
+        from ofcpoker.v1 import table_service_pb2 as pb
+
+        self.tables.LeaveSeat(
+            pb.LeaveSeatRequest(
+                table_id=self.table_id,
+                seat=seat,
+                mode=pb.LeaveMode.Value(f"LEAVE_MODE_{mode}"),
+                expected_version=self.view().version,
+                request_id=next(self.requests),
+            ),
+            metadata=self.as_seat(seat),
+        )
+
+    def play_hand(
+        self,
+        lets_run_out: Callable[[int, int, int], bool],
+        started: Callable[[int], None] = lambda number: None,
+    ) -> int:
         """Start a hand and play it: a seat whose ``lets_run_out(hand, seat, street)`` is true
         waits for the table's timeout, the others place their batch at once (rows with room,
-        bottom first; the last card discarded). Returns the hand's number."""
+        bottom first; the last card discarded); ``started(number)`` runs once it is dealt.
+        Returns the hand's number."""
         from ofcpoker.v1 import table_service_pb2 as pb
 
         seat = min(self.tokens)
-        started = self.tables.StartHand(
+        table = self.tables.StartHand(
             pb.StartHandRequest(
                 table_id=self.table_id,
                 expected_version=self.view().version,
@@ -503,7 +528,8 @@ class LiveTable:
             ),
             metadata=self.as_seat(seat),
         ).table
-        number = started.hand.number
+        number = table.hand.number
+        started(number)
         while True:
             table = self.view()
             if table.hand.over:
@@ -609,8 +635,12 @@ class LiveTable:
                 return
 
 
-def live_match(out: Path, preset: str = "pineapple", name: str = "match") -> None:
-    """``name/``: four hands of a live ``preset`` table (see the module docstring)."""
+def live_match(
+    out: Path, preset: str = "pineapple", name: str = "match", *, after_hand: bool = False
+) -> None:
+    """``name/``: four hands of a live ``preset`` table (see the module docstring). With
+    ``after_hand``, cy asks during hand 2 to leave once it ends (and bob asks and changes
+    his mind): the server stands her up in the commit that ends hand 2."""
     from google.protobuf import json_format
     from ofc_service.server.background import BackgroundServer
     from ofc_service.server.config import ServerConfig
@@ -633,14 +663,24 @@ def live_match(out: Path, preset: str = "pineapple", name: str = "match") -> Non
                 or (hand >= 3 and seat == 0 and street == 4)
             )
 
-        numbers = [table.play_hand(runs_out), table.play_hand(runs_out)]
+        def marks(number: int) -> None:
+            if after_hand and number == 2:
+                table.mark_leaving(1, "AFTER_HAND")
+                table.mark_leaving(1, "CANCEL")
+                table.mark_leaving(2, "AFTER_HAND")
+
+        numbers = [table.play_hand(runs_out), table.play_hand(runs_out, marks)]
+        if after_hand:  # stood up by the timeout that ended hand 2
+            assert not table.view().seats[2].player_id, "cy is still seated"
+            del table.tokens[2]
+            table.join(2, "dee", "dee's own seed")
         # Between hands: cy leaves (if she owes no Fantasyland; else the last seat that owes
         # none), dee takes that seat; from 2026-12-06 on, nobody leaves while any seat owes
         # one (the releases before held only the seat owed it).
         seats = table.view().seats
         free = [s.seat for s in seats if not s.fantasyland_cards]
         held = any(s.fantasyland_cards for s in seats) and hasattr(engine, "apply_unheld")
-        if free and not held:
+        if free and not held and not after_hand:
             table.leave(free[-1])
             table.join(free[-1], "dee", "dee's own seed")
         numbers += [table.play_hand(runs_out), table.play_hand(runs_out)]
@@ -730,6 +770,8 @@ def main(argv: list[str]) -> int:
         live_match(out)
     if has_preset("pineapple-jokers") and tiers:  # both format-4 features in one release
         live_match(out, "pineapple-jokers", "match-jokers")
+    if hasattr(table_service_pb2, "LeaveMode"):  # leaving after the hand, 1dfdb1f on
+        live_match(out, name="match-after-hand", after_hand=True)
     (out / "SOURCE").write_text(
         f"commit {commit_of(root)}\n"
         f"PYTHONPATH={root}/service:{root}/clients/python "

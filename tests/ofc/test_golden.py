@@ -23,6 +23,7 @@ IDS = [str(p.relative_to(GOLDEN)) for p in FILES]
 MATCHES = sorted(p for p in GOLDEN.glob("*/match*") if p.is_dir())  # match/, match-jokers/
 TIER_CHAINS = sorted(p for p in GOLDEN.glob("*/tiers") if p.is_dir())
 SEAT_CHAINS = sorted(p for p in GOLDEN.glob("*/seats") if p.is_dir())
+AFTER_HAND = sorted(p for p in GOLDEN.glob("*/match-after-hand") if p.is_dir())
 History = dict[str, Any]
 
 
@@ -39,7 +40,7 @@ def test_the_golden_files_are_there() -> None:
     releases = {p.relative_to(GOLDEN).parts[0] for p in FILES}
     assert {
         "10c2cc1", "f66bf42", "75a55fb", "b8846da", "971f768", "18a23e9", "c044494", "7cf969b",
-        "d3fcbf2", "2edd693",
+        "d3fcbf2", "2edd693", "1dfdb1f",
     } <= releases  # fmt: skip
     shapes = {p.name for p in FILES if p.parent.name == "d3fcbf2"}
     assert {"explicit-fantasyland-pineapple-3.json", "house-rules-4.json"} <= shapes
@@ -49,7 +50,7 @@ def test_the_golden_files_are_there() -> None:
         "joker-top-pineapple-jokers-2.json", "two-jokers-pineapple-jokers-3.json",
         "joker-fantasyland-pineapple-jokers-3.json", "play-classic-3-clock.json",
     } <= shapes and SEAT_CHAINS  # fmt: skip
-    assert len(FILES) >= 37 and MATCHES
+    assert len(FILES) >= 37 and MATCHES and AFTER_HAND
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -360,4 +361,41 @@ def test_a_seat_taken_and_left_within_a_hand_chains_and_a_changed_record_is_caug
     # leaving a seat before anyone sat there
     assert codes(lambda h: h["seat_changes"].reverse()) == [
         (Code.ILLEGAL_ACTION, "seat_changes[0].seat")
+    ]
+
+
+@pytest.mark.parametrize(
+    "directory", AFTER_HAND, ids=[str(m.relative_to(GOLDEN)) for m in AFTER_HAND]
+)
+def test_a_player_stood_up_by_the_move_that_ended_her_hand_chains_and_a_change_is_caught(
+    directory: Path,
+) -> None:
+    hands, feed = match_inputs(directory)
+    assert verify_match(hands, feed).ok
+    second, third = hands[1][1], hands[2][1]
+    # cy played hand 2 to its end and was settled in it (history and feed); the server stood
+    # her up in the commit of the hand's last move, at that move's time; dee then sat down
+    assert second["initial_state"]["seats"][2]["player_id"] == "cy"
+    assert 2 in {p["seat"] for p in second["settlement"]["players"]}
+    assert [s["player_id"] for s in feed[1][1]["seats"] if s["seat"] == 2] == ["cy"]
+    changes = third["seat_changes"]
+    assert [(c["type"], c["seat"]) for c in changes] == [("stand_up", 2), ("sit_down", 2)]
+    assert changes[0]["at_ms"] == second["actions"][-1]["at_ms"] == second["settled_at_ms"]
+    assert third["initial_state"]["seats"][2] == {
+        "player_id": "dee", "points": 0, "fantasyland": 0, "fantasyland_streak": 0,
+    }  # fmt: skip
+
+    def codes(edit: Callable[[History], Any]) -> list[Any]:
+        changed = copy.deepcopy(hands)
+        edit(changed[2][1])
+        return [(d.code, d.source, d.location) for d in verify_match(changed).discrepancies]
+
+    # cy still seated (her stand-up left out): dee cannot sit in her seat
+    assert codes(lambda h: h["seat_changes"].pop(0)) == [
+        (Code.ILLEGAL_ACTION, hands[2][0], "seat_changes[0].seat")
+    ]
+    # cy's points carried over to dee
+    assert codes(lambda h: h["initial_state"]["seats"][2].update(points=5)) == [
+        (Code.CHAIN_STATE_MISMATCH, hands[2][0], "initial_state.seats[2].points"),
+        (Code.CHAIN_STATE_MISMATCH, hands[3][0], "initial_state.seats[2].points"),
     ]

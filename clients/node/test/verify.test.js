@@ -252,6 +252,25 @@ for (const dir of SEAT_CHAINS) {
   });
 }
 
+for (const dir of MATCHES.filter((d) => d.endsWith('match-after-hand'))) {
+  test(`the hands of ${path.relative(GOLDEN, dir)} chain across a player stood up by the move that ended her hand, and a change is caught`, () => {
+    const [hands, feed] = matchInputs(dir);
+    assert.deepEqual(found(verifyMatch(hands, feed)), []);
+    const changes = hands[2][1].seat_changes;
+    assert.deepEqual(changes.map((c) => [c.type, c.seat]), [['stand_up', 2], ['sit_down', 2]]);
+    assert.equal(changes[0].at_ms, hands[1][1].actions.at(-1).at_ms);
+    const kept = structuredClone(hands);
+    kept[2][1].seat_changes.shift(); // cy still seated: dee cannot sit in her seat
+    assert.deepEqual(found(verifyMatch(kept)), [['ILLEGAL_ACTION', hands[2][0], 'seat_changes[0].seat']]);
+    const carried = structuredClone(hands);
+    carried[2][1].initial_state.seats[2].points = 5; // cy's points carried over to dee
+    assert.deepEqual(found(verifyMatch(carried)), [
+      ['CHAIN_STATE_MISMATCH', hands[2][0], 'initial_state.seats[2].points'],
+      ['CHAIN_STATE_MISMATCH', hands[3][0], 'initial_state.seats[2].points'],
+    ]);
+  });
+}
+
 test('a feed file saved from a curl of Subscribe: the Connect stream end message is no record', () => {
   const [hands, feed] = matchInputs(MATCHES[0]);
   const text = fs.readFileSync(path.join(MATCHES[0], 'feed.jsonl'), 'utf8');
@@ -288,6 +307,7 @@ test('a feed file of records in protobuf JSON with the .proto names reads as the
 test('every release directory with a live table or a tier chain has its chain checked here', () => {
   assert.ok(MATCHES.length >= 6 && TIER_CHAINS.length >= 2 && SEAT_CHAINS.length >= 1, `${MATCHES.length} matches, ${TIER_CHAINS.length} tier chains, ${SEAT_CHAINS.length} seat chains`);
   assert.ok(MATCHES.some((d) => d.endsWith('match-jokers')));
+  assert.ok(MATCHES.some((d) => d.endsWith('match-after-hand')));
 });
 
 function run(...args) {

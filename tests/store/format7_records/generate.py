@@ -20,7 +20,10 @@ seat changes, deadlines):
 - ``pineapple-jokers-mid-hand``: the ``pineapple-jokers`` preset (54 cards, ofc-shuffle-v2);
 - ``tiers-mid-hand``: ``progressive-pineapple-keep``, seats owed 16- and 17-card Fantasylands;
 - ``house-rules-hand-over``: a four-seat table of two under house rules (another royalty
-  table and scoring, a loss cap), its hand over, between hands.
+  table and scoring, a loss cap), its hand over, between hands;
+- ``pineapple-leaving-mid-hand`` (1dfdb1f on): three seats, seat 2 marked to leave once the
+  hand ends and seat 0 marked and withdrawn (the seats marked, and each seat's changes of
+  its mark this hand).
 
 Each table is played through this release's own ``TableManager`` on a memory store (seats
 joined, players' seeds set, a seat left and taken again, then the Fantasylands owed and the
@@ -84,12 +87,14 @@ async def played(
     moves: int,
     timeout_at: int | None = None,
     owed: dict[int, int] | None = None,
+    marks: tuple[tuple[int, str], ...] = (),
 ) -> bytes:
     """A table of ``match`` (no seat taken) through a ``TableManager``: ``taken`` seats
     joined with their own client seeds, the last of them left and taken again, ``owed``
     Fantasylands and some money written in as earlier hands would leave them, its hand
-    started and ``moves`` moves made (the ``timeout_at``-th by the seat's clock running out);
-    the record's bytes as stored."""
+    started and ``moves`` moves made (the ``timeout_at``-th by the seat's clock running out),
+    then each ``(seat, mode)`` of ``marks`` sent as a ``LeaveSeat``; the record's bytes as
+    stored."""
     clock = [1_800_000_000_000]
     store = MemoryTableStore(clock=lambda: clock[0] / 1000)
     seeds = iter(hashlib.sha256(b"%s %d" % (table_id.encode(), n)).digest() for n in range(99))
@@ -131,6 +136,8 @@ async def played(
             await manager.apply_due_timeouts(table_id)
             continue
         await table.run(_command(policy.DEFAULT_POLICY.choose(state, waiting[0])))
+    for seat, mode in marks:
+        await table.run(commands.LeaveSeat(seat, mode))
     return (await store.load(table_id)).state
 
 
@@ -170,6 +177,13 @@ def shapes() -> dict[str, tuple[str, engine.MatchState, tuple[int, ...], dict[st
         "house-rules-hand-over": (
             "f7-house", engine.new_match(house, seats=4, max_hands=20), (1, 3),
             {"moves": 1_000, "timeout_at": 3},
+        ),
+        "pineapple-leaving-mid-hand": (
+            "f7-leaving", engine.new_match("pineapple", seats=3), (0, 1, 2),
+            {"moves": 4, "timeout_at": 1, "marks": (
+                (2, commands.LEAVE_AFTER_HAND), (0, commands.LEAVE_AFTER_HAND),
+                (0, commands.LEAVE_CANCEL),
+            )},
         ),
     }  # fmt: skip
 
