@@ -147,6 +147,7 @@ def test_export_match_writes_every_hand_and_they_verify_as_one_chain(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import grpc
+    from ofcpoker.v1 import table_service_pb2 as pb
     from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
 
     from tests.e2e.test_tables import Table, start_server
@@ -155,6 +156,12 @@ def test_export_match_writes_every_hand_and_they_verify_as_one_chain(
         table = Table(TableServiceStub(channel), "export")
         for _ in range(3):
             table.play_hand()
+        served = [
+            TableServiceStub(channel)
+            .GetHandHistory(pb.GetHandHistoryRequest(table_id=table.id, hand_number=n))
+            .history_json.encode()
+            for n in (1, 2, 3)
+        ]
         out = tmp_path / "match"
         status, printed, err = run(
             ["export-match", "--server", host.address, "--", table.id, str(out)], capsys
@@ -172,6 +179,8 @@ def test_export_match_writes_every_hand_and_they_verify_as_one_chain(
         assert status == 2 and not (tmp_path / "not").exists()
     files = sorted(out.glob("*.json"))
     assert [f.name for f in files] == ["hand-00001.json", "hand-00002.json", "hand-00003.json"]
+    # the bytes served, as `jq -r .historyJson` writes them: a digest of the file is theirs
+    assert [f.read_bytes() for f in files] == [text + b"\n" for text in served]
     status, printed, _ = run(["verify", "--match", *map(str, files)], capsys)
     assert status == 0
     assert printed.endswith("3 verified, 0 failed; the match of 3 hands: 0 chain discrepancies\n")

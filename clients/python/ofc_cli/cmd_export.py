@@ -2,15 +2,16 @@
 
 Lists the table's hands (``ListHands``, oldest first) and writes each one's history
 (``GetHandHistory``'s ``history_json``) to ``DIR/hand-NNNNN.json``, ready for ``ofc verify
---match DIR``. Anyone may read a finished hand: no key is needed. Exit status: 0 written,
-2 bad input or no such table (the server's reason on stderr), 1 when the server cannot be
-reached or fails. ``--tls``, ``--ca-file`` and ``--api-key`` as for every remote command.
+--match DIR``: the document as served, then a newline (the bytes ``jq -r .historyJson``
+writes), so that a digest of the file is the digest of what the service sent. Anyone may
+read a finished hand: no key is needed. Exit status: 0 written, 2 bad input or no such table
+(the server's reason on stderr), 1 when the server cannot be reached or fails. ``--tls``,
+``--ca-file`` and ``--api-key`` as for every remote command.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ def run_export(args: argparse.Namespace) -> int:
             for summary in page.hands:
                 hand = client.hand_history(args.table_id, summary.hand_number)
                 path = out / f"hand-{summary.hand_number:05d}.json"
-                path.write_text(json.dumps(hand.history, indent=1) + "\n")
+                path.write_bytes(hand.history_json.encode() + b"\n")
                 written += 1
             token = page.next_page_token
             if not token:

@@ -443,7 +443,9 @@ class TableEvent:
 @dataclass(frozen=True, slots=True)
 class HandHistory:
     """A finished hand with its seed revealed; ``history`` is the ``ofc-hand-history`` JSON
-    document (enough to re-derive the deck and re-score the hand)."""
+    document (enough to re-derive the deck and re-score the hand), and ``history_json`` the
+    document exactly as the service served it (keep these bytes, or their digest, to show
+    later that the file was not re-saved)."""
 
     hand_number: int
     commitment: str
@@ -451,6 +453,7 @@ class HandHistory:
     client_seed: bytes
     settlement: Settlement
     history: dict[str, Any]
+    history_json: str = ""
 
     @classmethod
     def from_proto(cls, m: pb.GetHandHistoryResponse) -> HandHistory:
@@ -461,6 +464,7 @@ class HandHistory:
             m.client_seed,
             Settlement.from_proto(m.settlement),
             json.loads(m.history_json),
+            m.history_json,
         )
 
 
