@@ -47,7 +47,7 @@ from ofc_service.server.http import (
     _drop_data_of_closed_streams,
     _end_streams_their_client_does_not_read,
 )
-from ofcpoker.v1 import rules_service_pb2, table_service_pb2
+from ofcpoker.v1 import cards_pb2, rules_service_pb2, table_service_pb2
 
 from tests.conftest import self_signed_certificate
 from tests.connect.conftest import serve, stop
@@ -597,17 +597,34 @@ def test_a_call_refused_before_its_handler_is_answered_counted_and_logged_once(
     assert ids.count("bad-json-1") == 1 and ids.count("bad-timeout-1") == 1
 
 
-def test_a_content_coding_is_read_whatever_its_case(url: str) -> None:
+def test_a_content_coding_and_a_media_type_are_read_whatever_their_case(url: str) -> None:
     import gzip
 
-    for coding in ("gzip", "GZIP", "Gzip"):
+    for coding, media in [
+        ("gzip", "application/json"),
+        ("GZIP", "Application/JSON"),
+        ("Gzip", "APPLICATION/JSON; Charset=UTF-8"),
+    ]:
         request = urllib.request.Request(
             f"{url}/ofcpoker.v1.RulesService/EvaluateRow",
             data=gzip.compress(b'{"cards": ["As", "Ad", "Kc"]}'),
-            headers={"content-type": "application/json", "content-encoding": coding},
+            headers={"content-type": media, "content-encoding": coding},
         )
         with urllib.request.urlopen(request, timeout=10) as answer:
             assert json.loads(answer.read())["hand"]["category"] == "HAND_CATEGORY_PAIR", coding
+    # gRPC-Web, its media type in capitals: answered as gRPC-Web
+    message = rules_service_pb2.EvaluateRowRequest(cards=["As", "Ad", "Kc"]).SerializeToString()
+    request = urllib.request.Request(
+        f"{url}/ofcpoker.v1.RulesService/EvaluateRow",
+        data=b"\0" + len(message).to_bytes(4, "big") + message,
+        headers={"content-type": "Application/GRPC-Web+Proto", "x-grpc-web": "1"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        body = answer.read()
+        assert answer.headers["content-type"] == "application/grpc-web+proto"
+    size = int.from_bytes(body[1:5], "big")
+    evaluated = rules_service_pb2.EvaluateRowResponse.FromString(body[5 : 5 + size])
+    assert evaluated.hand.category == cards_pb2.HAND_CATEGORY_PAIR
 
 
 def test_a_stream_its_deadline_ends_is_counted_deadline_exceeded_as_the_client_is_told(

@@ -187,7 +187,7 @@ class HttpApp:
             if scope["method"] == "OPTIONS":
                 await self._preflight(scope, send, origin)
                 return
-            scope = _lower_codings(_utf8_headers(scope))
+            scope = _lower_caseless(_utf8_headers(scope))
             if self.cors_origins:  # what a cache keeps varies with the Origin, even without one
                 send = _with_cors(send, origin)
             content_type = _header(scope, b"content-type") or ""
@@ -302,16 +302,18 @@ def _is_grpc(content_type: str) -> bool:
     )
 
 
-_CODING_HEADERS = frozenset((b"content-encoding", b"connect-content-encoding"))
+_CASELESS_HEADERS = frozenset((b"content-encoding", b"connect-content-encoding", b"content-type"))
 
 
-def _lower_codings(scope: Scope) -> Scope:
-    """``scope`` with its content codings in lower case: HTTP's codings are case-insensitive
-    (RFC 9110, 8.4.1), connectrpc compares them as written."""
+def _lower_caseless(scope: Scope) -> Scope:
+    """``scope`` with its content codings and media type in lower case: HTTP compares both
+    without case (RFC 9110, 8.4.1 and 8.3.1), connectrpc and this port's own checks compare
+    them as written (an ``Application/Connect+Json`` stream went past the checks of its
+    envelopes, and a malformed one was answered INTERNAL)."""
     headers = scope.get("headers", ())
-    if not any(k in _CODING_HEADERS and v != v.lower() for k, v in headers):
+    if not any(k in _CASELESS_HEADERS and v != v.lower() for k, v in headers):
         return scope
-    lowered = [(k, v.lower() if k in _CODING_HEADERS else v) for k, v in headers]
+    lowered = [(k, v.lower() if k in _CASELESS_HEADERS else v) for k, v in headers]
     return {**scope, "headers": lowered}
 
 
