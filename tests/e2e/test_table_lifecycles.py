@@ -13,12 +13,14 @@ replicas sharing one Redis (docs/security.md has the threat model these tests ch
   the seat, watches, resumes, reconnects, retries with old, foreign and reused request ids,
   operator calls, Fantasyland hands, timeouts) and checks after every step that no
   response, error or stream message sent to any credential holds a card or a server seed
-  it may not know at that version (tests/e2e/lifecycle_model.py keeps the engine's side).
+  it may not know at that version (tests/e2e/lifecycle_model.py keeps the engine's side),
+  and at its end that every hand the table finished verifies, the hands as one match.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -39,6 +41,7 @@ from ofc import engine
 from ofc.cards import Card
 from ofc.policy import DEFAULT_POLICY
 from ofc.rulesets import resolve_ruleset
+from ofc.verify import verify_match
 from ofc_client import RequestIdReusedError, TableClient
 from ofc_client.requests import ruleset_spec
 from ofc_service.application.manager import MAX_LEAVE_CHANGES
@@ -968,6 +971,27 @@ class Lifecycles(RuleBasedStateMachine):
     def teardown(self) -> None:
         for stream in self.streams:
             stream.watch.stop()
+        if self.t is not None:
+            self.the_hands_verify_as_one_match()
+
+    def the_hands_verify_as_one_match(self) -> None:
+        """Every hand the table finished, as anyone reads it, verifies, and the hands chain:
+        whatever joined, left or ran out of time between and during them."""
+        stub, hands, token = self.cluster.stubs[0], [], ""
+        while True:
+            page = stub.ListHands(
+                pb.ListHandsRequest(table_id=self.table.table_id, page_size=100, page_token=token)
+            )
+            for summary in page.hands:
+                served = stub.GetHandHistory(pb.GetHandHistoryRequest(
+                    table_id=self.table.table_id, hand_number=summary.hand_number
+                ))  # fmt: skip
+                hands.append((f"hand {summary.hand_number}", json.loads(served.history_json)))
+            token = page.next_page_token
+            if not token:
+                break
+        report = verify_match(hands)
+        assert report.ok, [str(d) for d in report.discrepancies]
 
 
 def cards_of(request: Any) -> set[Card]:

@@ -63,7 +63,10 @@ It writes, into the directory given (tests/golden/README.md lists what each file
 - releases where a player may ask to leave once the hand ends (``LeaveMode``, 1dfdb1f on):
   ``match-after-hand/``, the table of ``match/`` where cy asks during hand 2 to leave after
   it (bob asks too, and withdraws), is stood up by the server in the commit of the timeout
-  that ends hand 2, and dee takes her seat before hand 3;
+  that ends hand 2, and dee takes her seat before hand 3; and ``match-joined-in-hand/``, the
+  table of ``match/`` where bob sits down at seat 1 while ann (seat 0, the button) and cy
+  play hand 1, so that the button moves to him as it ends (hand 2's ``seat_changes`` record
+  his sit-down);
 - ``SOURCE``: the commit, and the command that wrote the files.
 
 Nothing here is used by the test suite at run time; the files it wrote are committed.
@@ -636,11 +639,18 @@ class LiveTable:
 
 
 def live_match(
-    out: Path, preset: str = "pineapple", name: str = "match", *, after_hand: bool = False
+    out: Path,
+    preset: str = "pineapple",
+    name: str = "match",
+    *,
+    after_hand: bool = False,
+    joined_in_hand: bool = False,
 ) -> None:
     """``name/``: four hands of a live ``preset`` table (see the module docstring). With
     ``after_hand``, cy asks during hand 2 to leave once it ends (and bob asks and changes
-    his mind): the server stands her up in the commit that ends hand 2."""
+    his mind): the server stands her up in the commit that ends hand 2. With
+    ``joined_in_hand``, bob sits down at seat 1 while hand 1 is played by ann (seat 0, the
+    button) and cy (seat 2): the button moves to him as the hand ends."""
     from google.protobuf import json_format
     from ofc_service.server.background import BackgroundServer
     from ofc_service.server.config import ServerConfig
@@ -653,7 +663,8 @@ def live_match(
         for seat, (player, seed) in enumerate(
             [("ann", "ann's seed"), ("bob", "bob-7"), ("cy", "")]
         ):
-            table.join(seat, player, seed)
+            if not (joined_in_hand and player == "bob"):
+                table.join(seat, player, seed)
 
         # Hand 1: bob lets his first street run out; hand 2: cy lets every street run out.
         def runs_out(hand: int, seat: int, street: int) -> bool:
@@ -663,13 +674,15 @@ def live_match(
                 or (hand >= 3 and seat == 0 and street == 4)
             )
 
-        def marks(number: int) -> None:
+        def started(number: int) -> None:
+            if joined_in_hand and number == 1:
+                table.join(1, "bob", "bob-7")
             if after_hand and number == 2:
                 table.mark_leaving(1, "AFTER_HAND")
                 table.mark_leaving(1, "CANCEL")
                 table.mark_leaving(2, "AFTER_HAND")
 
-        numbers = [table.play_hand(runs_out), table.play_hand(runs_out, marks)]
+        numbers = [table.play_hand(runs_out, started), table.play_hand(runs_out, started)]
         if after_hand:  # stood up by the timeout that ended hand 2
             assert not table.view().seats[2].player_id, "cy is still seated"
             del table.tokens[2]
@@ -772,6 +785,7 @@ def main(argv: list[str]) -> int:
         live_match(out, "pineapple-jokers", "match-jokers")
     if hasattr(table_service_pb2, "LeaveMode"):  # leaving after the hand, 1dfdb1f on
         live_match(out, name="match-after-hand", after_hand=True)
+        live_match(out, name="match-joined-in-hand", joined_in_hand=True)
     (out / "SOURCE").write_text(
         f"commit {commit_of(root)}\n"
         f"PYTHONPATH={root}/service:{root}/clients/python "

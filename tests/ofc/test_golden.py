@@ -24,6 +24,7 @@ MATCHES = sorted(p for p in GOLDEN.glob("*/match*") if p.is_dir())  # match/, ma
 TIER_CHAINS = sorted(p for p in GOLDEN.glob("*/tiers") if p.is_dir())
 SEAT_CHAINS = sorted(p for p in GOLDEN.glob("*/seats") if p.is_dir())
 AFTER_HAND = sorted(p for p in GOLDEN.glob("*/match-after-hand") if p.is_dir())
+JOINED_IN_HAND = sorted(p for p in GOLDEN.glob("*/match-joined-in-hand") if p.is_dir())
 History = dict[str, Any]
 
 
@@ -50,7 +51,7 @@ def test_the_golden_files_are_there() -> None:
         "joker-top-pineapple-jokers-2.json", "two-jokers-pineapple-jokers-3.json",
         "joker-fantasyland-pineapple-jokers-3.json", "play-classic-3-clock.json",
     } <= shapes and SEAT_CHAINS  # fmt: skip
-    assert len(FILES) >= 37 and MATCHES and AFTER_HAND
+    assert len(FILES) >= 37 and MATCHES and AFTER_HAND and JOINED_IN_HAND
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -399,3 +400,42 @@ def test_a_player_stood_up_by_the_move_that_ended_her_hand_chains_and_a_change_i
         (Code.CHAIN_STATE_MISMATCH, hands[2][0], "initial_state.seats[2].points"),
         (Code.CHAIN_STATE_MISMATCH, hands[3][0], "initial_state.seats[2].points"),
     ]
+
+
+@pytest.mark.parametrize(
+    "directory", JOINED_IN_HAND, ids=[str(m.relative_to(GOLDEN)) for m in JOINED_IN_HAND]
+)
+def test_a_button_moved_to_a_seat_taken_during_the_hand_verifies_and_is_chained(
+    directory: Path,
+) -> None:
+    hands, feed = match_inputs(directory)
+    report = verify_match(hands, feed)
+    assert report.ok, [str(d) for d in report.discrepancies]
+    first = hands[0][1]
+    # ann (seat 0, the button) and cy (seat 2) play hand 1; bob sits down at seat 1 during it,
+    # and the button moves to him as it ends: the replay of hand 1 alone would give seat 2
+    assert (first["button"], first["button_next"]) == (0, 1)
+    assert [s["player_id"] for s in first["initial_state"]["seats"]] == ["ann", "", "cy"]
+    assert [(c["type"], c["seat"]) for c in hands[1][1]["seat_changes"]] == [("sit_down", 1)]
+    alone = check_history(first)
+    assert alone.ok and alone.notes == (
+        "button_next: seat 1, empty when the hand began: someone sat down there during the "
+        "hand (the next hand's seat_changes show it; a match check confirms)",
+    )
+
+    def codes(edit: Callable[[list[tuple[str, Any]]], Any]) -> list[Any]:
+        changed = copy.deepcopy(hands)
+        edit(changed)
+        return [(d.code, d.source, d.location) for d in verify_match(changed).discrepancies]
+
+    # the button at seat 1 with nobody sitting down there: the chain says so
+    assert codes(lambda h: h[1][1]["seat_changes"].clear())[0] == (
+        Code.CHAIN_STATE_MISMATCH, hands[0][0], "button_next",
+    )  # fmt: skip
+    # a seat the button did not pass on its way to cy's (ann's own): the replay's stands
+    changed = copy.deepcopy(first)
+    changed["button_next"] = 0
+    refused = check_history(changed).discrepancy
+    assert refused is not None and (refused.code, refused.location, refused.message) == (
+        Code.SETTLEMENT_MISMATCH, "button_next", "recorded 0, recomputed 2",
+    )  # fmt: skip

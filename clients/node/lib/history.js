@@ -788,12 +788,41 @@ function checkHand(data, { expectedRuleset = null, checkPolicy = false } = {}) {
   const [started, startEvents] = applyAt(history.initial, history.actions[0], 0);
   const deck = dealDeck(serverSeed, clientSeed, raw.hand_number, history.initial.ruleset.jokers);
   checkDeals(started, raw.deals, deck);
-  const { final, events, notes } = replay(history, started, startEvents, checkPolicy);
+  const replayed = replay(history, started, startEvents, checkPolicy);
+  const { events, notes } = replayed;
+  let { final } = replayed;
+  const buttonTakenSeat = buttonToASeatTaken(history, final);
+  if (buttonTakenSeat !== null) {
+    final = { ...final, button: buttonTakenSeat };
+    notes.push(
+      `button_next: seat ${buttonTakenSeat}, empty when the hand began: someone sat down there ` +
+        "during the hand (the next hand's seat_changes show it; a match check confirms)",
+    );
+  }
   const expected = historyFromReplay(history, final, events);
   for (const [key, code] of Object.entries(SECTION_CODES)) {
     if (key !== 'actions' && has(expected, key)) compare(expected[key], raw[key], key, code, 'recomputed');
   }
-  return { history, final: { ...final, hand: null }, notes };
+  return { history, final: { ...final, hand: null }, notes, buttonTakenSeat };
+}
+
+/**
+ * The recorded button_next when it is a seat the button passed on its way to the replay's,
+ * empty when the hand began, else null (the replay's stands). A seat may be taken while a
+ * hand is played (not in it); the button moves, as the hand ends, to the next seat taken
+ * then, so it stops at such a seat. Its sit-down is recorded in the next hand's seat_changes
+ * only: one hand cannot show it, a match can.
+ */
+function buttonToASeatTaken(history, final) {
+  const recorded = history.raw.button_next;
+  const start = history.initial;
+  if (recorded === final.button || final.button === start.button) return null; // matches, or did not move
+  const n = start.seats.length;
+  for (let k = 1; k < (((final.button - start.button) % n) + n) % n; k += 1) {
+    const seat = (start.button + k) % n;
+    if (seat === recorded && !start.seats[seat].player_id) return seat;
+  }
+  return null;
 }
 
 const RESPONSE_KEYS = ['historyJson', 'history_json'];

@@ -160,6 +160,17 @@ class Chain {
       );
     }
     const end = previous.checked.final;
+    const taken = previous.checked.buttonTakenSeat;
+    const { context: arrived } = hand.checked.history;
+    const changes = arrived === null ? null : arrived.seat_changes;
+    if (taken !== null && changes !== null && !changes.some((c) => c.type === 'sit_down' && c.seat === taken)) {
+      this.report(
+        'CHAIN_STATE_MISMATCH',
+        previous,
+        'button_next',
+        `recorded ${taken}, a seat empty when the hand began, and nobody sat down there before hand ${hand.number} (${hand.source}: its seat_changes)`,
+      );
+    }
     return this.arrive(hand, end, units || new Array(end.seats.length).fill(null), `the end of hand ${previous.number} (${previous.source})`);
   }
 

@@ -98,7 +98,8 @@ const TAMPERS = {
     return `SETTLEMENT_MISMATCH at fantasyland_next[${h.fantasyland_next.length - 1}]`;
   },
   'the button'(h) {
-    h.button_next = h.button_next + 1;
+    // not the next seat: where a seat was taken during the hand, the button may stop there
+    h.button_next = h.button_next + 100;
     return 'SETTLEMENT_MISMATCH at button_next';
   },
   'a newer format'(h) {
@@ -271,6 +272,25 @@ for (const dir of MATCHES.filter((d) => d.endsWith('match-after-hand'))) {
   });
 }
 
+for (const dir of MATCHES.filter((d) => d.endsWith('match-joined-in-hand'))) {
+  test(`the hands of ${path.relative(GOLDEN, dir)} chain across a button moved to a seat taken during the hand, and a change is caught`, () => {
+    const [hands, feed] = matchInputs(dir);
+    assert.deepEqual(found(verifyMatch(hands, feed)), []);
+    const first = hands[0][1];
+    assert.deepEqual([first.button, first.button_next], [0, 1]);
+    assert.deepEqual(checkDocument(JSON.stringify(first)).notes, [
+      "button_next: seat 1, empty when the hand began: someone sat down there during the hand (the next hand's seat_changes show it; a match check confirms)",
+    ]);
+    const nobody = structuredClone(hands);
+    nobody[1][1].seat_changes.length = 0; // the button at seat 1, and nobody sat down there
+    assert.deepEqual(found(verifyMatch(nobody))[0], ['CHAIN_STATE_MISMATCH', hands[0][0], 'button_next']);
+    const own = structuredClone(first);
+    own.button_next = 0; // a seat the button did not pass on its way to cy's
+    const { discrepancy } = checkDocument(JSON.stringify(own));
+    assert.deepEqual([discrepancy.code, discrepancy.location, discrepancy.message], ['SETTLEMENT_MISMATCH', 'button_next', 'recorded 0, recomputed 2']);
+  });
+}
+
 test('a feed file saved from a curl of Subscribe: the Connect stream end message is no record', () => {
   const [hands, feed] = matchInputs(MATCHES[0]);
   const text = fs.readFileSync(path.join(MATCHES[0], 'feed.jsonl'), 'utf8');
@@ -308,6 +328,7 @@ test('every release directory with a live table or a tier chain has its chain ch
   assert.ok(MATCHES.length >= 6 && TIER_CHAINS.length >= 2 && SEAT_CHAINS.length >= 1, `${MATCHES.length} matches, ${TIER_CHAINS.length} tier chains, ${SEAT_CHAINS.length} seat chains`);
   assert.ok(MATCHES.some((d) => d.endsWith('match-jokers')));
   assert.ok(MATCHES.some((d) => d.endsWith('match-after-hand')));
+  assert.ok(MATCHES.some((d) => d.endsWith('match-joined-in-hand')));
 });
 
 function run(...args) {

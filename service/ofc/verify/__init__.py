@@ -37,7 +37,9 @@ The checks, in the order they run (the first that fails is the answer):
    table's context and compared key by key, in document order: ``HEADER_MISMATCH``
    (``ruleset``, ``button``, ``order``, ``players``), ``BOARD_MISMATCH`` (``boards``,
    discards included) and ``SETTLEMENT_MISMATCH`` (``settlement``, every number of it,
-   ``fantasyland_next``, ``button_next``).
+   ``fantasyland_next``, ``button_next``; a ``button_next`` at a seat the button passes,
+   empty when the hand began, is a seat taken during the hand: noted, and a match requires
+   its sit-down in the next hand's ``seat_changes``).
 
 Every version ever written is read (docs/hand-history.md, "Versions and compatibility").
 Keys at the top level that a version does not define (the live tables add ``table_id`` and

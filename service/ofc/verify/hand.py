@@ -72,6 +72,9 @@ class CheckedHand:
     history: History
     final: MatchState
     notes: tuple[str, ...]
+    # the seat the button moved to that was empty when the hand began (someone sat down
+    # there during the hand: the next hand's seat_changes must show it), or None
+    button_taken_seat: int | None = None
 
 
 def check_hand(
@@ -107,8 +110,33 @@ def check_hand(
     _check_deals(started, raw["deals"], deck)
     replay = _Replay(history, check_policy)
     final = replay.run(started, start_events)
+    taken = _button_to_a_seat_taken(history, final)
+    if taken is not None:
+        final = dataclasses.replace(final, button=taken)
+        replay.notes.append(
+            f"button_next: seat {taken}, empty when the hand began: someone sat down there "
+            "during the hand (the next hand's seat_changes show it; a match check confirms)"
+        )
     _check_recomputed(history, final, replay.events)
-    return CheckedHand(history, dataclasses.replace(final, hand=None), tuple(replay.notes))
+    return CheckedHand(history, dataclasses.replace(final, hand=None), tuple(replay.notes), taken)
+
+
+def _button_to_a_seat_taken(history: History, final: MatchState) -> int | None:
+    """The recorded ``button_next`` when it is a seat the button passed on its way to the
+    replay's, empty when the hand began, else None (the replay's stands).
+
+    A seat may be taken while a hand is played (not in it); the button moves, as the hand
+    ends, to the next seat taken then, so it stops at such a seat. Its sit-down is recorded
+    in the next hand's ``seat_changes`` only: one hand cannot show it, a match can."""
+    recorded = history.raw["button_next"]
+    start = history.initial
+    if recorded == final.button or final.button == start.button:  # matches, or did not move
+        return None
+    count = len(start.seats)
+    passed = ((start.button + k) % count for k in range(1, (final.button - start.button) % count))
+    if recorded in {seat for seat in passed if not start.seats[seat].occupied}:
+        return int(recorded)
+    return None
 
 
 def _check_deck_inputs(history: History, server_seed: bytes, client_seed: bytes) -> None:

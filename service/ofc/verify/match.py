@@ -258,6 +258,21 @@ class _Chain:
                 f"published next_commitment {published!r}",
             )
         end = previous.checked.final
+        taken = previous.checked.button_taken_seat
+        arrived = hand.checked.history.context
+        changes = None if arrived is None else arrived.seat_changes
+        if (
+            taken is not None
+            and changes is not None
+            and not any(isinstance(c, SitDown) and c.seat == taken for c in changes)
+        ):
+            self.report(
+                Code.CHAIN_STATE_MISMATCH,
+                previous,
+                "button_next",
+                f"recorded {taken}, a seat empty when the hand began, and nobody sat down "
+                f"there before hand {hand.number} ({hand.source}: its seat_changes)",
+            )
         return self._arrive(
             hand,
             end,
