@@ -434,6 +434,14 @@ def bad_requests(
          (400, *malformed)),
         ("a wrong-typed JSON field", "PlaceCards", as_json[:-1] + b', "seat": "zero"}', uj,
          (400, *malformed)),
+        # int() reads other scripts' digits, and protobuf's reader with it: JSON's are ASCII
+        ("a number in a string in other digits", "PlaceCards",
+         json.dumps({**json.loads(as_json), "seat": "\u0660"}).encode(), uj, (400, *malformed)),
+        ("a number in a string with an underscore", "PlaceCards",
+         json.dumps({**json.loads(as_json), "seat": "0_0"}).encode(), uj, (400, *malformed)),
+        # protobuf's reader keeps the last of a field's two names: a proxy reads the other
+        ("a JSON field under both its names", "PlaceCards",
+         as_json[:-1] + b', "table_id": "' + t.table_id.encode() + b'"}', uj, (400, *malformed)),
         ("an unknown field in a Connect stream", "Watch",
          envelope(json.dumps({"tableId": t.table_id, "x": 1}).encode()), cj, (200, *malformed)),
         # binary protobuf skips fields it does not know, over gRPC as here: the move is read

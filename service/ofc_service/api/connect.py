@@ -196,11 +196,19 @@ def check_json_shapes(value: object, descriptor: Descriptor, path: str = "") -> 
         what = f"{path}: a message" if path else "a request"
         raise JsonShapeError(f"{what} is a JSON object, not {_json_kind(value)}", path)
     fields = _json_fields(descriptor)
+    given: dict[str, str] = {}  # each field's name as given
     for name, item in value.items():
         field = fields.get(name)
-        if field is None or item is None:  # unknown: protobuf's reader names it
+        if field is None:  # unknown: protobuf's reader names it
             continue
         at = f"{path}.{field.name}" if path else field.name
+        # under both its names, protobuf's reader keeps the last: what a proxy or a filter
+        # read under one name would not be what is applied
+        first = given.setdefault(field.name, name)
+        if first != name:
+            raise JsonShapeError(f"{at}: given twice, as {first!r} and {name!r}", at)
+        if item is None:
+            continue
         if not field.is_repeated:
             _check_json_value(item, field, at)
         elif isinstance(item, list):  # else protobuf's reader: "must be in []"
@@ -209,6 +217,16 @@ def check_json_shapes(value: object, descriptor: Descriptor, path: str = "") -> 
 
 
 def _check_json_value(value: object, field: FieldDescriptor, at: str) -> None:
+    # protobuf's reader takes a number in a string as Python's int() does: "٢", "３",
+    # "1_000", "+5" and " 7" too, where JSON's numbers are ASCII digits
+    if (
+        isinstance(value, str)
+        and field.type in _NUMBERED_TYPES
+        and _DECIMAL.fullmatch(value) is None
+        and _int_reads(value)
+    ):
+        message = f"{at}: a number in a string is ASCII digits, not {value[:24]!r}"
+        raise JsonShapeError(message, at)
     if field.type == FieldDescriptor.TYPE_ENUM:
         # 1.0 is 1, as an integer field reads it
         whole = isinstance(value, float) and value.is_integer()
@@ -226,6 +244,25 @@ def _check_json_value(value: object, field: FieldDescriptor, at: str) -> None:
         assert message_type is not None
         if not message_type.full_name.startswith("google.protobuf."):  # their own forms
             check_json_shapes(value, message_type, at)
+
+
+_NUMBERED_TYPES = frozenset({  # integers, and enums (a value's number)
+    FieldDescriptor.TYPE_ENUM,
+    FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32,
+    FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED32,
+    FieldDescriptor.TYPE_SFIXED64,
+})  # fmt: skip
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+def _int_reads(text: str) -> bool:
+    """Whether ``int()`` reads ``text`` as a number (then protobuf's JSON reader would)."""
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 _BASE64 = re.compile(r"([A-Za-z0-9+/_-]*)(={0,2})")
