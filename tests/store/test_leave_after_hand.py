@@ -317,3 +317,31 @@ async def test_a_seat_changes_its_leave_a_few_times_a_hand_and_no_more(backend: 
         assert record.leaving_seats == (1,) and record.leaving_changes == ((1, 1),)
 
     await open_table(backend, test)
+
+
+async def test_a_leave_that_changes_nothing_changes_nothing_again_when_sent_again(
+    backend: Backend,
+) -> None:
+    """It makes no commit and keeps no record: sent again once the table has moved on, it is
+    answered with the table as it is then (not STALE_VERSION), and still changes nothing; a
+    retry of the mark the seat did set gets that first answer."""
+
+    async def test(table: Table, other: TableManager) -> None:
+        await table.run("start-1", commands.StartHand(), table.seat(0))
+        marked = await table.run("mark", commands.LeaveSeat(1, AFTER_HAND), table.seat(1))
+        again = await table.run("mark-again", commands.LeaveSeat(1, AFTER_HAND), table.seat(1))
+        unmarked = await table.run("cancel-0", commands.LeaveSeat(0, CANCEL), table.seat(0))
+        version = await table.version()
+        assert view(again).version == view(unmarked).version == version
+        await table.move("move-1")
+        await table.move("move-2")
+        for name in ("mark-again", "cancel-0"):
+            answer = view(await table.retry(name))
+            assert answer.version == version + 2, name
+            assert [s.leaving for s in answer.seats[:2]] == [False, True], name
+        assert await table.retry("mark") == marked
+        record, now, _ = await table.manager.load("t")
+        assert now == version + 2
+        assert record.leaving_seats == (1,) and record.leaving_changes == ((1, 1),)
+
+    await open_table(backend, test)

@@ -472,14 +472,20 @@ class TableManager:
             _check_seat(command, record)
             done = self.step(record, command, actor, now)
         except _Unchanged as unchanged:
-            if stored.version == request.expected_version:
-                # Nothing to commit: the table as it is, confirmed as a commit would be.
-                await self.store.confirm(table_id)
-                same = Change(record, (), actor)
-                return self.presenter.response(
-                    Outcome(command, request.request_id, same, stored.version)
-                )
-            error = unchanged  # a stale request: refused below
+            if stored.version != request.expected_version:
+                # Sent at another version: the caller's own record answers if the id made a
+                # change once (a retry of the mark it set); else it changes nothing still,
+                # at any version, as it did when first sent (it kept no record to replay).
+                with contextlib.suppress(_Unchanged):
+                    return await self._replayed(
+                        request, command, creds, key, unchanged, legacy=True, actor=actor
+                    )
+            # Nothing to commit: the table as it is, confirmed as a commit would be.
+            await self.store.confirm(table_id)
+            same = Change(record, (), actor)
+            return self.presenter.response(
+                Outcome(command, request.request_id, same, stored.version)
+            )
         except Exception as refused:
             error = refused
         else:
@@ -922,8 +928,9 @@ def _check_seat(command: Command, record: TableRecord) -> None:
 
 class _Unchanged(Exception):
     """A command that would change nothing: a seat's leave mark already as asked. It is
-    answered with the table as it is at the caller's version, and makes no commit (so it
-    neither counts as a change nor makes anyone's move stale; a retry is judged again)."""
+    answered with the table as it is, at whatever version it was sent, and makes no commit
+    (so it neither counts as a change nor makes anyone's move stale). It keeps no record: a
+    retry is judged again, and changes nothing again while the mark is as asked."""
 
 
 def _mark_leaving(record: TableRecord, seat: int, leaving: bool, actor: int | None) -> Change:
