@@ -62,6 +62,43 @@ def configure_logging(
     logging.getLogger("ofc").setLevel(_LEVELS[level])
     # One line per failed call is always written, whatever the level; successes at debug.
     logging.getLogger("ofc.access").setLevel(min(_LEVELS[level], logging.WARNING))
+    grpc_log = logging.getLogger("grpc._cython.cygrpc")
+    if not any(isinstance(f, ClientGoneFilter) for f in grpc_log.filters):
+        grpc_log.addFilter(ClientGoneFilter())
+
+
+class ClientGoneFilter(logging.Filter):
+    """grpcio's asyncio server logs ``ExecuteBatchError raised in core by servicer method``
+    at error level, with a traceback, when a call's answer cannot be sent because its client
+    cancelled or its deadline passed just then (before grpcio saw the call closed, when it
+    says nothing). Nothing failed on the server's side: such a record is made an info line
+    without the traceback (written only where that logger logs info), so that error-level
+    alerts are not set off by clients leaving.
+
+    >>> def logged(level: int) -> logging.LogRecord:
+    ...     return logging.LogRecord("grpc._cython.cygrpc", level, "", 0,
+    ...         "ExecuteBatchError raised in core by servicer method [%s]", ("/a/B",), None)
+    >>> grpc_log = logging.getLogger("grpc._cython.cygrpc")
+    >>> grpc_log.setLevel(logging.INFO)
+    >>> record = logged(logging.ERROR)
+    >>> ClientGoneFilter().filter(record), record.levelname, record.getMessage()
+    (True, 'INFO', "a call's answer was not sent: its client had gone (cancelled, or past its deadline) [/a/B]")
+    >>> grpc_log.setLevel(logging.WARNING)
+    >>> ClientGoneFilter().filter(logged(logging.ERROR))
+    False
+    >>> grpc_log.setLevel(logging.NOTSET)
+    """  # noqa: E501
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("ExecuteBatchError raised in core"):
+            return True
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        record.msg = (
+            "a call's answer was not sent: its client had gone (cancelled, or past its "
+            "deadline) [%s]"
+        )
+        record.exc_info = record.exc_text = None
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)
 
 
 # gRPC core logs through absl straight to file descriptor 2: "E1201 21:13:47.152353   29861
