@@ -47,7 +47,10 @@ const isInt = (v) => typeof v === 'number' && Number.isInteger(v);
 const isMs = (v) => isInt(v) || typeof v === 'bigint';
 const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 
+// Counts, scores and money past 2^53 are read exactly (as BigInt), and refused: a JSON
+// reader that rounds would read another number (I-JSON, RFC 7493). Times may pass it.
 const integer = (minimum = 0) => (value, path) => {
+  if (typeof value === 'bigint') throw malformed(path, `must be an integer of at most 2^53 - 1 in size, got ${value}`);
   if (!isInt(value)) throw malformed(path, `must be an integer, got ${show(value)}`);
   if (minimum !== null && value < minimum) throw malformed(path, `must be at least ${minimum}, got ${value}`);
 };

@@ -50,10 +50,18 @@ _HEX = re.compile(r"(?:[0-9a-f]{2})*")
 _CARD = re.compile(r"[2-9TJQKA][cdhs]|X[12]")
 
 
-def _integer(minimum: int | None = 0) -> _Check:
+# The largest integer every JSON reader keeps exactly (I-JSON, RFC 7493): a count, a score
+# or money past it would be read as another number by some verifier. Times may pass it (their
+# readers take them exactly: `ofc play --turn-time-ms` of some releases took any limit).
+SAFE_INTEGER = 2**53 - 1
+
+
+def _integer(minimum: int | None = 0, *, any_size: bool = False) -> _Check:
     def check(value: Any, path: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise malformed(path, f"must be an integer, got {show(value)}")
+        if not any_size and not -SAFE_INTEGER <= value <= SAFE_INTEGER:
+            raise malformed(path, f"must be an integer of at most 2^53 - 1 in size, got {value}")
         if minimum is not None and value < minimum:
             raise malformed(path, f"must be at least {minimum}, got {value}")
 
@@ -221,14 +229,22 @@ _HISTORY = _record(_HISTORY_FIELDS, open_=True)
 _CONTEXT_FIELDS: Mapping[str, _Check] = {
     "next_commitment": _text(_SEED_OR_NONE, "64 lower-case hex digits, or empty"),
     "clock": _nullable(
-        _record({"turn_time_limit_ms": _integer(1), "fantasyland_time_limit_ms": _integer(1)})
+        _record(
+            {
+                "turn_time_limit_ms": _integer(1, any_size=True),
+                "fantasyland_time_limit_ms": _integer(1, any_size=True),
+            }
+        )
     ),
     "seat_units": _nullable(_list_of(_INT)),
     "seat_changes": _nullable(_list_of(_any_object)),
 }
 CONTEXT_KEYS = tuple(_CONTEXT_FIELDS)
 # Keys the live tables add to what they store; any other extra key is left alone.
-_STORED_FIELDS: Mapping[str, _Check] = {"table_id": _STR, "settled_at_ms": _UINT}
+_STORED_FIELDS: Mapping[str, _Check] = {
+    "table_id": _STR,
+    "settled_at_ms": _integer(0, any_size=True),
+}
 
 
 def read(data: Any) -> History:
