@@ -192,6 +192,11 @@ def _joker_as_its_card(h: History) -> None:
     board[row][k] = next(c for c in ("As", "Ks", "2c", "2d") if c not in held)
 
 
+def _money_past_2_to_the_53(h: History) -> None:
+    """Money no JSON reader that rounds reads the same: refused by both, in the same words."""
+    h["settlement"]["players"][0]["units"] = -(2**53 + 1)
+
+
 EXTRA: dict[str, Callable[[History], None]] = {
     "timeout-time": _timeout_time,
     "deadline": _deadline,
@@ -210,6 +215,7 @@ EXTRA: dict[str, Callable[[History], None]] = {
     "dropped-action": _dropped_action,
     "other-nonce": _other_nonce,
     "running-points": _running_points,
+    "money-past-2^53": _money_past_2_to_the_53,
 }
 RAW_TEXTS = {
     "repeated-key.json": b'{"format_version": 1, "format_version": 1}',
