@@ -663,3 +663,41 @@ def test_both_verifiers_take_a_seat_change_of_the_releases_before_the_fantasylan
         assert summary["notes"] == list(report.notes), case
         found.append(python)
     assert found == [[], [("ILLEGAL_ACTION", "seat_changes[0].seat")], []]
+
+
+def test_both_verifiers_check_a_button_stopped_at_a_seat_taken_in_change_order(
+    node: str, tmp_path: Path
+) -> None:
+    """Hands where the button stopped at a seat taken during a hand (tests/ofc/
+    test_verify_button.py), honest and with the next hand's seat changes reordered or cut:
+    the same discrepancies and notes from both."""
+    from ofc import engine
+
+    from tests.ofc.test_verify_button import hand
+
+    joined = (engine.SitDown(0, "ann", 1), engine.SitDown(3, "dee", 2))
+    table, _ = engine.replay(engine.new_match("classic", seats=4), joined)
+    bob = engine.SitDown(2, "bob", 1_500)
+    first, after = hand(table, 0, joined, (bob,))
+    table, _ = engine.apply(after, engine.SitDown(1, "cy", 1_900))
+    second, _ = hand(table, 1, (bob, engine.SitDown(1, "cy", 1_900)), (), first)
+    reversed_changes, cut = copy.deepcopy(second), copy.deepcopy(second)
+    reversed_changes["seat_changes"].reverse()
+    cut["seat_changes"].pop(0)
+    for name, hands in {
+        "honest": [first, second],
+        "reversed": [first, reversed_changes],
+        "cut": [first, cut],
+        "alone": [first],
+    }.items():
+        paths = []
+        for k, history in enumerate(hands):
+            paths.append(tmp_path / f"{name}-{k}.json")
+            paths[-1].write_text(json.dumps(history))
+        report = verify_match([(str(p), p.read_bytes()) for p in paths])
+        python = [(str(d.code), d.source, d.hand_number, d.location) for d in report.discrepancies]
+        records = _node_json(node, "--match", *map(str, paths))
+        summary = records.pop()
+        js = [(r["code"], r["source"], r["hand_number"], r["location"]) for r in records]
+        assert (js, summary["notes"]) == (python, list(report.notes)), name
+        assert (python == []) == (name in ("honest", "alone")), name

@@ -419,8 +419,8 @@ def test_a_button_moved_to_a_seat_taken_during_the_hand_verifies_and_is_chained(
     assert [(c["type"], c["seat"]) for c in hands[1][1]["seat_changes"]] == [("sit_down", 1)]
     alone = check_history(first)
     assert alone.ok and alone.notes == (
-        "button_next: seat 1, empty when the hand began: someone sat down there during the "
-        "hand (the next hand's seat_changes show it; a match check confirms)",
+        "button_next: seat 1, empty when the hand began: taken during the hand, as only the "
+        "next hand's seat_changes can show (a match with that hand checks it)",
     )
 
     def codes(edit: Callable[[list[tuple[str, Any]]], Any]) -> list[Any]:

@@ -798,8 +798,8 @@ function checkHand(data, { expectedRuleset = null, checkPolicy = false } = {}) {
   if (buttonTakenSeat !== null) {
     final = { ...final, button: buttonTakenSeat };
     notes.push(
-      `button_next: seat ${buttonTakenSeat}, empty when the hand began: someone sat down there ` +
-        "during the hand (the next hand's seat_changes show it; a match check confirms)",
+      `button_next: seat ${buttonTakenSeat}, empty when the hand began: taken during the hand, ` +
+        "as only the next hand's seat_changes can show (a match with that hand checks it)",
     );
   }
   const expected = historyFromReplay(history, final, events);

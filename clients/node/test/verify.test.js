@@ -279,7 +279,7 @@ for (const dir of MATCHES.filter((d) => d.endsWith('match-joined-in-hand'))) {
     const first = hands[0][1];
     assert.deepEqual([first.button, first.button_next], [0, 1]);
     assert.deepEqual(checkDocument(JSON.stringify(first)).notes, [
-      "button_next: seat 1, empty when the hand began: someone sat down there during the hand (the next hand's seat_changes show it; a match check confirms)",
+      "button_next: seat 1, empty when the hand began: taken during the hand, as only the next hand's seat_changes can show (a match with that hand checks it)",
     ]);
     const nobody = structuredClone(hands);
     nobody[1][1].seat_changes.length = 0; // the button at seat 1, and nobody sat down there

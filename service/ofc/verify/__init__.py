@@ -39,7 +39,7 @@ The checks, in the order they run (the first that fails is the answer):
    discards included) and ``SETTLEMENT_MISMATCH`` (``settlement``, every number of it,
    ``fantasyland_next``, ``button_next``; a ``button_next`` at a seat the button passes,
    empty when the hand began, is a seat taken during the hand: noted, and a match requires
-   its sit-down in the next hand's ``seat_changes``).
+   a first part of the next hand's ``seat_changes`` that leaves the button there).
 
 Every version ever written is read (docs/hand-history.md, "Versions and compatibility").
 Keys at the top level that a version does not define (the live tables add ``table_id`` and

@@ -114,8 +114,8 @@ def check_hand(
     if taken is not None:
         final = dataclasses.replace(final, button=taken)
         replay.notes.append(
-            f"button_next: seat {taken}, empty when the hand began: someone sat down there "
-            "during the hand (the next hand's seat_changes show it; a match check confirms)"
+            f"button_next: seat {taken}, empty when the hand began: taken during the hand, "
+            "as only the next hand's seat_changes can show (a match with that hand checks it)"
         )
     _check_recomputed(history, final, replay.events)
     return CheckedHand(history, dataclasses.replace(final, hand=None), tuple(replay.notes), taken)

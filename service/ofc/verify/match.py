@@ -110,6 +110,14 @@ def verify_match(
         units = _after(hand.checked, before)
         previous = hand
     notes.extend(chain.notes)
+    notes.extend(
+        f"{h.source}: button_next {h.checked.button_taken_seat}, a seat taken during the "
+        "hand, not confirmed: the match has no next hand that records its seat changes"
+        for h in numbered
+        if h.checked is not None
+        and h.checked.button_taken_seat is not None
+        and (h.number or 0) not in chain.confirmed
+    )
     if records is not None:
         records.extra()
         notes.extend(records.notes())
@@ -188,6 +196,7 @@ class _Chain:
     def __init__(self, found: list[MatchDiscrepancy]) -> None:
         self.found = found
         self.notes: list[str] = []
+        self.confirmed: set[int] = set()  # hands whose button at a seat taken was checked
 
     def report(self, code: Code, hand: _Hand, location: str, message: str) -> None:
         self.found.append(MatchDiscrepancy(code, hand.source, hand.number, location, message))
@@ -261,18 +270,17 @@ class _Chain:
         taken = previous.checked.button_taken_seat
         arrived = hand.checked.history.context
         changes = None if arrived is None else arrived.seat_changes
-        if (
-            taken is not None
-            and changes is not None
-            and not any(isinstance(c, SitDown) and c.seat == taken for c in changes)
-        ):
-            self.report(
-                Code.CHAIN_STATE_MISMATCH,
-                previous,
-                "button_next",
-                f"recorded {taken}, a seat empty when the hand began, and nobody sat down "
-                f"there before hand {hand.number} ({hand.source}: its seat_changes)",
-            )
+        if taken is not None and changes is not None:
+            self.confirmed.add(previous.number or 0)
+            if not _button_stops_at(previous.checked, changes, taken):
+                self.report(
+                    Code.CHAIN_STATE_MISMATCH,
+                    previous,
+                    "button_next",
+                    f"recorded {taken}, a seat empty when the hand began; no first part of "
+                    f"hand {hand.number}'s seat_changes ({hand.source}), the changes made "
+                    "during this hand, leaves it the next seat taken after the button",
+                )
         return self._arrive(
             hand,
             end,
@@ -532,6 +540,29 @@ def _expected_record(
         ],
     }
     return expected, before
+
+
+def _button_stops_at(checked: CheckedHand, changes: Sequence[Action], taken: int) -> bool:
+    """Whether the button, moved as the hand of ``checked`` ended, could stop at ``taken``:
+    whether some first part of the next hand's ``changes`` (in the order the table accepted
+    them, those made during the hand come first; they end before any stand-up of a seat that
+    played it, which only its end allows), applied to the seats the hand began with, leaves
+    ``taken`` the next seat taken after the hand's button."""
+    start = checked.history.initial
+    count = len(start.seats)
+    played = {p["seat"] for p in checked.history.raw["settlement"]["players"]}
+    taken_seats = {k for k, seat in enumerate(start.seats) if seat.occupied}
+    for change in changes:
+        if isinstance(change, StandUp) and change.seat in played:
+            break
+        if isinstance(change, SitDown):
+            taken_seats.add(change.seat)
+        elif isinstance(change, StandUp):
+            taken_seats.discard(change.seat)
+        after = ((start.button + k) % count for k in range(1, count + 1))
+        if next((seat for seat in after if seat in taken_seats), None) == taken:
+            return True
+    return False
 
 
 def _seat_changes(
