@@ -30,6 +30,7 @@ from ofc_service.store import (
     StaleVersionError,
     StoreUnavailableError,
 )
+from ofc_service.store.redis import OUTBOX_RESCAN_MS
 from ofc_service.store.redis_io import index_shard
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
@@ -263,11 +264,36 @@ async def test_redis_keys_hints_and_the_rescan_backstop(redis_backend: Backend) 
         assert await admin.zscore(OUTBOX_INDEX_T, "t") is not None
         assert await f.h.store.pending_outboxes(now + 60_000) == []
         assert await admin.zscore(OUTBOX_INDEX_T, "t") is None
-        # a record whose hint was lost is found by the rescan
+        # a record whose hint was lost is found by the rescan, at most once an hour over
+        # every process sharing the store (another store of it skips it meanwhile)
         await settle(f, "t", 2, [2])
         await admin.zrem(OUTBOX_INDEX_T, "t")
         assert await f.h.store.pending_outboxes(now) == []
         assert await f.h.store.pending_outboxes(now, rescan=True) == ["t"]
+        assert 0 < await admin.pttl("ofc:{outbox-rescan}") <= OUTBOX_RESCAN_MS
+        await admin.zrem(OUTBOX_INDEX_T, "t")
+        assert await f.h.other.pending_outboxes(now, rescan=True) == []
+        await admin.delete("ofc:{outbox-rescan}")
+        assert await f.h.store.pending_outboxes(now, rescan=True) == ["t"]
+
+
+async def test_redis_a_hint_a_commit_failed_to_write_is_written_by_the_next_sweep(
+    redis_backend: Backend,
+) -> None:
+    """The outbox hint's ZADD failed (its shard refused it) while the commit landed: the
+    process writes the hint again when it next looks for outboxes, with no rescan."""
+    async with open_feeds(redis_backend) as f:
+        admin = f.h.admin
+        assert isinstance(admin, Redis)
+        await f.h.store.create_table("t", b"v1")
+        await admin.set(OUTBOX_INDEX_T, "not a sorted set")  # the ZADD fails: WRONGTYPE
+        await settle(f, "t", 1, [1])
+        assert await admin.hlen("ofc:{t}:outbox") == 1
+        await admin.delete(OUTBOX_INDEX_T)  # the shard takes writes again, without the hint
+        assert await admin.zscore(OUTBOX_INDEX_T, "t") is None
+        now = int(time.time() * 1000)
+        assert await f.h.store.pending_outboxes(now) == ["t"]
+        assert await f.relay().sweep_once() == 1
 
 
 async def test_redis_a_pending_record_gone_from_the_stream_is_skipped(
