@@ -197,6 +197,15 @@ def _money_past_2_to_the_53(h: History) -> None:
     h["settlement"]["players"][0]["units"] = -(2**53 + 1)
 
 
+def _points_past_2_to_the_53(h: History) -> None:
+    """The same deeper in, where each verifier's own reader takes the initial state."""
+    h["initial_state"]["seats"][0]["points"] = 2**60
+
+
+def _seat_past_2_to_the_53(h: History) -> None:
+    h["actions"][1]["seat"] = 2**60
+
+
 EXTRA: dict[str, Callable[[History], None]] = {
     "timeout-time": _timeout_time,
     "deadline": _deadline,
@@ -216,6 +225,8 @@ EXTRA: dict[str, Callable[[History], None]] = {
     "other-nonce": _other_nonce,
     "running-points": _running_points,
     "money-past-2^53": _money_past_2_to_the_53,
+    "points-past-2^53": _points_past_2_to_the_53,
+    "seat-past-2^53": _seat_past_2_to_the_53,
 }
 RAW_TEXTS = {
     "repeated-key.json": b'{"format_version": 1, "format_version": 1}',

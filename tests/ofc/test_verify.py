@@ -806,3 +806,35 @@ def test_cli_shows_a_progress_bar_on_a_terminal_only(
     monkeypatch.setattr("sys.stderr", plain)
     assert main(["verify", "-j", "1", *paths]) == 0
     assert plain.getvalue() == ""  # not a terminal: no bar
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("settlement", "players", 0, "units"), -(2**53)),
+        (("initial_state", "seats", 0, "points"), 2**60),
+        (("actions", 1, "seat"), 2**53),
+        (("initial_state", "ruleset", "unit_value"), 10**30),
+    ],
+)
+def test_an_integer_past_2_to_the_53_is_malformed_but_a_time_is_not(
+    path: tuple[str | int, ...], value: int
+) -> None:
+    """Counts, points, money and stakes past 2^53 - 1 would be read as other numbers by JSON
+    readers that round (the Node verifier takes them exactly, and refuses them the same way);
+    times may be of any size (tests/golden/c1bb9f1 holds some, and verifies)."""
+    from ofc.verify import check_history
+
+    golden = Path(__file__).parents[1] / "golden" / "1dfdb1f" / "play-classic-2.json"
+    history = json.loads(golden.read_text())
+    inner = history
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    found = check_history(history).discrepancy
+    location = ".".join(str(k) for k in path).replace(".0", "[0]").replace(".1", "[1]")
+    assert found is not None and (found.code, found.location, found.message) == (
+        Code.MALFORMED_HISTORY,
+        location,
+        f"must be an integer of at most 2^53 - 1 in size, got {value}",
+    )

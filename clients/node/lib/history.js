@@ -528,9 +528,30 @@ function readDeck(obj, version, initial) {
 }
 
 /** Step 1: the document is a history of its version, read to what the later steps replay. */
+/**
+ * Every integer of the document but a time (a key ending in `_ms`) within 2^53 - 1 either way,
+ * the first other one (in document order) refused: a JSON reader that rounds past it would
+ * read another history.
+ */
+function checkIntegerSizes(document) {
+  const stack = [['', document]];
+  while (stack.length) {
+    const [path, value] = stack.pop();
+    if (Array.isArray(value)) {
+      for (let k = value.length - 1; k >= 0; k -= 1) stack.push([`${path}[${k}]`, value[k]]);
+    } else if (isObject(value)) {
+      const keys = Object.keys(value).filter((key) => !key.endsWith('_ms'));
+      for (let k = keys.length - 1; k >= 0; k -= 1) stack.push([join(path, keys[k]), value[keys[k]]]);
+    } else if (typeof value === 'bigint' || (Number.isInteger(value) && !Number.isSafeInteger(value))) {
+      throw malformed(path, `must be an integer of at most 2^53 - 1 in size, got ${value}`);
+    }
+  }
+}
+
 function read(data) {
   const obj = object(data, '');
   const version = readVersion(obj);
+  checkIntegerSizes(obj);
   HISTORY(obj, '');
   for (const [key, check] of Object.entries(STORED_FIELDS)) if (has(obj, key)) check(obj[key], key);
   const initial = readInitialState(obj.initial_state);

@@ -247,11 +247,35 @@ _STORED_FIELDS: Mapping[str, _Check] = {
 }
 
 
+def _check_integer_sizes(document: Mapping[str, Any]) -> None:
+    """Every integer of the document but a time (a key ending in ``_ms``) within
+    :data:`SAFE_INTEGER` either way, the first other one (in document order) refused: a JSON
+    reader that rounds past it would read another history."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(
+                (join(path, key), item)
+                for key, item in reversed(value.items())
+                if not key.endswith("_ms")
+            )
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{k}]", item) for k, item in reversed(list(enumerate(value))))
+        elif (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and not -SAFE_INTEGER <= value <= SAFE_INTEGER
+        ):
+            raise malformed(path, f"must be an integer of at most 2^53 - 1 in size, got {value}")
+
+
 def read(data: Any) -> History:
     """Step 1: the document has its version's shape, and its initial state, actions and
     context read back through :mod:`ofc.codec` to exactly what they say."""
     obj = _object(data, "")
     version = _read_version(obj)
+    _check_integer_sizes(obj)
     _HISTORY(obj, "")
     for key, check in _STORED_FIELDS.items():
         if key in obj:
