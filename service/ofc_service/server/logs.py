@@ -71,26 +71,39 @@ class ClientGoneFilter(logging.Filter):
     """grpcio's asyncio server logs ``ExecuteBatchError raised in core by servicer method``
     at error level, with a traceback, when a call's answer cannot be sent because its client
     cancelled or its deadline passed just then (before grpcio saw the call closed, when it
-    says nothing). Nothing failed on the server's side: such a record is made an info line
-    without the traceback (written only where that logger logs info), so that error-level
-    alerts are not set off by clients leaving.
+    says nothing): the batch failed in core (``Failed "execute_batch": ...``). Nothing failed
+    on the server's side: such a record is made an info line without the traceback (written
+    only where that logger logs info), so that error-level alerts are not set off by clients
+    leaving. A batch the server could not even start (``Failed grpc_call_start_batch``) stays
+    an error.
 
-    >>> def logged(level: int) -> logging.LogRecord:
-    ...     return logging.LogRecord("grpc._cython.cygrpc", level, "", 0,
-    ...         "ExecuteBatchError raised in core by servicer method [%s]", ("/a/B",), None)
+    >>> def logged(why: str) -> logging.LogRecord:
+    ...     failed = Exception(why)
+    ...     return logging.LogRecord("grpc._cython.cygrpc", logging.ERROR, "", 0,
+    ...         "ExecuteBatchError raised in core by servicer method [%s]", ("/a/B",),
+    ...         (Exception, failed, None))
     >>> grpc_log = logging.getLogger("grpc._cython.cygrpc")
     >>> grpc_log.setLevel(logging.INFO)
-    >>> record = logged(logging.ERROR)
+    >>> record = logged('Failed "execute_batch": (<SendMessageOperation>,)')
     >>> ClientGoneFilter().filter(record), record.levelname, record.getMessage()
     (True, 'INFO', "a call's answer was not sent: its client had gone (cancelled, or past its deadline) [/a/B]")
+    >>> record.exc_info is None
+    True
     >>> grpc_log.setLevel(logging.WARNING)
-    >>> ClientGoneFilter().filter(logged(logging.ERROR))
+    >>> ClientGoneFilter().filter(logged('Failed "execute_batch": (<SendMessageOperation>,)'))
     False
+    >>> record = logged("Failed grpc_call_start_batch: 8 with grpc_call_error value: 'x'")
+    >>> ClientGoneFilter().filter(record), record.levelname
+    (True, 'ERROR')
     >>> grpc_log.setLevel(logging.NOTSET)
     """  # noqa: E501
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not str(record.msg).startswith("ExecuteBatchError raised in core"):
+        failed = record.exc_info[1] if record.exc_info else None
+        if not (
+            str(record.msg).startswith("ExecuteBatchError raised in core")
+            and str(failed).startswith('Failed "execute_batch"')
+        ):
             return True
         record.levelno, record.levelname = logging.INFO, "INFO"
         record.msg = (
