@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from ofc import engine
@@ -26,6 +27,7 @@ from ofc_service.store import (
     InvalidIdError,
     MemorySettlementFeed,
     RedisSettlementFeed,
+    RedisTableStore,
     SettlementFeed,
     StaleVersionError,
     StoreUnavailableError,
@@ -425,3 +427,27 @@ async def test_deadline_count_is_global_and_the_sweeper_reports_it(backend: Back
         assert REGISTRY.get_sample_value("ofc_active_tables") == 2
         await play(h.store, "a", 2)  # a's deadline cleared
         assert await h.other.deadline_count() == (1 if h.kind == "memory" else 2)  # a stale hint
+
+
+async def test_redis_an_outbox_whose_commit_reply_was_lost_is_hinted_by_the_next_sweep(
+    redis_backend: Backend,
+) -> None:
+    """The commit ran but its reply never came back (the connection dropped), and its hint
+    did not land: the store, not knowing which, writes the hint again at the next sweep."""
+    async with open_feeds(redis_backend) as f:
+        admin, store = f.h.admin, f.h.store
+        assert isinstance(admin, Redis) and isinstance(store, RedisTableStore)
+        await store.create_table("t", b"v1")
+        sent = store._direct.execute  # type: ignore[union-attr]
+
+        async def reply_lost(commands: Any) -> Any:
+            await sent(commands)
+            await admin.zrem(OUTBOX_INDEX_T, "t")
+            raise ConnectionError("the connection dropped before the reply")
+
+        store._direct.execute = reply_lost  # type: ignore[union-attr,method-assign]
+        with pytest.raises((StoreUnavailableError, ConnectionError)):
+            await settle(f, "t", 1, [1])
+        store._direct.execute = sent  # type: ignore[union-attr,method-assign]
+        assert await admin.hlen("ofc:{t}:outbox") == 1
+        assert await store.pending_outboxes(int(time.time() * 1000)) == ["t"]

@@ -167,6 +167,7 @@ table as :meth:`~RedisTableStore.load` reads it, all from one ``HMGET`` pipeline
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
@@ -411,7 +412,7 @@ class RedisTableStore:
         self._rescan_lock = f"{key_prefix}:{{outbox-rescan}}"
         # tables whose outbox hint a commit of this process failed to write: written again
         # by the next pending_outboxes, so the rescan is needed only if this process dies first
-        self._unhinted: set[str] = set()
+        self._unhinted: dict[str, int] = {}  # table id -> failures (a later one is kept)
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
         self._fix: AsyncScript = client.register_script(lua("fix_deadlines.lua"))
@@ -619,24 +620,31 @@ class RedisTableStore:
         """One pipeline: the hints' ``ZADD``, ``EVALSHA`` and (``wait_replicas``) the
         confirmation (:meth:`_confirmation`); the script's reply (or error) and the
         confirmation's replies (``None`` without one)."""
-        if self._direct is not None:
-            results = await self._direct.execute(
-                [
-                    *(encode("ZADD", key, score, table_id) for key, score in hints.items()),
-                    encode("EVALSHA", self._commit.sha, len(keys), *keys, *args),
-                    *(self._confirmation(table_id) if self._wait[0] else []),
-                ]
-            )
-            return self._commit_results(table_id, hints, results)
-        async with self._client.pipeline(transaction=False) as pipe:
-            for index_key, score in hints.items():
-                pipe.zadd(index_key, {table_id: score})
-            # execute_command: a cluster pipeline refuses pipe.evalsha by name, but routes
-            # EVALSHA by its keys (the table's slot) like any keyed command
-            pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
-            if self._wait[0]:
-                self._queue_confirmation(pipe, table_id)
-            results = await pipe.execute(raise_on_error=False)
+        try:
+            if self._direct is not None:
+                results = await self._direct.execute(
+                    [
+                        *(encode("ZADD", key, score, table_id) for key, score in hints.items()),
+                        encode("EVALSHA", self._commit.sha, len(keys), *keys, *args),
+                        *(self._confirmation(table_id) if self._wait[0] else []),
+                    ]
+                )
+            else:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for index_key, score in hints.items():
+                        pipe.zadd(index_key, {table_id: score})
+                    # execute_command: a cluster pipeline refuses pipe.evalsha by name, but
+                    # routes EVALSHA by its keys (the table's slot) like any keyed command
+                    pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
+                    if self._wait[0]:
+                        self._queue_confirmation(pipe, table_id)
+                    results = await pipe.execute(raise_on_error=False)
+        except BaseException:
+            # The script may have run (on a cluster, on another node than the hint's shard):
+            # its outbox hint is written again at the next sweep (a spare one costs nothing).
+            if self._outbox_index(table_id) in hints:
+                self._hint_lost(table_id)
+            raise
         return self._commit_results(table_id, hints, results)
 
     def _commit_results(
@@ -647,7 +655,7 @@ class RedisTableStore:
             if isinstance(result, Exception) and index_key == self._outbox_index(table_id):
                 # The outbox record is written all the same: the hint is written again by
                 # the next relay sweep here (the rescan backstop, if this process dies first).
-                self._unhinted.add(table_id)
+                self._hint_lost(table_id)
                 log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
         return results[0], results[1:] if self._wait[0] else None
 
@@ -950,19 +958,21 @@ class RedisTableStore:
         oldest_first = sorted(pending.items(), key=lambda item: (item[1], item[0]))
         return [table_id for table_id, _ in oldest_first[:limit]]
 
+    def _hint_lost(self, table_id: str) -> None:
+        self._unhinted[table_id] = self._unhinted.get(table_id, 0) + 1
+
     async def _hint_again(self) -> None:
         """The hints this process's commits failed to write (``ZADD NX`` at score 0: first in
-        line); those written are forgotten, the others tried again next time."""
-        tables = sorted(self._unhinted)
+        line); those written are forgotten, the others (and any that failed again while these
+        were written) tried again next time."""
+        seen = dict(self._unhinted)
         async with self._client.pipeline(transaction=False) as pipe:
-            for table_id in tables:
+            for table_id in seen:
                 pipe.zadd(self._outbox_index(table_id), {table_id: 0}, nx=True)
             results = await pipe.execute(raise_on_error=False)
-        self._unhinted.difference_update(
-            t
-            for t, result in zip(tables, results, strict=True)
-            if not isinstance(result, Exception)
-        )
+        for (table_id, failures), result in zip(seen.items(), results, strict=True):
+            if not isinstance(result, Exception) and self._unhinted.get(table_id) == failures:
+                del self._unhinted[table_id]
 
     async def _rescan_outboxes(self) -> None:
         """Give every non-empty outbox a hint (``ZADD NX`` at score 0: first in line), at most
@@ -972,6 +982,14 @@ class RedisTableStore:
         claimed = await self._client.set(self._rescan_lock, b"", nx=True, px=OUTBOX_RESCAN_MS)
         if not claimed:
             return
+        try:
+            await self._rescan_outboxes_now()
+        except BaseException:
+            with contextlib.suppress(Exception):  # a scan cut short: the next try may go now
+                await self._client.delete(self._rescan_lock)
+            raise
+
+    async def _rescan_outboxes_now(self) -> None:
         found: dict[str, dict[str, int]] = {}
         pattern = f"{self._prefix}:{{*}}:outbox"
         async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT, _type="hash"):
