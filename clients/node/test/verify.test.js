@@ -98,8 +98,9 @@ const TAMPERS = {
     return `SETTLEMENT_MISMATCH at fantasyland_next[${h.fantasyland_next.length - 1}]`;
   },
   'the button'(h) {
-    // not the next seat: where a seat was taken during the hand, the button may stop there
-    h.button_next = h.button_next + 100;
+    // another seat taken when the hand began (an empty one the button passes may be a seat
+    // taken during the hand, which the button may stop at)
+    h.button_next = h.initial_state.seats.findIndex((s, k) => s.player_id && k !== h.button_next);
     return 'SETTLEMENT_MISMATCH at button_next';
   },
   'a newer format'(h) {
