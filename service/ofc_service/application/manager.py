@@ -472,20 +472,23 @@ class TableManager:
             _check_seat(command, record)
             done = self.step(record, command, actor, now)
         except _Unchanged as unchanged:
-            if stored.version != request.expected_version:
-                # Sent at another version: the caller's own record answers if the id made a
-                # change once (a retry of the mark it set); else it changes nothing still,
-                # at any version, as it did when first sent (it kept no record to replay).
-                with contextlib.suppress(_Unchanged):
-                    return await self._replayed(
-                        request, command, creds, key, unchanged, legacy=True, actor=actor
-                    )
-            # Nothing to commit: the table as it is, confirmed as a commit would be.
-            await self.store.confirm(table_id)
-            same = Change(record, (), actor)
-            return self.presenter.response(
-                Outcome(command, request.request_id, same, stored.version)
-            )
+            if request.expected_version > stored.version:
+                error = unchanged  # a version the table never had (writes lost): stale, below
+            else:
+                if stored.version != request.expected_version:
+                    # Sent at an earlier version: the caller's own record answers if the id
+                    # made a change once (a retry of the mark it set); else it changes nothing
+                    # still, as it did when first sent (it kept no record to replay).
+                    with contextlib.suppress(_Unchanged):
+                        return await self._replayed(
+                            request, command, creds, key, unchanged, legacy=True, actor=actor
+                        )
+                # Nothing to commit: the table as it is, confirmed as a commit would be.
+                await self.store.confirm(table_id)
+                same = Change(record, (), actor)
+                return self.presenter.response(
+                    Outcome(command, request.request_id, same, stored.version)
+                )
         except Exception as refused:
             error = refused
         else:

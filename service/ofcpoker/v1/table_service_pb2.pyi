@@ -84,9 +84,10 @@ class LeaveMode(_LeaveMode, metaclass=_LeaveModeEnumTypeWrapper):
     hand (then FAILED_PRECONDITION, LEAVE_CHANGES_SPENT, until the hand starting or ending
     begins the count again): each is a change of the table, which a move sent at the version
     before meets as STALE_VERSION. Asking for the mark the seat has already changes nothing:
-    it is answered with the table as it is, whatever `expected_version` (no version is needed
-    to change nothing), makes no change and does not count; a retry of it is judged again,
-    and changes nothing again while the mark is as asked.
+    it is answered with the table as it is, at `expected_version` or any later one (no
+    version is needed to change nothing; one the table never had is STALE_VERSION), makes no
+    change and does not count; a retry of it is judged again, and changes nothing again while
+    the mark is as asked.
     """
 
 LEAVE_MODE_UNSPECIFIED: LeaveMode.ValueType  # 0
