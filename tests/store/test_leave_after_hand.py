@@ -24,7 +24,7 @@ from ofc_service.application.manager import MAX_LEAVE_CHANGES, Request, TableMan
 from ofc_service.application.records import LeaveChangesSpentError, TableRecord
 from ofc_service.application.settlements import SettlementRecord
 from ofc_service.auth import Authenticator, Credentials, UnauthenticatedError, token_hash
-from ofc_service.store import StaleVersionError
+from ofc_service.store import RequestIdReusedError, StaleVersionError
 from ofcpoker.v1 import table_service_pb2 as pb
 
 from tests.store.test_request_hands import OPERATOR, Table, open_table
@@ -344,6 +344,11 @@ async def test_a_leave_that_changes_nothing_changes_nothing_again_when_sent_agai
         record, now, _ = await table.manager.load("t")
         assert now == version + 2
         assert record.leaving_seats == (1,) and record.leaving_changes == ((1, 1),)
+        # another request under an id the caller used is refused, at any version
+        for version_sent in (now, now - 1):
+            reused = Request("t", version_sent, "start-1", digest="another-request")
+            with pytest.raises(RequestIdReusedError):
+                await table.manager.run(reused, commands.LeaveSeat(0, CANCEL), table.seat(0))
         # a version the table never had (a store that lost writes) is stale, as for any change
         ahead = Request("t", now + 3, "ahead", digest="ahead")
         with pytest.raises(StaleVersionError):

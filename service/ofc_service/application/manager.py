@@ -475,14 +475,13 @@ class TableManager:
             if request.expected_version > stored.version:
                 error = unchanged  # a version the table never had (writes lost): stale, below
             else:
-                if stored.version != request.expected_version:
-                    # Sent at an earlier version: the caller's own record answers if the id
-                    # made a change once (a retry of the mark it set); else it changes nothing
-                    # still, as it did when first sent (it kept no record to replay).
-                    with contextlib.suppress(_Unchanged):
-                        return await self._replayed(
-                            request, command, creds, key, unchanged, legacy=True, actor=actor
-                        )
+                # The caller's own record answers if the id made a change once (a retry of
+                # the mark it set; another request under the id is REQUEST_ID_REUSED); else it
+                # changes nothing still, as it did when first sent (it kept no record).
+                with contextlib.suppress(_Unchanged):
+                    return await self._replayed(
+                        request, command, creds, key, unchanged, legacy=True, actor=actor
+                    )
                 # Nothing to commit: the table as it is, confirmed as a commit would be.
                 await self.store.confirm(table_id)
                 same = Change(record, (), actor)
