@@ -51,7 +51,7 @@ from ofcpoker.v1 import cards_pb2, rules_service_pb2, table_service_pb2
 
 from tests.conftest import self_signed_certificate
 from tests.connect.conftest import serve, stop
-from tests.connect.http_stub import HttpRpcError, HttpStub, b64_quanta_decode
+from tests.connect.http_stub import HttpRpcError, HttpStub, b64_quanta_decode, envelope
 
 ORIGIN = "https://casino.example"
 
@@ -616,7 +616,7 @@ def test_a_content_coding_and_a_media_type_are_read_whatever_their_case(url: str
     message = rules_service_pb2.EvaluateRowRequest(cards=["As", "Ad", "Kc"]).SerializeToString()
     request = urllib.request.Request(
         f"{url}/ofcpoker.v1.RulesService/EvaluateRow",
-        data=b"\0" + len(message).to_bytes(4, "big") + message,
+        data=envelope(message),
         headers={"content-type": "Application/GRPC-Web+Proto", "x-grpc-web": "1"},
     )
     with urllib.request.urlopen(request, timeout=10) as answer:
