@@ -171,6 +171,7 @@ __all__ = [
     "event_for_viewer",
     "hand_settlement",
     "new_match",
+    "next_occupied",
     "replay",
     "seat_shown",
     "seat_view",
@@ -1364,12 +1365,18 @@ def _maybe_finish(
     button = state.button
     played_fantasyland = any(s.in_fantasyland for s in hand.seats)
     if state.ruleset.button_moves_in_fantasyland or not played_fantasyland:
-        button = _next_occupied(seats, button)
+        button = next_occupied(seats, button)
     events.append(ButtonMoved(state.button, button))
     return _next_match(state, hand, seats=tuple(seats), button=button), tuple(events)
 
 
-def _next_occupied(seats: Sequence[Seat], button: int) -> int:
+def next_occupied(seats: Sequence[Seat], button: int) -> int:
+    """The seat the button moves to from ``button``: the next one taken, in seat order (the
+    button itself when no other is).
+
+    >>> next_occupied((Seat("ann"), Seat(), Seat("cy")), 0), next_occupied((Seat("ann"), Seat()), 0)
+    (2, 0)
+    """
     n = len(seats)
     for k in range(1, n + 1):
         if seats[(button + k) % n].occupied:

@@ -291,16 +291,15 @@ function finishMaybe(state, hand, events) {
   const fantasylandNext = hand.seats.filter((s) => seats[s.seat].fantasyland).map((s) => ({ seat: s.seat, cards: seats[s.seat].fantasyland }));
   events.push({ type: 'hand_settled', seats: hand.seats.map((s) => s.seat), settlement: result, fantasyland_next: fantasylandNext });
   let button = state.button;
-  if (state.ruleset.button_moves_in_fantasyland || !hand.seats.some(inFantasyland)) {
-    const n = seats.length;
-    for (let k = 1; k <= n; k += 1) {
-      if (seats[(button + k) % n].player_id) {
-        button = (button + k) % n;
-        break;
-      }
-    }
-  }
+  if (state.ruleset.button_moves_in_fantasyland || !hand.seats.some(inFantasyland)) button = nextOccupied(seats, button);
   return [{ ...state, seats, button, hand }, events];
+}
+
+/** The seat the button moves to from `button`: the next one taken (the button itself when no other is). */
+function nextOccupied(seats, button) {
+  const n = seats.length;
+  for (let k = 1; k <= n; k += 1) if (seats[(button + k) % n].player_id) return (button + k) % n;
+  return button;
 }
 
 function prefixMove(error) {
@@ -413,4 +412,4 @@ function applyUnheld(state, action) {
   return standUp(state, action, false);
 }
 
-module.exports = { apply, applyUnheld, dealPositions, handOver, inFantasyland, matchOver, seatsToAct, stateAsWritten, stateToDict };
+module.exports = { apply, applyUnheld, dealPositions, handOver, inFantasyland, matchOver, nextOccupied, seatsToAct, stateAsWritten, stateToDict };

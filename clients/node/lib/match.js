@@ -6,7 +6,7 @@
 'use strict';
 
 const { Discrepancy, at, checkHand, loads, show, unwrap } = require('./history');
-const { apply, applyUnheld, matchOver, stateAsWritten } = require('./engine');
+const { apply, applyUnheld, matchOver, nextOccupied, stateAsWritten } = require('./engine');
 const { OfcError } = require('./errors');
 const { JsonFloat, difference, isObject, parseStrict, same } = require('./json');
 
@@ -101,20 +101,12 @@ function recordedUnits(checked, expected) {
  */
 function buttonStopsAt(checked, changes, taken) {
   const start = checked.history.initial;
-  const count = start.seats.length;
   const played = new Set(checked.history.raw.settlement.players.map((p) => p.seat));
-  const takenSeats = new Set(start.seats.flatMap((seat, k) => (seat.player_id ? [k] : [])));
+  const seats = start.seats.slice();
   for (const change of changes) {
     if (change.type === 'stand_up' && played.has(change.seat)) break;
-    if (change.type === 'sit_down') takenSeats.add(change.seat);
-    else if (change.type === 'stand_up') takenSeats.delete(change.seat);
-    for (let k = 1; k <= count; k += 1) {
-      const seat = (start.button + k) % count;
-      if (takenSeats.has(seat)) {
-        if (seat === taken) return true;
-        break;
-      }
-    }
+    if (change.seat < seats.length) seats[change.seat] = { player_id: change.type === 'sit_down' ? change.player_id : '' };
+    if (nextOccupied(seats, start.button) === taken) return true;
   }
   return false;
 }

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ofc.codec import state_as_written
-from ofc.engine import Action, MatchState, Seat, SitDown, StandUp, apply, apply_unheld
+from ofc.engine import (
+    Action,
+    MatchState,
+    Seat,
+    SitDown,
+    StandUp,
+    apply,
+    apply_unheld,
+    next_occupied,
+)
 from ofc.errors import FantasylandOwedError, OfcError
 from ofc.rulesets import Ruleset
 from ofc.verify.codes import Code, MatchDiscrepancy
@@ -549,18 +558,14 @@ def _button_stops_at(checked: CheckedHand, changes: Sequence[Action], taken: int
     played it, which only its end allows), applied to the seats the hand began with, leaves
     ``taken`` the next seat taken after the hand's button."""
     start = checked.history.initial
-    count = len(start.seats)
     played = {p["seat"] for p in checked.history.raw["settlement"]["players"]}
-    taken_seats = {k for k, seat in enumerate(start.seats) if seat.occupied}
+    seats = list(start.seats)
     for change in changes:
         if isinstance(change, StandUp) and change.seat in played:
             break
-        if isinstance(change, SitDown):
-            taken_seats.add(change.seat)
-        elif isinstance(change, StandUp):
-            taken_seats.discard(change.seat)
-        after = ((start.button + k) % count for k in range(1, count + 1))
-        if next((seat for seat in after if seat in taken_seats), None) == taken:
+        if isinstance(change, SitDown | StandUp) and change.seat < len(seats):
+            seats[change.seat] = Seat(change.player_id) if isinstance(change, SitDown) else Seat()
+        if next_occupied(seats, start.button) == taken:
             return True
     return False
 
