@@ -930,9 +930,10 @@ def _check_seat(command: Command, record: TableRecord) -> None:
 
 class _Unchanged(Exception):
     """A command that would change nothing: a seat's leave mark already as asked. It is
-    answered with the table as it is, at whatever version it was sent, and makes no commit
-    (so it neither counts as a change nor makes anyone's move stale). It keeps no record: a
-    retry is judged again, and changes nothing again while the mark is as asked."""
+    answered with the table as it is, sent at the table's version or an earlier one (a later
+    one is STALE_VERSION), and makes no commit (so it neither counts as a change nor makes
+    anyone's move stale). It keeps no record: a retry is judged again, and changes nothing
+    again while the mark is as asked."""
 
 
 def _mark_leaving(record: TableRecord, seat: int, leaving: bool, actor: int | None) -> Change:
