@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import signal
 import time
 from typing import Any
@@ -27,6 +28,7 @@ from ofc_service.store import (
     StoreUnavailableError,
     TableStore,
 )
+from ofc_service.store.redis_io import index_shard
 
 from tests.conftest import LocalRedisCluster
 
@@ -290,3 +292,78 @@ async def test_a_watch_read_of_a_master_failed_over_by_hand_is_unavailable(
             await asyncio.wait_for(read, 15)
     finally:
         await store.close()
+
+
+def _table_away_from_its_hints(cluster: LocalRedisCluster, prefix: str) -> tuple[str, int]:
+    """A table id whose deadline hint shard lives on another master than the table, and
+    that master's port."""
+    for n in range(200):
+        table_id = f"away-{n}"
+        shard = f"{prefix}:{{deadlines-{index_shard(table_id):02d}}}"
+        hints_on = cluster.master_of(shard)
+        if hints_on != cluster.master_of(f"{prefix}:{{{table_id}}}:state"):
+            return table_id, hints_on
+    raise AssertionError("every table's hints share its master")
+
+
+async def test_a_paused_master_of_hint_shards_holds_up_no_other_masters_moves(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """A move's deadline hint lives in a shard of its own slot, on any master: when that
+    master stops taking writes (``CLIENT PAUSE ... WRITE``, as during a failover or a slow
+    fsync), the commit of a table on a healthy master is answered at once, not after the
+    pause (the hint is written when the master takes writes again)."""
+    prefix = f"paused{secrets.token_hex(4)}"
+    table_id, hints_on = _table_away_from_its_hints(local_cluster, prefix)
+    store = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
+    try:
+        await store.create_table(table_id, b"v1")
+        await play(store, table_id, 1, deadline_ms=10**13)  # the connections are made
+        local_cluster.client(hints_on).execute_command("CLIENT", "PAUSE", 6000, "WRITE")  # type: ignore[no-untyped-call]
+        try:
+            started = time.monotonic()
+            result = await play(store, table_id, 2, deadline_ms=1_000)
+            took = time.monotonic() - started
+        finally:
+            local_cluster.client(hints_on).execute_command("CLIENT", "UNPAUSE")  # type: ignore[no-untyped-call]
+        assert result.version == 3
+        assert took < 3, f"the move waited {took:.1f} s for another master"
+        due = await _within(10, lambda: _due(store, table_id))
+        assert due == [(table_id, 1_000)]
+    finally:
+        await store.close()
+
+
+async def test_a_deadline_hint_another_master_refused_is_written_again_by_the_sweep(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """The master of the table's deadline hint shard refuses writes (``NOREPLICAS``): the
+    move is made all the same, and the next sweep of the same process writes the hint, so
+    the turn clock still fires."""
+    prefix = f"refused{secrets.token_hex(4)}"
+    table_id, hints_on = _table_away_from_its_hints(local_cluster, prefix)
+    hints_master = local_cluster.client(hints_on)
+    store = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
+    try:
+        await store.create_table(table_id, b"v1")
+        hints_master.config_set("min-replicas-to-write", 5)
+        try:
+            result = await play(store, table_id, 1, deadline_ms=1_000)
+            assert result.version == 2
+            for _ in range(100):  # the hint's write, sent beside the commit, is refused
+                if not getattr(store, "_hinting", None):
+                    break
+                await asyncio.sleep(0.02)
+            assert await store.due_deadlines(10**13) == []  # the shard's master still refuses
+        finally:
+            hints_master.config_set("min-replicas-to-write", 0)
+        assert await store.due_deadlines(10**13) == [(table_id, 1_000)]
+    finally:
+        await store.close()
+
+
+async def _due(store: RedisTableStore, table_id: str) -> list[tuple[str, int]]:
+    due = await store.due_deadlines(10**13)
+    if not due:
+        raise StoreUnavailableError(f"no deadline of {table_id} due yet")
+    return due

@@ -103,8 +103,14 @@ even if the table expired meanwhile.
 
 The deadline index cannot share a table's slot, so a commit with a deadline sends a ``ZADD``
 to the table's shard of the deadline index *before* its script in the same pipeline (one
-round trip; on a cluster, one to each of the two nodes at once). The entry is therefore only
-a hint, and it errs early, never late, with one exception below:
+round trip). On a cluster the shard is on another node than the table, so the ``ZADD`` goes
+beside the commit, not in its pipeline, and the commit waits for it :data:`HINT_WAIT_S` at
+most: a master that is slow, paused or failing over holds up its own tables' moves, and
+those whose hints it holds by that much each. A hint such a master did not take is written
+again by the same process's next sweep (``ZADD LT``); if that process dies first, the
+table's turn clock fires only once its next commit writes a hint again. The entry is
+therefore only a hint, and it errs early, never late, but for the two exceptions that end
+this list:
 
 - a commit that then loses (stale, replayed, missing table) may have overwritten the hint;
   when the table's real deadline is earlier it lowers the hint back (compare-and-set);
@@ -114,18 +120,19 @@ a hint, and it errs early, never late, with one exception below:
   commits write deadlines still to come, so a commit racing with it changes the score and the
   compare-and-set leaves that entry alone (a commit writing a past deadline would have to hit
   the seen score to the millisecond to be lost);
-- the exception: a commit cut off between the ``ZADD`` and its script (redis-py retries the
+- the first exception: a cluster's hint not written by a process that died first, as above;
+- the second: a commit cut off between the ``ZADD`` and its script (redis-py retries the
   whole pipeline a few times first) and never retried leaves a later hint than the table's
   unchanged deadline; that deadline then fires at the hint's time instead.
 
-The outbox index is a hint the same way: the commit sends a ``ZADD`` to the table's shard of the
-outbox index before its script in the same pipeline. :meth:`RedisTableStore.pending_outboxes`
-drops a hint only when the outbox is empty and the hint is older than
-:data:`~.base.OUTBOX_HINT_GRACE_MS`, by compare-and-set on its score; a commit cut off between
-the two leaves a hint with an empty outbox (dropped later), never an outbox without a hint,
-unless the ``ZADD`` alone failed: the process writes it again at its next relay sweep, and the
-``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``, at most once an hour over all processes)
-restores the hints of a process that died first.
+The outbox index is a hint the same way: the commit sends a ``ZADD`` to the table's shard of
+the outbox index before its script in the same pipeline (on a cluster, beside it).
+:meth:`RedisTableStore.pending_outboxes` drops a hint only when the outbox is empty and the
+hint is older than :data:`~.base.OUTBOX_HINT_GRACE_MS`, by compare-and-set on its score; a
+commit cut off between the two leaves a hint with an empty outbox (dropped later), never an
+outbox without a hint, unless the ``ZADD`` alone failed: the process writes it again at its
+next relay sweep, and the ``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``, at most once
+an hour over all processes) restores the hints of a process that died first.
 
 Scripts run by EVALSHA; after ``SCRIPT FLUSH`` or a server restart the ``NOSCRIPT`` reply
 makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does it for
@@ -239,6 +246,10 @@ OUTBOX_RESCAN_MS: Final = 3_600_000
 """The outbox rescan backstop runs at most once in this long, over all processes sharing a
 store: it is needed only for a hint whose ``ZADD`` failed in a process that then died."""
 _HINT_PAGES: Final = 10
+HINT_WAIT_S: Final = 0.5
+"""On a Redis Cluster, how long a commit waits for its hints (on other nodes than the table's)
+once it is made: a node that takes no writes for a while costs the moves whose hints it holds
+this much each, not the while (the hints are written later, :meth:`RedisTableStore._send_hints`)."""
 
 _REPLAYS: Final = (b"replay", b"replayed")
 
@@ -413,6 +424,11 @@ class RedisTableStore:
         # tables whose outbox hint a commit of this process failed to write: written again
         # by the next pending_outboxes, so the rescan is needed only if this process dies first
         self._unhinted: dict[str, int] = {}  # table id -> failures (a later one is kept)
+        # the same for deadline hints, written again by the next due_deadlines: table id ->
+        # the earliest deadline not written (a hint errs early, never late)
+        self._undeadlined: dict[str, int] = {}
+        # on a cluster, each table's hints in flight, sent beside its commit (_send_hints)
+        self._hinting: dict[str, asyncio.Task[None]] = {}
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
         self._fix: AsyncScript = client.register_script(lua("fix_deadlines.lua"))
@@ -552,7 +568,10 @@ class RedisTableStore:
                 )
             current = int(reply[2]) if len(reply) > 2 and reply[2] else None
             if deadline_ms is not None and current is not None and current < deadline_ms:
-                # Our hint lost to a table whose deadline is earlier: lower it back.
+                # Our hint lost to a table whose deadline is earlier: lower it back (once it
+                # is written, if it went on its own: a cluster's, see _send_hints).
+                if (hinting := self._hinting.get(table_id)) is not None:
+                    await asyncio.wait({hinting})  # not cancelled with this call
                 await self._fix(
                     keys=[self._deadline_index(table_id)], args=[table_id, deadline_ms, current]
                 )
@@ -583,9 +602,16 @@ class RedisTableStore:
         hints: Mapping[str, int],
     ) -> list[Any]:
         """The commit script, after a ``ZADD`` of the table to each hint index (score), and
-        with ``wait_replicas``, a ``WAIT`` behind it on the same connection."""
+        with ``wait_replicas``, a ``WAIT`` behind it on the same connection. On a cluster the
+        hints go on their own, beside it (:meth:`_send_hints`)."""
+        reply: list[Any]
+        if self._direct is None and hints:
+            hinting = self._send_hints(table_id, hints)
+            reply = await self._run_commit(table_id, keys, args, {})
+            await asyncio.wait({hinting}, timeout=HINT_WAIT_S)  # not cancelled with this call
+            return reply
         if not hints and not self._wait[0] and self._direct is None:
-            reply: list[Any] = await self._commit(keys=keys, args=args)
+            reply = await self._commit(keys=keys, args=args)
             return reply
         reply, confirmation = await self._pipelined_commit(table_id, keys, args, hints)
         if isinstance(reply, redis_errors.NoScriptError):
@@ -850,6 +876,8 @@ class RedisTableStore:
     async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
         check_at_least(limit, 1, what="limit")
         indexes = [*self._deadline_shards, self._legacy_deadlines]
+        if self._undeadlined:
+            await self._deadlines_again()
         with unavailable():
             # Every shard in one pipeline (one round trip per cluster node): each sweep
             # covers each shard once, whichever replica runs it.
@@ -961,6 +989,62 @@ class RedisTableStore:
     def _hint_lost(self, table_id: str) -> None:
         self._unhinted[table_id] = self._unhinted.get(table_id, 0) + 1
 
+    def _send_hints(self, table_id: str, hints: Mapping[str, int]) -> asyncio.Task[None]:
+        """A cluster commit's hints, sent beside its script, not with it: the hint shards
+        live on other nodes than the table, and a node that is slow, paused or failing over
+        must not hold up other nodes' moves. A commit waits for them :data:`HINT_WAIT_S` at
+        most, so that a hint is normally in place once its move is answered; one not
+        written (an error, a timeout) is written again by this process's next sweep
+        (:meth:`due_deadlines`, :meth:`pending_outboxes`). If the process dies first, the
+        hourly rescan restores an outbox hint; a deadline hint waits for the table's next
+        commit (see the module docstring)."""
+        task = asyncio.ensure_future(self._write_hints(table_id, hints))
+        self._hinting[table_id] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._hinting.get(table_id) is done:
+                del self._hinting[table_id]
+
+        task.add_done_callback(forget)
+        return task
+
+    async def _write_hints(self, table_id: str, hints: Mapping[str, int]) -> None:
+        results: list[Any]
+        try:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for index_key, score in hints.items():
+                    pipe.zadd(index_key, {table_id: score})
+                results = await pipe.execute(raise_on_error=False)
+        except (redis_errors.RedisError, OSError, asyncio.CancelledError) as error:
+            results = [error] * len(hints)
+        for (index_key, score), result in zip(hints.items(), results, strict=True):
+            if not isinstance(result, BaseException):
+                continue
+            if index_key == self._outbox_index(table_id):
+                self._hint_lost(table_id)
+            else:
+                self._undeadlined[table_id] = min(score, self._undeadlined.get(table_id, score))
+            log.warning(
+                "hint not written",
+                extra={"fields": {"table_id": table_id, "index": index_key, "error": repr(result)}},
+            )
+
+    async def _deadlines_again(self) -> None:
+        """The deadline hints this process's commits failed to write (``ZADD LT``: a hint
+        a later commit wrote is made earlier at most, which the sweep then corrects); those
+        written are forgotten, the others tried again next time."""
+        seen = dict(self._undeadlined)
+        try:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for table_id, deadline in seen.items():
+                    pipe.zadd(self._deadline_index(table_id), {table_id: deadline}, lt=True)
+                results = await pipe.execute(raise_on_error=False)
+        except (redis_errors.RedisError, OSError):
+            return  # the shards' node is still away: next sweep
+        for (table_id, deadline), result in zip(seen.items(), results, strict=True):
+            if not isinstance(result, Exception) and self._undeadlined.get(table_id) == deadline:
+                del self._undeadlined[table_id]
+
     async def _hint_again(self) -> None:
         """The hints this process's commits failed to write (``ZADD NX`` at score 0: first in
         line); those written are forgotten, the others (and any that failed again while these
@@ -1019,6 +1103,10 @@ class RedisTableStore:
             await ping(self._client)
 
     async def close(self) -> None:
+        hinting = list(self._hinting.values())
+        for task in hinting:
+            task.cancel()
+        await asyncio.gather(*hinting, return_exceptions=True)
         for direct in (self._direct, self._direct_blocking):
             if direct is not None:
                 await direct.close()
