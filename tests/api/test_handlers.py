@@ -157,6 +157,33 @@ def test_a_leave_s_mode_is_checked_and_is_part_of_its_request() -> None:
     )
 
 
+def test_a_leave_now_is_the_same_request_with_its_mode_unset() -> None:
+    """LEAVE_MODE_NOW asks what a LeaveSeat without ``mode`` asks, and what a replica of the
+    release before ``mode`` records (it drops the field it does not know): a retry under the
+    same request id, with the mode sent or not, gets the first answer, not REQUEST_ID_REUSED,
+    whichever way the first went."""
+
+    async def leave_twice(
+        first: pb.LeaveMode.ValueType, retry: pb.LeaveMode.ValueType
+    ) -> tuple[bytes, bytes]:
+        table = handlers()
+        table_id, tokens = await seated_table(table)
+        bob = Credentials(seat_token=tokens[1])
+        requests = [
+            pb.LeaveSeatRequest(
+                table_id=table_id, seat=1, expected_version=3, request_id="l", mode=mode
+            )
+            for mode in (first, retry)
+        ]
+        return await table.LeaveSeat(requests[0], bob), await table.LeaveSeat(requests[1], bob)
+
+    unset, now = pb.LEAVE_MODE_UNSPECIFIED, pb.LEAVE_MODE_NOW
+    for first, retry in [(unset, now), (now, unset)]:
+        answered, again = asyncio.run(leave_twice(first, retry))
+        assert again == answered
+        assert pb.LeaveSeatResponse.FromString(answered).table.seats[1].player_id == ""
+
+
 def test_a_refusal_that_names_the_table_quotes_its_id() -> None:
     # A table id is random text that may hold a card's code ("2h-..."): quoted, a reader (or
     # an audit that looks for cards in messages) can tell it from the message's words.

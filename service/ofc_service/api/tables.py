@@ -13,7 +13,7 @@ import hashlib
 import re
 import struct
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 from google.protobuf.message import DecodeError, Message
 from ofc import engine
@@ -380,6 +380,12 @@ def _client_seed(text: str) -> bytes:
     return seed
 
 
+# A field's value that asks what the field unset asks, as releases before the field read
+# it (they drop a field they do not know): left out of the digest, so that a retry landing on
+# a replica of the release before, during a rolling upgrade, is the same request there.
+_SAME_AS_UNSET: Final = {pb.LeaveSeatRequest.DESCRIPTOR.full_name: ("mode", pb.LEAVE_MODE_NOW)}
+
+
 def request_digest(request: Message) -> str:
     """What a mutating request asks for, as a digest kept with its request record: the
     request's fields in their deterministic wire form, without its ``request_id`` and
@@ -390,11 +396,17 @@ def request_digest(request: Message) -> str:
     >>> b = pb.StartHandRequest(table_id="t", expected_version=3, request_id="r2")
     >>> request_digest(a) == request_digest(b) != request_digest(pb.StartHandRequest())
     True
+    >>> now = pb.LeaveSeatRequest(table_id="t", mode=pb.LEAVE_MODE_NOW)
+    >>> request_digest(now) == request_digest(pb.LeaveSeatRequest(table_id="t"))
+    True
     """
     fields = type(request)()
     fields.CopyFrom(request)
     fields.ClearField("request_id")
     fields.DiscardUnknownFields()
+    same_as_unset = _SAME_AS_UNSET.get(fields.DESCRIPTOR.full_name)
+    if same_as_unset is not None and getattr(fields, same_as_unset[0]) == same_as_unset[1]:
+        fields.ClearField(same_as_unset[0])
     named = fields.DESCRIPTOR.full_name.encode() + b"\x00"
     return hashlib.sha256(named + fields.SerializeToString(deterministic=True)).hexdigest()[:32]
 
