@@ -5,6 +5,7 @@ it runs, and consumer groups deliver at least once with pending records first.""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -380,9 +381,13 @@ class BrokenFeed(MemorySettlementFeed):
         raise StoreUnavailableError("the feed is down")
 
 
-async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> None:
+async def test_a_hand_settles_even_when_the_feed_is_down(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
     """The record rides on the commit that ends the hand; relaying it is best effort then,
-    and the sweep delivers it later."""
+    and the sweep delivers it later. The feed's outage is a warning, not an error with a
+    traceback (a failover makes one per settling move)."""
+    caplog.set_level(logging.WARNING, logger="ofc.tables")
     async with open_feeds(backend) as f:
         down = SettlementRelay(f.h.store, BrokenFeed())
         manager = TableManager(
@@ -413,6 +418,10 @@ async def test_a_hand_settles_even_when_the_feed_is_down(backend: Backend) -> No
             (0, final.units_of(0)), (1, final.units_of(1))
         ]  # fmt: skip
         assert settled.seats[0].units == 5 * settled.seats[0].points
+        deferred = [r for r in caplog.records if r.name == "ofc.tables"]
+        assert [(r.levelname, r.getMessage(), r.exc_info) for r in deferred] == [
+            ("WARNING", "relay deferred to the sweep", None)
+        ]
         assert await f.relay().sweep_once() == 1
         assert ids(await f.feed.read_new("g", "c")) == ["t:1"]
 

@@ -99,6 +99,7 @@ from ofc_service.store import (
     StaleVersionError,
     StoredEvent,
     StoredTable,
+    StoreUnavailableError,
     TableExistsError,
     TableNotFoundError,
     TableStore,
@@ -812,6 +813,9 @@ class TableManager:
         if commit.outbox and self.relay is not None:
             try:
                 await self.relay.relay_table(commit.table_id)
+            except StoreUnavailableError as error:  # an outage, not a bug: no traceback
+                fields = {"table_id": commit.table_id, "error": str(error)}
+                log.warning("relay deferred to the sweep", extra={"fields": fields})
             except Exception:
                 log.exception("relay failed", extra={"fields": {"table_id": commit.table_id}})
 
