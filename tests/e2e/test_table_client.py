@@ -193,6 +193,50 @@ def test_retry_sends_a_create_table_whose_answer_was_lost_not_the_request_before
     client.close()
 
 
+class _Unavailable(grpc.RpcError):  # type: ignore[misc]
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "the replica is away"
+
+    def trailing_metadata(self) -> tuple[()]:
+        return ()
+
+
+class _FailReads(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """The next ``failing`` GetTable calls fail UNAVAILABLE before they reach the server."""
+
+    def __init__(self, failing: int) -> None:
+        self.failing = failing
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        if details.method.endswith("/GetTable") and self.failing:
+            self.failing -= 1
+            raise _Unavailable()
+        return continuation(details, request)
+
+
+def test_retry_sends_a_join_whose_version_read_failed(live: BackgroundServer) -> None:
+    """A change sent without an expected version reads the table's first (GetTable): when
+    that read fails, retry() sends that change (reading the version then), not the request
+    before it, nor "no mutating request to retry"."""
+    host = TableClient(live.address, api_key=API_KEY)
+    table_id = host.create_table(seats=2).table_id
+    host.join(table_id, 0, "ann")
+    failing = _FailReads(2)  # the read and the client's own retry of it
+    channel = grpc.intercept_channel(grpc.insecure_channel(live.address), failing)
+    bob = TableClient(live.address, channel=channel, retries=1, retry_delay=0.01)
+    with pytest.raises(RetryableError):
+        bob.join(table_id, 1, "bob")  # this client has not seen the table: version unknown
+    joined = bob.retry()
+    assert joined.seats[1].player_id == "bob" and bob.seat_token(table_id) is not None
+    assert bob.retry().version == joined.version  # sent again: its first answer
+    assert host.get(table_id).version == joined.version
+    bob.close()
+    host.close()
+
+
 def test_unavailable_is_retried_then_raised_as_retryable() -> None:
     nowhere = TableClient(f"127.0.0.1:{free_port()}", retries=2, retry_delay=0.01, timeout=2)
     with pytest.raises(RetryableError) as down:

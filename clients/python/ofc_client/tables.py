@@ -90,6 +90,9 @@ class _Request:
     message: Any
     on_success: Callable[[Any], TableView]
     credentials: tuple[tuple[str, str], ...]
+    # the table's version is read (GetTable) when the request is first sent, not before it
+    # is the one retry() sends: a read that fails leaves this request to retry
+    version_unread: bool = False
 
 
 # What a unary call sends again, unchanged (TableClient._call), and a watch reconnects on.
@@ -230,6 +233,9 @@ class TableClient:
             attempt += 1
 
     def _send(self, request: _Request) -> TableView:
+        if request.version_unread and not request.message.expected_version:
+            assert request.table_id is not None
+            request.message.expected_version = self.get(request.table_id).version
         response = self._call(
             request.method, request.message, request.table_id, request.credentials
         )
@@ -249,9 +255,8 @@ class TableClient:
         message.request_id = request_id or str(uuid.uuid4())
         if expected_version is None:
             expected_version = self._versions.get(table_id)
-            if expected_version is None:
-                expected_version = self.get(table_id).version
-        message.expected_version = expected_version
+        if expected_version is not None:
+            message.expected_version = expected_version
         credentials = self._credentials(table_id)
         return self._send_first(
             _Request(
@@ -260,6 +265,7 @@ class TableClient:
                 message,
                 on_success or (lambda response: self._answered(table_id, response, credentials)),
                 credentials,
+                version_unread=expected_version is None,
             )
         )
 
