@@ -143,14 +143,18 @@ def test_errors_are_typed_and_carry_the_server_reason(
     assert host.get(table_id).version == started.version  # nothing above changed the table
 
 
-class _LostAnswer(grpc.RpcError):  # type: ignore[misc]
-    """A call's answer lost after the server applied it (a deadline that passed on the way)."""
+class _CallFailed(grpc.RpcError):  # type: ignore[misc]
+    """A call that failed with ``code`` on the client's side of the channel."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self._code, self._details = code, details
 
     def code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.DEADLINE_EXCEEDED
+        return self._code
 
     def details(self) -> str:
-        return "Deadline Exceeded"
+        return self._details
 
     def trailing_metadata(self) -> tuple[()]:
         return ()
@@ -167,7 +171,8 @@ class _LoseAnswers(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         if details.method.endswith(self.method) and self.lost:
             self.lost -= 1
             self.answers.append(outcome.result())
-            raise _LostAnswer()
+            # the answer lost after the server applied it (a deadline that passed on the way)
+            raise _CallFailed(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
         return outcome
 
 
@@ -193,17 +198,6 @@ def test_retry_sends_a_create_table_whose_answer_was_lost_not_the_request_before
     client.close()
 
 
-class _Unavailable(grpc.RpcError):  # type: ignore[misc]
-    def code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.UNAVAILABLE
-
-    def details(self) -> str:
-        return "the replica is away"
-
-    def trailing_metadata(self) -> tuple[()]:
-        return ()
-
-
 class _FailReads(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     """The next ``failing`` GetTable calls fail UNAVAILABLE before they reach the server."""
 
@@ -213,7 +207,7 @@ class _FailReads(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         if details.method.endswith("/GetTable") and self.failing:
             self.failing -= 1
-            raise _Unavailable()
+            raise _CallFailed(grpc.StatusCode.UNAVAILABLE, "the replica is away")
         return continuation(details, request)
 
 
