@@ -165,6 +165,7 @@ ERROR_CASES = [
     ("bad code", request([*THIRTEEN[:5], "Xx", *THIRTEEN[6:]]), "INVALID_CARD", "cards[5]"),
     ("empty code", request(["", *THIRTEEN[1:]]), "INVALID_CARD", "cards[0]"),
     ("long code", request([*THIRTEEN[:12], "A" * 500]), "INVALID_CARD", "cards[12]"),
+    ("no such joker", request([*THIRTEEN[:3], "X1", *THIRTEEN[4:]]), "INVALID_CARD", "cards[3]"),
     ("unknown ruleset", _unknown_ruleset(), "UNKNOWN_RULESET", "ruleset.preset"),
     ("bad override", _bad_override(), "INVALID_RULESET", "ruleset.overrides.stay_cards"),
     ("value too big", request(THIRTEEN, value=10_001), "INVALID_INPUT", "fantasyland_value"),

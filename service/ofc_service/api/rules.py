@@ -433,6 +433,7 @@ class RulesHandlers:
             )
         spec = request.ruleset if request.HasField("ruleset") else None
         ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
+        convert.check_jokers(cards, ruleset.jokers, "cards")  # named by place, as a bad card is
         in_fantasyland = request.in_fantasyland
         solution = solve_fantasyland(
             cards,

@@ -636,13 +636,13 @@ class SolveFantasylandResponse(_message.Message):
     """
     @_builtins.property
     def board(self) -> _cards_pb2.Board:
-        """The chosen board, each row's cards highest first (by rank, then s > h > d > c); never
-        fouled.
+        """The chosen board, each row's cards highest first: jokers (X2, then X1), then by rank,
+        then s > h > d > c; never fouled.
         """
 
     @_builtins.property
     def discards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The cards not set (len(cards) - 13 of them), highest first."""
+        """The cards not set (len(cards) - 13 of them), highest first, in the same order."""
 
     def __init__(
         self,

@@ -594,15 +594,15 @@ export const FantasylandValueSchema: GenMessage<FantasylandValue> = /*@__PURE__*
  */
 export type SolveFantasylandResponse = Message<"ofcpoker.v1.SolveFantasylandResponse"> & {
   /**
-   * The chosen board, each row's cards highest first (by rank, then s > h > d > c); never
-   * fouled.
+   * The chosen board, each row's cards highest first: jokers (X2, then X1), then by rank,
+   * then s > h > d > c; never fouled.
    *
    * @generated from field: ofcpoker.v1.Board board = 1;
    */
   board?: Board | undefined;
 
   /**
-   * The cards not set (len(cards) - 13 of them), highest first.
+   * The cards not set (len(cards) - 13 of them), highest first, in the same order.
    *
    * @generated from field: repeated string discards = 2;
    */
