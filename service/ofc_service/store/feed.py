@@ -3,11 +3,9 @@ groups, with at-least-once delivery and ids that make a consumer's writes idempo
 
 Records arrive through :meth:`SettlementFeed.publish` from the settlement relay, which copies
 them out of the tables' outboxes (see :mod:`ofc_service.store.base`). ``publish`` appends a
-record only if the same record was not published before under its settlement id (for
-``dedupe_ttl_seconds``, :data:`DEFAULT_DEDUPE_TTL_SECONDS`), so a relay that crashed after
-appending and before emptying the outbox, or two replicas relaying the same outbox at once,
-append it once; a hand settled again with another record (after a store lost the first) is
-appended again, for ledgers that upsert by settlement id.
+record only if its settlement id was not published before (for ``dedupe_ttl_seconds``,
+:data:`DEFAULT_DEDUPE_TTL_SECONDS`), so a relay that crashed after appending and before
+emptying the outbox, or two replicas relaying the same outbox at once, append it once.
 
 Reading follows Redis Stream consumer groups: a group has one position in the log shared by
 its consumers; :meth:`SettlementFeed.read_new` hands the next records to one consumer and
@@ -57,11 +55,8 @@ class SettlementFeed(Protocol):
     """The global settlement log; see the module docstring for the guarantees."""
 
     async def publish(self, settlement_id: str, data: bytes) -> str | None:
-        """Append the record unless the same record was published before under
-        ``settlement_id``; the new stream id, or ``None`` for a duplicate (nothing appended).
-        Another record under a published id (its hand settled again, after a store lost the
-        first settlement) is appended, and the id then names it; a record already trimmed
-        is not compared (a duplicate)."""
+        """Append the record unless ``settlement_id`` was published before; the new stream
+        id, or ``None`` for a duplicate (nothing appended)."""
         ...
 
     async def read_pending(

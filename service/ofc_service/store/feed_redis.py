@@ -7,9 +7,8 @@ here runs on one Redis Cluster slot, whatever slot a table lives in):
 ``ofc:{settlements}:stream``                  stream  one entry per settlement: fields ``id``
                                                       (settlement id) and ``d`` (record bytes)
 ``ofc:{settlements}:relayed:<settlement id>``  string  the entry's stream id; expires after
-                                                      ``dedupe_ttl_seconds``: the same record
-                                                      published again inside that time is
-                                                      ignored (another one is appended)
+                                                      ``dedupe_ttl_seconds``: a second publish
+                                                      of the id inside that time is ignored
 ============================================  ======  ==========================================
 
 Reading is ``XREADGROUP``: pending records with ``0`` (then the last id read) and new ones with
@@ -123,8 +122,8 @@ class RedisSettlementFeed:
     # --- writing ----------------------------------------------------------------------------
     @property
     def dedupe_ttl_seconds(self) -> int:
-        """How long a settlement id is remembered: its record published again inside it
-        is not appended again."""
+        """How long a settlement id is remembered: published again inside it, it is not
+        appended again."""
         return self._dedupe_ttl
 
     async def publish(self, settlement_id: str, data: bytes) -> str | None:
