@@ -998,7 +998,8 @@ class RedisTableStore:
         (:meth:`due_deadlines`, :meth:`pending_outboxes`). If the process dies first, the
         hourly rescan restores an outbox hint; a deadline hint waits for the table's next
         commit (see the module docstring)."""
-        task = asyncio.ensure_future(self._write_hints(table_id, hints))
+        before = self._hinting.get(table_id)
+        task = asyncio.ensure_future(self._write_hints(table_id, hints, before))
         self._hinting[table_id] = task
 
         def forget(done: asyncio.Task[None]) -> None:
@@ -1008,17 +1009,23 @@ class RedisTableStore:
         task.add_done_callback(forget)
         return task
 
-    async def _write_hints(self, table_id: str, hints: Mapping[str, int]) -> None:
+    async def _write_hints(
+        self, table_id: str, hints: Mapping[str, int], before: asyncio.Task[None] | None
+    ) -> None:
+        """Written after the table's hints still in flight (``before``), so that an earlier
+        commit's deadline never lands over a later one's."""
         results: list[Any]
         try:
+            if before is not None:
+                await asyncio.wait({before})
             async with self._client.pipeline(transaction=False) as pipe:
                 for index_key, score in hints.items():
                     pipe.zadd(index_key, {table_id: score})
                 results = await pipe.execute(raise_on_error=False)
-        except (redis_errors.RedisError, OSError, asyncio.CancelledError) as error:
+        except Exception as error:  # whatever it was, the next sweep writes them again
             results = [error] * len(hints)
         for (index_key, score), result in zip(hints.items(), results, strict=True):
-            if not isinstance(result, BaseException):
+            if not isinstance(result, Exception):
                 continue
             if index_key == self._outbox_index(table_id):
                 self._hint_lost(table_id)
