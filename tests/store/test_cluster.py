@@ -25,6 +25,7 @@ from ofc_service.server.health import PING_TIMEOUT_S
 from ofc_service.store import (
     RedisSettlementFeed,
     RedisTableStore,
+    StaleVersionError,
     StoreUnavailableError,
     TableStore,
 )
@@ -367,3 +368,97 @@ async def _due(store: RedisTableStore, table_id: str) -> list[tuple[str, int]]:
     if not due:
         raise StoreUnavailableError(f"no deadline of {table_id} due yet")
     return due
+
+
+def _slow_first_pipeline(store: RedisTableStore, delay_s: float) -> None:
+    """The store's next pipeline (a commit's hints, on a cluster without WAIT) reaches Redis
+    ``delay_s`` late, as after a dropped connection retried with backoff."""
+    client: Any = store._client  # a cluster client: its pipelines are built per call
+    make = client.pipeline
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        client.pipeline = make
+        pipe = make(*args, **kwargs)
+        execute = pipe.execute
+
+        async def late(*a: Any, **k: Any) -> Any:
+            await asyncio.sleep(delay_s)
+            return await execute(*a, **k)
+
+        pipe.execute = late
+        return pipe
+
+    client.pipeline = pipeline
+
+
+async def _hint_of(cluster: LocalRedisCluster, prefix: str, table_id: str) -> float | None:
+    shard = f"{prefix}:{{deadlines-{index_shard(table_id):02d}}}"
+    score: float | None = cluster.client(cluster.master_of(shard)).zscore(shard, table_id)
+    return score
+
+
+async def test_a_hint_landing_after_another_replicas_earlier_deadline_is_lowered_to_it(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """Replica A's move answers before its slow deadline hint lands; replica B's next move
+    makes the table's deadline earlier and writes its hint at once; A's hint then lands
+    over it. A hint errs early, never late: A lowers its own to the table's deadline."""
+    prefix = f"landing{secrets.token_hex(4)}"
+    table_id, _ = _table_away_from_its_hints(local_cluster, prefix)
+    a = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
+    b = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
+    try:
+        await a.create_table(table_id, b"v1")
+        _slow_first_pipeline(a, 1.0)
+        await play(a, table_id, 1, deadline_ms=60_000)  # answered after HINT_WAIT_S
+        await play(b, table_id, 2, deadline_ms=45_000)
+        await asyncio.sleep(1.5)  # A's hint has landed
+        assert await _hint_of(local_cluster, prefix, table_id) == 45_000
+        assert await b.due_deadlines(50_000) == [(table_id, 45_000)]
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_losing_move_waits_for_a_paused_hint_master_no_longer_than_a_winning_one(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """A stale move (its deadline later than the table's) is refused within the same bound,
+    and its hint, written once the master takes writes, is lowered to the table's deadline."""
+    prefix = f"losing{secrets.token_hex(4)}"
+    table_id, hints_on = _table_away_from_its_hints(local_cluster, prefix)
+    store = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
+    try:
+        await store.create_table(table_id, b"v1")
+        await play(store, table_id, 1, deadline_ms=1_000)
+        local_cluster.client(hints_on).execute_command("CLIENT", "PAUSE", 3000, "WRITE")  # type: ignore[no-untyped-call]
+        try:
+            started = time.monotonic()
+            with pytest.raises(StaleVersionError):
+                await play(store, table_id, 1, request_id="stale", deadline_ms=2_000)
+            took = time.monotonic() - started
+        finally:
+            local_cluster.client(hints_on).execute_command("CLIENT", "UNPAUSE")  # type: ignore[no-untyped-call]
+        assert took < 2, f"a stale move waited {took:.1f} s for the hints' master"
+        assert await _within(10, lambda: _due(store, table_id)) == [(table_id, 1_000)]
+    finally:
+        await store.close()
+
+
+async def test_closing_the_store_writes_the_hints_in_flight(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """A replica stopping (a rolling restart) has hints still in flight: closing its store
+    waits for them (a bounded while), so no table's turn clock is lost with the process."""
+    prefix = f"closing{secrets.token_hex(4)}"
+    table_id, _ = _table_away_from_its_hints(local_cluster, prefix)
+    store = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
+    await store.create_table(table_id, b"v1")
+    _slow_first_pipeline(store, 1.6)  # still in flight as the store closes
+    await play(store, table_id, 1, deadline_ms=1_000)
+    await play(store, table_id, 2, deadline_ms=2_000)  # written after the first
+    await store.close()
+    hint = await _hint_of(local_cluster, prefix, table_id)
+    await asyncio.sleep(1)  # nothing lands later
+    assert hint == await _hint_of(local_cluster, prefix, table_id) == 2_000
+    assert not [t for t in asyncio.all_tasks() if "_write_hints" in repr(t.get_coro())]

@@ -280,6 +280,28 @@ async def test_redis_keys_hints_and_the_rescan_backstop(redis_backend: Backend) 
         assert await f.h.store.pending_outboxes(now, rescan=True) == ["t"]
 
 
+async def test_redis_the_rescan_restores_a_lost_deadline_hint_no_later_than_the_deadline(
+    redis_backend: Backend,
+) -> None:
+    """A table's deadline hint lost (a cluster's hint write that failed in a process that
+    died before its next sweep) or left later than the table's deadline: the hourly rescan
+    puts it back at the deadline, so the turn clock fires; an earlier hint is left as it is
+    (the sweep corrects early ones)."""
+    async with open_feeds(redis_backend) as f:
+        admin = f.h.admin
+        assert isinstance(admin, Redis)
+        deadlines = f"ofc:{{deadlines-{index_shard('t'):02d}}}"
+        for table_id in ("t", "u", "v"):
+            await f.h.store.create_table(table_id, b"v1")
+            await play(f.h.store, table_id, 1, deadline_ms=5_000)
+        await admin.zrem(deadlines, "t")
+        await admin.zadd(f"ofc:{{deadlines-{index_shard('u'):02d}}}", {"u": 9_000})  # late
+        await admin.zadd(f"ofc:{{deadlines-{index_shard('v'):02d}}}", {"v": 1_000})  # early
+        assert await f.h.store.due_deadlines(6_000) == [("v", 5_000)]  # t lost, u late
+        await f.h.store.pending_outboxes(0, rescan=True)
+        assert await f.h.store.due_deadlines(6_000) == [("t", 5_000), ("u", 5_000), ("v", 5_000)]
+
+
 async def test_redis_a_hint_a_commit_failed_to_write_is_written_by_the_next_sweep(
     redis_backend: Backend,
 ) -> None:

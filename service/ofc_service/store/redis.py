@@ -73,7 +73,7 @@ so a table lives in one Redis Cluster slot and its script may touch all of them)
 ``ofc:{outbox-<nn>}``                   zset     member table id, score ms of the commit that
                                                  wrote its outbox: a hint, sharded the same
 ``ofc:{outbox-rescan}``                 string   held for an hour by the process that last
-                                                 ran the outbox rescan (``SET NX PX``)
+                                                 ran the hint rescan (``SET NX PX``)
 ``ofc:deadlines``, ``ofc:outbox``       zset     the unsharded hints of earlier releases:
                                                  still read, drained into the shards
 ``ofc:{create:<claim id>}:table``       string   the table id a create request claimed;
@@ -103,12 +103,15 @@ even if the table expired meanwhile.
 
 The deadline index cannot share a table's slot, so a commit with a deadline sends a ``ZADD``
 to the table's shard of the deadline index *before* its script in the same pipeline (one
-round trip). On a cluster the shard is on another node than the table, so the ``ZADD`` goes
-beside the commit, not in its pipeline, and the commit waits for it :data:`HINT_WAIT_S` at
-most: a master that is slow, paused or failing over holds up its own tables' moves, and
-those whose hints it holds by that much each. A hint such a master did not take is written
-again by the same process's next sweep (``ZADD LT``); if that process dies first, the
-table's turn clock fires only once its next commit writes a hint again. The entry is
+round trip). On a cluster the shard may be on another node than the table, so the ``ZADD``
+goes beside the commit, not in its pipeline, and the commit waits for it
+:data:`HINT_WAIT_S` at most: a master that is slow, paused or failing over holds up its own
+tables' moves, and those whose hints it holds by that much each. A table's hints from one
+process are written one after another; one that lands after its move was answered (another
+replica may have written a later commit's hint meanwhile), or whose commit lost, is then
+lowered to the table's deadline if that is earlier (compare-and-set). A hint such a master
+did not take is written again by the same process's next sweep (``ZADD LT``) or as its
+store closes; if that process dies first, by the hourly rescan (below). The entry is
 therefore only a hint, and it errs early, never late, but for the two exceptions that end
 this list:
 
@@ -120,7 +123,8 @@ this list:
   commits write deadlines still to come, so a commit racing with it changes the score and the
   compare-and-set leaves that entry alone (a commit writing a past deadline would have to hit
   the seen score to the millisecond to be lost);
-- the first exception: a cluster's hint not written by a process that died first, as above;
+- the first exception: a cluster's hint not written by a process that died first, as above
+  (the table's next commit, or the rescan within the hour, writes it);
 - the second: a commit cut off between the ``ZADD`` and its script (redis-py retries the
   whole pipeline a few times first) and never retried leaves a later hint than the table's
   unchanged deadline; that deadline then fires at the hint's time instead.
@@ -131,8 +135,10 @@ the outbox index before its script in the same pipeline (on a cluster, beside it
 hint is older than :data:`~.base.OUTBOX_HINT_GRACE_MS`, by compare-and-set on its score; a
 commit cut off between the two leaves a hint with an empty outbox (dropped later), never an
 outbox without a hint, unless the ``ZADD`` alone failed: the process writes it again at its
-next relay sweep, and the ``rescan`` backstop (``SCAN`` for ``ofc:{*}:outbox``, at most once
-an hour over all processes) restores the hints of a process that died first.
+next relay sweep, and the ``rescan`` backstop (``SCAN`` for the hashes ``ofc:{*}:outbox`` and
+``ofc:{*}:state``, at most once an hour over all processes) restores the hints of a process
+that died first: every non-empty outbox's, and every table's deadline hint no later than its
+deadline (``ZADD LT``).
 
 Scripts run by EVALSHA; after ``SCRIPT FLUSH`` or a server restart the ``NOSCRIPT`` reply
 makes them load again (redis-py's :class:`~redis.commands.core.AsyncScript` does it for
@@ -175,6 +181,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
@@ -243,10 +250,11 @@ _BLOCK_GRACE_S: Final = 5.0
 _CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
 _SCAN_COUNT: Final = 1000
 OUTBOX_RESCAN_MS: Final = 3_600_000
-"""The outbox rescan backstop runs at most once in this long, over all processes sharing a
+"""The hint rescan backstop runs at most once in this long, over all processes sharing a
 store: it is needed only for a hint whose ``ZADD`` failed in a process that then died."""
 _HINT_PAGES: Final = 10
 HINT_WAIT_S: Final = 0.5
+CLOSE_HINTS_S: Final = 1.0
 """On a Redis Cluster, how long a commit waits for its hints (on other nodes than the table's)
 once it is made: a node that takes no writes for a while costs the moves whose hints it holds
 this much each, not the while (the hints are written later, :meth:`RedisTableStore._send_hints`)."""
@@ -378,6 +386,19 @@ def _index_member(prefix: str, number: int) -> str:
     return f"{prefix}:{number:016d}"
 
 
+@dataclasses.dataclass(slots=True, eq=False)
+class _HintWrite:
+    """A cluster commit's hints in flight (:meth:`RedisTableStore._send_hints`): after the
+    table's write before it; ``settle``: its commit lost, so its deadline hint is lowered to
+    the table's deadline once written."""
+
+    table_id: str
+    hints: dict[str, int]
+    before: _HintWrite | None
+    task: asyncio.Task[None] = dataclasses.field(init=False)
+    settle: bool = False
+
+
 class RedisTableStore:
     """:class:`~ofc_service.store.base.TableStore` on Redis (see the module docstring)."""
 
@@ -427,8 +448,10 @@ class RedisTableStore:
         # the same for deadline hints, written again by the next due_deadlines: table id ->
         # the earliest deadline not written (a hint errs early, never late)
         self._undeadlined: dict[str, int] = {}
-        # on a cluster, each table's hints in flight, sent beside its commit (_send_hints)
-        self._hinting: dict[str, asyncio.Task[None]] = {}
+        # on a cluster, the hints in flight, sent beside their commits (_send_hints): all of
+        # them, and each table's last (a table's are written one after another)
+        self._hint_writes: set[_HintWrite] = set()
+        self._last_hint_write: dict[str, _HintWrite] = {}
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
         self._fix: AsyncScript = client.register_script(lua("fix_deadlines.lua"))
@@ -567,11 +590,13 @@ class RedisTableStore:
                     int(reply[1]), commit.response, False, tuple(map(text, reply[4:]))
                 )
             current = int(reply[2]) if len(reply) > 2 and reply[2] else None
-            if deadline_ms is not None and current is not None and current < deadline_ms:
-                # Our hint lost to a table whose deadline is earlier: lower it back (once it
-                # is written, if it went on its own: a cluster's, see _send_hints).
-                if (hinting := self._hinting.get(table_id)) is not None:
-                    await asyncio.wait({hinting})  # not cancelled with this call
+            if (
+                self._direct is not None  # (a cluster's hint is settled by its write)
+                and deadline_ms is not None
+                and current is not None
+                and current < deadline_ms
+            ):
+                # Our hint lost to a table whose deadline is earlier: lower it back.
                 await self._fix(
                     keys=[self._deadline_index(table_id)], args=[table_id, deadline_ms, current]
                 )
@@ -606,9 +631,13 @@ class RedisTableStore:
         hints go on their own, beside it (:meth:`_send_hints`)."""
         reply: list[Any]
         if self._direct is None and hints:
-            hinting = self._send_hints(table_id, hints)
+            write = self._send_hints(table_id, hints)
             reply = await self._run_commit(table_id, keys, args, {})
-            await asyncio.wait({hinting}, timeout=HINT_WAIT_S)  # not cancelled with this call
+            if reply[0] != b"ok":  # lost: its deadline hint may be later than the table's
+                write.settle = True
+                if write.task.done():
+                    await self._settle_deadline_hint(table_id, write.hints)
+            await asyncio.wait({write.task}, timeout=HINT_WAIT_S)  # not cancelled with this
             return reply
         if not hints and not self._wait[0] and self._direct is None:
             reply = await self._commit(keys=keys, args=args)
@@ -950,7 +979,7 @@ class RedisTableStore:
             if self._unhinted:
                 await self._hint_again()
             if rescan:
-                await self._rescan_outboxes()
+                await self._rescan_hints()
             # Hints of outboxes already relayed wait out the grace period at the front of
             # each shard: look past them (at most _HINT_PAGES pages) for outboxes with records.
             starts = dict.fromkeys([*self._outbox_shards, self._legacy_outboxes], 0)
@@ -989,39 +1018,45 @@ class RedisTableStore:
     def _hint_lost(self, table_id: str) -> None:
         self._unhinted[table_id] = self._unhinted.get(table_id, 0) + 1
 
-    def _send_hints(self, table_id: str, hints: Mapping[str, int]) -> asyncio.Task[None]:
+    def _send_hints(self, table_id: str, hints: Mapping[str, int]) -> _HintWrite:
         """A cluster commit's hints, sent beside its script, not with it: the hint shards
-        live on other nodes than the table, and a node that is slow, paused or failing over
-        must not hold up other nodes' moves. A commit waits for them :data:`HINT_WAIT_S` at
-        most, so that a hint is normally in place once its move is answered; one not
-        written (an error, a timeout) is written again by this process's next sweep
-        (:meth:`due_deadlines`, :meth:`pending_outboxes`). If the process dies first, the
-        hourly rescan restores an outbox hint; a deadline hint waits for the table's next
-        commit (see the module docstring)."""
-        before = self._hinting.get(table_id)
-        task = asyncio.ensure_future(self._write_hints(table_id, hints, before))
-        self._hinting[table_id] = task
+        may live on other nodes than the table, and a node that is slow, paused or failing
+        over must not hold up other nodes' moves. A commit waits for them
+        :data:`HINT_WAIT_S` at most, so that a hint is normally in place once its move is
+        answered; one not written (an error, a timeout) is written again by this process's
+        next sweep (:meth:`due_deadlines`, :meth:`pending_outboxes`), or as the store
+        closes. If the process dies first, the hourly rescan restores both kinds."""
+        write = _HintWrite(table_id, dict(hints), self._last_hint_write.get(table_id))
+        write.task = asyncio.ensure_future(self._write_hints(write))
+        self._hint_writes.add(write)
+        self._last_hint_write[table_id] = write
 
-        def forget(done: asyncio.Task[None]) -> None:
-            if self._hinting.get(table_id) is done:
-                del self._hinting[table_id]
+        def forget(_: asyncio.Task[None]) -> None:
+            self._hint_writes.discard(write)
+            if self._last_hint_write.get(table_id) is write:
+                del self._last_hint_write[table_id]
 
-        task.add_done_callback(forget)
-        return task
+        write.task.add_done_callback(forget)
+        return write
 
-    async def _write_hints(
-        self, table_id: str, hints: Mapping[str, int], before: asyncio.Task[None] | None
-    ) -> None:
-        """Written after the table's hints still in flight (``before``), so that an earlier
-        commit's deadline never lands over a later one's."""
+    async def _write_hints(self, write: _HintWrite) -> None:
+        """Written after the table's hints still in flight, so that an earlier commit's
+        deadline never lands over a later one's from here; a deadline hint that lands once
+        its move was answered (another replica's commit may have written a later hint
+        meanwhile), or whose commit lost, is then settled against the table's deadline."""
+        table_id, hints = write.table_id, write.hints
+        started = time.monotonic()
         results: list[Any]
         try:
-            if before is not None:
-                await asyncio.wait({before})
+            if write.before is not None:
+                await asyncio.wait({write.before.task})
+                write.before = None  # no chain of finished writes kept alive
             async with self._client.pipeline(transaction=False) as pipe:
                 for index_key, score in hints.items():
                     pipe.zadd(index_key, {table_id: score})
                 results = await pipe.execute(raise_on_error=False)
+            if write.settle or time.monotonic() - started >= HINT_WAIT_S:
+                await self._settle_deadline_hint(table_id, hints)
         except Exception as error:  # whatever it was, the next sweep writes them again
             results = [error] * len(hints)
         for (index_key, score), result in zip(hints.items(), results, strict=True):
@@ -1034,6 +1069,39 @@ class RedisTableStore:
             log.warning(
                 "hint not written",
                 extra={"fields": {"table_id": table_id, "index": index_key, "error": repr(result)}},
+            )
+
+    async def _settle_deadline_hint(self, table_id: str, hints: Mapping[str, int]) -> None:
+        """Lower the table's deadline hint to its deadline if that is earlier than the hint
+        written (compare-and-set: a hint written since is left alone)."""
+        index_key = self._deadline_index(table_id)
+        written = hints.get(index_key)
+        if written is None:
+            return
+        stored = await self._client.hget(self._table_key(table_id, "state"), "deadline")
+        if stored is not None and int(stored) < written:
+            await self._fix(keys=[index_key], args=[table_id, written, int(stored)])
+
+    async def _flush_hints(self) -> None:
+        """Before the store closes: the hints in flight, for :data:`CLOSE_HINTS_S` at most,
+        then those not written tried once more; any left are logged (the rescan restores
+        them)."""
+        writes = [w.task for w in self._hint_writes]
+        if writes:
+            _, pending = await asyncio.wait(writes, timeout=CLOSE_HINTS_S)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            if self._undeadlined:
+                await self._deadlines_again()
+            if self._unhinted:
+                await self._hint_again()
+        left = sorted({*self._undeadlined, *self._unhinted})
+        if left:
+            log.warning(
+                "hints not written as the store closed",
+                extra={"fields": {"tables": ",".join(left[:100]), "count": str(len(left))}},
             )
 
     async def _deadlines_again(self) -> None:
@@ -1065,32 +1133,53 @@ class RedisTableStore:
             if not isinstance(result, Exception) and self._unhinted.get(table_id) == failures:
                 del self._unhinted[table_id]
 
-    async def _rescan_outboxes(self) -> None:
-        """Give every non-empty outbox a hint (``ZADD NX`` at score 0: first in line), at most
-        once every :data:`OUTBOX_RESCAN_MS` over all processes of the store (a lock key): a
-        ``SCAN`` walks every key of every node, ≈ 0.7 s of Redis CPU a million keys, and a
-        feed that remembers settlement ids for months keeps hundreds of millions."""
+    async def _rescan_hints(self) -> None:
+        """Give every non-empty outbox a hint (``ZADD NX`` at score 0: first in line), and
+        every table's deadline one no later than it (``ZADD LT``), at most once every
+        :data:`OUTBOX_RESCAN_MS` over all processes of the store (a lock key): a ``SCAN``
+        walks every key of every node, ≈ 0.7 s of Redis CPU a million keys, and a feed that
+        remembers settlement ids for months keeps hundreds of millions."""
         claimed = await self._client.set(self._rescan_lock, b"", nx=True, px=OUTBOX_RESCAN_MS)
         if not claimed:
             return
         try:
-            await self._rescan_outboxes_now()
+            await self._rescan_hints_now()
         except BaseException:
             with contextlib.suppress(Exception):  # a scan cut short: the next try may go now
                 await self._client.delete(self._rescan_lock)
             raise
 
-    async def _rescan_outboxes_now(self) -> None:
-        found: dict[str, dict[str, int]] = {}
-        pattern = f"{self._prefix}:{{*}}:outbox"
-        async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT, _type="hash"):
+    async def _rescan_hints_now(self) -> None:
+        outboxes: dict[str, dict[str, int]] = {}
+        states: list[str] = []
+        prefix = f"{self._prefix}:{{"
+        async for key in self._client.scan_iter(
+            match=f"{prefix}*}}:*", count=_SCAN_COUNT, _type="hash"
+        ):
             name = text(key)
-            table_id = name[len(self._prefix) + 2 : -len("}:outbox")]
-            found.setdefault(self._outbox_index(table_id), {})[table_id] = 0
-        if found:
+            table_id, _, part = name[len(prefix) :].rpartition("}:")
+            if part == "outbox":
+                outboxes.setdefault(self._outbox_index(table_id), {})[table_id] = 0
+            elif part == "state" and table_id:
+                states.append(table_id)
+        deadlines: dict[str, dict[str, int]] = {}
+        for at in range(0, len(states), _SCAN_COUNT):
+            batch = states[at : at + _SCAN_COUNT]
             async with self._client.pipeline(transaction=False) as pipe:
-                for index_key, entries in found.items():
+                for table_id in batch:
+                    pipe.hget(self._table_key(table_id, "state"), "deadline")
+                stored: list[bytes | None] = await pipe.execute()
+            for table_id, deadline in zip(batch, stored, strict=True):
+                if deadline is not None:
+                    deadlines.setdefault(self._deadline_index(table_id), {})[table_id] = int(
+                        deadline
+                    )
+        if outboxes or deadlines:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for index_key, entries in outboxes.items():
                     pipe.zadd(index_key, entries, nx=True)
+                for index_key, entries in deadlines.items():
+                    pipe.zadd(index_key, entries, lt=True)
                 await pipe.execute()
 
     async def read_outbox(self, table_id: str) -> dict[str, bytes]:
@@ -1110,10 +1199,7 @@ class RedisTableStore:
             await ping(self._client)
 
     async def close(self) -> None:
-        hinting = list(self._hinting.values())
-        for task in hinting:
-            task.cancel()
-        await asyncio.gather(*hinting, return_exceptions=True)
+        await self._flush_hints()
         for direct in (self._direct, self._direct_blocking):
             if direct is not None:
                 await direct.close()
