@@ -235,7 +235,10 @@ class TableClient:
     def _send(self, request: _Request) -> TableView:
         if request.version_unread and not request.message.expected_version:
             assert request.table_id is not None
-            request.message.expected_version = self.get(request.table_id).version
+            version = self.get(request.table_id).version
+            with self._lock:  # two threads' retries of it send one version
+                if not request.message.expected_version:
+                    request.message.expected_version = version
         response = self._call(
             request.method, request.message, request.table_id, request.credentials
         )
@@ -296,8 +299,8 @@ class TableClient:
 
     def retry(self) -> TableView:
         """Send the last mutating request again (a :meth:`create_table` included), unchanged
-        (same request id and expected version): the first result if it was applied, else it
-        is judged now."""
+        (same request id and expected version; a version the first send failed to read is
+        read now): the first result if it was applied, else it is judged now."""
         request = self._last
         if request is None:
             raise invalid("no mutating request to retry", "request_id")
