@@ -462,3 +462,49 @@ async def test_closing_the_store_writes_the_hints_in_flight(
     await asyncio.sleep(1)  # nothing lands later
     assert hint == await _hint_of(local_cluster, prefix, table_id) == 2_000
     assert not [t for t in asyncio.all_tasks() if "_write_hints" in repr(t.get_coro())]
+
+
+async def test_without_full_coverage_a_stopped_master_fails_no_other_masters_move(
+    fresh_cluster: LocalRedisCluster,
+) -> None:
+    """With `cluster-require-full-coverage no` (the shipped cluster variants, deploy/README.md)
+    a master that stops answering, until its replica takes over, fails no move of a table
+    whose keys and hints live on the other masters (Redis' default refuses every command
+    with CLUSTERDOWN meanwhile)."""
+    cluster = fresh_cluster
+    for port in cluster.live_ports():
+        cluster.client(port).config_set("cluster-require-full-coverage", "no")
+    stopped = cluster.masters()[0]
+    prefix = f"covered{secrets.token_hex(4)}"
+    table_id = next(
+        t
+        for t in (f"t{n}" for n in range(500))
+        if stopped
+        not in (
+            cluster.master_of(f"{prefix}:{{{t}}}:state"),
+            cluster.master_of(f"{prefix}:{{deadlines-{index_shard(t):02d}}}"),
+        )
+    )
+    replica = cluster.replica_of(stopped)
+    store = RedisTableStore.from_url(cluster.url, key_prefix=prefix)
+    try:
+        await store.create_table(table_id, b"v1")
+        version = (await play(store, table_id, 1, deadline_ms=10**13)).version
+        process = cluster.processes.pop(stopped)
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            promoted = asyncio.create_task(asyncio.to_thread(cluster.wait_promoted, replica))
+            slowest = 0.0
+            while not promoted.done():  # every move across the failover, none held up
+                started = time.monotonic()
+                version = (await play(store, table_id, version, deadline_ms=10**13)).version
+                slowest = max(slowest, time.monotonic() - started)
+                await asyncio.sleep(0.02)
+            await promoted
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+            cluster.processes[stopped] = process
+        assert version > 20
+        assert slowest < 2, f"a move waited {slowest:.1f} s for the stopped master"
+    finally:
+        await store.close()

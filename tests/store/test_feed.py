@@ -382,15 +382,25 @@ class BrokenFeed(MemorySettlementFeed):
         raise StoreUnavailableError("the feed is down")
 
 
+class HungFeed(MemorySettlementFeed):
+    """A feed whose Redis node takes no writes for a while (paused, failing over)."""
+
+    async def publish(self, settlement_id: str, data: bytes) -> str | None:
+        await asyncio.sleep(60)
+        raise AssertionError("not waited for")
+
+
+@pytest.mark.parametrize("feed_kind", [BrokenFeed, HungFeed])
 async def test_a_hand_settles_even_when_the_feed_is_down(
-    backend: Backend, caplog: pytest.LogCaptureFixture
+    backend: Backend, caplog: pytest.LogCaptureFixture, feed_kind: type[MemorySettlementFeed]
 ) -> None:
-    """The record rides on the commit that ends the hand; relaying it is best effort then,
-    and the sweep delivers it later. The feed's outage is a warning, not an error with a
-    traceback (a failover makes one per settling move)."""
+    """The record rides on the commit that ends the hand; relaying it is best effort then
+    (waited for RELAY_WAIT_S at most, not for a hung feed's outage), and the sweep delivers
+    it later. The feed's outage is a warning, not an error with a traceback (a failover
+    makes one per settling move)."""
     caplog.set_level(logging.WARNING, logger="ofc.tables")
     async with open_feeds(backend) as f:
-        down = SettlementRelay(f.h.store, BrokenFeed())
+        down = SettlementRelay(f.h.store, feed_kind())
         manager = TableManager(
             f.h.store, Authenticator(), SilentPresenter(), relay=down, server_seed=lambda: bytes(32)
         )
@@ -409,7 +419,8 @@ async def test_a_hand_settles_even_when_the_feed_is_down(
             to_act = engine.seats_to_act(current.match)
             # the server's own requests: a timeout for the seat to act, or the next hand
             command = commands.TimeOut(to_act[0]) if to_act else commands.StartHand()
-            await manager.run(Request("t", version, f"m{n}"), command)
+            async with asyncio.timeout(10):  # not the hung feed's minute
+                await manager.run(Request("t", version, f"m{n}"), command)
         final, _, _ = await manager.load("t")
         assert final.match.hand is not None and final.match.hand.over
         outbox = await f.h.store.read_outbox("t")

@@ -107,6 +107,10 @@ from ofc_service.store import (
 
 log = logging.getLogger("ofc.tables")
 
+RELAY_WAIT_S = 0.5
+"""How long the move that ends a hand waits for its settlement's relay to the feed before it
+is answered (then the relay's sweep delivers it): a feed whose Redis node is paused or
+failing over costs such a move this much, not the outage."""
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
 # How long a replica's claim on a due timeout keeps the others from choosing the same move
 # (a timeout waits at most this long more when its claimant dies mid-way).
@@ -811,10 +815,10 @@ class TableManager:
             if isinstance(event, engine.HandSettled):
                 _count_settled(done.record, event)
         if commit.outbox and self.relay is not None:
-            try:
-                await self.relay.relay_table(commit.table_id)
-            except StoreUnavailableError as error:  # an outage, not a bug: no traceback
-                fields = {"table_id": commit.table_id, "error": str(error)}
+            try:  # bounded: a feed's Redis node that is slow holds up no move for long
+                await asyncio.wait_for(self.relay.relay_table(commit.table_id), RELAY_WAIT_S)
+            except (StoreUnavailableError, TimeoutError) as error:  # an outage: no traceback
+                fields = {"table_id": commit.table_id, "error": str(error) or "timed out"}
                 log.warning("relay deferred to the sweep", extra={"fields": fields})
             except Exception:
                 log.exception("relay failed", extra={"fields": {"table_id": commit.table_id}})
