@@ -109,6 +109,40 @@ def test_a_store_outage_still_ends_the_sweep() -> None:
     asyncio.run(scenario())
 
 
+def test_a_table_whose_store_node_is_out_does_not_stop_the_others_clocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On a Redis Cluster one master's outage is its own tables': the due tables on other
+    masters are timed out all the same (the sweep ends normally, the outage said once per
+    table as a warning); only a sweep where every due table is out backs off."""
+
+    async def scenario() -> None:
+        tables = Tables()
+        await tables.open("away", ("a", "b"))  # its deadline comes first
+        tables.now += 10
+        await tables.open("fine", ("c", "d"))
+        before = await tables.version("fine")
+        tables.now += TURN + 10
+        timeouts = tables.manager.apply_due_timeouts
+
+        async def its_master_is_out(table_id: str) -> int:
+            if table_id == "away":
+                raise StoreUnavailableError("the table store is unavailable")
+            return await timeouts(table_id)
+
+        tables.manager.apply_due_timeouts = its_master_is_out  # type: ignore[method-assign]
+        sweeper = DeadlineSweeper(tables.manager)
+        with caplog.at_level(logging.WARNING, logger="ofc.deadlines"):
+            assert await sweeper.sweep_once() == 1
+            with pytest.raises(StoreUnavailableError):  # now every due table is out
+                await sweeper.sweep_once()
+        assert await tables.version("fine") == before + 1
+        said = [(r.levelname, r.exc_info) for r in caplog.records if r.name == "ofc.deadlines"]
+        assert said == [("WARNING", None)]
+
+    asyncio.run(scenario())
+
+
 def test_changes_beside_the_hand_do_not_keep_a_turn_clock_from_running_out() -> None:
     """Someone takes and leaves a free seat between the sweeper's read of the table and
     its commit, again and again: the timeout meets a newer version each time, and is made

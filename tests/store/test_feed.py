@@ -377,6 +377,33 @@ async def test_the_background_relay_sweeps_every_outbox(backend: Backend) -> Non
         assert await f.h.store.read_outbox("t") == {}
 
 
+async def test_an_outbox_whose_store_node_is_out_holds_up_no_other(backend: Backend) -> None:
+    """On a Redis Cluster the node of one table's outbox may be out alone: the relay's sweep
+    relays the others' records all the same; it is retried as a whole (backing off) only
+    when every outbox is out of reach."""
+    async with open_feeds(backend) as f:
+        for table_id in ("a", "b"):
+            await f.h.store.create_table(table_id, b"v1")
+            await settle(f, table_id, 1, [1])
+        relay = f.relay()
+        relay_table = relay.relay_table
+        out = {"a"}
+
+        async def its_node_is_out(table_id: str) -> int:
+            if table_id in out:
+                raise StoreUnavailableError("the table store is unavailable")
+            return await relay_table(table_id)
+
+        relay.relay_table = its_node_is_out  # type: ignore[method-assign]
+        assert await relay.sweep_once() == 1
+        assert ids(await f.feed.read_new("g", "c")) == ["b:1"]
+        with pytest.raises(StoreUnavailableError):  # only "a" waits now, and it is out
+            await relay.sweep_once()
+        out.clear()
+        assert await relay.sweep_once() == 1
+        assert ids(await f.feed.read_new("g", "c")) == ["a:1"]
+
+
 class BrokenFeed(MemorySettlementFeed):
     async def publish(self, settlement_id: str, data: bytes) -> str | None:
         raise StoreUnavailableError("the feed is down")

@@ -5,6 +5,7 @@ replica's timeout win; docs/hand-history.md, "Turn clocks", is the rule the veri
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from ofc_service.application.manager import TableManager
 
 log = logging.getLogger("ofc.deadlines")
+
+SWEEP_CONCURRENCY = 8
+"""Due tables a sweep times out at once (each its own store calls)."""
 
 
 def seat_deadlines(
@@ -79,28 +83,50 @@ class DeadlineSweeper:
             ACTIVE_TABLES.set(await self.manager.store.deadline_count())
             self._next_count = time.monotonic() + self.count_interval_s
         due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
-        applied = 0
-        for table_id, _ in due:
-            try:
-                applied += await self.manager.apply_due_timeouts(table_id)
-            except StoreUnavailableError:
-                raise  # an outage: the loop backs off and says so
-            except Exception:
+        # The tables at once, a few at a time: on a Redis Cluster one master's outage is its
+        # own tables' (each waits out its call), not a reason to hold up the others' clocks.
+        slots = asyncio.Semaphore(SWEEP_CONCURRENCY)
+
+        async def time_out(table_id: str) -> int | BaseException:
+            async with slots:
+                try:
+                    return await self.manager.apply_due_timeouts(table_id)
+                except Exception as error:
+                    return error
+
+        outcomes = await asyncio.gather(*(time_out(table_id) for table_id, _ in due))
+        applied, outage = 0, None
+        for (table_id, _), outcome in zip(due, outcomes, strict=True):
+            if isinstance(outcome, StoreUnavailableError):
+                outage = outage or outcome
+                self._failed(table_id, outcome)
+            elif isinstance(outcome, BaseException):
                 # The oldest deadline comes first at every sweep, on every replica: a table
                 # whose timeout cannot be made must not stop every other table's clock.
-                self._failed(table_id)
+                self._failed(table_id, outcome)
             else:
+                applied += outcome
                 self._failing.discard(table_id)
+        if outage is not None and len(outcomes) == sum(
+            isinstance(o, StoreUnavailableError) for o in outcomes
+        ):
+            raise outage  # the store is out for every table due: the loop backs off, says so
         return applied
 
-    def _failed(self, table_id: str) -> None:
+    def _failed(self, table_id: str, error: BaseException) -> None:
         if table_id in self._failing:
             return  # said once; it stays due and is tried again at each sweep
         if len(self._failing) >= self.batch * 10:
             self._failing.clear()
         self._failing.add(table_id)
         fields = {"table_id": table_id}
-        log.exception("timeout move failed; other tables go on", extra={"fields": fields})
+        if isinstance(error, StoreUnavailableError):  # its store node: no traceback
+            fields["error"] = str(error)
+            log.warning("timeout move failed; other tables go on", extra={"fields": fields})
+            return
+        log.error(
+            "timeout move failed; other tables go on", exc_info=error, extra={"fields": fields}
+        )
 
     def start(self) -> None:
         self._loop.start()

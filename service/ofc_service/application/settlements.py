@@ -337,14 +337,18 @@ class SettlementRelay:
     async def sweep_once(self, *, rescan: bool = False) -> int:
         """Relay every table whose outbox holds records (up to ``batch`` tables)."""
         tables = await self.store.pending_outboxes(self.clock_ms(), limit=self.batch, rescan=rescan)
-        published = 0
+        published, outage, out = 0, None, 0
         for table_id in tables:
             try:
                 published += await self.relay_table(table_id)
-            except StoreUnavailableError:
-                raise  # the backend is down: the whole sweep is retried
+            except StoreUnavailableError as error:
+                # On a Redis Cluster, the node of this table's outbox may be out alone: the
+                # others are relayed all the same.
+                outage, out = error, out + 1
             except Exception:  # one bad outbox must not hold up the others
                 log.exception("relaying an outbox failed", extra={"fields": {"table_id": table_id}})
+        if outage is not None and out == len(tables):
+            raise outage  # the store is out for every table: the whole sweep is retried
         return published
 
     async def trim_once(self) -> int:
