@@ -637,7 +637,8 @@ class RedisTableStore:
                 write.settle = True
                 if write.task.done():
                     await self._settle_deadline_hint(table_id, write.hints)
-            await asyncio.wait({write.task}, timeout=HINT_WAIT_S)  # not cancelled with this
+            if not write.task.done():  # (usually done: a ZADD is quicker than the script)
+                await asyncio.wait({write.task}, timeout=HINT_WAIT_S)  # not cancelled with this
             return reply
         if not hints and not self._wait[0] and self._direct is None:
             reply = await self._commit(keys=keys, args=args)
@@ -1051,10 +1052,14 @@ class RedisTableStore:
             if write.before is not None:
                 await asyncio.wait({write.before.task})
                 write.before = None  # no chain of finished writes kept alive
-            async with self._client.pipeline(transaction=False) as pipe:
-                for index_key, score in hints.items():
-                    pipe.zadd(index_key, {table_id: score})
-                results = await pipe.execute(raise_on_error=False)
+            if len(hints) == 1:  # a move's deadline: one command, cheaper than a pipeline
+                ((index_key, score),) = hints.items()
+                results = [await self._client.zadd(index_key, {table_id: score})]
+            else:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for index_key, score in hints.items():
+                        pipe.zadd(index_key, {table_id: score})
+                    results = await pipe.execute(raise_on_error=False)
             if write.settle or time.monotonic() - started >= HINT_WAIT_S:
                 await self._settle_deadline_hint(table_id, hints)
         except Exception as error:  # whatever it was, the next sweep writes them again
