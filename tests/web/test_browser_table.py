@@ -132,3 +132,12 @@ def test_a_player_leaving_after_the_hand_is_gone_when_it_ends(
     token hold until the hand's last move, which vacates the seat; the page then watches on
     as a spectator, without an error, and the other player cannot deal again alone."""
     run_browser_test(browser_tests / "leave.e2e.mjs", web_url, chromium)
+
+
+def test_a_turn_played_in_another_tab_is_said_in_a_players_words_and_cleared(
+    browser_tests: Path, web_url: str, chromium: str
+) -> None:
+    """A second tab of the same seat that never heard the first tab's move tries the turn:
+    refused, the page reads the table again and says the turn was played first (not the
+    service's STALE_VERSION), and the notice goes once the table moves on."""
+    run_browser_test(browser_tests / "two-tabs.e2e.mjs", web_url, chromium)

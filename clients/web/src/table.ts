@@ -74,6 +74,8 @@ export class TablePage {
   private selected: string | undefined;
   private busy = false;
   private error = "";
+  /** The table's version when a refused call's error was shown: a newer view clears it. */
+  private errorAt: bigint | undefined;
   /** Why the table's event stream is down while it is being reopened ("" while it is up). */
   private connection = "";
   private log: string[] = [];
@@ -281,6 +283,11 @@ export class TablePage {
     if (same && view.lastEventId === "") return; // a move's response after its events: nothing new
     const first = this.view === undefined;
     this.view = view;
+    if (this.errorAt !== undefined && view.version > this.errorAt) {
+      // The table moved on since the refusal: what it said is stale, the view is the news.
+      this.error = "";
+      this.errorAt = undefined;
+    }
     const held = this.seat && view.seats[this.seat.seat];
     if (this.seat && held && held.playerId !== this.seat.playerId) {
       // The seat is no longer this page's: vacated by the service once its hand ended (a
@@ -538,7 +545,15 @@ export class TablePage {
       const table = await this.atCurrentVersion(send, () => this.assignment === a && this.myTurn());
       if (table) this.accept(table);
     } catch (error) {
-      this.showError(error);
+      if (reasonOf(error) === "STALE_VERSION") {
+        // Read again, the table no longer waits for this batch: another tab or device of this
+        // seat played it (or its clock ran out). Said as such, not as the service's words.
+        this.error = "Not sent: this turn was played first (in another tab, or the clock ran out). The table shows it as it is now.";
+        this.errorAt = this.view?.version;
+        this.announce(this.error);
+      } else {
+        this.showError(error);
+      }
     } finally {
       this.busy = false;
       this.render();
@@ -799,6 +814,7 @@ export class TablePage {
 
   private showError(error: unknown): void {
     this.error = describeError(error);
+    this.errorAt = this.view?.version;
     this.announce(this.error);
     this.render();
   }

@@ -11,31 +11,14 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { launch, player, shot } from "./harness";
-import { myTurn, playBatch, sitDown, tables } from "./play";
+import { myTurn, playBatch, playingTable, tables } from "./play";
 
 test("a player who leaves after the hand is gone when it ends", async () => {
   const browser = await launch();
   const ann = await player(browser, "ann", { width: 1280, height: 900 });
   const bob = await player(browser, "bob", { width: 1280, height: 900 });
   try {
-    const key = process.env.OFC_API_KEY;
-    const created = await tables.createTable(
-      {
-        seats: 2,
-        ruleset: { preset: "classic", overrides: { fantasylandEntry: { entries: [] } } },
-        turnTimeLimitMs: 120_000,
-        requestId: crypto.randomUUID(),
-      },
-      key ? { headers: { "x-ofc-api-key": key } } : {},
-    );
-    const tableId = created.tableId;
-    for (const [p, name, seat] of [[ann, "ann", 0], [bob, "bob", 1]] as const) {
-      await p.page.goto(`${p.origin}/?table=${encodeURIComponent(tableId)}`);
-      await p.page.waitForSelector(`#sit-${seat}`);
-      await sitDown(p, name, seat);
-    }
-    await ann.page.waitForFunction(() => !(document.querySelector("#start-hand") as HTMLButtonElement | null)?.disabled);
-    await ann.page.click("#start-hand");
+    const tableId = await playingTable(ann, bob, { fantasylandEntry: { entries: [] } });
 
     // Mid-hand: "Leave after this hand", then "Stay" (each double-clicked: one change of
     // the table each, as a seat has 4 a hand), then leave after the hand again.

@@ -81,6 +81,25 @@ export async function sitDown(p: Player, name: string, seat: number, joinLink?: 
   await page.waitForSelector("[data-testid=start-hand]");
 }
 
+/** A Classic table made through the API (with the operator key when the service asks one),
+ *  the two players seated from their pages, the first hand dealt: the table's id. */
+export async function playingTable(ann: Player, bob: Player, overrides: Record<string, unknown> = {}): Promise<string> {
+  const key = process.env.OFC_API_KEY;
+  const created = await tables.createTable(
+    { seats: 2, ruleset: { preset: "classic", overrides }, turnTimeLimitMs: 120_000, requestId: crypto.randomUUID() },
+    key ? { headers: { "x-ofc-api-key": key } } : {},
+  );
+  const tableId = created.tableId;
+  for (const [p, name, seat] of [[ann, "ann", 0], [bob, "bob", 1]] as const) {
+    await p.page.goto(`${p.origin}/?table=${encodeURIComponent(tableId)}`);
+    await p.page.waitForSelector(`#sit-${seat}`);
+    await sitDown(p, name, seat);
+  }
+  await ann.page.waitForFunction(() => !(document.querySelector("#start-hand") as HTMLButtonElement | null)?.disabled);
+  await ann.page.click("#start-hand");
+  return tableId;
+}
+
 export async function myTurn(p: Player): Promise<boolean> {
   return (await p.page.locator("[data-testid=pending]").count()) > 0;
 }
