@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from ofc import engine
 from ofc.policy import TIMEOUT_POLICY
-from ofc_service.application import commands
+from ofc_service.application import commands, deadlines
 from ofc_service.application.deadlines import DeadlineSweeper
 from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import TableRecord
@@ -139,6 +139,40 @@ def test_a_table_whose_store_node_is_out_does_not_stop_the_others_clocks(
         assert await tables.version("fine") == before + 1
         said = [(r.levelname, r.exc_info) for r in caplog.records if r.name == "ofc.deadlines"]
         assert said == [("WARNING", None)]
+
+    asyncio.run(scenario())
+
+
+def test_a_table_whose_store_node_hangs_holds_up_no_sweep_for_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table whose store node takes no answer (paused, failing over) gets SWEEP_TABLE_S;
+    the sweep goes on with the others, ends, and tries it again last next time."""
+
+    async def scenario() -> None:
+        tables = Tables()
+        await tables.open("hung", ("a", "b"))  # its deadline comes first
+        tables.now += 10
+        await tables.open("fine", ("c", "d"))
+        tables.now += TURN + 10
+        timeouts = tables.manager.apply_due_timeouts
+        tried: list[str] = []
+
+        async def its_node_hangs(table_id: str) -> int:
+            tried.append(table_id)
+            if table_id == "hung":
+                await asyncio.sleep(3600)
+            return await timeouts(table_id)
+
+        tables.manager.apply_due_timeouts = its_node_hangs  # type: ignore[method-assign]
+        monkeypatch.setattr(deadlines, "SWEEP_TABLE_S", 0.05)
+        sweeper = DeadlineSweeper(tables.manager)
+        async with asyncio.timeout(5):
+            assert await sweeper.sweep_once() == 1
+            tables.now += TURN + 10
+            tried.clear()
+            assert await sweeper.sweep_once() == 1  # fine's next seat; hung still hangs
+        assert tried == ["fine", "hung"]  # the table out last time, last
 
     asyncio.run(scenario())
 

@@ -41,6 +41,7 @@ SCRAPE_METRICS = {"up", "redis_up", "ALERTS"}
 REDIS_METRICS = {
     "redis_cluster_enabled",
     "redis_cluster_state",
+    "redis_cluster_slots_fail",
     "redis_cluster_current_epoch",
     "redis_instance_info",
     "redis_connected_slaves",
@@ -139,7 +140,8 @@ def test_panels_are_well_formed() -> None:
 
 def test_alerts_cover_errors_latency_and_redis() -> None:
     assert {"OfcHighErrorRate", "OfcHighLatency", "RedisDown"} <= set(ALERTS)
-    cluster = {"RedisClusterStateNotOk", "RedisClusterFailover", "RedisMasterWithoutReplica"}
+    cluster = {"RedisClusterStateNotOk", "RedisClusterSlotsFailing", "RedisClusterFailover"}
+    cluster |= {"RedisMasterWithoutReplica"}
     assert cluster | {"RedisMemoryHigh"} <= set(ALERTS)
     for name, rule in ALERTS.items():
         assert rule["labels"]["severity"] in {"page", "warn"}, name

@@ -16,7 +16,7 @@ import pytest
 from ofc import engine
 from ofc.engine import SitDown
 from ofc.rulesets import resolve_ruleset
-from ofc_service.application import commands
+from ofc_service.application import commands, settlements
 from ofc_service.application.deadlines import DeadlineSweeper
 from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.records import TableRecord
@@ -377,15 +377,20 @@ async def test_the_background_relay_sweeps_every_outbox(backend: Backend) -> Non
         assert await f.h.store.read_outbox("t") == {}
 
 
+async def two_settled_tables(f: Feeds) -> SettlementRelay:
+    """Tables "a" and "b", each with hand 1 settled into its outbox; a relay for them."""
+    for table_id in ("a", "b"):
+        await f.h.store.create_table(table_id, b"v1")
+        await settle(f, table_id, 1, [1])
+    return f.relay()
+
+
 async def test_an_outbox_whose_store_node_is_out_holds_up_no_other(backend: Backend) -> None:
     """On a Redis Cluster the node of one table's outbox may be out alone: the relay's sweep
     relays the others' records all the same; it is retried as a whole (backing off) only
     when every outbox is out of reach."""
     async with open_feeds(backend) as f:
-        for table_id in ("a", "b"):
-            await f.h.store.create_table(table_id, b"v1")
-            await settle(f, table_id, 1, [1])
-        relay = f.relay()
+        relay = await two_settled_tables(f)
         relay_table = relay.relay_table
         out = {"a"}
 
@@ -402,6 +407,33 @@ async def test_an_outbox_whose_store_node_is_out_holds_up_no_other(backend: Back
         out.clear()
         assert await relay.sweep_once() == 1
         assert ids(await f.feed.read_new("g", "c")) == ["a:1"]
+
+
+async def test_an_outbox_whose_store_node_hangs_holds_up_no_other(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table's outbox whose node takes no answer gets RELAY_TABLE_S; the others are
+    relayed meanwhile, and it goes last at the next sweep."""
+    monkeypatch.setattr(settlements, "RELAY_TABLE_S", 0.05)
+    async with open_feeds(backend) as f:
+        relay = await two_settled_tables(f)
+        relay_table = relay.relay_table
+        tried: list[str] = []
+
+        async def its_node_hangs(table_id: str) -> int:
+            tried.append(table_id)
+            if table_id == "a":
+                await asyncio.sleep(3600)
+            return await relay_table(table_id)
+
+        relay.relay_table = its_node_hangs  # type: ignore[method-assign]
+        async with asyncio.timeout(5):
+            assert await relay.sweep_once() == 1
+            assert ids(await f.feed.read_new("g", "c")) == ["b:1"]
+            await settle(f, "b", 2, [2])
+            tried.clear()
+            assert await relay.sweep_once() == 1
+        assert tried == ["b", "a"]
 
 
 class BrokenFeed(MemorySettlementFeed):

@@ -545,11 +545,17 @@ export class TablePage {
       const table = await this.atCurrentVersion(send, () => this.assignment === a && this.myTurn());
       if (table) this.accept(table);
     } catch (error) {
-      if (reasonOf(error) === "STALE_VERSION") {
+      if (reasonOf(error) === "STALE_VERSION" && (this.assignment !== a || !this.myTurn())) {
         // Read again, the table no longer waits for this batch: another tab or device of this
         // seat played it (or its clock ran out). Said as such, not as the service's words.
         this.error = "Not sent: this turn was played first (in another tab, or the clock ran out). The table shows it as it is now.";
         this.errorAt = this.view?.version;
+        this.announce(this.error);
+      } else if (reasonOf(error) === "STALE_VERSION") {
+        // Still this batch's turn, but the table kept changing beside the hand (seats, seeds)
+        // through every try: the cards stay set out, for another try.
+        this.error = "Not sent: the table kept changing meanwhile. Your cards are still set out: send them again with Place cards.";
+        this.errorAt = undefined; // said until the next try
         this.announce(this.error);
       } else {
         this.showError(error);

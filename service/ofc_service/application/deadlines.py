@@ -27,6 +27,8 @@ log = logging.getLogger("ofc.deadlines")
 
 SWEEP_CONCURRENCY = 8
 """Due tables a sweep times out at once (each its own store calls)."""
+SWEEP_TABLE_S = 2.0
+"""How long a sweep gives one table's timeout before it goes on (tried again next sweep)."""
 
 
 def seat_deadlines(
@@ -72,6 +74,7 @@ class DeadlineSweeper:
         self.count_interval_s = count_interval_s
         self._next_count = -math.inf
         self._failing: set[str] = set()  # tables whose timeout failed, logged once each
+        self._out: set[str] = set()  # tables whose store was out at the last sweep
         self._loop = Periodic("deadline sweep", self.sweep_once, interval_s)
 
     async def sweep_once(self) -> int:
@@ -83,22 +86,30 @@ class DeadlineSweeper:
             ACTIVE_TABLES.set(await self.manager.store.deadline_count())
             self._next_count = time.monotonic() + self.count_interval_s
         due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
-        # The tables at once, a few at a time: on a Redis Cluster one master's outage is its
-        # own tables' (each waits out its call), not a reason to hold up the others' clocks.
+        # The tables at once, a few at a time, each for SWEEP_TABLE_S at most, those whose
+        # store was out at the last sweep last: on a Redis Cluster one master's outage is its
+        # own tables', not a reason to hold up the others' clocks.
+        due.sort(key=lambda item: item[0] in self._out)
         slots = asyncio.Semaphore(SWEEP_CONCURRENCY)
 
         async def time_out(table_id: str) -> int | BaseException:
             async with slots:
                 try:
-                    return await self.manager.apply_due_timeouts(table_id)
+                    return await asyncio.wait_for(
+                        self.manager.apply_due_timeouts(table_id), SWEEP_TABLE_S
+                    )
+                except TimeoutError:  # (its claim, request id and version make a retry safe)
+                    return StoreUnavailableError(f"no answer within {SWEEP_TABLE_S} s")
                 except Exception as error:
                     return error
 
         outcomes = await asyncio.gather(*(time_out(table_id) for table_id, _ in due))
         applied, outage = 0, None
+        self._out.clear()
         for (table_id, _), outcome in zip(due, outcomes, strict=True):
             if isinstance(outcome, StoreUnavailableError):
                 outage = outage or outcome
+                self._out.add(table_id)
                 self._failed(table_id, outcome)
             elif isinstance(outcome, BaseException):
                 # The oldest deadline comes first at every sweep, on every replica: a table

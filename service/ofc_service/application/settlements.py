@@ -35,6 +35,10 @@ from ofc_service.store.feed import DEFAULT_RETENTION_SECONDS
 
 log = logging.getLogger("ofc.settlements")
 
+RELAY_TABLE_S = 2.0
+"""How long a relay sweep gives one table's outbox before it goes on (tried again, last,
+next sweep): a Redis Cluster node that takes no answer holds up no other table's records."""
+
 RECORD_FORMAT: Final = 2
 RECORD_FORMATS: Final = (1, RECORD_FORMAT)  # 1: before the seats' Fantasyland tiers
 _HAND_NUMBER_RE: Final = re.compile(r"0|[1-9][0-9]{0,15}")
@@ -321,6 +325,7 @@ class SettlementRelay:
         self.retention_s = retention_s
         self._loop = Periodic("settlement relay sweep", self._tick, interval_s)
         self._next_rescan = self._next_trim = 0.0
+        self._out: set[str] = set()  # tables whose store was out at the last sweep
 
     async def relay_table(self, table_id: str) -> int:
         """Publish the table's outbox records; how many were new to the feed."""
@@ -337,14 +342,17 @@ class SettlementRelay:
     async def sweep_once(self, *, rescan: bool = False) -> int:
         """Relay every table whose outbox holds records (up to ``batch`` tables)."""
         tables = await self.store.pending_outboxes(self.clock_ms(), limit=self.batch, rescan=rescan)
+        tables.sort(key=lambda table_id: table_id in self._out)  # out at the last sweep: last
         published, outage, out = 0, None, 0
+        self._out.clear()
         for table_id in tables:
             try:
-                published += await self.relay_table(table_id)
-            except StoreUnavailableError as error:
+                published += await asyncio.wait_for(self.relay_table(table_id), RELAY_TABLE_S)
+            except (StoreUnavailableError, TimeoutError) as error:
                 # On a Redis Cluster, the node of this table's outbox may be out alone: the
-                # others are relayed all the same.
-                outage, out = error, out + 1
+                # others are relayed all the same (a relay cut short appends nothing twice).
+                outage, out = StoreUnavailableError(str(error) or "no answer"), out + 1
+                self._out.add(table_id)
             except Exception:  # one bad outbox must not hold up the others
                 log.exception("relaying an outbox failed", extra={"fields": {"table_id": table_id}})
         if outage is not None and out == len(tables):

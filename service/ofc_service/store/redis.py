@@ -107,9 +107,10 @@ round trip). On a cluster the shard may be on another node than the table, so th
 goes beside the commit, not in its pipeline, and the commit waits for it
 :data:`HINT_WAIT_S` at most: a master that is slow, paused or failing over holds up its own
 tables' moves, and those whose hints it holds by that much each. A table's hints from one
-process are written one after another; one that lands after its move was answered (another
-replica may have written a later commit's hint meanwhile), or whose commit lost, is then
-lowered to the table's deadline if that is earlier (compare-and-set). A hint such a master
+process are written one after another; one that lands after its script ran (another replica,
+which sees the move at once, may have written its own hint meanwhile), or whose commit lost
+or failed, is lowered to the table's deadline, if that is earlier, by the same process's
+next sweep (compare-and-set). A hint such a master
 did not take is written again by the same process's next sweep (``ZADD LT``) or as its
 store closes; if that process dies first, by the hourly rescan (below). The entry is
 therefore only a hint, and it errs early, never late, but for the two exceptions that end
@@ -254,10 +255,12 @@ OUTBOX_RESCAN_MS: Final = 3_600_000
 store: it is needed only for a hint whose ``ZADD`` failed in a process that then died."""
 _HINT_PAGES: Final = 10
 HINT_WAIT_S: Final = 0.5
-CLOSE_HINTS_S: Final = 1.0
 """On a Redis Cluster, how long a commit waits for its hints (on other nodes than the table's)
 once it is made: a node that takes no writes for a while costs the moves whose hints it holds
 this much each, not the while (the hints are written later, :meth:`RedisTableStore._send_hints`)."""
+CLOSE_HINTS_S: Final = 0.5
+"""How long closing the store may take to write the hints still in flight (well within the
+server's limit on each step of a stop)."""
 
 _REPLAYS: Final = (b"replay", b"replayed")
 
@@ -448,6 +451,9 @@ class RedisTableStore:
         # the same for deadline hints, written again by the next due_deadlines: table id ->
         # the earliest deadline not written (a hint errs early, never late)
         self._undeadlined: dict[str, int] = {}
+        # deadline hints written that may be later than their table's deadline: table id ->
+        # the scores written, lowered by the next due_deadlines (_settle_hints)
+        self._unsettled: dict[str, set[int]] = {}
         # on a cluster, the hints in flight, sent beside their commits (_send_hints): all of
         # them, and each table's last (a table's are written one after another)
         self._hint_writes: set[_HintWrite] = set()
@@ -590,16 +596,16 @@ class RedisTableStore:
                     int(reply[1]), commit.response, False, tuple(map(text, reply[4:]))
                 )
             current = int(reply[2]) if len(reply) > 2 and reply[2] else None
-            if (
-                self._direct is not None  # (a cluster's hint is settled by its write)
-                and deadline_ms is not None
-                and current is not None
-                and current < deadline_ms
-            ):
+            if deadline_ms is not None and current is not None and current < deadline_ms:
                 # Our hint lost to a table whose deadline is earlier: lower it back.
-                await self._fix(
+                fix = self._fix(
                     keys=[self._deadline_index(table_id)], args=[table_id, deadline_ms, current]
                 )
+                if self._direct is not None:
+                    await fix
+                else:  # a cluster's: bounded, and if it is not written yet, the sweep's
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(fix, HINT_WAIT_S)
         if status in (b"replay", b"replayed"):
             first = reply[3] if status == b"replay" else unpack_response(reply[3])
             return CommitResult(int(reply[1]), first, True, tuple(map(text, reply[4:])))
@@ -632,11 +638,16 @@ class RedisTableStore:
         reply: list[Any]
         if self._direct is None and hints:
             write = self._send_hints(table_id, hints)
-            reply = await self._run_commit(table_id, keys, args, {})
-            if reply[0] != b"ok":  # lost: its deadline hint may be later than the table's
-                write.settle = True
-                if write.task.done():
-                    await self._settle_deadline_hint(table_id, write.hints)
+            try:
+                reply = await self._run_commit(table_id, keys, args, {})
+            except BaseException:  # not made: its deadline hint may be later than the table's
+                self._settle_later(write)
+                raise
+            if reply[0] != b"ok" or not write.task.done():
+                # Lost (its hint may be later than the table's deadline), or its hint still on
+                # its way: another replica may commit an earlier deadline meanwhile, which
+                # this hint would then land over.
+                self._settle_later(write)
             if not write.task.done():  # (usually done: a ZADD is quicker than the script)
                 await asyncio.wait({write.task}, timeout=HINT_WAIT_S)  # not cancelled with this
             return reply
@@ -908,6 +919,8 @@ class RedisTableStore:
         indexes = [*self._deadline_shards, self._legacy_deadlines]
         if self._undeadlined:
             await self._deadlines_again()
+        if self._unsettled:
+            await self._settle_hints()
         with unavailable():
             # Every shard in one pipeline (one round trip per cluster node): each sweep
             # covers each shard once, whichever replica runs it.
@@ -1042,9 +1055,9 @@ class RedisTableStore:
 
     async def _write_hints(self, write: _HintWrite) -> None:
         """Written after the table's hints still in flight, so that an earlier commit's
-        deadline never lands over a later one's from here; a deadline hint that lands once
-        its move was answered (another replica's commit may have written a later hint
-        meanwhile), or whose commit lost, is then settled against the table's deadline."""
+        deadline never lands over a later one's from here; a deadline hint that lands after
+        its script ran, or whose commit lost or failed, is settled by the next sweep
+        (:meth:`_settle_hints`)."""
         table_id, hints = write.table_id, write.hints
         started = time.monotonic()
         results: list[Any]
@@ -1060,12 +1073,23 @@ class RedisTableStore:
                     for index_key, score in hints.items():
                         pipe.zadd(index_key, {table_id: score})
                     results = await pipe.execute(raise_on_error=False)
-            if write.settle or time.monotonic() - started >= HINT_WAIT_S:
-                await self._settle_deadline_hint(table_id, hints)
+        except asyncio.CancelledError as cancelled:  # the store closing: said, not lost
+            self._hints_not_written(table_id, hints, [cancelled] * len(hints))
+            raise
         except Exception as error:  # whatever it was, the next sweep writes them again
             results = [error] * len(hints)
+        self._hints_not_written(table_id, hints, results)
+        written = hints.get(self._deadline_index(table_id))
+        late = time.monotonic() - started >= HINT_WAIT_S  # its move answered before it landed
+        if written is not None and (write.settle or late):
+            self._unsettled.setdefault(table_id, set()).add(written)
+
+    def _hints_not_written(
+        self, table_id: str, hints: Mapping[str, int], results: Sequence[Any]
+    ) -> None:
+        """Keep the hints whose result is an error for the next sweep to write again."""
         for (index_key, score), result in zip(hints.items(), results, strict=True):
-            if not isinstance(result, Exception):
+            if not isinstance(result, BaseException):
                 continue
             if index_key == self._outbox_index(table_id):
                 self._hint_lost(table_id)
@@ -1076,33 +1100,61 @@ class RedisTableStore:
                 extra={"fields": {"table_id": table_id, "index": index_key, "error": repr(result)}},
             )
 
-    async def _settle_deadline_hint(self, table_id: str, hints: Mapping[str, int]) -> None:
-        """Lower the table's deadline hint to its deadline if that is earlier than the hint
-        written (compare-and-set: a hint written since is left alone)."""
-        index_key = self._deadline_index(table_id)
-        written = hints.get(index_key)
-        if written is None:
-            return
-        stored = await self._client.hget(self._table_key(table_id, "state"), "deadline")
-        if stored is not None and int(stored) < written:
-            await self._fix(keys=[index_key], args=[table_id, written, int(stored)])
+    def _settle_later(self, write: _HintWrite) -> None:
+        """Once ``write``'s deadline hint is written, have the next sweep lower it to the
+        table's deadline if that is earlier (:meth:`_settle_hints`)."""
+        write.settle = True
+        written = write.hints.get(self._deadline_index(write.table_id))
+        if written is not None and write.task.done():
+            self._unsettled.setdefault(write.table_id, set()).add(written)
+
+    async def _settle_hints(self) -> None:
+        """Lower each deadline hint in :attr:`_unsettled` to its table's deadline if that is
+        earlier (compare-and-set on the score written: a hint written since is left alone);
+        those not reached are tried again next time."""
+        seen = {table_id: set(scores) for table_id, scores in self._unsettled.items()}
+        try:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for table_id in seen:
+                    pipe.hget(self._table_key(table_id, "state"), "deadline")
+                stored: list[Any] = await pipe.execute(raise_on_error=False)
+            fixes: dict[str, list[str | int]] = {}
+            for (table_id, scores), deadline in zip(seen.items(), stored, strict=True):
+                if isinstance(deadline, Exception):
+                    continue
+                if deadline is not None:
+                    for written in sorted(scores):
+                        if int(deadline) < written:
+                            fixes.setdefault(self._deadline_index(table_id), []).extend(
+                                [table_id, written, int(deadline)]
+                            )
+                self._unsettled[table_id] -= scores
+                if not self._unsettled[table_id]:
+                    del self._unsettled[table_id]
+            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in fixes.items()))
+        except (redis_errors.RedisError, OSError):
+            return  # a node still away: next sweep
 
     async def _flush_hints(self) -> None:
-        """Before the store closes: the hints in flight, for :data:`CLOSE_HINTS_S` at most,
-        then those not written tried once more; any left are logged (the rescan restores
-        them)."""
+        """Before the store closes, :data:`CLOSE_HINTS_S` at most in all: the hints in
+        flight, then those not written tried once more and late ones lowered; any left are
+        logged (the hourly rescan restores them)."""
         writes = [w.task for w in self._hint_writes]
-        if writes:
-            _, pending = await asyncio.wait(writes, timeout=CLOSE_HINTS_S)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            if self._undeadlined:
-                await self._deadlines_again()
-            if self._unhinted:
-                await self._hint_again()
-        left = sorted({*self._undeadlined, *self._unhinted})
+        with contextlib.suppress(Exception):  # (a TimeoutError included)
+            async with asyncio.timeout(CLOSE_HINTS_S):
+                if writes:
+                    await asyncio.wait(writes)
+                if self._undeadlined:
+                    await self._deadlines_again()
+                if self._unhinted:
+                    await self._hint_again()
+                if self._unsettled:
+                    await self._settle_hints()
+        pending = [task for task in writes if not task.done()]
+        for task in pending:
+            task.cancel()  # (its hints are kept as not written, and said below)
+        await asyncio.gather(*pending, return_exceptions=True)
+        left = sorted({*self._undeadlined, *self._unhinted, *self._unsettled})
         if left:
             log.warning(
                 "hints not written as the store closed",

@@ -355,8 +355,9 @@ CLUSTER_PING_WAIT_S: Final = 1.0
 async def ping(client: RedisClient) -> None:
     """That the store answers, or an error: one server's ``PING``; on a Redis Cluster, that
     the nodes answering within :data:`CLUSTER_PING_WAIT_S` (one at least) all say
-    ``cluster_state:ok``, the cluster's own judgement that every slot has a master (a node
-    that refuses ``CLUSTER INFO``, to a user whose ACL lacks it, has answered). redis-py
+    ``cluster_state:ok``, the cluster's own judgement that it serves (every slot has a
+    master, unless ``cluster-require-full-coverage no`` lets it serve the slots it covers; a
+    node that refuses ``CLUSTER INFO``, to a user whose ACL lacks it, has answered). redis-py
     would ``PING`` one node only (its default node, the first master it learned of): while
     that node hung, a cluster that had failed it over would look down, and while another
     hung, up."""
