@@ -107,10 +107,11 @@ from ofc_service.store import (
 
 log = logging.getLogger("ofc.tables")
 
-RELAY_WAIT_S = 0.5
+RELAY_WAIT_S = 1.0
 """How long the move that ends a hand waits for its settlement's relay to the feed before it
 is answered (then the relay's sweep delivers it): a feed whose Redis node is paused or
-failing over costs such a move this much, not the outage."""
+failing over costs such a move this much, not the outage. Above the default
+``OFC_REDIS_WAIT_TIMEOUT_MS`` (0.5 s), so that a replica slow to confirm only costs its wait."""
 DEFAULT_EVENT_LOG_HANDS = 2  # the current hand and the one before, for watchers resuming
 # How long a replica's claim on a due timeout keeps the others from choosing the same move
 # (a timeout waits at most this long more when its claimant dies mid-way).
