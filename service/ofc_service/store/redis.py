@@ -1210,8 +1210,10 @@ class RedisTableStore:
         outboxes: dict[str, dict[str, int]] = {}
         states: list[str] = []
         prefix = f"{self._prefix}:{{"
+        # ":state" and ":outbox" (and nothing else of a table's: replies, markers, extra),
+        # matched by Redis, so that only those keys come back
         async for key in self._client.scan_iter(
-            match=f"{prefix}*}}:*", count=_SCAN_COUNT, _type="hash"
+            match=f"{prefix}*}}:[so][tu][at][tb][eo]*", count=_SCAN_COUNT, _type="hash"
         ):
             name = text(key)
             table_id, _, part = name[len(prefix) :].rpartition("}:")
