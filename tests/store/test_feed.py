@@ -391,15 +391,15 @@ async def test_an_outbox_whose_store_node_is_out_holds_up_no_other(backend: Back
     when every outbox is out of reach."""
     async with open_feeds(backend) as f:
         relay = await two_settled_tables(f)
-        relay_table = relay.relay_table
+        read_outbox = relay.store.read_outbox
         out = {"a"}
 
-        async def its_node_is_out(table_id: str) -> int:
+        async def its_node_is_out(table_id: str) -> dict[str, bytes]:
             if table_id in out:
                 raise StoreUnavailableError("the table store is unavailable")
-            return await relay_table(table_id)
+            return await read_outbox(table_id)
 
-        relay.relay_table = its_node_is_out  # type: ignore[method-assign]
+        relay.store.read_outbox = its_node_is_out  # type: ignore[method-assign]
         assert await relay.sweep_once() == 1
         assert ids(await f.feed.read_new("g", "c")) == ["b:1"]
         with pytest.raises(StoreUnavailableError):  # only "a" waits now, and it is out
@@ -417,16 +417,16 @@ async def test_an_outbox_whose_store_node_hangs_holds_up_no_other(
     monkeypatch.setattr(settlements, "RELAY_TABLE_S", 0.05)
     async with open_feeds(backend) as f:
         relay = await two_settled_tables(f)
-        relay_table = relay.relay_table
+        read_outbox = relay.store.read_outbox
         tried: list[str] = []
 
-        async def its_node_hangs(table_id: str) -> int:
+        async def its_node_hangs(table_id: str) -> dict[str, bytes]:
             tried.append(table_id)
             if table_id == "a":
                 await asyncio.sleep(3600)
-            return await relay_table(table_id)
+            return await read_outbox(table_id)
 
-        relay.relay_table = its_node_hangs  # type: ignore[method-assign]
+        relay.store.read_outbox = its_node_hangs  # type: ignore[method-assign]
         async with asyncio.timeout(5):
             assert await relay.sweep_once() == 1
             assert ids(await f.feed.read_new("g", "c")) == ["b:1"]

@@ -104,11 +104,10 @@ class DeadlineSweeper:
                     return error
 
         outcomes = await asyncio.gather(*(time_out(table_id) for table_id, _ in due))
-        applied, outage = 0, None
+        applied = 0
         self._out.clear()
         for (table_id, _), outcome in zip(due, outcomes, strict=True):
             if isinstance(outcome, StoreUnavailableError):
-                outage = outage or outcome
                 self._out.add(table_id)
                 self._failed(table_id, outcome)
             elif isinstance(outcome, BaseException):
@@ -118,10 +117,9 @@ class DeadlineSweeper:
             else:
                 applied += outcome
                 self._failing.discard(table_id)
-        if outage is not None and len(outcomes) == sum(
-            isinstance(o, StoreUnavailableError) for o in outcomes
-        ):
-            raise outage  # the store is out for every table due: the loop backs off, says so
+        outages = [o for o in outcomes if isinstance(o, StoreUnavailableError)]
+        if outages and len(outages) == len(outcomes):
+            raise outages[0]  # the store is out for every table due: the loop backs off, says so
         return applied
 
     def _failed(self, table_id: str, error: BaseException) -> None:

@@ -817,9 +817,9 @@ class TableManager:
                 _count_settled(done.record, event)
         if commit.outbox and self.relay is not None:
             try:  # bounded: a feed's Redis node that is slow holds up no move for long
-                await asyncio.wait_for(self.relay.relay_table(commit.table_id), RELAY_WAIT_S)
-            except (StoreUnavailableError, TimeoutError) as error:  # an outage: no traceback
-                fields = {"table_id": commit.table_id, "error": str(error) or "timed out"}
+                await self.relay.relay_table(commit.table_id, within=RELAY_WAIT_S)
+            except StoreUnavailableError as error:  # an outage: no traceback
+                fields = {"table_id": commit.table_id, "error": str(error)}
                 log.warning("relay deferred to the sweep", extra={"fields": fields})
             except Exception:
                 log.exception("relay failed", extra={"fields": {"table_id": commit.table_id}})

@@ -327,8 +327,17 @@ class SettlementRelay:
         self._next_rescan = self._next_trim = 0.0
         self._out: set[str] = set()  # tables whose store was out at the last sweep
 
-    async def relay_table(self, table_id: str) -> int:
-        """Publish the table's outbox records; how many were new to the feed."""
+    async def relay_table(self, table_id: str, *, within: float | None = None) -> int:
+        """Publish the table's outbox records; how many were new to the feed. ``within``:
+        seconds at most, else :class:`StoreUnavailableError` (a Redis node that takes no
+        answer; what a relay cut short appended is not appended again by the next)."""
+        if within is not None:
+            try:
+                return await asyncio.wait_for(self.relay_table(table_id), within)
+            except TimeoutError:
+                raise StoreUnavailableError(
+                    f"the outbox of table {table_id!r} had no answer within {within} s"
+                ) from None
         records = await self.store.read_outbox(table_id)
         if records:  # a settlement a failover may take back is not published
             await self.store.confirm(table_id)
@@ -343,19 +352,19 @@ class SettlementRelay:
         """Relay every table whose outbox holds records (up to ``batch`` tables)."""
         tables = await self.store.pending_outboxes(self.clock_ms(), limit=self.batch, rescan=rescan)
         tables.sort(key=lambda table_id: table_id in self._out)  # out at the last sweep: last
-        published, outage, out = 0, None, 0
+        published, outage = 0, None
         self._out.clear()
         for table_id in tables:
             try:
-                published += await asyncio.wait_for(self.relay_table(table_id), RELAY_TABLE_S)
-            except (StoreUnavailableError, TimeoutError) as error:
+                published += await self.relay_table(table_id, within=RELAY_TABLE_S)
+            except StoreUnavailableError as error:
                 # On a Redis Cluster, the node of this table's outbox may be out alone: the
-                # others are relayed all the same (a relay cut short appends nothing twice).
-                outage, out = StoreUnavailableError(str(error) or "no answer"), out + 1
+                # others are relayed all the same.
+                outage = error
                 self._out.add(table_id)
             except Exception:  # one bad outbox must not hold up the others
                 log.exception("relaying an outbox failed", extra={"fields": {"table_id": table_id}})
-        if outage is not None and out == len(tables):
+        if outage is not None and len(self._out) == len(tables):
             raise outage  # the store is out for every table: the whole sweep is retried
         return published
 
