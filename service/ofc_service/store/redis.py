@@ -108,9 +108,9 @@ goes beside the commit, not in its pipeline, and the commit waits for it
 :data:`HINT_WAIT_S` at most: a master that is slow, paused or failing over holds up its own
 tables' moves, and those whose hints it holds by that much each. A table's hints from one
 process are written one after another; one that lands after its script ran (another replica,
-which sees the move at once, may have written its own hint meanwhile), or whose commit lost
-or failed, is lowered to the table's deadline, if that is earlier, by the same process's
-next sweep (compare-and-set). A hint such a master
+which sees the move at once, may have written its own hint meanwhile), or whose commit
+failed, is lowered to the table's deadline, if that is earlier, by the same process's next
+sweep (compare-and-set); one whose commit lost, as below. A hint such a master
 did not take is written again by the same process's next sweep (``ZADD LT``) or as its
 store closes; if that process dies first, by the hourly rescan (below). The entry is
 therefore only a hint, and it errs early, never late, but for the two exceptions that end
@@ -392,8 +392,8 @@ def _index_member(prefix: str, number: int) -> str:
 @dataclasses.dataclass(slots=True, eq=False)
 class _HintWrite:
     """A cluster commit's hints in flight (:meth:`RedisTableStore._send_hints`): after the
-    table's write before it; ``settle``: its commit lost, so its deadline hint is lowered to
-    the table's deadline once written."""
+    table's write before it; ``settle``: its deadline hint is to be lowered to the table's
+    deadline once written (its commit failed, or its script ran first)."""
 
     table_id: str
     hints: dict[str, int]
@@ -603,9 +603,11 @@ class RedisTableStore:
                 )
                 if self._direct is not None:
                     await fix
-                else:  # a cluster's: bounded, and if it is not written yet, the sweep's
-                    with contextlib.suppress(Exception):
+                else:  # a cluster's: bounded, else the next sweep's (one not written yet too)
+                    try:
                         await asyncio.wait_for(fix, HINT_WAIT_S)
+                    except Exception:
+                        self._settle_later(table_id, deadline_ms)
         if status in (b"replay", b"replayed"):
             first = reply[3] if status == b"replay" else unpack_response(reply[3])
             return CommitResult(int(reply[1]), first, True, tuple(map(text, reply[4:])))
@@ -640,15 +642,14 @@ class RedisTableStore:
             write = self._send_hints(table_id, hints)
             try:
                 reply = await self._run_commit(table_id, keys, args, {})
-            except BaseException:  # not made: its deadline hint may be later than the table's
-                self._settle_later(write)
+            except BaseException:  # not made: its hint may be later than the table's deadline
+                self._settle_when_written(write)
                 raise
-            if reply[0] != b"ok" or not write.task.done():
-                # Lost (its hint may be later than the table's deadline), or its hint still on
-                # its way: another replica may commit an earlier deadline meanwhile, which
-                # this hint would then land over.
-                self._settle_later(write)
             if not write.task.done():  # (usually done: a ZADD is quicker than the script)
+                # Its hint lands after the script ran: another replica, which sees the move at
+                # once, may have written an earlier deadline's hint that this one lands over.
+                # (A commit that lost with its hint in place: _apply lowers it.)
+                self._settle_when_written(write)
                 await asyncio.wait({write.task}, timeout=HINT_WAIT_S)  # not cancelled with this
             return reply
         if not hints and not self._wait[0] and self._direct is None:
@@ -1055,11 +1056,10 @@ class RedisTableStore:
 
     async def _write_hints(self, write: _HintWrite) -> None:
         """Written after the table's hints still in flight, so that an earlier commit's
-        deadline never lands over a later one's from here; a deadline hint that lands after
-        its script ran, or whose commit lost or failed, is settled by the next sweep
+        deadline never lands over a later one's from here; a deadline hint marked ``settle``
+        (it lands after its script ran, or its commit failed) is settled by the next sweep
         (:meth:`_settle_hints`)."""
         table_id, hints = write.table_id, write.hints
-        started = time.monotonic()
         results: list[Any]
         try:
             if write.before is not None:
@@ -1079,10 +1079,8 @@ class RedisTableStore:
         except Exception as error:  # whatever it was, the next sweep writes them again
             results = [error] * len(hints)
         self._hints_not_written(table_id, hints, results)
-        written = hints.get(self._deadline_index(table_id))
-        late = time.monotonic() - started >= HINT_WAIT_S  # its move answered before it landed
-        if written is not None and (write.settle or late):
-            self._unsettled.setdefault(table_id, set()).add(written)
+        if write.settle:
+            self._settle_later(table_id, hints.get(self._deadline_index(table_id)))
 
     def _hints_not_written(
         self, table_id: str, hints: Mapping[str, int], results: Sequence[Any]
@@ -1100,13 +1098,19 @@ class RedisTableStore:
                 extra={"fields": {"table_id": table_id, "index": index_key, "error": repr(result)}},
             )
 
-    def _settle_later(self, write: _HintWrite) -> None:
-        """Once ``write``'s deadline hint is written, have the next sweep lower it to the
-        table's deadline if that is earlier (:meth:`_settle_hints`)."""
+    def _settle_when_written(self, write: _HintWrite) -> None:
+        """Once ``write``'s hints are written, have the next sweep settle its deadline hint."""
         write.settle = True
-        written = write.hints.get(self._deadline_index(write.table_id))
-        if written is not None and write.task.done():
-            self._unsettled.setdefault(write.table_id, set()).add(written)
+        if write.task.done():  # (else _write_hints does, as it ends)
+            self._settle_later(
+                write.table_id, write.hints.get(self._deadline_index(write.table_id))
+            )
+
+    def _settle_later(self, table_id: str, written: int | None) -> None:
+        """Have the next sweep lower the table's deadline hint ``written`` (None: none) to the
+        table's deadline if that is earlier (:meth:`_settle_hints`)."""
+        if written is not None:
+            self._unsettled.setdefault(table_id, set()).add(written)
 
     async def _settle_hints(self) -> None:
         """Lower each deadline hint in :attr:`_unsettled` to its table's deadline if that is
