@@ -107,10 +107,11 @@ round trip). On a cluster the shard may be on another node than the table, so th
 goes beside the commit, not in its pipeline, and the commit waits for it
 :data:`HINT_WAIT_S` at most: a master that is slow, paused or failing over holds up its own
 tables' moves, and those whose hints it holds by that much each. A table's hints from one
-process are written one after another; one that lands after its script ran (another replica,
-which sees the move at once, may have written its own hint meanwhile), or whose commit
-failed, is lowered to the table's deadline, if that is earlier, by the same process's next
-sweep (compare-and-set); one whose commit lost, as below. A hint such a master
+process are written one after another, sent before the script; one slow to land
+(:data:`HINT_LATE_S`: another replica, which sees the move as its script runs, may have
+written its own hint meanwhile), or whose commit failed, is lowered to the table's deadline,
+if that is earlier, by the same process's next sweep (compare-and-set); one whose commit
+lost, as below. A hint such a master
 did not take is written again by the same process's next sweep (``ZADD LT``) or as its
 store closes; if that process dies first, by the hourly rescan (below). The entry is
 therefore only a hint, and it errs early, never late, but for the two exceptions that end
@@ -258,6 +259,10 @@ HINT_WAIT_S: Final = 0.5
 """On a Redis Cluster, how long a commit waits for its hints (on other nodes than the table's)
 once it is made: a node that takes no writes for a while costs the moves whose hints it holds
 this much each, not the while (the hints are written later, :meth:`RedisTableStore._send_hints`)."""
+HINT_LATE_S: Final = 0.02
+"""A cluster's hint that took this long or more to land, after it was sent before its
+script, is settled against the table's deadline by the next sweep (:meth:`RedisTableStore.
+_write_hints`): a ZADD answered at once needs none."""
 CLOSE_HINTS_S: Final = 0.5
 """How long closing the store may take to write the hints still in flight (well within the
 server's limit on each step of a stop)."""
@@ -393,7 +398,7 @@ def _index_member(prefix: str, number: int) -> str:
 class _HintWrite:
     """A cluster commit's hints in flight (:meth:`RedisTableStore._send_hints`): after the
     table's write before it; ``settle``: its deadline hint is to be lowered to the table's
-    deadline once written (its commit failed, or its script ran first)."""
+    deadline once written (its commit failed)."""
 
     table_id: str
     hints: dict[str, int]
@@ -640,16 +645,13 @@ class RedisTableStore:
         reply: list[Any]
         if self._direct is None and hints:
             write = self._send_hints(table_id, hints)
+            await asyncio.sleep(0)  # the hints' task sends them now, before the script
             try:
                 reply = await self._run_commit(table_id, keys, args, {})
             except BaseException:  # not made: its hint may be later than the table's deadline
                 self._settle_when_written(write)
                 raise
-            if not write.task.done():  # (usually done: a ZADD is quicker than the script)
-                # Its hint lands after the script ran: another replica, which sees the move at
-                # once, may have written an earlier deadline's hint that this one lands over.
-                # (A commit that lost with its hint in place: _apply lowers it.)
-                self._settle_when_written(write)
+            if not write.task.done():  # (its reply from another node may come a little later)
                 await asyncio.wait({write.task}, timeout=HINT_WAIT_S)  # not cancelled with this
             return reply
         if not hints and not self._wait[0] and self._direct is None:
@@ -1056,13 +1058,15 @@ class RedisTableStore:
 
     async def _write_hints(self, write: _HintWrite) -> None:
         """Written after the table's hints still in flight, so that an earlier commit's
-        deadline never lands over a later one's from here; a deadline hint marked ``settle``
-        (it lands after its script ran, or its commit failed) is settled by the next sweep
-        (:meth:`_settle_hints`)."""
+        deadline never lands over a later one's from here; a deadline hint that lands
+        :data:`HINT_LATE_S` or more after it was sent, or whose commit failed, is settled by
+        the next sweep (:meth:`_settle_hints`)."""
         table_id, hints = write.table_id, write.hints
         results: list[Any]
+        sent, queued = time.monotonic(), False
         try:
             if write.before is not None:
+                queued = not write.before.task.done()  # (then sent after the script)
                 await asyncio.wait({write.before.task})
                 write.before = None  # no chain of finished writes kept alive
             if len(hints) == 1:  # a move's deadline: one command, cheaper than a pipeline
@@ -1079,7 +1083,11 @@ class RedisTableStore:
         except Exception as error:  # whatever it was, the next sweep writes them again
             results = [error] * len(hints)
         self._hints_not_written(table_id, hints, results)
-        if write.settle:
+        # Slow to land (a reconnect, a retry, a paused node): another replica, which sees the
+        # move as its script runs, may have written a later commit's hint that this one then
+        # landed over. (A ZADD sent before the script and answered at once cannot be: that
+        # replica's hint needs the script's event, then its own commit.)
+        if write.settle or queued or time.monotonic() - sent >= HINT_LATE_S:
             self._settle_later(table_id, hints.get(self._deadline_index(table_id)))
 
     def _hints_not_written(
