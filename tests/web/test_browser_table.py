@@ -141,3 +141,12 @@ def test_a_turn_played_in_another_tab_is_said_in_a_players_words_and_cleared(
     refused, the page reads the table again and says the turn was played first (not the
     service's STALE_VERSION), and the notice goes once the table moves on."""
     run_browser_test(browser_tests / "two-tabs.e2e.mjs", web_url, chromium)
+
+
+def test_dead_ends_say_what_happened_and_offer_the_way_on(
+    browser_tests: Path, web_url: str, chromium: str
+) -> None:
+    """A seat left from another tab shows a notice on the page (not only to screen readers);
+    a join link to a taken seat, or to a seat the table lacks, says so; a table that is not
+    there says so in words and links back to the lobby."""
+    run_browser_test(browser_tests / "dead-ends.e2e.mjs", web_url, chromium)

@@ -74,6 +74,9 @@ export class TablePage {
   private selected: string | undefined;
   private busy = false;
   private error = "";
+  /** What happened to this page's seat or join link that no click of its own caused (the
+   *  seat left from another tab, the link's seat taken): shown until the page sits again. */
+  private notice = "";
   /** The table's version when a refused call's error was shown: a newer view clears it. */
   private errorAt: bigint | undefined;
   /** Why the table's event stream is down while it is being reopened ("" while it is up). */
@@ -294,14 +297,15 @@ export class TablePage {
       // leave after the hand), perhaps taken by someone since. Its token went with it.
       this.dropSeat("");
       this.watching?.abort();
-      this.announce("You left the table");
+      this.tell("You left the table: you watch as a spectator");
     }
     if (this.refusedSeat) {
-      // A token is refused once its seat is left (vacated after its hand, by an operator),
-      // even if the same name has taken the seat again since: no error, a notice.
+      // A token is refused once its seat is left (vacated after its hand, by an operator, from
+      // another tab), even if the same name has taken the seat again since: no error, a notice.
       this.refusedSeat = false;
-      this.announce("You no longer hold a seat here: you watch as a spectator");
+      this.tell("You no longer hold a seat here: you watch as a spectator");
     }
+    this.checkInvitation(view);
     this.noteCommitments(view);
     if (this.seat && first) {
       const mine = view.seats[this.seat.seat];
@@ -323,6 +327,20 @@ export class TablePage {
     if (unanswered && !this.seat && !this.busy && view.seats[unanswered.seat]?.playerId === unanswered.playerId) {
       void this.join(unanswered.seat, unanswered.playerId);
     }
+  }
+
+  /** A join link names a seat: one taken (or one the table lacks) cannot be joined, and the
+   *  page says so rather than showing no form. A join of this page that got no answer and
+   *  took the seat is not "taken": the page sends it again (above). */
+  private checkInvitation(view: TableView): void {
+    const seat = this.joinSeat;
+    if (seat === undefined || this.seat || this.joinUnanswered?.seat === seat) return;
+    const held = view.seats[seat];
+    if (held && !held.playerId) return;
+    this.joinSeat = undefined;
+    this.tell(held
+      ? `Seat ${seat + 1} is taken (by ${held.playerId}): choose an empty seat to sit down`
+      : `This table has no seat ${seat + 1}: choose one of its ${view.seats.length} seats`);
   }
 
   private perHand(number: bigint): PerHand {
@@ -620,6 +638,7 @@ export class TablePage {
       res ??= await this.atCurrentVersion(sendAt, () => !this.seat && !this.view?.seats[seatIndex]?.playerId);
       this.joinUnanswered = undefined;
       this.refusedSeat = false; // seated again: a refusal before says nothing now
+      this.notice = "";
       this.seat = { seat: seatIndex, token: res.seatToken, playerId };
       saveSeat(this.storage, this.tableId, this.seat);
       this.setToken(res.seatToken);
@@ -819,10 +838,18 @@ export class TablePage {
   // ---- drawing -----------------------------------------------------------------------
 
   private showError(error: unknown): void {
-    this.error = describeError(error);
+    this.error = reasonOf(error) === "TABLE_NOT_FOUND"
+      ? `There is no table ${this.tableId} here: it ended and expired, the service kept it in memory and restarted, or the link is mistyped`
+      : describeError(error);
     this.errorAt = this.view?.version;
     this.announce(this.error);
     this.render();
+  }
+
+  /** A notice on the page (and to screen readers), until the page sits again. */
+  private tell(text: string): void {
+    this.notice = text;
+    this.announce(text);
   }
 
   private announce(text: string): void {
@@ -888,7 +915,11 @@ export class TablePage {
 
   private page(): HTMLElement {
     const view = this.view;
-    if (!view) return h("section", { class: "panel" }, h("p", {}, this.error || "Loading the table…"));
+    if (!view) {
+      return h("section", { class: "panel" },
+        this.error ? h("p", { class: "error", role: "alert", "data-testid": "error" }, this.error) : h("p", {}, "Loading the table…"),
+        this.error ? h("p", {}, h("a", { href: lobbyHref(), "data-testid": "lobby-link" }, "Back to the lobby: open a new table")) : null);
+    }
     const hand = view.hand;
     return h("div", { class: "table", "data-hand": hand ? String(hand.number) : undefined },
       h("header", { class: "table-head" },
@@ -900,8 +931,10 @@ export class TablePage {
           view.clientSeedPolicy === ClientSeedPolicy.PLAYERS ? " · players add seeds" : "",
           hand ? ` · hand ${hand.number}${hand.over ? " (over)" : ""}` : " · no hand yet"),
         h("p", { class: "status", "data-testid": "status", role: "status" }, this.status()),
+        h("p", { class: "meta" }, h("a", { href: lobbyHref(), "data-testid": "lobby-link" }, "Lobby")),
       ),
       this.error ? h("p", { class: "error", role: "alert", "data-testid": "error" }, this.error) : null,
+      this.notice ? h("p", { class: "seat-notice", role: "status", "data-testid": "notice" }, this.notice) : null,
       this.connection ? h("p", { class: "error", role: "status", "data-testid": "connection" }, this.connection) : null,
       this.seatsPanel(view),
       this.controls(view),
@@ -1211,4 +1244,12 @@ export function cardFace(card: string, size = ""): HTMLElement {
 function download(json: string, name: string): HTMLElement {
   const url = URL.createObjectURL(new Blob([json], { type: "application/json" }));
   return h("p", {}, h("a", { href: url, download: name }, "Download the hand history"), " (check it with ", h("code", {}, "ofc verify"), ")");
+}
+
+/** The lobby: this page's address without its table and seat. */
+function lobbyHref(): string {
+  const url = new URL(location.href);
+  url.search = "";
+  url.hash = "";
+  return url.href;
 }

@@ -120,7 +120,7 @@ test("two browsers play a Pineapple hand: settlement, deal verified, nothing hid
     // ---- A table that is not there (it expired, or an in-memory service restarted): the page
     // says so and does not go on reopening its stream.
     await bob.page.goto(`${bob.origin}/?table=no-such-table`);
-    await bob.page.waitForFunction(() => document.body.innerText.includes("TABLE_NOT_FOUND"), undefined, { timeout: 20_000 });
+    await bob.page.waitForFunction(() => document.body.innerText.includes("There is no table no-such-table here"), undefined, { timeout: 20_000 });
     await bob.page.waitForTimeout(4_000);
     const watches = bob.log.filter((r) => r.path.endsWith("/Watch") && r.tableIdHeader === "no-such-table");
     assert.equal(watches.length, 1, "one Watch of a table that is not there, not one per backoff");
