@@ -143,6 +143,27 @@ def test_a_table_whose_store_node_is_out_does_not_stop_the_others_clocks(
     asyncio.run(scenario())
 
 
+def test_a_count_of_the_waiting_tables_refused_stops_no_clock() -> None:
+    """While a node of the store is out (a cluster's master away), a count of the waiting
+    tables is refused (it would count some shards only): the gauge keeps its last value and
+    the due tables are timed out all the same."""
+
+    async def scenario() -> None:
+        tables = Tables()
+        await tables.open("fine", ("c", "d"))
+        before = await tables.version("fine")
+        tables.now += TURN + 10
+
+        async def some_shards_out() -> int:
+            raise StoreUnavailableError("redis unavailable: a node did not answer")
+
+        tables.store.deadline_count = some_shards_out  # type: ignore[method-assign]
+        assert await DeadlineSweeper(tables.manager).sweep_once() == 1
+        assert await tables.version("fine") == before + 1
+
+    asyncio.run(scenario())
+
+
 def test_a_table_whose_store_node_hangs_holds_up_no_sweep_for_long(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

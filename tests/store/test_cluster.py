@@ -24,13 +24,14 @@ from typing import Any
 import pytest
 from ofc_service.server.health import PING_TIMEOUT_S
 from ofc_service.store import (
+    Commit,
     RedisSettlementFeed,
     RedisTableStore,
     StaleVersionError,
     StoreUnavailableError,
     TableStore,
 )
-from ofc_service.store.redis import CLOSE_HINTS_S, HINT_WAIT_S
+from ofc_service.store.redis import CLOSE_HINTS_S, HINT_WAIT_S, NODE_READ_S
 from ofc_service.store.redis_io import index_shard
 from redis import exceptions as redis_errors
 
@@ -575,5 +576,68 @@ async def test_without_full_coverage_a_stopped_master_fails_no_other_masters_mov
             cluster.processes[stopped] = process
         assert version > 20
         assert slowest < 2, f"a move waited {slowest:.1f} s for the stopped master"
+    finally:
+        await store.close()
+
+
+async def test_a_paused_master_holds_up_neither_other_masters_clocks_nor_their_relay(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """A master stops answering (``CLIENT PAUSE ... ALL``, as a paused VM or a master being
+    failed over) while it holds some of the 16 hint shards and a table whose turn ran out.
+    The sweeps read every shard, and the tables they name, in one pipeline each: they waited
+    for the pause to end (the whole pause, or until the failover), and with them every turn
+    clock and the settlement relay of every master. Now each node's part is waited for
+    ``NODE_READ_S`` at most: a table elsewhere is due, and its outbox pending, at once; the
+    paused master's table comes once it is back."""
+    prefix = f"sweeps{secrets.token_hex(4)}"
+    store = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
+    paused = local_cluster.masters()[0]
+
+    def on(key: str) -> int:
+        return local_cluster.master_of(f"{prefix}:{key}")
+
+    def shards(table_id: str) -> set[int]:
+        n = index_shard(table_id)
+        return {on(f"{{{part}-{n:02d}}}") for part in ("deadlines", "outbox")}
+
+    names = [f"clock-{n}" for n in range(300)]
+    elsewhere = next(t for t in names if paused not in {on(f"{{{t}}}:state"), *shards(t)})
+    held = next(t for t in names if on(f"{{{t}}}:state") == paused and paused not in shards(t))
+    assert any(on(f"{{deadlines-{n:02d}}}") == paused for n in range(16))
+    try:
+        for table_id in (elsewhere, held):
+            await store.create_table(table_id, b"v1")
+            await store.commit(
+                Commit(
+                    table_id,
+                    expected_version=1,
+                    state=b"v2",
+                    request_id="ran-out",
+                    deadline_ms=1_000,
+                    outbox={"settled-1": b"record"},
+                )
+            )
+        assert sorted(await store.due_deadlines(10**13)) == sorted(
+            [(elsewhere, 1_000), (held, 1_000)]
+        )
+        local_cluster.client(paused).execute_command("CLIENT", "PAUSE", 8000, "ALL")  # type: ignore[no-untyped-call]
+        try:
+            started = time.monotonic()
+            due = await store.due_deadlines(10**13)
+            pending = await store.pending_outboxes(10**13)
+            took = time.monotonic() - started
+            assert took < 4 * NODE_READ_S + 1, f"the sweeps waited {took:.1f} s for a paused master"
+            with pytest.raises(StoreUnavailableError):
+                await store.deadline_count()  # some shards' count only: refused, not wrong
+        finally:
+            local_cluster.client(paused).execute_command("CLIENT", "UNPAUSE")  # type: ignore[no-untyped-call]
+        assert due == [(elsewhere, 1_000)]
+        assert pending == [elsewhere]
+        assert sorted(await store.due_deadlines(10**13)) == sorted(
+            [(elsewhere, 1_000), (held, 1_000)]
+        )
+        assert sorted(await store.pending_outboxes(10**13)) == sorted([elsewhere, held])
+        assert await store.deadline_count() == 2
     finally:
         await store.close()

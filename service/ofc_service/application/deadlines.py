@@ -6,6 +6,7 @@ replica's timeout win; docs/hand-history.md, "Turn clocks", is the rule the veri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -83,7 +84,10 @@ class DeadlineSweeper:
         # (a pipeline of 17 ZCARDs, ~0.4% of a loaded replica's CPU at four sweeps a second),
         # and a scrape comes every 15 s or so.
         if time.monotonic() >= self._next_count:
-            ACTIVE_TABLES.set(await self.manager.store.deadline_count())
+            # A count while a node of the store is out (on a cluster, a master away) would
+            # be some shards' only: the gauge keeps its last value, and the clocks go on.
+            with contextlib.suppress(StoreUnavailableError):
+                ACTIVE_TABLES.set(await self.manager.store.deadline_count())
             self._next_count = time.monotonic() + self.count_interval_s
         due = await self.manager.store.due_deadlines(self.manager.clock_ms(), limit=self.batch)
         # The tables at once, a few at a time, each for SWEEP_TABLE_S at most, those whose

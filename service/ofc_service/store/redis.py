@@ -88,7 +88,9 @@ index shard). Nothing global is one key: the deadline and outbox hints are split
 :data:`~.redis_io.INDEX_SHARDS` shards, each with its own hash tag, so the ``ZADD`` every
 commit with a deadline sends spreads over the cluster, and :meth:`RedisTableStore.due_deadlines`,
 :meth:`~RedisTableStore.deadline_count` and :meth:`~RedisTableStore.pending_outboxes` read every
-shard in one pipeline per call: each sweep of each replica covers each shard once (the
+shard at each call, one pipeline per node (:meth:`~RedisTableStore._per_node`: on a cluster,
+a node that does not answer within :data:`NODE_READ_S` is left out of that sweep, its tables
+waiting for it, the others' not): each sweep of each replica covers each shard once (the
 sweeper's and relay's compare-and-set make a shard swept by two replicas at once harmless, as
 before). Upgrading from the unsharded ``ofc:deadlines`` / ``ofc:outbox`` needs no migration
 step: they are read beside the shards; a due hint there is served, an early one moved into its
@@ -191,6 +193,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
+from redis.asyncio import RedisCluster
 from redis.commands.core import AsyncScript
 from zlib_ng import zlib_ng
 
@@ -263,6 +266,17 @@ HINT_LATE_S: Final = 0.02
 """A cluster's hint that took this long or more to land, after it was sent before its
 script, is settled against the table's deadline by the next sweep (:meth:`RedisTableStore.
 _write_hints`): a ZADD answered at once needs none."""
+NODE_READ_S: Final = 0.5
+"""On a Redis Cluster, how long a sweep (of deadlines, of outboxes) waits for each node's part
+of a read of the hint shards or of the tables they name: a master that is paused, hung or being
+failed over costs each sweep this much, and its tables wait for it, but the other masters'
+tables go on (:meth:`RedisTableStore._per_node`)."""
+_NODE_ERRORS: Final = (
+    redis_errors.RedisError,
+    redis_errors.RedisClusterException,
+    OSError,
+    TimeoutError,
+)
 CLOSE_HINTS_S: Final = 0.5
 """How long closing the store may take to write the hints still in flight (well within the
 server's limit on each step of a stop)."""
@@ -388,6 +402,14 @@ def _packed(args: list[bytes | str | int]) -> bytes:
         data = arg if isinstance(arg, bytes) else str(arg).encode()
         parts += (b"%d:" % len(data), data)
     return b"".join(parts)
+
+
+def _answered(replies: list[Any]) -> list[Any]:
+    """``replies`` (of :meth:`RedisTableStore._per_node`), unless every one is an error: then
+    the first of those is raised, as the store being out."""
+    if replies and all(isinstance(reply, BaseException) for reply in replies):
+        raise replies[0]
+    return replies
 
 
 def _index_member(prefix: str, number: int) -> str:
@@ -925,31 +947,42 @@ class RedisTableStore:
         if self._unsettled:
             await self._settle_hints()
         with unavailable():
-            # Every shard in one pipeline (one round trip per cluster node): each sweep
-            # covers each shard once, whichever replica runs it.
-            async with self._client.pipeline(transaction=False) as pipe:
-                for key in indexes:
-                    pipe.zrangebyscore(key, "-inf", now_ms, start=0, num=limit, withscores=True)
-                pages: list[list[Any]] = await pipe.execute()
+            # Every shard at once (one round trip per cluster node): each sweep covers each
+            # shard once, whichever replica runs it; on a cluster, a node out is left out.
+            pages = _answered(
+                await self._per_node(
+                    "zrangebyscore",
+                    [(key, "-inf", now_ms) for key in indexes],
+                    start=0,
+                    num=limit,
+                    withscores=True,
+                )
+            )
             hints = [
                 (key, text(member), int(score))
                 for key, page in zip(indexes, pages, strict=True)
+                if not isinstance(page, BaseException)
                 for member, score in page
             ]
             if not hints:
                 return []
             table_ids = list(dict.fromkeys(table_id for _, table_id, _ in hints))
-            async with self._client.pipeline(transaction=False) as pipe:
-                for table_id in table_ids:
-                    pipe.hget(self._table_key(table_id, "state"), "deadline")
-                stored: list[bytes | None] = await pipe.execute()
+            stored = _answered(
+                await self._per_node(
+                    "hget", [(self._table_key(t, "state"), "deadline") for t in table_ids]
+                )
+            )
             deadlines = {
-                t: None if d is None else int(d) for t, d in zip(table_ids, stored, strict=True)
+                t: None if d is None else int(d)
+                for t, d in zip(table_ids, stored, strict=True)
+                if not isinstance(d, BaseException)  # its node out: its hints wait
             }
             due: dict[str, int] = {}
             fixes: dict[str, list[str | int]] = {}
             moved: dict[str, dict[str, int]] = {}
             for key, table_id, hint in hints:
+                if table_id not in deadlines:
+                    continue
                 deadline = deadlines[table_id]
                 if deadline is not None and deadline <= now_ms:
                     due[table_id] = deadline
@@ -962,20 +995,72 @@ class RedisTableStore:
                         [table_id, hint, "" if deadline is None else deadline]
                     )
             if moved:  # LT: a hint a commit wrote meanwhile is never made later
-                async with self._client.pipeline(transaction=False) as pipe:
-                    for key, entries in moved.items():
-                        pipe.zadd(key, entries, lt=True)
-                    await pipe.execute()
-            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in fixes.items()))
+                await self._per_node("zadd", list(moved.items()), lt=True)
+            await self._fix_hints(fixes)
         return sorted(due.items(), key=lambda item: (item[1], item[0]))[:limit]
 
     async def deadline_count(self) -> int:
+        keys = [*self._deadline_shards, self._legacy_deadlines]
         with unavailable():
-            async with self._client.pipeline(transaction=False) as pipe:
-                for key in [*self._deadline_shards, self._legacy_deadlines]:
-                    pipe.zcard(key)
-                counts: list[int] = await pipe.execute()
+            counts = await self._per_node("zcard", [(key,) for key in keys])
+            for count in counts:
+                if isinstance(count, BaseException):
+                    raise count  # a count of some shards only would be wrong
         return sum(counts)
+
+    async def _per_node(
+        self, command: str, calls: Sequence[tuple[Any, ...]], **options: Any
+    ) -> list[Any]:
+        """``command`` (a pipeline method) with each of ``calls``' arguments, whose first is
+        its key; their replies in that order. One server: one pipeline, its errors raised. A
+        Redis Cluster: one pipeline per node, all at once, each for :data:`NODE_READ_S` at
+        most; the calls to a node that failed, or did not answer in that time, get its error
+        (a :class:`TimeoutError`) in their place: a sweep goes on without them rather than
+        wait for a master that is away."""
+        cluster = self._client
+        if not isinstance(cluster, RedisCluster):
+            async with cluster.pipeline(transaction=False) as pipe:
+                for call in calls:
+                    getattr(pipe, command)(*call, **options)
+                return list(await pipe.execute())
+        nodes: dict[str, list[int]] = {}
+        for i, (key, *_) in enumerate(calls):
+            try:
+                node = cluster.get_node_from_key(key)
+            except redis_errors.RedisClusterException:  # a slot with no master: the pipeline says
+                node = None
+            nodes.setdefault("" if node is None else node.name, []).append(i)
+
+        async def run(indexes: list[int]) -> list[Any]:
+            async with asyncio.timeout(NODE_READ_S):
+                async with cluster.pipeline(transaction=False) as pipe:
+                    for i in indexes:
+                        getattr(pipe, command)(*calls[i], **options)
+                    return list(await pipe.execute(raise_on_error=False))
+
+        groups = list(nodes.values())
+        outcomes = await asyncio.gather(*map(run, groups), return_exceptions=True)
+        replies: list[Any] = [None] * len(calls)
+        for indexes, outcome in zip(groups, outcomes, strict=True):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, _NODE_ERRORS):
+                raise outcome  # (a cancellation, or a bug: not a node away)
+            for n, i in enumerate(indexes):
+                replies[i] = outcome if isinstance(outcome, BaseException) else outcome[n]
+        return replies
+
+    async def _fix_hints(self, fixes: Mapping[str, list[str | int]]) -> None:
+        """The hint shards' compare-and-set fixes (``fix_deadlines.lua``), one call a shard;
+        on a cluster, a shard's node away leaves its fixes to the next sweep."""
+
+        async def fix(key: str, args: list[str | int]) -> None:
+            if self._direct is not None:
+                await self._fix(keys=[key], args=args)
+                return
+            with contextlib.suppress(*_NODE_ERRORS):
+                async with asyncio.timeout(NODE_READ_S):
+                    await self._fix(keys=[key], args=args)
+
+        await asyncio.gather(*(fix(k, a) for k, a in fixes.items()))
 
     async def claim_timeout(self, table_id: str, version: int, *, ttl_ms: int) -> bool:
         check_id(table_id, what="table id")
@@ -1000,23 +1085,28 @@ class RedisTableStore:
             # Hints of outboxes already relayed wait out the grace period at the front of
             # each shard: look past them (at most _HINT_PAGES pages) for outboxes with records.
             starts = dict.fromkeys([*self._outbox_shards, self._legacy_outboxes], 0)
-            for _ in range(_HINT_PAGES):
-                async with self._client.pipeline(transaction=False) as pipe:
-                    for key, start in starts.items():
-                        pipe.zrange(key, start, start + limit - 1, withscores=True)
-                    pages: list[list[Any]] = await pipe.execute()
+            for page_number in range(_HINT_PAGES):
+                pages = await self._per_node(
+                    "zrange",
+                    [(key, start, start + limit - 1) for key, start in starts.items()],
+                    withscores=True,
+                )
+                if page_number == 0:
+                    _answered(pages)
                 hints = [
                     (key, text(member), score)
                     for key, page in zip(starts, pages, strict=True)
+                    if not isinstance(page, BaseException)  # a node out: its shards wait
                     for member, score in page
                 ]
-                sizes: list[int] = []
+                sizes: list[Any] = []
                 if hints:
-                    async with self._client.pipeline(transaction=False) as pipe:
-                        for _, table_id, _ in hints:
-                            pipe.hlen(self._table_key(table_id, "outbox"))
-                        sizes = await pipe.execute()
+                    sizes = await self._per_node(
+                        "hlen", [(self._table_key(table_id, "outbox"),) for _, table_id, _ in hints]
+                    )
                 for (key, table_id, score), size in zip(hints, sizes, strict=True):
+                    if isinstance(size, BaseException):
+                        continue  # the table's node out: next sweep
                     if size:
                         pending[table_id] = min(score, pending.get(table_id, score))
                     elif score <= now_ms - OUTBOX_HINT_GRACE_MS:
@@ -1024,11 +1114,11 @@ class RedisTableStore:
                 starts = {
                     key: start + limit
                     for (key, start), page in zip(starts.items(), pages, strict=True)
-                    if len(page) == limit
+                    if not isinstance(page, BaseException) and len(page) == limit
                 }
                 if not starts or len(pending) >= limit:
                     break
-            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in drops.items()))
+            await self._fix_hints(drops)
         oldest_first = sorted(pending.items(), key=lambda item: (item[1], item[0]))
         return [table_id for table_id, _ in oldest_first[:limit]]
 
@@ -1126,13 +1216,12 @@ class RedisTableStore:
         those not reached are tried again next time."""
         seen = {table_id: set(scores) for table_id, scores in self._unsettled.items()}
         try:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for table_id in seen:
-                    pipe.hget(self._table_key(table_id, "state"), "deadline")
-                stored: list[Any] = await pipe.execute(raise_on_error=False)
+            stored = await self._per_node(
+                "hget", [(self._table_key(table_id, "state"), "deadline") for table_id in seen]
+            )
             fixes: dict[str, list[str | int]] = {}
             for (table_id, scores), deadline in zip(seen.items(), stored, strict=True):
-                if isinstance(deadline, Exception):
+                if isinstance(deadline, BaseException):
                     continue
                 if deadline is not None:
                     for written in sorted(scores):
@@ -1143,7 +1232,7 @@ class RedisTableStore:
                 self._unsettled[table_id] -= scores
                 if not self._unsettled[table_id]:
                     del self._unsettled[table_id]
-            await asyncio.gather(*(self._fix(keys=[k], args=a) for k, a in fixes.items()))
+            await self._fix_hints(fixes)
         except (redis_errors.RedisError, OSError):
             return  # a node still away: next sweep
 
@@ -1177,29 +1266,30 @@ class RedisTableStore:
         """The deadline hints this process's commits failed to write (``ZADD LT``: a hint
         a later commit wrote is made earlier at most, which the sweep then corrects); those
         written are forgotten, the others tried again next time."""
-        seen = dict(self._undeadlined)
+        seen = list(self._undeadlined.items())
         try:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for table_id, deadline in seen.items():
-                    pipe.zadd(self._deadline_index(table_id), {table_id: deadline}, lt=True)
-                results = await pipe.execute(raise_on_error=False)
+            results = await self._per_node(
+                "zadd", [(self._deadline_index(t), {t: deadline}) for t, deadline in seen], lt=True
+            )
         except (redis_errors.RedisError, OSError):
             return  # the shards' node is still away: next sweep
-        for (table_id, deadline), result in zip(seen.items(), results, strict=True):
-            if not isinstance(result, Exception) and self._undeadlined.get(table_id) == deadline:
+        for (table_id, deadline), result in zip(seen, results, strict=True):
+            if (
+                not isinstance(result, BaseException)
+                and self._undeadlined.get(table_id) == deadline
+            ):
                 del self._undeadlined[table_id]
 
     async def _hint_again(self) -> None:
         """The hints this process's commits failed to write (``ZADD NX`` at score 0: first in
         line); those written are forgotten, the others (and any that failed again while these
         were written) tried again next time."""
-        seen = dict(self._unhinted)
-        async with self._client.pipeline(transaction=False) as pipe:
-            for table_id in seen:
-                pipe.zadd(self._outbox_index(table_id), {table_id: 0}, nx=True)
-            results = await pipe.execute(raise_on_error=False)
-        for (table_id, failures), result in zip(seen.items(), results, strict=True):
-            if not isinstance(result, Exception) and self._unhinted.get(table_id) == failures:
+        seen = list(self._unhinted.items())
+        results = await self._per_node(
+            "zadd", [(self._outbox_index(table_id), {table_id: 0}) for table_id, _ in seen], nx=True
+        )
+        for (table_id, failures), result in zip(seen, results, strict=True):
+            if not isinstance(result, BaseException) and self._unhinted.get(table_id) == failures:
                 del self._unhinted[table_id]
 
     async def _rescan_hints(self) -> None:
