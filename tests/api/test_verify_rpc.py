@@ -261,6 +261,25 @@ def test_verify_match_refuses_what_it_cannot_take(stub: RulesServiceStub) -> Non
     ]
 
 
+@pytest.mark.parametrize("number", [-1, 0, 2**53, 2**64, True])
+def test_a_history_numbering_no_hand_is_malformed_not_an_error(
+    stub: RulesServiceStub, number: int
+) -> None:
+    """A hand number no hand can have (negative, past 2^53 - 1, past the uint64 of the
+    report's field) is a malformed history, numbered as no hand: the report carried it into
+    ``MatchDiscrepancy.hand_number`` and the call failed INTERNAL."""
+    doctored = json.loads(json.dumps(BASES["timeouts"]))
+    doctored["hand_number"] = number
+    report = stub.VerifyMatch(
+        pb.VerifyMatchRequest(history_jsons=[json.dumps(BASES["timeouts"]), json.dumps(doctored)])
+    )
+    assert [(d.code, d.source, d.hand_number, d.location) for d in report.discrepancies] == [
+        ("MALFORMED_HISTORY", "history_jsons[1]", 0, "hand_number")
+    ]
+    lone = stub.VerifyMatch(pb.VerifyMatchRequest(history_jsons=['{"hand_number": -1}']))
+    assert [(d.code, d.hand_number) for d in lone.discrepancies] == [("MALFORMED_HISTORY", 0)]
+
+
 def test_check_policy_and_newer_versions(stub: RulesServiceStub) -> None:
     old = (GOLDEN / "f66bf42" / "play-classic-3.json").read_text()
     response = verify(stub, old, check_policy=True)

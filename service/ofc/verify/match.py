@@ -29,7 +29,7 @@ from ofc.errors import FantasylandOwedError, OfcError
 from ofc.rulesets import Ruleset
 from ofc.verify.codes import Code, MatchDiscrepancy
 from ofc.verify.hand import CheckedHand, check_hand
-from ofc.verify.shape import at
+from ofc.verify.shape import SAFE_INTEGER, at
 from ofc.verify.values import Found, difference, loads, show, unwrap
 
 Units = list[int | None]  # per seat: money before or after a hand; None: not known
@@ -181,6 +181,18 @@ def _changed_hands(was: Seat, now: Seat, end: MatchState) -> bool:
     )
 
 
+def _hand_number(data: Any) -> int | None:
+    """``data``'s ``hand_number`` if it is one a hand can have (1 to 2^53 - 1), else None:
+    a discrepancy names no hand by a number no hand has (-1, 2^64: a report must be able to
+    carry it as the unsigned number it is everywhere else).
+
+    >>> _hand_number({"hand_number": 3}), _hand_number({"hand_number": -1}), _hand_number([])
+    (3, None, None)
+    """
+    number = data.get("hand_number") if isinstance(data, dict) else None
+    return number if type(number) is int and 1 <= number <= SAFE_INTEGER else None
+
+
 def _check_one(
     source: str, data: Any, expected_ruleset: Ruleset | None, check_policy: bool
 ) -> tuple[_Hand, MatchDiscrepancy | None]:
@@ -188,8 +200,7 @@ def _check_one(
     try:
         if isinstance(data, str | bytes):
             data = unwrap(loads(data))
-        if isinstance(data, dict) and type(data.get("hand_number")) is int:
-            number = data["hand_number"]
+        number = _hand_number(data)
         checked = check_hand(data, expected_ruleset=expected_ruleset, check_policy=check_policy)
     except Found as stop:
         d = stop.discrepancy
@@ -390,7 +401,7 @@ class _Records:
         table_id = next((h.table_id for h in hands if h.table_id is not None), None)
         self.by_number: dict[int, tuple[str, Mapping[str, Any]]] = {}
         for source, record in feed:
-            if not isinstance(record, dict) or type(record.get("hand_number")) is not int:
+            if _hand_number(record) is None:
                 self._bad(source, None, "", f"not a settlement record: {show(record)}")
                 continue
             if table_id is not None and record.get("table_id") != table_id:
