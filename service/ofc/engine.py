@@ -814,6 +814,7 @@ def _checked_place(
     if not all(card in pending for card in cards):
         for card, name in _named(placements, discard):
             if card not in pending:
+                _check_in_deck(state, card, name)
                 raise CardNotDealtError(
                     f"{name}: {card} is not in seat {hand_seat.seat}'s dealt batch", field=name
                 )
@@ -893,10 +894,22 @@ def _checked_set(
         )
     for card, name in named:
         if card not in hand_seat.pending:
+            _check_in_deck(state, card, name)
             raise CardNotDealtError(
                 f"{name}: {card} was not dealt to seat {hand_seat.seat}", field=name
             )
     return hand, i, Board(rows[0], rows[1], rows[2]), discards
+
+
+def _check_in_deck(state: MatchState, card: Card, name: str) -> None:
+    """A card not dealt to the seat that no deck of the table has (a joker, the ruleset
+    having fewer) is an invalid card, as everywhere else, not one dealt to someone else."""
+    jokers = state.ruleset.jokers
+    if card >= state.ruleset.deck_size:
+        have = f"{jokers} joker{'' if jokers == 1 else 's'}"
+        raise InvalidCardError(
+            f"{name} is the joker {card}, but the table's deck has {have}", field=name
+        )
 
 
 def _checked_timeout(state: MatchState, action: Timeout) -> Place | SetFantasyland:

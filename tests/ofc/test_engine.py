@@ -521,8 +521,14 @@ REJECTIONS: list[tuple[str, object, Action, type[OfcError], str]] = [
      InvalidRowError, "placements[0].row"),
     ("bad card", classic_start, Place(1, ((54, T), *FIVE[1:])),  # type: ignore[arg-type]
      InvalidCardError, "placements[0].card"),
+    # a card no deck of the table has is invalid, as in the rules calls, not "not dealt"
     ("a joker in a 52-card deck", classic_start, Place(1, ((c("X1"), T), *FIVE[1:])),
-     CardNotDealtError, "placements[0].card"),
+     InvalidCardError, "placements[0].card"),
+    ("a joker discarded in a 52-card deck", pineapple_street_2,
+     Place(1, ((c("6h"), M), (c("Jd"), B)), c("X2")), InvalidCardError, "discard"),
+    ("a joker in a 52-card deck's Fantasyland", fantasyland_start,
+     SetFantasyland(2, cs("6d Qh 3h"), cs("Ts 5c 4d 9h 8s"), cs("2s Ks Qc Th X1"), cs("6s")),
+     InvalidCardError, "bottom[4]"),
     ("set without Fantasyland", classic_start, SetFantasyland(1, (), (), ()), NotInFantasylandError,
      "seat"),
     ("timeout out of turn", classic_start, Timeout(0, Place(0, FIVE)), NotYourTurnError, "seat"),
