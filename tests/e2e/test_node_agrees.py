@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VERIFY_JS = ROOT / "clients" / "node" / "verify.js"
 OFC = Path(sys.executable).with_name("ofc")
 History = dict[str, Any]
-Verdict = tuple[str, str] | None  # (code, location), None: verified
+Verdict = tuple[str, str, str] | None  # (code, location, engine reason), None: verified
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +120,16 @@ def _swap_rows(h: History) -> None:
         move["placements"][0][1] = "top" if move["placements"][0][1] != "top" else "middle"
     else:
         move["top"][0], move["middle"][0] = move["middle"][0], move["top"][0]
+
+
+def _joker_not_in_deck(h: History) -> None:
+    """A move holding X2, which a deck of fewer than two jokers lacks (INVALID_CARD, not
+    CARD_NOT_DEALT)."""
+    move = h["actions"][1].get("resolved", h["actions"][1])
+    if move["type"] == "place":
+        move["placements"][0][0] = "X2"
+    else:
+        move["top"][0] = "X2"
 
 
 def _stake(h: History) -> None:
@@ -212,6 +222,7 @@ EXTRA: dict[str, Callable[[History], None]] = {
     "early-timeout": _early,
     "board-card": _board_card,
     "row": _swap_rows,
+    "joker-not-in-deck": _joker_not_in_deck,
     "stake": _stake,
     "loss-cap": _loss_cap,
     "royalty-table": _royalty_table,
@@ -273,7 +284,23 @@ def _case_files(directory: Path) -> list[Path]:
 
 def _python_verdict(path: Path) -> Verdict:
     found = check_history_json(path.read_bytes()).discrepancy
-    return None if found is None else (str(found.code), found.location)
+    if found is None:
+        return None
+    code = str(found.code)
+    return (code, found.location, _engine_reason(code, found.message))
+
+
+def _node_verdict(record: dict[str, Any]) -> Verdict:
+    if record["ok"]:
+        return None
+    code = record["code"]
+    return (code, record["location"], _engine_reason(code, record["message"]))
+
+
+def _engine_reason(code: str, message: str) -> str:
+    """An illegal action's message starts with the engine's reason ("CARD_NOT_DEALT: ..."):
+    both verifiers' engines must refuse a move for the same reason, not only refuse it."""
+    return message.partition(":")[0] if code == "ILLEGAL_ACTION" else ""
 
 
 @pytest.fixture(scope="module")
@@ -290,7 +317,7 @@ def test_both_verifiers_give_every_history_the_same_verdict(node: str, cases: li
     codes = set()
     for path in cases:
         mine = by_source[str(path)]
-        node_verdict = None if mine["ok"] else (mine["code"], mine["location"])
+        node_verdict = _node_verdict(mine)
         python = _python_verdict(path)
         codes.add(None if python is None else python[0])
         if node_verdict != python:
@@ -437,7 +464,7 @@ def test_both_verifiers_agree_on_random_changes_to_every_golden_history(
             path.write_text(json.dumps(rewrap(changed)))
             paths.append(path)
     records = _node_json(node, "-j", "2", *map(str, paths))[:-1]
-    by_source = {r["source"]: None if r["ok"] else (r["code"], r["location"]) for r in records}
+    by_source = {r["source"]: _node_verdict(r) for r in records}
     disagreements = [
         (path.name, python, by_source[str(path)])
         for path in paths
@@ -557,6 +584,7 @@ def _match_cases(directory: Path) -> dict[str, tuple[list[History], list[str]]]:
     cases["doctored-running-total"] = (hands, with_feed(2, total))
     cases["disagreeing-feed-record"] = (hands, with_feed(0, units))
     cases["doctored-initial-points"] = (with_hand(1, points), feed)
+
     def score(h: History) -> None:
         TAMPERS["score"][0](h)
 
@@ -584,9 +612,7 @@ def test_both_verifiers_find_the_same_in_every_match(
             paths.append(path)
         feed_path = case / "feed.jsonl"
         feed_path.write_text("".join(line + "\n" for line in feed))
-        report = verify_match(
-            [(str(p), p.read_bytes()) for p in paths], read_feed(str(feed_path))
-        )
+        report = verify_match([(str(p), p.read_bytes()) for p in paths], read_feed(str(feed_path)))
         python = [(str(d.code), d.source, d.hand_number, d.location) for d in report.discrepancies]
         records = _node_json(node, "--match", *map(str, paths), "--feed", str(feed_path))
         summary = records.pop()

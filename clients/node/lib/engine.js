@@ -60,6 +60,15 @@ function checkUnique(named) {
   }
 }
 
+/** A card not dealt to the seat that no deck of the table has (a joker, the ruleset having
+ *  fewer) is an invalid card, not one dealt to someone else (ofc.engine._check_in_deck). */
+function checkInDeck(state, card, name) {
+  const jokers = state.ruleset.jokers ?? 0;
+  if (card >= 52 + jokers) {
+    throw ofcError('INVALID_CARD', `${name} is the joker ${cardCode(card)}, but the table's deck has ${jokers} joker${jokers === 1 ? '' : 's'}`, name);
+  }
+}
+
 function checkedPlace(state, action) {
   const { hand, index, hs } = handSeat(state, action.seat);
   checkMs(action.at_ms, 'at_ms');
@@ -75,7 +84,10 @@ function checkedPlace(state, action) {
   if (discard === 0 && action.discard !== null) throw ofcError('DISCARD_NOT_ALLOWED', `street ${hand.street + 1} has no discard`, 'discard');
   if (discard === 1 && action.discard === null) throw ofcError('WRONG_CARD_COUNT', `street ${hand.street + 1} discards one card`, 'discard');
   for (const [card, name] of named) {
-    if (!hs.pending.includes(card)) throw ofcError('CARD_NOT_DEALT', `${name}: ${cardCode(card)} is not in seat ${hs.seat}'s dealt batch`, name);
+    if (!hs.pending.includes(card)) {
+      checkInDeck(state, card, name);
+      throw ofcError('CARD_NOT_DEALT', `${name}: ${cardCode(card)} is not in seat ${hs.seat}'s dealt batch`, name);
+    }
   }
   const room = Object.fromEntries(ROWS.map((row) => [row, ROW_SIZE[row] - hs.board[row].length]));
   action.placements.forEach(([, row], k) => {
@@ -105,7 +117,10 @@ function checkedSet(state, action) {
     );
   }
   for (const [card, name] of named) {
-    if (!hs.pending.includes(card)) throw ofcError('CARD_NOT_DEALT', `${name}: ${cardCode(card)} was not dealt to seat ${hs.seat}`, name);
+    if (!hs.pending.includes(card)) {
+      checkInDeck(state, card, name);
+      throw ofcError('CARD_NOT_DEALT', `${name}: ${cardCode(card)} was not dealt to seat ${hs.seat}`, name);
+    }
   }
   return { hand, index };
 }
