@@ -193,3 +193,25 @@ def test_a_get_with_an_unknown_compression_is_unsupported_compression(url: str) 
     status, _, body = get(url, "RulesService/ListPresets", connect="v1", encoding="proto",
                           base64="1", compression="snappy", message="")  # fmt: skip
     assert (status, reason(body)) == (501, ("unimplemented", "UNSUPPORTED_COMPRESSION"))
+
+
+def test_a_get_whose_url_passes_64_kib_is_431_and_its_post_is_answered(url: str) -> None:
+    """The HTTP layer refuses a request line over 64 KiB before the service sees it (HTTP 431,
+    no Connect error: README says so); a GET just under it, and the same message POSTed,
+    get the service's own answer."""
+    for size, status in ((60_000, 400), (70_000, 431)):
+        message = json.dumps({**ROW, "ruleset": {"preset": "x" * size}})
+        got, _, body = get(url, "RulesService/EvaluateRow", connect="v1", encoding="json",
+                           message=message)  # fmt: skip
+        assert got == status
+        if status == 400:
+            assert json.loads(body)["code"] == "invalid_argument"
+        else:
+            assert body == b""
+    posted = urllib.request.Request(
+        f"{url}/ofcpoker.v1.RulesService/EvaluateRow", data=message.encode(),
+        headers={"content-type": "application/json"},
+    )  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(posted, timeout=10)
+    assert json.loads(refused.value.read())["code"] == "invalid_argument"
