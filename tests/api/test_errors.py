@@ -249,6 +249,21 @@ CASES: list[tuple[str, tuple[str, Message], str, str]] = [
         "hand.ruleset.overrides.stay_conditions.conditions[0].row",
     ),
     (
+        "unknown stay row",  # (INVALID_INPUT before, where an unknown category was INVALID_RULESET)
+        _overrides(
+            stay_conditions=ruleset_pb2.StayConditionList(
+                conditions=[
+                    ruleset_pb2.StayCondition(
+                        row=cards_pb2.RowPosition.ValueType(99),
+                        category=cards_pb2.HAND_CATEGORY_TRIPS,
+                    )
+                ]
+            )
+        ),
+        "INVALID_RULESET",
+        "hand.ruleset.overrides.stay_conditions.conditions[0].row",
+    ),
+    (
         "too many players for the deck",
         _overrides(stay_cards=17, max_players=4),
         "INVALID_RULESET",

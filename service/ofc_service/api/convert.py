@@ -379,9 +379,9 @@ def _rank_char(text: str, field: str) -> str:
 
 
 def _stay(c: ruleset_pb2.StayCondition, field: str) -> dict[str, str]:
-    row = row_position(c.row, f"{field}.row")
-    if row is None:
-        raise _invalid("a stay condition needs a row", f"{field}.row")
+    if not 0 < c.row <= len(ROWS):  # (INVALID_RULESET, as every other option's value)
+        raise _invalid(f"a stay condition needs a row, got RowPosition {c.row}", f"{field}.row")
+    row = ROWS[c.row - 1]
     condition = {"row": row.value, "category": _category_name(c.category, f"{field}.category")}
     if c.min_rank:
         condition["min_rank"] = _rank_char(c.min_rank, f"{field}.min_rank")
