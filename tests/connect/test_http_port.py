@@ -466,10 +466,20 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
         ("RulesService/ValidateBoard", {"board": []}, "board"),
         ("RulesService/ValidateBoard", {"board": {}, "ruleset": "classic"}, "ruleset"),
         # an integer field given a fraction or too large a number, at the top and nested
-        ("TableService/GetTable", {"tableId": "t", "asSeat": 1.5}, "asSeat"),
-        ("TableService/GetTable", {"tableId": "t", "asSeat": 4294967296}, "asSeat"),
+        ("TableService/GetTable", {"tableId": "t", "asSeat": 1.5}, "as_seat"),
+        ("TableService/GetTable", {"tableId": "t", "asSeat": 4294967296}, "as_seat"),
         ("RulesService/SettleHand", {"hand": {"players": [{"fantasylandStreak": 0.5}]}},
-         "hand.players.fantasylandStreak"),
+         "hand.players[0].fantasyland_streak"),
+        # the path in proto names with the index of the element at fault, as every error's
+        ("TableService/PlaceCards",
+         {"placements": [{"card": "As", "row": 1}, {"card": "Ad", "row": "NOPE"}]},
+         "placements[1].row"),
+        ("RulesService/SettleHand",
+         {"hand": {"players": [{"board": {"top": ["As"]}}, {"board": {"top": ["Kd", 5]}}]}},
+         "hand.players[1].board.top[1]"),
+        ("TableService/PlaceCards", {"placements": [{"card": "As"}, {"zz": 1}]},
+         "placements[1].zz"),
+        ("TableService/PlaceCards", {"expectedVersion": "abc"}, "expected_version"),
         ("RulesService/SettleHand", {"hand": {"players": [{}, []]}}, "hand.players[1]"),
         ("RulesService/SettleHand", {"hand": {"players": [{"board": {"top": []}}],
                                               "ruleset": {"overrides": []}}},
@@ -844,3 +854,24 @@ def test_a_stream_whose_client_reads_nothing_is_ended_not_kept_in_memory() -> No
     assert cut.complete and len(cut.buffer) == 0
     whole = asyncio.run(stalled(b"b" * (2 * UNREAD_BYTES_MAX), 1))
     assert not whole.complete and len(whole.buffer) == 2 * UNREAD_BYTES_MAX
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "message"),
+    [
+        ("TableService/PlaceCards",
+         {"placements": [{"card": "As", "row": 1}, {"card": 5, "row": 1}]},
+         "placements[1].card: a string is expected, not a number"),
+        ("RulesService/ValidateBoard", {"board": {"top": ["As", "Ks", "Qs"], "midle": []}},
+         "board.midle: no such field (the message has top, middle, bottom)"),
+        ("RulesService/EvaluateRow", {"cards": "As Ks Qs"}, "cards: an array is expected"),
+        ("TableService/GetTable", {"tableId": "t", "asSeat": 4294967296},
+         "as_seat: Value out of range: 4294967296"),
+    ],
+)  # fmt: skip
+def test_a_json_decode_error_says_the_path_and_what_was_wrong_in_one_line(
+    url: str, method: str, body: dict[str, Any], message: str
+) -> None:
+    """Not protobuf's chain of "Failed to parse ... field:" and its location suffix."""
+    _, answer, _ = call(url, method, body)
+    assert answer["message"] == f"the request does not decode: {message}"

@@ -56,6 +56,7 @@ from ofc_service.api.errors import (
     request_id_var,
     rich_status,
 )
+from ofc_service.api.json_errors import json_error_field, located
 from ofc_service.api.serialized import Handler, parsing_bytes
 from ofc_service.auth import AuthError, Credentials
 from ofc_service.metrics import RpcMetrics
@@ -143,8 +144,9 @@ class _StrictJsonCodec:
         check_json_shapes(loaded, message.DESCRIPTOR)
         try:
             json_format.ParseDict(loaded, message, ignore_unknown_fields=False)
-        except json_format.ParseError:
-            raise
+        except json_format.ParseError as exc:
+            field, text = located(loaded, message.DESCRIPTOR, exc)
+            raise JsonShapeError(text, field) from exc
         except Exception as exc:
             raise json_format.ParseError(
                 f"Failed to parse JSON: {type(exc).__name__}: {exc}."
@@ -163,7 +165,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class JsonShapeError(json_format.ParseError):
-    """A JSON value of the wrong kind for its field, which protobuf's reader would take."""
+    """A JSON request that does not read as its message, with the path of the field at
+    fault (proto names, list indexes): a value of the wrong kind, one protobuf's reader
+    would take but should not, a field it does not know."""
 
     def __init__(self, message: str, field: str) -> None:
         super().__init__(message)
@@ -288,38 +292,6 @@ def is_json_base64(text: str) -> bool:
 def _json_fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
     """A message's fields by each name JSON may give them (lowerCamelCase or as declared)."""
     return {n: f for f in descriptor.fields for n in (f.json_name, f.name)}
-
-
-_UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)" at "([^"]*)"')
-_FAILED_FIELD = re.compile(r"Failed to parse (\w+) field: ")
-_AT_FIELD = re.compile(r"^Couldn't parse [^:]*: .* at \w+\.(\w+)\.*$", re.DOTALL)
-
-
-def json_error_field(message: str) -> str:
-    """The request field a JSON parse error names ("" when it names none).
-
-    >>> json_error_field('Message type "ofcpoker.v1.Board" has no field named "midle" at '
-    ...                  '"ValidateBoardRequest.board".')
-    'board.midle'
-    >>> json_error_field("Failed to parse board field: Failed to parse top field: repeated "
-    ...                  "field top must be in [] which is 3 at ValidateBoardRequest.board..")
-    'board.top'
-    >>> json_error_field("Failed to load JSON: Expecting value: line 1 column 1 (char 0).")
-    ''
-    >>> json_error_field("Couldn't parse integer: 1.5 at GetTableRequest.asSeat")
-    'asSeat'
-    """
-    unknown = _UNKNOWN_FIELD.search(message)
-    if unknown is not None:
-        name, at = unknown.groups()
-        return ".".join([*at.split(".")[1:], name])
-    # A wrong-typed value: the chain of fields it was found under, outermost first.
-    chain = [m.group(1) for m in _FAILED_FIELD.finditer(message)]
-    if chain:
-        return ".".join(name for name in chain if not name.isdigit())
-    # A top-level number that is not one ("Couldn't parse integer: 1.5 at Request.asSeat").
-    at = _AT_FIELD.search(message)
-    return at.group(1) if at is not None else ""
 
 
 class _TolerantCodec:
