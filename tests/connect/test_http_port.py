@@ -875,3 +875,50 @@ def test_a_json_decode_error_says_the_path_and_what_was_wrong_in_one_line(
     """Not protobuf's chain of "Failed to parse ... field:" and its location suffix."""
     _, answer, _ = call(url, method, body)
     assert answer["message"] == f"the request does not decode: {message}"
+
+
+@pytest.mark.parametrize(
+    ("headers", "named"),
+    [
+        ([("connect-protocol-version", "1"), ("connect-protocol-version", "2")],
+         "connect-protocol-version"),
+        ([("connect-timeout-ms", "100"), ("connect-timeout-ms", "abc")], "connect-timeout-ms"),
+        ([("connect-timeout-ms", "5000"), ("connect-timeout-ms", "5000")], "connect-timeout-ms"),
+    ],
+)  # fmt: skip
+def test_a_protocol_header_given_twice_is_malformed_request(
+    url: str, headers: list[tuple[str, str]], named: str
+) -> None:
+    """The first of two would win, where a proxy or a filter in front may have read the
+    other (a deadline, a protocol version): refused, as a duplicated credential is."""
+    target = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(target.hostname or "", target.port, timeout=10)
+    try:
+        conn.putrequest("POST", "/ofcpoker.v1.RulesService/EvaluateRow")
+        for key, value in [("content-type", "application/json"), *headers]:
+            conn.putheader(key, value)
+        body = json.dumps({"cards": ["As", "Ad", "Kc"]}).encode()
+        conn.putheader("content-length", str(len(body)))
+        conn.endheaders(body)
+        answer = conn.getresponse()
+        status, text = answer.status, answer.read()
+    finally:
+        conn.close()
+    answer_body = json.loads(text)
+    info = error_details_pb2.ErrorInfo.FromString(details(answer_body)["google.rpc.ErrorInfo"])
+    assert (status, info.reason) == (400, "MALFORMED_REQUEST")
+    assert answer_body["message"] == f"{named} is given once, not 2 times"
+
+
+def test_a_get_parameter_given_twice_is_malformed_request(url: str) -> None:
+    row = urllib.parse.quote(json.dumps({"cards": ["As", "Ad", "Kc"]}))
+    target = (
+        f"{url}/ofcpoker.v1.RulesService/EvaluateRow?connect=v1&encoding=json"
+        f"&message={row}&message={row}"
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(target, timeout=10)
+    answer = json.loads(refused.value.read())
+    info = error_details_pb2.ErrorInfo.FromString(details(answer)["google.rpc.ErrorInfo"])
+    assert (refused.value.code, info.reason) == (400, "MALFORMED_REQUEST")
+    assert answer["message"] == "the GET's message is given once, not 2 times"

@@ -480,12 +480,24 @@ _GRPC_TIMEOUT_UNITS = "HMSmun"  # hours, minutes, seconds, milli-, micro-, nanos
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
 
 
+_ONCE_HEADERS = (b"connect-protocol-version", b"connect-timeout-ms", b"grpc-timeout",
+                 b"connect-content-encoding", b"grpc-encoding", b"content-encoding")  # fmt: skip
+_ONCE_PARAMETERS = ("encoding", "message", "base64", "compression")
+
+
 def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectError] | None:
     """What connectrpc would refuse with no details, or let through, before reading the
     request, and the refusal with its reason: the header (to be left out: connectrpc would
     refuse it first) of a deadline that is not one (INVALID_TIMEOUT) or of a Connect protocol
     version other than 1 (MALFORMED_REQUEST); a Connect GET's base64 message that is not
-    base64 (MALFORMED_REQUEST: connectrpc would skip the characters it does not know)."""
+    base64 (MALFORMED_REQUEST: connectrpc would skip the characters it does not know); a
+    protocol header or GET parameter given twice (MALFORMED_REQUEST: the first would win,
+    where a proxy or a filter may have read the other)."""
+    for name in _ONCE_HEADERS:
+        count = sum(1 for key, _ in scope.get("headers", ()) if key == name)
+        if count > 1:
+            why = f"{name.decode()} is given once, not {count} times"
+            return name, refusal(MalformedRequestError(why))
     if scope["method"] == "GET":
         text = scope.get("query_string", b"").decode("latin-1")
         query = parse_qs(text)
@@ -495,6 +507,10 @@ def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectErro
             if len(connect) > 1:
                 why = f"connect must be v1, given once, not {len(connect)} times"
             return b"", refusal(MalformedRequestError(why))
+        for parameter in _ONCE_PARAMETERS:
+            if len(query.get(parameter, ())) > 1:
+                why = f"the GET's {parameter} is given once, not {len(query[parameter])} times"
+                return b"", refusal(MalformedRequestError(why))
         if query.get("base64") == ["1"]:
             if not _BASE64.fullmatch(query.get("message", [""])[0]):
                 return b"", refusal(MalformedRequestError("the GET's message is not base64"))
