@@ -33,10 +33,12 @@ from ofc_service.store import (
     StaleVersionError,
     StoreUnavailableError,
 )
+from ofc_service.store import redis as redis_store
 from ofc_service.store.redis import OUTBOX_RESCAN_MS
 from ofc_service.store.redis_io import index_shard
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from tests.silent import SilentPresenter
 
@@ -300,6 +302,38 @@ async def test_redis_the_rescan_restores_a_lost_deadline_hint_no_later_than_the_
         assert await f.h.store.due_deadlines(6_000) == [("v", 5_000)]  # t lost, u late
         await f.h.store.pending_outboxes(0, rescan=True)
         assert await f.h.store.due_deadlines(6_000) == [("t", 5_000), ("u", 5_000), ("v", 5_000)]
+
+
+async def test_redis_the_rescan_writes_many_hints_in_bounded_commands(
+    redis_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rescan writes what it restores in ZADDs of _SCAN_COUNT members at most (one
+    command a shard would be 40 MB and a second of its node at a million tables): with a
+    count of 2, 7 tables whose deadline hints were lost come back, over several commands."""
+    monkeypatch.setattr(redis_store, "_SCAN_COUNT", 2)
+    async with open_feeds(redis_backend) as f:
+        admin = f.h.admin
+        assert isinstance(admin, Redis)
+        shard = index_shard("r0")  # all in one shard: one ZADD of 7 without the bound
+        tables = [t for t in (f"r{n}" for n in range(400)) if index_shard(t) == shard][:7]
+        for table_id in tables:
+            await f.h.store.create_table(table_id, b"v1")
+            await play(f.h.store, table_id, 1, deadline_ms=5_000)
+        for n in range(16):
+            await admin.delete(f"ofc:{{deadlines-{n:02d}}}")
+        assert await f.h.store.due_deadlines(6_000) == []
+        sent: list[int] = []
+        zadd = Pipeline.zadd
+
+        def counted(pipe: Any, name: Any, mapping: Any, **options: Any) -> Any:
+            sent.append(len(mapping))
+            return zadd(pipe, name, mapping, **options)
+
+        monkeypatch.setattr(Pipeline, "zadd", counted)
+        await admin.delete("ofc:{outbox-rescan}")
+        await f.h.store.pending_outboxes(0, rescan=True)
+        assert await f.h.store.due_deadlines(6_000) == sorted((t, 5_000) for t in tables)
+        assert sum(sent) >= 7 and max(sent) <= 2
 
 
 async def test_redis_a_hint_a_commit_failed_to_write_is_written_by_the_next_sweep(

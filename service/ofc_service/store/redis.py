@@ -254,6 +254,7 @@ LAYOUT: Final = b"1"
 _BLOCK_GRACE_S: Final = 5.0
 _CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
 _SCAN_COUNT: Final = 1000
+_ZADDS_A_PIPELINE: Final = 10  # (of _SCAN_COUNT members each: the rescan's writes)
 OUTBOX_RESCAN_MS: Final = 3_600_000
 """The hint rescan backstop runs at most once in this long, over all processes sharing a
 store: it is needed only for a hint whose ``ZADD`` failed in a process that then died."""
@@ -1335,12 +1336,19 @@ class RedisTableStore:
                     deadlines.setdefault(self._deadline_index(table_id), {})[table_id] = int(
                         deadline
                     )
-        if outboxes or deadlines:
+        # In commands of _SCAN_COUNT members at most: one ZADD of a shard's million tables
+        # would hold its node for a second and be a 40 MB command.
+        writes = [
+            (index_key, dict(members[at : at + _SCAN_COUNT]), option)
+            for hints, option in ((outboxes, "nx"), (deadlines, "lt"))
+            for index_key, entries in hints.items()
+            for members in [list(entries.items())]
+            for at in range(0, len(members), _SCAN_COUNT)
+        ]
+        for at in range(0, len(writes), _ZADDS_A_PIPELINE):
             async with self._client.pipeline(transaction=False) as pipe:
-                for index_key, entries in outboxes.items():
-                    pipe.zadd(index_key, entries, nx=True)
-                for index_key, entries in deadlines.items():
-                    pipe.zadd(index_key, entries, lt=True)
+                for index_key, chunk, option in writes[at : at + _ZADDS_A_PIPELINE]:
+                    pipe.zadd(index_key, chunk, **{option: True})
                 await pipe.execute()
 
     async def read_outbox(self, table_id: str) -> dict[str, bytes]:
