@@ -321,6 +321,11 @@ def redis_nodes() -> list[str]:
     return ["redis", *(f"redis-node-{i}" for i in range(1, 6))]
 
 
+def merged_flags_of_base_redis() -> dict[str, str]:
+    command = STACK["services"]["redis"]["command"]
+    return dict(zip(command[2::2], command[3::2], strict=True))
+
+
 def test_cluster_variant_runs_six_announcing_nodes_joined_once_with_one_replica_each() -> None:
     for node in redis_nodes():
         command = merged_service(node)["command"]
@@ -329,6 +334,9 @@ def test_cluster_variant_runs_six_announcing_nodes_joined_once_with_one_replica_
         assert flags["--cluster-enabled"] == "yes"
         assert flags["--cluster-announce-hostname"] == node  # what MOVED replies carry
         assert flags["--cluster-preferred-endpoint-type"] == "hostname"
+        # the command replaces the base file's, whose --maxmemory bounds a full Redis
+        # (noeviction: refused writes, not the host's memory)
+        assert flags["--maxmemory"] == merged_flags_of_base_redis()["--maxmemory"], node
         data = [v for v in merged_service(node)["volumes"] if v.endswith(":/data")]
         assert len(data) == 1, f"{node}: nodes.conf and the AOF need a volume"
         assert data[0].split(":")[0] in {*STACK["volumes"], *CLUSTER_OVERRIDE["volumes"]}
