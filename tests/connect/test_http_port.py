@@ -38,6 +38,7 @@ import pytest
 from google.rpc import error_details_pb2
 from hypercorn.asyncio.worker_context import EventWrapper
 from hypercorn.protocol import h2 as hypercorn_h2
+from ofc_service.api.json_errors import MAX_REASON_CHARS
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
@@ -480,6 +481,12 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
         ("TableService/PlaceCards", {"placements": [{"card": "As"}, {"zz": 1}]},
          "placements[1].zz"),
         ("TableService/PlaceCards", {"expectedVersion": "abc"}, "expected_version"),
+        # under a oneof's member, which protobuf's chain of fields leaves out
+        ("RulesService/ResolveRuleset", {"ruleset": {"overrides": {"royalties": {"name": 5}}}},
+         "ruleset.overrides.royalties.name"),
+        ("RulesService/ResolveRuleset",
+         {"ruleset": {"overrides": {"royalties": {"topPair": [{"points": 1}, {"points": "x"}]}}}},
+         "ruleset.overrides.royalties.top_pair[1].points"),
         ("RulesService/SettleHand", {"hand": {"players": [{}, []]}}, "hand.players[1]"),
         ("RulesService/SettleHand", {"hand": {"players": [{"board": {"top": []}}],
                                               "ruleset": {"overrides": []}}},
@@ -854,6 +861,16 @@ def test_a_stream_whose_client_reads_nothing_is_ended_not_kept_in_memory() -> No
     assert cut.complete and len(cut.buffer) == 0
     whole = asyncio.run(stalled(b"b" * (2 * UNREAD_BYTES_MAX), 1))
     assert not whole.complete and len(whole.buffer) == 2 * UNREAD_BYTES_MAX
+
+
+def test_a_json_decode_error_quoting_a_huge_value_says_a_bounded_reason(url: str) -> None:
+    """protobuf's reader quotes the value in its message: the answer keeps MAX_REASON_CHARS
+    of it (and reads it in linear time: a pattern that was not made a request of 64,000
+    spaces take 13 s of the event loop)."""
+    _, answer, _ = call(url, "TableService/GetTable", {"asSeat": "1" + " " * 50_000 + "x"})
+    prefix = "the request does not decode: as_seat: "
+    assert answer["message"].startswith(prefix + "Couldn't parse integer")
+    assert len(answer["message"]) <= len(prefix) + MAX_REASON_CHARS
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,13 @@
 
 protobuf's JSON reader reports a wrong value as a chain ("Failed to parse players field:
 Failed to parse board field: ... expected string or bytes-like object, got 'int'") that
-names the fields as the JSON gave them (``fantasylandStreak``) and, for most mistakes, not
-which element of a list: clients got ``hand.players.board.top`` where the contract
-(protos/README.md) promises ``hand.players[1].board.top``, in proto names. Here the chain is
-followed through the request's JSON, the element that fails is found by reading each one
-alone (an error's cost only), and the message says the path and what was wrong with it.
+names the fields as the JSON gave them (``fantasylandStreak``), leaves out a oneof's member
+and, for most mistakes, which element of a list: clients got ``hand.players.board.top``
+where the contract (protos/README.md) promises ``hand.players[1].board.top``, in proto names.
+Here the member at fault is found by reading the request's members one at a time, then its
+members, and so on down (each level reads its part of the request once more: an error's
+cost only, linear in the request's size times its depth); the message says the path and
+what was wrong there, in at most :data:`MAX_REASON_CHARS` characters.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ from typing import Any
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+MAX_REASON_CHARS = 200
 _UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)" at "([^"]*)"')
 _FAILED_FIELD = re.compile(r"Failed to parse (\w+) field: ")
-_AT_FIELD = re.compile(r"^Couldn't parse [^:]*: .* at \w+\.(\w+)\.*$", re.DOTALL)
-_SEGMENT = re.compile(r"(\w+)(?:\[(\d+)\])?")
-_LOCATION = re.compile(r"\s+at \"?\w+(?:\.[\w\[\]]+)*\"?\.*$")
+_LOCATION = re.compile(r'"?\w+(?:\.[\w\[\]]+)*"?\.*')
 _NOT_TEXT = re.compile(r"expected string or bytes-like object, got '(\w+)'")
-_NOT_INTEGER = re.compile(r"invalid literal for int\(\) with base 10: (.*)")
+_NOT_INTEGER = re.compile(r"invalid literal for int\(\) with base 10: (.*)", re.DOTALL)
 _NOT_LIST = re.compile(r"repeated field \w+ must be in \[\] which is .*", re.DOTALL)
 _KINDS = {"int": "a number", "float": "a number with a fraction", "bool": "a boolean",
           "list": "an array", "dict": "an object", "NoneType": "null"}  # fmt: skip
@@ -31,7 +32,7 @@ _KINDS = {"int": "a number", "float": "a number with a fraction", "bool": "a boo
 
 def json_error_field(message: str) -> str:
     """The request field a JSON parse error names, as given ("" when it names none); see
-    :func:`located` for the path with list indexes in proto names.
+    :func:`located` for the path in proto names with list indexes.
 
     >>> json_error_field('Message type "ofcpoker.v1.Board" has no field named "midle" at '
     ...                  '"ValidateBoardRequest.board".')
@@ -44,22 +45,17 @@ def json_error_field(message: str) -> str:
     >>> json_error_field("Couldn't parse integer: 1.5 at GetTableRequest.asSeat")
     'asSeat'
     """
-    return ".".join(f"{name}[{k}]" if k is not None else name for name, k in _segments(message))
-
-
-def _segments(message: str) -> list[tuple[str, int | None]]:
-    """The fields a parse error names, outermost first, each with its list index when the
-    error gives one."""
     unknown = _UNKNOWN_FIELD.search(message)
     if unknown is not None:
         name, at = unknown.groups()
-        parts = [(m[1], None if m[2] is None else int(m[2])) for m in _SEGMENT.finditer(at)]
-        return [*parts[1:], (name, None)]  # (the first is the request's type)
+        return ".".join([*at.split(".")[1:], name])  # (the first is the request's type)
     chain = [m.group(1) for m in _FAILED_FIELD.finditer(message)]
     if chain:
-        return [(name, None) for name in chain if not name.isdigit()]
-    at = _AT_FIELD.search(message)
-    return [] if at is None else [(at.group(1), None)]
+        return ".".join(name for name in chain if not name.isdigit())
+    if message.startswith("Couldn't parse "):
+        tail = message.rpartition(" at ")[2].rstrip(".")
+        return tail.partition(".")[2] if _LOCATION.fullmatch(tail) else ""
+    return ""
 
 
 def located(loaded: Any, descriptor: Descriptor, error: json_format.ParseError) -> tuple[str, str]:
@@ -74,61 +70,88 @@ def located(loaded: Any, descriptor: Descriptor, error: json_format.ParseError) 
     ...     located(request, pb.PlaceCardsRequest.DESCRIPTOR, error)
     ('placements[1].card', 'placements[1].card: a string is expected, not a number')
     """
-    text = str(error)
-    segments = _segments(text)
-    message: Descriptor | None = descriptor
-    path: list[str] = []
-    value: Any = loaded
-    unknown = _UNKNOWN_FIELD.search(text) is not None
-    for depth, (name, index) in enumerate(segments):
-        parent = message
-        field = None if parent is None else _fields(parent).get(name)
-        if parent is None or field is None:  # (an unknown field: its name as given)
-            path.append(name if index is None else f"{name}[{index}]")
-            message, value = None, None
+    found = _at_fault(loaded, descriptor) if isinstance(loaded, dict) else None
+    if found is None:  # (each member reads alone: the error is not one member's)
+        where, reason = json_error_field(str(error)), _reason(error)
+    else:
+        where, reason = ".".join(found[0]), found[1]
+    return where, f"{where}: {reason}" if where else reason
+
+
+def _at_fault(value: dict[str, Any], descriptor: Descriptor) -> tuple[list[str], str] | None:
+    """The path to the first member of ``value`` that does not read, and why, or None when
+    each member reads alone."""
+    cls = message_factory.GetMessageClass(descriptor)
+    fields = {n: f for f in descriptor.fields for n in (f.json_name, f.name)}
+    for key, item in value.items():
+        error = _refusal(cls, {key: item})
+        if error is None:
             continue
-        item = value.get(name) if isinstance(value, dict) else None
+        field = fields.get(key)
+        if field is None:  # unknown: its name as given
+            return [key], _reason(error)
         at = field.name
-        if field.is_repeated and isinstance(item, list):  # (a map's JSON is an object)
-            last = depth == len(segments) - 1
-            if index is None and not (last and unknown):
-                index = _failing_element(parent, name, item)
-            if index is not None and index < len(item):
-                at, item = f"{at}[{index}]", item[index]
-        path.append(at)
-        value = item
-        message = field.message_type if field.type == FieldDescriptor.TYPE_MESSAGE else None
-    where = ".".join(path)
-    return where, f"{where}: {_reason(text, unknown)}" if where else text
-
-
-def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
-    return {n: f for f in descriptor.fields for n in (f.json_name, f.name)}
-
-
-def _failing_element(parent: Descriptor, name: str, items: list[Any]) -> int | None:
-    """The first element of the list ``name`` of a ``parent`` message that does not read."""
-    cls = message_factory.GetMessageClass(parent)
-    for k, element in enumerate(items):
-        try:
-            json_format.ParseDict({name: [element]}, cls(), ignore_unknown_fields=False)
-        except Exception:
-            return k
+        if field.is_repeated and isinstance(item, list) and item:
+            # the first element that does not read, halving: item[low:high] does not
+            low, high = 0, len(item)
+            while high - low > 1:
+                middle = (low + high) // 2
+                if _refusal(cls, {key: item[low:middle]}) is not None:
+                    high = middle
+                else:
+                    low = middle
+            element_error = _refusal(cls, {key: [item[low]]})
+            if element_error is not None:
+                at, item, error = f"{at}[{low}]", item[low], element_error
+        below = _message(field)
+        if below is not None and isinstance(item, dict):
+            inner = _at_fault(item, below)
+            if inner is not None:
+                return [at, *inner[0]], inner[1]
+        return [at], _reason(error)
     return None
 
 
-def _reason(text: str, unknown: bool) -> str:
-    """What was wrong, without the chain of fields and the location the path now says."""
-    if unknown:
-        fields = re.search(r"Available Fields\(except extensions\): \"\[(.*)\]\"", text)
+def _refusal(cls: Any, member: dict[str, Any]) -> json_format.ParseError | None:
+    try:
+        json_format.ParseDict(member, cls(), ignore_unknown_fields=False)
+    except json_format.ParseError as error:
+        return error
+    except Exception as error:  # (protobuf's reader lets a few others out)
+        return json_format.ParseError(f"{type(error).__name__}: {error}")
+    return None
+
+
+def _message(field: FieldDescriptor) -> Descriptor | None:
+    """The message a field holds, when its JSON is that message's members (not a map's
+    entries, not a well-known type's own form)."""
+    below = field.message_type
+    if field.type != FieldDescriptor.TYPE_MESSAGE or below is None:
+        return None
+    if below.GetOptions().map_entry or below.full_name.startswith("google.protobuf."):
+        return None
+    return below
+
+
+def _reason(error: json_format.ParseError) -> str:
+    """What was wrong, without the chain of fields and the location the path now says, in
+    at most MAX_REASON_CHARS characters (the reader quotes the value, whatever its size)."""
+    text = str(error)
+    if _UNKNOWN_FIELD.search(text) is not None:
+        fields = re.search(r'Available Fields\(except extensions\): "\[(.*?)\]"', text)
         named = "" if fields is None else fields.group(1).replace("'", "")
         return f"no such field (the message has {named})" if named else "no such field"
-    reason = _FAILED_FIELD.split(text)[-1] if _FAILED_FIELD.search(text) else text
-    reason = _LOCATION.sub("", reason.strip()).rstrip(".")
+    reason = _FAILED_FIELD.split(text)[-1].strip()
+    head, at, tail = reason.rpartition(" at ")
+    if at and _LOCATION.fullmatch(tail):
+        reason = head
+    reason = reason.rstrip(".")
     if (kind := _NOT_TEXT.fullmatch(reason)) is not None:
-        return f"a string is expected, not {_KINDS.get(kind.group(1), kind.group(1))}"
-    if _NOT_LIST.fullmatch(reason):
-        return "an array is expected"
-    if (literal := _NOT_INTEGER.fullmatch(reason)) is not None:
-        return f"an integer is expected, not {literal.group(1)}"
+        reason = f"a string is expected, not {_KINDS.get(kind.group(1), kind.group(1))}"
+    elif _NOT_LIST.fullmatch(reason):
+        reason = "an array is expected"
+    elif (literal := _NOT_INTEGER.fullmatch(reason)) is not None:
+        reason = f"an integer is expected, not {literal.group(1)}"
+    if len(reason) > MAX_REASON_CHARS:
+        reason = reason[: MAX_REASON_CHARS - 1] + "…"
     return reason
