@@ -927,11 +927,12 @@ def test_a_protocol_header_given_twice_is_malformed_request(
     assert answer_body["message"] == f"{named} is given once, not 2 times"
 
 
-def test_a_get_parameter_given_twice_is_malformed_request(url: str) -> None:
+@pytest.mark.parametrize("first", ["{row}", ""])  # an empty one counts too
+def test_a_get_parameter_given_twice_is_malformed_request(url: str, first: str) -> None:
     row = urllib.parse.quote(json.dumps({"cards": ["As", "Ad", "Kc"]}))
     target = (
         f"{url}/ofcpoker.v1.RulesService/EvaluateRow?connect=v1&encoding=json"
-        f"&message={row}&message={row}"
+        f"&message={first.format(row=row)}&message={row}"
     )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(target, timeout=10)

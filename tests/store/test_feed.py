@@ -355,6 +355,32 @@ async def test_redis_a_hint_a_commit_failed_to_write_is_written_by_the_next_swee
         assert await f.relay().sweep_once() == 1
 
 
+async def test_redis_a_hint_refused_again_holds_up_no_other_outbox(
+    redis_backend: Backend,
+) -> None:
+    """Redis full (noeviction: it refuses writes): the outbox hint a commit failed to write
+    is refused again at the next look for outboxes, and the relay still finds the other
+    tables' (whose relay and acknowledgement free memory); the hint is kept for later."""
+    async with open_feeds(redis_backend) as f:
+        admin = f.h.admin
+        assert isinstance(admin, Redis)
+        await f.h.store.create_table("u", b"v1")
+        await settle(f, "u", 1, [1])
+        store = f.h.store
+        assert isinstance(store, RedisTableStore)
+        store._unhinted["t"] = 1  # as a commit whose hint Redis refused leaves it
+        before = await admin.config_get("maxmemory*")
+        used = int((await admin.info("memory"))["used_memory"])
+        await admin.config_set("maxmemory-policy", "noeviction")
+        await admin.config_set("maxmemory", str(used // 2))
+        try:
+            assert await store.pending_outboxes(int(time.time() * 1000)) == ["u"]
+        finally:
+            for name, value in before.items():
+                await admin.config_set(str(name), str(value))
+        assert store._unhinted == {"t": 1}
+
+
 async def test_redis_a_pending_record_gone_from_the_stream_is_skipped(
     redis_backend: Backend,
 ) -> None:

@@ -334,7 +334,8 @@ export class TablePage {
    *  took the seat is not "taken": the page sends it again (above). */
   private checkInvitation(view: TableView): void {
     const seat = this.joinSeat;
-    if (seat === undefined || this.seat || this.joinUnanswered?.seat === seat) return;
+    // (a join of this page in flight: the table may show its player seated before its answer)
+    if (seat === undefined || this.seat || this.busy || this.joinUnanswered?.seat === seat) return;
     const held = view.seats[seat];
     if (held && !held.playerId) return;
     this.joinSeat = undefined;

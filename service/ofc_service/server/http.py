@@ -507,9 +507,10 @@ def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectErro
             if len(connect) > 1:
                 why = f"connect must be v1, given once, not {len(connect)} times"
             return b"", refusal(MalformedRequestError(why))
+        given = parse_qs(text, keep_blank_values=True)  # (an empty one counts too)
         for parameter in _ONCE_PARAMETERS:
-            if len(query.get(parameter, ())) > 1:
-                why = f"the GET's {parameter} is given once, not {len(query[parameter])} times"
+            if len(given.get(parameter, ())) > 1:
+                why = f"the GET's {parameter} is given once, not {len(given[parameter])} times"
                 return b"", refusal(MalformedRequestError(why))
         if query.get("base64") == ["1"]:
             if not _BASE64.fullmatch(query.get("message", [""])[0]):

@@ -194,7 +194,8 @@ from typing import Any, Final
 
 from redis import exceptions as redis_errors
 from redis.asyncio import RedisCluster
-from redis.commands.core import AsyncScript
+from redis.asyncio.cluster import PipelineCommand
+from redis.commands.core import AsyncScript, CoreCommands
 from zlib_ng import zlib_ng
 
 from .base import (
@@ -267,11 +268,26 @@ HINT_LATE_S: Final = 0.02
 """A cluster's hint that took this long or more to land, after it was sent before its
 script, is settled against the table's deadline by the next sweep (:meth:`RedisTableStore.
 _write_hints`): a ZADD answered at once needs none."""
+NODE_RETRY_S: Final = 1.0
+"""On a Redis Cluster, how long the sweeps leave a node that failed to answer alone before
+asking it again (:meth:`RedisTableStore._per_node`)."""
 NODE_READ_S: Final = 0.5
-"""On a Redis Cluster, how long a sweep (of deadlines, of outboxes) waits for each node's part
-of a read of the hint shards or of the tables they name: a master that is paused, hung or being
-failed over costs each sweep this much, and its tables wait for it, but the other masters'
-tables go on (:meth:`RedisTableStore._per_node`)."""
+"""On a Redis Cluster, how long a sweep (of deadlines, of outboxes) waits for a node's part of
+a read of the hint shards or of the tables they name, once a sweep: a master that is paused,
+hung or being failed over costs a sweep this much at most, and its tables (and those whose
+hint shard it holds) wait for it, but the others go on (:meth:`RedisTableStore._per_node`)."""
+_MOVED: Final = (redis_errors.MovedError, redis_errors.AskError, redis_errors.TryAgainError)
+
+
+class _CommandArguments(CoreCommands):
+    """A command's arguments and response options as redis-py's command methods write them
+    (for a pipeline sent to one node of a cluster: :meth:`RedisTableStore._node_pipeline`)."""
+
+    def execute_command(self, *args: Any, **options: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return args, options
+
+
+_COMMANDS: Final = _CommandArguments()  # type: ignore[abstract]  # (_event_dispatcher: unused)
 _NODE_ERRORS: Final = (
     redis_errors.RedisError,
     redis_errors.RedisClusterException,
@@ -413,6 +429,10 @@ def _answered(replies: list[Any]) -> list[Any]:
     return replies
 
 
+def _failed(reply: Any) -> bool:
+    return isinstance(reply, BaseException)
+
+
 def _index_member(prefix: str, number: int) -> str:
     return f"{prefix}:{number:016d}"
 
@@ -485,6 +505,9 @@ class RedisTableStore:
         # on a cluster, the hints in flight, sent beside their commits (_send_hints): all of
         # them, and each table's last (a table's are written one after another)
         self._hint_writes: set[_HintWrite] = set()
+        # on a cluster, nodes that failed a sweep's read: name -> when to ask them again
+        self._nodes_out: dict[str, float] = {}
+        self._slot_refresh: asyncio.Future[None] | None = None
         self._last_hint_write: dict[str, _HintWrite] = {}
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
@@ -943,10 +966,11 @@ class RedisTableStore:
     async def due_deadlines(self, now_ms: int, *, limit: int = 100) -> list[tuple[str, int]]:
         check_at_least(limit, 1, what="limit")
         indexes = [*self._deadline_shards, self._legacy_deadlines]
+        away: set[str] = set()  # cluster nodes that failed this sweep: not asked again in it
         if self._undeadlined:
-            await self._deadlines_again()
+            await self._deadlines_again(away)
         if self._unsettled:
-            await self._settle_hints()
+            await self._settle_hints(away)
         with unavailable():
             # Every shard at once (one round trip per cluster node): each sweep covers each
             # shard once, whichever replica runs it; on a cluster, a node out is left out.
@@ -954,6 +978,7 @@ class RedisTableStore:
                 await self._per_node(
                     "zrangebyscore",
                     [(key, "-inf", now_ms) for key in indexes],
+                    away=away,
                     start=0,
                     num=limit,
                     withscores=True,
@@ -970,7 +995,9 @@ class RedisTableStore:
             table_ids = list(dict.fromkeys(table_id for _, table_id, _ in hints))
             stored = _answered(
                 await self._per_node(
-                    "hget", [(self._table_key(t, "state"), "deadline") for t in table_ids]
+                    "hget",
+                    [(self._table_key(t, "state"), "deadline") for t in table_ids],
+                    away=away,
                 )
             )
             deadlines = {
@@ -981,6 +1008,7 @@ class RedisTableStore:
             due: dict[str, int] = {}
             fixes: dict[str, list[str | int]] = {}
             moved: dict[str, dict[str, int]] = {}
+            legacy: list[tuple[str, int, str | None]] = []  # (table, hint, its shard)
             for key, table_id, hint in hints:
                 if table_id not in deadlines:
                     continue
@@ -988,16 +1016,23 @@ class RedisTableStore:
                 if deadline is not None and deadline <= now_ms:
                     due[table_id] = deadline
                 elif key == self._legacy_deadlines:  # an older release's hint: into its shard
-                    if deadline is not None:
-                        moved.setdefault(self._deadline_index(table_id), {})[table_id] = deadline
-                    fixes.setdefault(key, []).extend([table_id, hint, ""])
+                    shard = None if deadline is None else self._deadline_index(table_id)
+                    if shard is not None and deadline is not None:
+                        moved.setdefault(shard, {})[table_id] = deadline
+                    legacy.append((table_id, hint, shard))
                 elif deadline != hint:  # early (move it) or stale (drop it)
                     fixes.setdefault(key, []).extend(
                         [table_id, hint, "" if deadline is None else deadline]
                     )
             if moved:  # LT: a hint a commit wrote meanwhile is never made later
-                await self._per_node("zadd", list(moved.items()), lt=True)
-            await self._fix_hints(fixes)
+                written = await self._per_node("zadd", list(moved.items()), away=away, lt=True)
+                failed = {k for k, r in zip(moved, written, strict=True) if _failed(r)}
+            else:
+                failed = set()
+            for table_id, hint, shard in legacy:  # dropped once in its shard, not before
+                if shard not in failed:
+                    fixes.setdefault(self._legacy_deadlines, []).extend([table_id, hint, ""])
+            await self._fix_hints(fixes, away)
         return sorted(due.items(), key=lambda item: (item[1], item[0]))[:limit]
 
     async def deadline_count(self) -> int:
@@ -1010,58 +1045,148 @@ class RedisTableStore:
         return sum(counts)
 
     async def _per_node(
-        self, command: str, calls: Sequence[tuple[Any, ...]], **options: Any
+        self,
+        command: str,
+        calls: Sequence[tuple[Any, ...]],
+        *,
+        away: set[str] | None = None,
+        **options: Any,
     ) -> list[Any]:
         """``command`` (a pipeline method) with each of ``calls``' arguments, whose first is
-        its key; their replies in that order. One server: one pipeline, its errors raised. A
-        Redis Cluster: one pipeline per node, all at once, each for :data:`NODE_READ_S` at
-        most; the calls to a node that failed, or did not answer in that time, get its error
-        (a :class:`TimeoutError`) in their place: a sweep goes on without them rather than
-        wait for a master that is away."""
+        its key; their replies in that order, a command's error in its place. One server:
+        one pipeline (a connection error raised). A Redis Cluster: one pipeline per node, all
+        at once, each for :data:`NODE_READ_S` at most; the calls to a node that failed, or did
+        not answer in that time, get its error (a :class:`TimeoutError`) in their place: a
+        sweep goes on without them rather than wait for a master that is away. A node in
+        ``away`` (one that failed earlier in the same sweep) is not asked again; one that
+        fails now is added to it, so that a sweep waits for a master once at most."""
         cluster = self._client
         if not isinstance(cluster, RedisCluster):
             async with cluster.pipeline(transaction=False) as pipe:
                 for call in calls:
                     getattr(pipe, command)(*call, **options)
-                return list(await pipe.execute())
+                return list(await pipe.execute(raise_on_error=False))
+        away = set() if away is None else away
         nodes: dict[str, list[int]] = {}
         for i, (key, *_) in enumerate(calls):
+            nodes.setdefault(self._node_of(key), []).append(i)
+        now = time.monotonic()
+
+        async def run(name: str, indexes: list[int]) -> list[Any]:
+            if name in away or self._nodes_out.get(name, now) > now:
+                raise TimeoutError(f"redis node {name} did not answer lately")
             try:
-                node = cluster.get_node_from_key(key)
-            except redis_errors.RedisClusterException:  # a slot with no master: the pipeline says
-                node = None
-            nodes.setdefault("" if node is None else node.name, []).append(i)
+                async with asyncio.timeout(NODE_READ_S):
+                    return await self._node_pipeline(
+                        cluster, name, command, calls, indexes, options
+                    )
+            except _NODE_ERRORS:
+                if name:
+                    away.add(name)
+                    self._nodes_out[name] = time.monotonic() + NODE_RETRY_S
+                    self._refresh_slots(calls[indexes[0]][0])
+                raise
 
-        async def run(indexes: list[int]) -> list[Any]:
-            async with asyncio.timeout(NODE_READ_S):
-                async with cluster.pipeline(transaction=False) as pipe:
-                    for i in indexes:
-                        getattr(pipe, command)(*calls[i], **options)
-                    return list(await pipe.execute(raise_on_error=False))
-
-        groups = list(nodes.values())
-        outcomes = await asyncio.gather(*map(run, groups), return_exceptions=True)
+        outcomes = await asyncio.gather(*map(run, nodes, nodes.values()), return_exceptions=True)
         replies: list[Any] = [None] * len(calls)
-        for indexes, outcome in zip(groups, outcomes, strict=True):
+        for indexes, outcome in zip(nodes.values(), outcomes, strict=True):
             if isinstance(outcome, BaseException) and not isinstance(outcome, _NODE_ERRORS):
                 raise outcome  # (a cancellation, or a bug: not a node away)
             for n, i in enumerate(indexes):
                 replies[i] = outcome if isinstance(outcome, BaseException) else outcome[n]
         return replies
 
-    async def _fix_hints(self, fixes: Mapping[str, list[str | int]]) -> None:
-        """The hint shards' compare-and-set fixes (``fix_deadlines.lua``), one call a shard;
-        on a cluster, a shard's node away leaves its fixes to the next sweep."""
+    async def _node_pipeline(
+        self,
+        cluster: RedisCluster,
+        name: str,
+        command: str,
+        calls: Sequence[tuple[Any, ...]],
+        indexes: list[int],
+        options: Mapping[str, Any],
+    ) -> list[Any]:
+        """The calls at ``indexes`` in one pipeline on the node ``name``, without the cluster
+        client's pipeline: on a connection error that one closes every node's connections
+        (``aclose``) and retries after 0.25 s, so one master refusing connections failed
+        every node's reads, and every sweep, until its failover. A reply that the slot has
+        moved is sent again through the client's own routing (which learns the new map)."""
+        node = cluster.get_node(node_name=name) if name else None
+        if node is None:  # (no master known for the slot: the client finds one)
+            async with cluster.pipeline(transaction=False) as pipe:
+                for i in indexes:
+                    getattr(pipe, command)(*calls[i], **options)
+                return list(await pipe.execute(raise_on_error=False))
+        queued = [
+            PipelineCommand(n, *args, **kwargs)
+            for n, i in enumerate(indexes)
+            for args, kwargs in [getattr(_COMMANDS, command)(*calls[i], **options)]
+        ]
+        await node.execute_pipeline(queued)
+        for queued_command in queued:
+            if isinstance(queued_command.result, _MOVED):
+                try:
+                    queued_command.result = await cluster.execute_command(
+                        *queued_command.args, **queued_command.kwargs
+                    )
+                except redis_errors.RedisError as error:
+                    queued_command.result = error
+        return [queued_command.result for queued_command in queued]
 
-        async def fix(key: str, args: list[str | int]) -> None:
-            if self._direct is not None:
-                await self._fix(keys=[key], args=args)
-                return
+    def _refresh_slots(self, key: str) -> None:
+        """Have the cluster client learn the slot map again (a failover makes another node
+        the master of a slot): one command of ``key``'s slot through its own routing, which
+        on a connection error reads the map anew. The sweeps' pipelines go to nodes
+        directly (:meth:`_node_pipeline`), so a server doing nothing else would otherwise
+        keep asking a dead master."""
+        if self._slot_refresh is not None and not self._slot_refresh.done():
+            return
+
+        async def refresh() -> None:
             with contextlib.suppress(*_NODE_ERRORS):
                 async with asyncio.timeout(NODE_READ_S):
-                    await self._fix(keys=[key], args=args)
+                    await self._client.execute_command("PTTL", key)
 
-        await asyncio.gather(*(fix(k, a) for k, a in fixes.items()))
+        self._slot_refresh = asyncio.ensure_future(refresh())
+
+    def _node_of(self, key: str) -> str:
+        """On a cluster, the name of the master of ``key``'s slot as the client knows it
+        ("" when it knows none: the pipeline finds out)."""
+        cluster = self._client
+        if not isinstance(cluster, RedisCluster):
+            return ""
+        try:
+            node = cluster.get_node_from_key(key)
+        except redis_errors.RedisClusterException:  # a slot with no master
+            return ""
+        return "" if node is None else str(node.name)
+
+    async def _fix_hints(
+        self, fixes: Mapping[str, list[str | int]], away: set[str] | None = None
+    ) -> set[str]:
+        """The hint shards' compare-and-set fixes (``fix_deadlines.lua``), one call a shard;
+        the shards whose fixes were not made. On a cluster, a shard's node away (in ``away``,
+        or failing now: then added to it) leaves its fixes to the next sweep; on one server,
+        an error is raised."""
+        away = set() if away is None else away
+
+        async def fix(key: str, args: list[str | int]) -> bool:
+            if self._direct is not None:
+                await self._fix(keys=[key], args=args)
+                return True
+            node = self._node_of(key)
+            if node in away:
+                return False
+            try:
+                async with asyncio.timeout(NODE_READ_S):
+                    await self._fix(keys=[key], args=args)
+            except _NODE_ERRORS:
+                if node:
+                    away.add(node)
+                return False
+            return True
+
+        made = await asyncio.gather(*(fix(k, a) for k, a in fixes.items()))
+        return {key for key, done in zip(fixes, made, strict=True) if not done}
 
     async def claim_timeout(self, table_id: str, version: int, *, ttl_ms: int) -> bool:
         check_id(table_id, what="table id")
@@ -1078,9 +1203,10 @@ class RedisTableStore:
         check_at_least(limit, 1, what="limit")
         pending: dict[str, float] = {}
         drops: dict[str, list[str | int]] = {}
+        away: set[str] = set()  # cluster nodes that failed this sweep: not asked again in it
         with unavailable():
             if self._unhinted:
-                await self._hint_again()
+                await self._hint_again(away)
             if rescan:
                 await self._rescan_hints()
             # Hints of outboxes already relayed wait out the grace period at the front of
@@ -1090,6 +1216,7 @@ class RedisTableStore:
                 pages = await self._per_node(
                     "zrange",
                     [(key, start, start + limit - 1) for key, start in starts.items()],
+                    away=away,
                     withscores=True,
                 )
                 if page_number == 0:
@@ -1103,7 +1230,9 @@ class RedisTableStore:
                 sizes: list[Any] = []
                 if hints:
                     sizes = await self._per_node(
-                        "hlen", [(self._table_key(table_id, "outbox"),) for _, table_id, _ in hints]
+                        "hlen",
+                        [(self._table_key(table_id, "outbox"),) for _, table_id, _ in hints],
+                        away=away,
                     )
                 for (key, table_id, score), size in zip(hints, sizes, strict=True):
                     if isinstance(size, BaseException):
@@ -1119,7 +1248,7 @@ class RedisTableStore:
                 }
                 if not starts or len(pending) >= limit:
                     break
-            await self._fix_hints(drops)
+            await self._fix_hints(drops, away)
         oldest_first = sorted(pending.items(), key=lambda item: (item[1], item[0]))
         return [table_id for table_id, _ in oldest_first[:limit]]
 
@@ -1211,16 +1340,19 @@ class RedisTableStore:
         if written is not None:
             self._unsettled.setdefault(table_id, set()).add(written)
 
-    async def _settle_hints(self) -> None:
+    async def _settle_hints(self, away: set[str] | None = None) -> None:
         """Lower each deadline hint in :attr:`_unsettled` to its table's deadline if that is
         earlier (compare-and-set on the score written: a hint written since is left alone);
-        those not reached are tried again next time."""
+        those not reached, or whose fix was not made, are tried again next time."""
         seen = {table_id: set(scores) for table_id, scores in self._unsettled.items()}
         try:
             stored = await self._per_node(
-                "hget", [(self._table_key(table_id, "state"), "deadline") for table_id in seen]
+                "hget",
+                [(self._table_key(table_id, "state"), "deadline") for table_id in seen],
+                away=away,
             )
             fixes: dict[str, list[str | int]] = {}
+            read: dict[str, set[int]] = {}
             for (table_id, scores), deadline in zip(seen.items(), stored, strict=True):
                 if isinstance(deadline, BaseException):
                     continue
@@ -1230,12 +1362,16 @@ class RedisTableStore:
                             fixes.setdefault(self._deadline_index(table_id), []).extend(
                                 [table_id, written, int(deadline)]
                             )
-                self._unsettled[table_id] -= scores
-                if not self._unsettled[table_id]:
-                    del self._unsettled[table_id]
-            await self._fix_hints(fixes)
+                read[table_id] = scores
+            failed = await self._fix_hints(fixes, away)
         except (redis_errors.RedisError, OSError):
             return  # a node still away: next sweep
+        for table_id, scores in read.items():
+            if self._deadline_index(table_id) in failed or table_id not in self._unsettled:
+                continue
+            self._unsettled[table_id] -= scores
+            if not self._unsettled[table_id]:
+                del self._unsettled[table_id]
 
     async def _flush_hints(self) -> None:
         """Before the store closes, :data:`CLOSE_HINTS_S` at most in all: the hints in
@@ -1263,14 +1399,17 @@ class RedisTableStore:
                 extra={"fields": {"tables": ",".join(left[:100]), "count": str(len(left))}},
             )
 
-    async def _deadlines_again(self) -> None:
+    async def _deadlines_again(self, away: set[str] | None = None) -> None:
         """The deadline hints this process's commits failed to write (``ZADD LT``: a hint
         a later commit wrote is made earlier at most, which the sweep then corrects); those
         written are forgotten, the others tried again next time."""
         seen = list(self._undeadlined.items())
         try:
             results = await self._per_node(
-                "zadd", [(self._deadline_index(t), {t: deadline}) for t, deadline in seen], lt=True
+                "zadd",
+                [(self._deadline_index(t), {t: deadline}) for t, deadline in seen],
+                away=away,
+                lt=True,
             )
         except (redis_errors.RedisError, OSError):
             return  # the shards' node is still away: next sweep
@@ -1281,13 +1420,16 @@ class RedisTableStore:
             ):
                 del self._undeadlined[table_id]
 
-    async def _hint_again(self) -> None:
+    async def _hint_again(self, away: set[str] | None = None) -> None:
         """The hints this process's commits failed to write (``ZADD NX`` at score 0: first in
         line); those written are forgotten, the others (and any that failed again while these
         were written) tried again next time."""
         seen = list(self._unhinted.items())
         results = await self._per_node(
-            "zadd", [(self._outbox_index(table_id), {table_id: 0}) for table_id, _ in seen], nx=True
+            "zadd",
+            [(self._outbox_index(table_id), {table_id: 0}) for table_id, _ in seen],
+            away=away,
+            nx=True,
         )
         for (table_id, failures), result in zip(seen, results, strict=True):
             if not isinstance(result, BaseException) and self._unhinted.get(table_id) == failures:
@@ -1369,6 +1511,9 @@ class RedisTableStore:
 
     async def close(self) -> None:
         await self._flush_hints()
+        if self._slot_refresh is not None:
+            self._slot_refresh.cancel()
+            await asyncio.gather(self._slot_refresh, return_exceptions=True)
         for direct in (self._direct, self._direct_blocking):
             if direct is not None:
                 await direct.close()
