@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import secrets
 import signal
 import time
@@ -742,3 +743,33 @@ async def _both_due(store: RedisTableStore, count: int) -> list[tuple[str, int]]
         await asyncio.sleep(0.25)
         raise StoreUnavailableError(f"{len(due)} of {count} tables due")
     return due
+
+
+async def test_a_paused_master_leaves_health_up(
+    local_cluster: LocalRedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A master stops answering for a while (``CLIENT PAUSE ... ALL``; no failover yet): the
+    other masters say ``cluster_state:ok`` and serve their tables, so the store is up. A
+    command that met the paused master has the client read its slot map again; health read
+    it too, from the nodes in a random order: asking the paused master first, it hung past
+    its bound, and every replica went NOT_SERVING for most of the pause. Health reads no
+    map once the client has one (the next command reads it, the paused node last)."""
+    paused = local_cluster.masters()[0]
+    store = RedisTableStore.from_url(local_cluster.url)
+    client: Any = store._client
+    try:
+        await store.ping()
+        # as after a command met the paused master; the map read asks it first
+        monkeypatch.setattr(
+            random, "shuffle", lambda nodes: nodes.sort(key=lambda node: node.port != paused)
+        )
+        local_cluster.client(paused).execute_command("CLIENT", "PAUSE", 10000, "ALL")  # type: ignore[no-untyped-call]
+        try:
+            client._initialize = True
+            for _ in range(3):
+                async with asyncio.timeout(PING_TIMEOUT_S):
+                    await store.ping()  # as health asks
+        finally:
+            local_cluster.client(paused).execute_command("CLIENT", "UNPAUSE")  # type: ignore[no-untyped-call]
+    finally:
+        await store.close()

@@ -364,7 +364,12 @@ async def ping(client: RedisClient) -> None:
     if not isinstance(client, RedisCluster):
         await client.ping()
         return
-    await client.initialize()  # nothing to do once it knows the nodes
+    if not client.get_nodes():
+        # Only before it knows the nodes: once a command met a node that did not answer,
+        # the client reads its map again at the next call, from the nodes in a random
+        # order; health would hang on a paused node asked first (the next command reads
+        # it, asking the node that failed last).
+        await client.initialize()
     answers = await _answers(client, "CLUSTER INFO")
     if not answers:
         raise redis_errors.ConnectionError(
