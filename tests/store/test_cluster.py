@@ -14,6 +14,7 @@ version, the state and the event log of each table say so.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import random
@@ -772,4 +773,33 @@ async def test_a_paused_master_leaves_health_up(
         finally:
             local_cluster.client(paused).execute_command("CLIENT", "UNPAUSE")  # type: ignore[no-untyped-call]
     finally:
+        await store.close()
+
+
+async def test_a_ping_cut_short_leaves_no_task_error_behind(
+    local_cluster: LocalRedisCluster,
+) -> None:
+    """Health bounds its ping; cut short while a paused node's ``CLUSTER INFO`` was still
+    out, the asks were left as tasks nobody awaited, and each ended in the log as "Task
+    exception was never retrieved" (with a traceback, at ERROR) when its read timed out."""
+    paused = local_cluster.masters()[0]
+    store = RedisTableStore.from_url(local_cluster.url)
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    try:
+        await store.ping()
+        local_cluster.client(paused).execute_command("CLIENT", "PAUSE", 7000, "ALL")  # type: ignore[no-untyped-call]
+        try:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.3):
+                    await store.ping()
+            await asyncio.sleep(6)  # the paused node's read times out (SOCKET_TIMEOUT_S)
+        finally:
+            local_cluster.client(paused).execute_command("CLIENT", "UNPAUSE")  # type: ignore[no-untyped-call]
+        gc.collect()
+        await asyncio.sleep(0)
+        assert [c.get("message") for c in unretrieved] == []
+    finally:
+        loop.set_exception_handler(None)
         await store.close()

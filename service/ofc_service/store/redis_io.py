@@ -388,10 +388,13 @@ async def _answers(client: RedisCluster, command: str) -> dict[str, Any]:
         asyncio.ensure_future(node.execute_command(command)): node.name
         for node in client.get_nodes()
     }
-    done, pending = await asyncio.wait(asks, timeout=CLUSTER_PING_WAIT_S)
-    for task in pending:  # not awaited: redis-py may hold a cancelled read of a hung node
-        task.cancel()
-        task.add_done_callback(_quietly)
+    try:
+        done, _ = await asyncio.wait(asks, timeout=CLUSTER_PING_WAIT_S)
+    finally:  # (also when the caller's own bound cancels the wait)
+        for task in asks:
+            if not task.done():  # not awaited: redis-py may hold a cancelled read of a hung node
+                task.cancel()
+                task.add_done_callback(_quietly)
     answers: dict[str, Any] = {}
     for task in done:
         error = task.exception()
