@@ -163,11 +163,14 @@ def test_a_get_that_does_not_decode_is_malformed_request(
     assert (status, reason(body)) == (400, ("invalid_argument", "MALFORMED_REQUEST")), what
 
 
+@pytest.mark.parametrize("second", ["v2", ""])  # an empty one counts too
 def test_a_get_naming_its_protocol_version_twice_is_malformed_request_saying_so(
-    url: str,
+    url: str, second: str
 ) -> None:
     message = urllib.parse.quote(json.dumps(ROW))
-    target = f"{url}/ofcpoker.v1.RulesService/EvaluateRow?connect=v1&connect=v2&message={message}"
+    target = (
+        f"{url}/ofcpoker.v1.RulesService/EvaluateRow?connect=v1&connect={second}&message={message}"
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(target + "&encoding=json", timeout=10)
     body = refused.value.read()

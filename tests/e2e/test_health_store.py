@@ -211,3 +211,25 @@ def test_the_health_checks_stop_even_when_a_ping_swallows_the_cancellation() -> 
         return bool(done)
 
     assert asyncio.run(scenario())
+
+
+def test_the_pings_of_a_check_run_at_once() -> None:
+    """On a Redis Cluster each ping (the table store's, the feed's) waits CLUSTER_PING_WAIT_S
+    for a node that does not answer: one after the other they took the whole bound while one
+    master was paused, and every replica went NOT_SERVING. Each under the bound, together
+    they are too."""
+
+    async def slow_ping() -> None:
+        await asyncio.sleep(0.6)  # of a bound of 1 s
+
+    async def scenario() -> bool:
+        checks = StoreHealth(
+            health.aio.HealthServicer(),
+            (slow_ping, slow_ping),
+            store_services=(),
+            other_services=(),
+            timeout_s=1.0,
+        )
+        return await checks.check()
+
+    assert asyncio.run(scenario())

@@ -55,9 +55,11 @@ class StoreHealth:
         """Ping the store once and set every status to match; True when it answered."""
         error = ""
         try:
+            # At once: on a Redis Cluster a ping waits CLUSTER_PING_WAIT_S for a node that
+            # does not answer, and the table store's and the feed's, one after the other,
+            # took the whole bound while one master was paused (NOT_SERVING everywhere).
             async with asyncio.timeout(self.timeout_s):
-                for ping in self.pings:
-                    await ping()
+                await asyncio.gather(*(ping() for ping in self.pings))
         except asyncio.CancelledError:
             raise
         except TimeoutError:

@@ -501,13 +501,13 @@ def _header_refusal(scope: Scope, content_type: str) -> tuple[bytes, ConnectErro
     if scope["method"] == "GET":
         text = scope.get("query_string", b"").decode("latin-1")
         query = parse_qs(text)
-        connect = query.get("connect", ["v1"])
+        given = parse_qs(text, keep_blank_values=True)  # (an empty one counts too)
+        connect = given.get("connect", ["v1"])
         if connect != ["v1"]:  # as connect-protocol-version: 1 only
             why = f"connect must be v1, not {connect[0]!r}"
             if len(connect) > 1:
                 why = f"connect must be v1, given once, not {len(connect)} times"
             return b"", refusal(MalformedRequestError(why))
-        given = parse_qs(text, keep_blank_values=True)  # (an empty one counts too)
         for parameter in _ONCE_PARAMETERS:
             if len(given.get(parameter, ())) > 1:
                 why = f"the GET's {parameter} is given once, not {len(given[parameter])} times"

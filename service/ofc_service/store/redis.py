@@ -271,6 +271,9 @@ _write_hints`): a ZADD answered at once needs none."""
 NODE_RETRY_S: Final = 1.0
 """On a Redis Cluster, how long the sweeps leave a node that failed to answer alone before
 asking it again (:meth:`RedisTableStore._per_node`)."""
+SLOT_REFRESH_S: Final = 2.0
+"""How long the sweeps' reading of a cluster's slot map may take (:meth:`RedisTableStore.
+_refresh_slots`): the nodes that answer are asked first."""
 NODE_READ_S: Final = 0.5
 """On a Redis Cluster, how long a sweep (of deadlines, of outboxes) waits for a node's part of
 a read of the hint shards or of the tables they name, once a sweep: a master that is paused,
@@ -1084,7 +1087,7 @@ class RedisTableStore:
                 if name:
                     away.add(name)
                     self._nodes_out[name] = time.monotonic() + NODE_RETRY_S
-                    self._refresh_slots(calls[indexes[0]][0])
+                    self._refresh_slots(name)
                 raise
 
         outcomes = await asyncio.gather(*map(run, nodes, nodes.values()), return_exceptions=True)
@@ -1122,29 +1125,37 @@ class RedisTableStore:
             for args, kwargs in [getattr(_COMMANDS, command)(*calls[i], **options)]
         ]
         await node.execute_pipeline(queued)
-        for queued_command in queued:
-            if isinstance(queued_command.result, _MOVED):
-                try:
-                    queued_command.result = await cluster.execute_command(
-                        *queued_command.args, **queued_command.kwargs
-                    )
-                except redis_errors.RedisError as error:
-                    queued_command.result = error
+        moved = [c for c in queued if isinstance(c.result, _MOVED)]
+
+        async def again(queued_command: PipelineCommand) -> None:
+            try:
+                queued_command.result = await cluster.execute_command(
+                    *queued_command.args, **queued_command.kwargs
+                )
+            except _NODE_ERRORS as error:  # (a slot with no master mid-failover among them)
+                queued_command.result = error
+
+        await asyncio.gather(*map(again, moved))
         return [queued_command.result for queued_command in queued]
 
-    def _refresh_slots(self, key: str) -> None:
-        """Have the cluster client learn the slot map again (a failover makes another node
-        the master of a slot): one command of ``key``'s slot through its own routing, which
-        on a connection error reads the map anew. The sweeps' pipelines go to nodes
-        directly (:meth:`_node_pipeline`), so a server doing nothing else would otherwise
-        keep asking a dead master."""
-        if self._slot_refresh is not None and not self._slot_refresh.done():
+    def _refresh_slots(self, failed: str) -> None:
+        """Have the cluster client read the slot map again, asking the node ``failed`` last
+        (a failover makes another node the master of its slots). The sweeps' pipelines go to
+        nodes directly (:meth:`_node_pipeline`), and the client reads its map again only
+        after its own commands meet a connection error or a socket timeout (5 s, which the
+        sweeps' bound cuts short): a server doing nothing else kept asking a hung master
+        after its failover, and its tables never came due."""
+        cluster = self._client
+        if not isinstance(cluster, RedisCluster) or (
+            self._slot_refresh is not None and not self._slot_refresh.done()
+        ):
             return
 
         async def refresh() -> None:
             with contextlib.suppress(*_NODE_ERRORS):
-                async with asyncio.timeout(NODE_READ_S):
-                    await self._client.execute_command("PTTL", key)
+                async with asyncio.timeout(SLOT_REFRESH_S):
+                    cluster.nodes_manager.move_node_to_end_of_cached_nodes(failed)
+                    await cluster.nodes_manager.initialize(last_failed_node_name=failed)
 
         self._slot_refresh = asyncio.ensure_future(refresh())
 
@@ -1174,7 +1185,7 @@ class RedisTableStore:
                 await self._fix(keys=[key], args=args)
                 return True
             node = self._node_of(key)
-            if node in away:
+            if node in away or self._nodes_out.get(node, 0.0) > time.monotonic():
                 return False
             try:
                 async with asyncio.timeout(NODE_READ_S):
@@ -1182,6 +1193,8 @@ class RedisTableStore:
             except _NODE_ERRORS:
                 if node:
                     away.add(node)
+                    self._nodes_out[node] = time.monotonic() + NODE_RETRY_S
+                    self._refresh_slots(node)
                 return False
             return True
 
@@ -1518,9 +1531,13 @@ class RedisTableStore:
             if direct is not None:
                 await direct.close()
         if self._owns_clients:
-            await self._client.aclose()
-            if self._blocking is not self._client:
-                await self._blocking.aclose()
+            for client in {self._client, self._blocking}:
+                await client.aclose()
+                if isinstance(client, RedisCluster):
+                    # (aclose closes nothing while the client means to read its map again,
+                    # as after a connection error with no command since)
+                    for node in client.get_nodes():
+                        await node.disconnect()
 
     # --- create claims ------------------------------------------------------------------------
     async def claim_table_id(

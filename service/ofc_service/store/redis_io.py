@@ -394,7 +394,7 @@ async def _answers(client: RedisCluster, command: str) -> dict[str, Any]:
         for task in asks:
             if not task.done():  # not awaited: redis-py may hold a cancelled read of a hung node
                 task.cancel()
-                task.add_done_callback(_quietly)
+            task.add_done_callback(_quietly)  # (an ask that failed, read or not below)
     answers: dict[str, Any] = {}
     for task in done:
         error = task.exception()
