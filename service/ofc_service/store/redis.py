@@ -186,11 +186,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 from redis import exceptions as redis_errors
 from redis.asyncio import RedisCluster
@@ -244,6 +245,7 @@ from .redis_io import (
     pack_event,
     pack_response,
     ping,
+    read_slot_map,
     text,
     unavailable,
     unconfirmed,
@@ -252,6 +254,7 @@ from .redis_io import (
 )
 
 LAYOUT: Final = b"1"
+_T = TypeVar("_T")
 _BLOCK_GRACE_S: Final = 5.0
 _CREATE_RECORD_TTL_S: Final = 60  # long enough for redis-py's own retries of a create
 _SCAN_COUNT: Final = 1000
@@ -432,8 +435,25 @@ def _answered(replies: list[Any]) -> list[Any]:
     return replies
 
 
-def _failed(reply: Any) -> bool:
-    return isinstance(reply, BaseException)
+async def _pipelined(
+    client: RedisClient, command: str, calls: Sequence[tuple[Any, ...]], options: Mapping[str, Any]
+) -> list[Any]:
+    """``command`` (a pipeline method) with each of ``calls``' arguments, in one pipeline of
+    ``client``; the replies in order, a command's error in its place."""
+    async with client.pipeline(transaction=False) as pipe:
+        for call in calls:
+            getattr(pipe, command)(*call, **options)
+        return list(await pipe.execute(raise_on_error=False))
+
+
+def _chunks(entries: Mapping[str, int], size: int) -> list[dict[str, int]]:
+    """``entries`` in dicts of ``size`` at most, in order.
+
+    >>> _chunks({"a": 1, "b": 2, "c": 3}, 2)
+    [{'a': 1, 'b': 2}, {'c': 3}]
+    """
+    items = list(entries.items())
+    return [dict(items[at : at + size]) for at in range(0, len(items), size)]
 
 
 def _index_member(prefix: str, number: int) -> str:
@@ -1029,7 +1049,9 @@ class RedisTableStore:
                     )
             if moved:  # LT: a hint a commit wrote meanwhile is never made later
                 written = await self._per_node("zadd", list(moved.items()), away=away, lt=True)
-                failed = {k for k, r in zip(moved, written, strict=True) if _failed(r)}
+                failed = {
+                    k for k, r in zip(moved, written, strict=True) if isinstance(r, BaseException)
+                }
             else:
                 failed = set()
             for table_id, hint, shard in legacy:  # dropped once in its shard, not before
@@ -1065,32 +1087,24 @@ class RedisTableStore:
         fails now is added to it, so that a sweep waits for a master once at most."""
         cluster = self._client
         if not isinstance(cluster, RedisCluster):
-            async with cluster.pipeline(transaction=False) as pipe:
-                for call in calls:
-                    getattr(pipe, command)(*call, **options)
-                return list(await pipe.execute(raise_on_error=False))
+            return await _pipelined(cluster, command, calls, options)
         away = set() if away is None else away
         nodes: dict[str, list[int]] = {}
         for i, (key, *_) in enumerate(calls):
             nodes.setdefault(self._node_of(key), []).append(i)
-        now = time.monotonic()
-
-        async def run(name: str, indexes: list[int]) -> list[Any]:
-            if name in away or self._nodes_out.get(name, now) > now:
-                raise TimeoutError(f"redis node {name} did not answer lately")
-            try:
-                async with asyncio.timeout(NODE_READ_S):
-                    return await self._node_pipeline(
-                        cluster, name, command, calls, indexes, options
-                    )
-            except _NODE_ERRORS:
-                if name:
-                    away.add(name)
-                    self._nodes_out[name] = time.monotonic() + NODE_RETRY_S
-                    self._refresh_slots(name)
-                raise
-
-        outcomes = await asyncio.gather(*map(run, nodes, nodes.values()), return_exceptions=True)
+        outcomes = await asyncio.gather(
+            *(
+                self._on_node(
+                    name,
+                    away,
+                    functools.partial(
+                        self._node_pipeline, cluster, name, command, calls, indexes, options
+                    ),
+                )
+                for name, indexes in nodes.items()
+            ),
+            return_exceptions=True,
+        )
         replies: list[Any] = [None] * len(calls)
         for indexes, outcome in zip(nodes.values(), outcomes, strict=True):
             if isinstance(outcome, BaseException) and not isinstance(outcome, _NODE_ERRORS):
@@ -1098,6 +1112,23 @@ class RedisTableStore:
             for n, i in enumerate(indexes):
                 replies[i] = outcome if isinstance(outcome, BaseException) else outcome[n]
         return replies
+
+    async def _on_node(self, name: str, away: set[str], work: Callable[[], Awaitable[_T]]) -> _T:
+        """``work()``, a call to the cluster node ``name``, for :data:`NODE_READ_S` at most. A
+        node in ``away`` (it failed earlier in the same sweep) or failed in the last
+        :data:`NODE_RETRY_S` is not asked (TimeoutError); one that fails now is added to both,
+        and the client reads the slot map again (:meth:`_refresh_slots`)."""
+        if name in away or self._nodes_out.get(name, 0.0) > time.monotonic():
+            raise TimeoutError(f"redis node {name} did not answer lately")
+        try:
+            async with asyncio.timeout(NODE_READ_S):
+                return await work()
+        except _NODE_ERRORS:
+            if name:
+                away.add(name)
+                self._nodes_out[name] = time.monotonic() + NODE_RETRY_S
+                self._refresh_slots(name)
+            raise
 
     async def _node_pipeline(
         self,
@@ -1115,10 +1146,7 @@ class RedisTableStore:
         moved is sent again through the client's own routing (which learns the new map)."""
         node = cluster.get_node(node_name=name) if name else None
         if node is None:  # (no master known for the slot: the client finds one)
-            async with cluster.pipeline(transaction=False) as pipe:
-                for i in indexes:
-                    getattr(pipe, command)(*calls[i], **options)
-                return list(await pipe.execute(raise_on_error=False))
+            return await _pipelined(cluster, command, [calls[i] for i in indexes], options)
         queued = [
             PipelineCommand(n, *args, **kwargs)
             for n, i in enumerate(indexes)
@@ -1154,8 +1182,7 @@ class RedisTableStore:
         async def refresh() -> None:
             with contextlib.suppress(*_NODE_ERRORS):
                 async with asyncio.timeout(SLOT_REFRESH_S):
-                    cluster.nodes_manager.move_node_to_end_of_cached_nodes(failed)
-                    await cluster.nodes_manager.initialize(last_failed_node_name=failed)
+                    await read_slot_map(cluster, failed)
 
         self._slot_refresh = asyncio.ensure_future(refresh())
 
@@ -1184,17 +1211,11 @@ class RedisTableStore:
             if self._direct is not None:
                 await self._fix(keys=[key], args=args)
                 return True
-            node = self._node_of(key)
-            if node in away or self._nodes_out.get(node, 0.0) > time.monotonic():
-                return False
             try:
-                async with asyncio.timeout(NODE_READ_S):
-                    await self._fix(keys=[key], args=args)
+                await self._on_node(
+                    self._node_of(key), away, lambda: self._fix(keys=[key], args=args)
+                )
             except _NODE_ERRORS:
-                if node:
-                    away.add(node)
-                    self._nodes_out[node] = time.monotonic() + NODE_RETRY_S
-                    self._refresh_slots(node)
                 return False
             return True
 
@@ -1494,11 +1515,10 @@ class RedisTableStore:
         # In commands of _SCAN_COUNT members at most: one ZADD of a shard's million tables
         # would hold its node for a second and be a 40 MB command.
         writes = [
-            (index_key, dict(members[at : at + _SCAN_COUNT]), option)
+            (index_key, chunk, option)
             for hints, option in ((outboxes, "nx"), (deadlines, "lt"))
             for index_key, entries in hints.items()
-            for members in [list(entries.items())]
-            for at in range(0, len(members), _SCAN_COUNT)
+            for chunk in _chunks(entries, _SCAN_COUNT)
         ]
         for at in range(0, len(writes), _ZADDS_A_PIPELINE):
             async with self._client.pipeline(transaction=False) as pipe:

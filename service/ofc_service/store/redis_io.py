@@ -439,8 +439,17 @@ async def after_silence(client: RedisClient, key: str) -> None:
         silent = next((n.name for n in client.get_nodes() if n.name not in answering), None)
         silent = silent or (None if read is None else read.name)
         async with asyncio.timeout(SOCKET_TIMEOUT_S):
-            await client.initialize(last_failed_node_name=silent)  # after a failed one
-            await client.nodes_manager.initialize(last_failed_node_name=silent)
+            await read_slot_map(client, silent)
+
+
+async def read_slot_map(client: RedisCluster, failed: str | None) -> None:
+    """Have ``client`` read the cluster's slot map again now, asking the node ``failed``
+    last (a failover makes another node the master of its slots). redis-py does so by itself
+    only after one of its own commands met a connection error or a socket timeout."""
+    if failed is not None:
+        client.nodes_manager.move_node_to_end_of_cached_nodes(failed)
+    await client.initialize(last_failed_node_name=failed)  # (if it meant to: after an error)
+    await client.nodes_manager.initialize(last_failed_node_name=failed)
 
 
 def unconfirmed(confirmed: Any, wanted: int) -> bool:
