@@ -21,6 +21,7 @@ import contextlib
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -202,6 +203,18 @@ class LocalRedisCluster:
                     return
             time.sleep(0.05)
         raise RuntimeError(f"redis-server did not start on port {port}")
+
+    @contextlib.contextmanager
+    def stopped(self, port: int) -> Iterator[None]:
+        """SIGSTOP the node for the block (no answer and no error, as a paused VM or a
+        partition without resets); meanwhile the helpers ask the live nodes only."""
+        process = self.processes.pop(port)
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+            self.processes[port] = process
 
     def kill(self, port: int) -> None:
         """SIGKILL the node: no goodbye to its replica, as a crashed machine."""

@@ -99,6 +99,10 @@ def details(body: dict[str, Any]) -> dict[str, bytes]:
     return {d["type"]: base64.b64decode(d["value"] + "==") for d in body.get("details", ())}
 
 
+def error_info(body: dict[str, Any]) -> error_details_pb2.ErrorInfo:
+    return error_details_pb2.ErrorInfo.FromString(details(body)["google.rpc.ErrorInfo"])
+
+
 def test_an_error_has_the_code_message_and_details_a_grpc_client_gets(url: str) -> None:
     status, body, headers = call(url, "RulesService/EvaluateRow", {"cards": ["Zz", "As", "Kd"]},
                                  **{"x-request-id": "curl-1"})  # fmt: skip
@@ -272,7 +276,7 @@ def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> N
     assert first_flags == 0 and "snapshot" in first
     assert end_flags == 2  # Connect's end-of-stream message, with the error
     assert end["error"]["code"] == "unavailable"
-    info = error_details_pb2.ErrorInfo.FromString(details(end["error"])["google.rpc.ErrorInfo"])
+    info = error_info(end["error"])
     assert info.reason == "SERVER_SHUTTING_DOWN"
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{url}/healthz", timeout=2)
@@ -403,7 +407,7 @@ def test_a_request_body_that_stalls_is_refused_in_time_and_its_connection_closed
         assert status_line.split()[1] == b"504"
         error = json.loads(rest[rest.index(b"{") : rest.rindex(b"}") + 1])
         assert error["code"] == "deadline_exceeded"
-        info = error_details_pb2.ErrorInfo.FromString(details(error)["google.rpc.ErrorInfo"])
+        info = error_info(error)
         assert info.reason == "REQUEST_BODY_TIMEOUT"
 
         envelope = b"\0" + len(body).to_bytes(4, "big") + body
@@ -444,7 +448,7 @@ def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
     body = json.loads(raised.value.read())
     assert (raised.value.code, body["code"]) == (400, "invalid_argument")
     assert body["message"].startswith("the request does not decode: ")
-    info = error_details_pb2.ErrorInfo.FromString(details(body)["google.rpc.ErrorInfo"])
+    info = error_info(body)
     assert info.reason == "MALFORMED_REQUEST"
 
 
@@ -503,7 +507,7 @@ def test_an_unknown_or_wrong_typed_json_field_is_malformed_request_naming_it(
     status, answer, _ = call(url, method, body)
     assert (status, answer["code"]) == (400, "invalid_argument")
     assert answer["message"].startswith("the request does not decode: ")
-    info = error_details_pb2.ErrorInfo.FromString(details(answer)["google.rpc.ErrorInfo"])
+    info = error_info(answer)
     assert (info.reason, info.metadata["field"]) == ("MALFORMED_REQUEST", field)
     bad = error_details_pb2.BadRequest.FromString(details(answer)["google.rpc.BadRequest"])
     assert [v.field for v in bad.field_violations] == [field]
@@ -533,7 +537,7 @@ def test_a_json_request_that_is_not_an_object_is_malformed_request(url: str, roo
         "the request does not decode: a request is a JSON object, not "
         + {type(None): "null", int: "a number", str: "a string", list: "an array"}[type(root)]
     )
-    info = error_details_pb2.ErrorInfo.FromString(details(answer)["google.rpc.ErrorInfo"])
+    info = error_info(answer)
     assert info.reason == "MALFORMED_REQUEST"
 
 
@@ -592,7 +596,7 @@ def test_a_call_refused_before_its_handler_is_answered_counted_and_logged_once(
             return error.code, json.loads(error.read()), error.headers
 
     def reason(body: dict[str, Any]) -> str:
-        info = error_details_pb2.ErrorInfo.FromString(details(body)["google.rpc.ErrorInfo"])
+        info = error_info(body)
         return str(info.reason)
 
     before = counts()
@@ -922,7 +926,7 @@ def test_a_protocol_header_given_twice_is_malformed_request(
     finally:
         conn.close()
     answer_body = json.loads(text)
-    info = error_details_pb2.ErrorInfo.FromString(details(answer_body)["google.rpc.ErrorInfo"])
+    info = error_info(answer_body)
     assert (status, info.reason) == (400, "MALFORMED_REQUEST")
     assert answer_body["message"] == f"{named} is given once, not 2 times"
 
@@ -937,6 +941,6 @@ def test_a_get_parameter_given_twice_is_malformed_request(url: str, first: str) 
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(target, timeout=10)
     answer = json.loads(refused.value.read())
-    info = error_details_pb2.ErrorInfo.FromString(details(answer)["google.rpc.ErrorInfo"])
+    info = error_info(answer)
     assert (refused.value.code, info.reason) == (400, "MALFORMED_REQUEST")
     assert answer["message"] == "the GET's message is given once, not 2 times"

@@ -14,12 +14,11 @@ version, the state and the event log of each table say so.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
-import os
 import random
 import secrets
-import signal
 import time
 from typing import Any
 
@@ -233,9 +232,7 @@ async def test_a_hung_master_holds_up_neither_other_masters_reads_nor_health_aft
             await play(confirmed, table_id, 1)
             assert len(await store.wait_events(table_id, after="0", timeout_s=1)) == 1
         await store.ping()
-        process = cluster.processes.pop(hung)  # the helpers below ask the live nodes only
-        os.kill(process.pid, signal.SIGSTOP)
-        try:
+        with cluster.stopped(hung):
             await asyncio.to_thread(cluster.wait_promoted, replica)
             await _within(10, store.ping, attempt_s=PING_TIMEOUT_S)  # as health asks
             started = time.monotonic()
@@ -244,9 +241,6 @@ async def test_a_hung_master_holds_up_neither_other_masters_reads_nor_health_aft
             await _within(40, lambda: play(store, served, 2))
             events = await _within(40, lambda: store.wait_events(served, after="0", timeout_s=1))
             assert payloads(events) == [b"e2.0", b"e3.0"]
-        finally:
-            os.kill(process.pid, signal.SIGCONT)
-            cluster.processes[hung] = process
     finally:
         await store.close()
         await confirmed.close()
@@ -562,9 +556,7 @@ async def test_without_full_coverage_a_stopped_master_fails_no_other_masters_mov
     try:
         await store.create_table(table_id, b"v1")
         version = (await play(store, table_id, 1, deadline_ms=10**13)).version
-        process = cluster.processes.pop(stopped)
-        os.kill(process.pid, signal.SIGSTOP)
-        try:
+        with cluster.stopped(stopped):
             promoted = asyncio.create_task(asyncio.to_thread(cluster.wait_promoted, replica))
             slowest = 0.0
             while not promoted.done():  # every move across the failover, none held up
@@ -573,9 +565,6 @@ async def test_without_full_coverage_a_stopped_master_fails_no_other_masters_mov
                 slowest = max(slowest, time.monotonic() - started)
                 await asyncio.sleep(0.02)
             await promoted
-        finally:
-            os.kill(process.pid, signal.SIGCONT)
-            cluster.processes[stopped] = process
         assert version > 20
         assert slowest < 2, f"a move waited {slowest:.1f} s for the stopped master"
     finally:
@@ -728,12 +717,11 @@ async def test_a_lost_master_holds_up_neither_other_masters_clocks_nor_their_rel
                        deadline_ms=1_000, outbox={"settled-1": b"record"})
             )  # fmt: skip
         assert len(await store.due_deadlines(10**13)) == 2
-        if fault == "killed":
-            cluster.kill(killed)
-        else:
-            stopped = cluster.processes.pop(killed)  # (the helpers ask the live nodes only)
-            os.kill(stopped.pid, signal.SIGSTOP)
-        try:
+        with contextlib.ExitStack() as lost:
+            if fault == "killed":
+                cluster.kill(killed)
+            else:
+                lost.enter_context(cluster.stopped(killed))
             for _ in range(6):  # sweeps a quarter of a second apart, before the failover
                 started = time.monotonic()
                 assert await store.due_deadlines(10**13) == [(elsewhere, 1_000)]
@@ -743,10 +731,6 @@ async def test_a_lost_master_holds_up_neither_other_masters_clocks_nor_their_rel
             await asyncio.to_thread(cluster.wait_promoted, replica)
             due = await _within(30, lambda: _both_due(store, 2))
             assert sorted(due) == sorted([(elsewhere, 1_000), (held, 1_000)])
-        finally:
-            if fault == "hung":
-                os.kill(stopped.pid, signal.SIGCONT)
-                cluster.processes[killed] = stopped
     finally:
         await store.close()
         await confirmed.close()
