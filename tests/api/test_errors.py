@@ -337,6 +337,20 @@ CASES: list[tuple[str, tuple[str, Message], str, str]] = [
     ("unknown row enum", ("EvaluateRow", _unknown_row()), "INVALID_INPUT", "row"),
     ("duplicate player id", _player(player_id=""), "INVALID_INPUT", "hand.players[1].player_id"),
     ("long player id", _player(player_id="p" * 65), "INVALID_INPUT", "hand.players[1].player_id"),
+    # printable, as JoinSeat's player ids: a line break or a bidi control would be shown as
+    # it is in answers, logs and histories (the boards-alone path, then the long way)
+    (
+        "player id with a line break",
+        _player(player_id="p\n1"),
+        "INVALID_INPUT",
+        "hand.players[1].player_id",
+    ),
+    (
+        "player id with a bidi control",
+        _player(player_id="p\u202e1", fantasyland_streak=1),
+        "INVALID_INPUT",
+        "hand.players[1].player_id",
+    ),
     (
         "huge streak",
         _player(fantasyland_streak=10**6),

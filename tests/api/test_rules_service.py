@@ -226,6 +226,34 @@ def test_settle_hands_one_bad_hand_does_not_fail_the_batch(stub: RulesServiceStu
     assert [p.points for p in third.settlement.players] == [6, -6]
 
 
+def test_a_player_id_that_is_not_printable_is_refused_in_a_batch_as_alone(
+    stub: RulesServiceStub,
+) -> None:
+    # A player id is shown as it is in answers, logs and histories: printable only, as
+    # JoinSeat's. Each way a batch reads a hand: its bytes (boards alone), the long way
+    # (a Fantasyland field), and with pair unit values.
+    plain, streak, paired = (hand(EXAMPLE_A, EXAMPLE_1_B) for _ in range(3))
+    streak.players[1].fantasyland_streak = 1
+    paired.pair_unit_values.add(a=0, b=1, unit_value=2)
+    for bad_id in ("b\tb", "b\u202e", "b\x7f"):
+        batch = []
+        for message in (plain, streak, paired):
+            message.players[1].player_id = bad_id
+            batch.append(message)
+        results = stub.SettleHands(pb.SettleHandsRequest(hands=batch)).results
+        for result in results:
+            assert (result.error.reason, result.error.field) == (
+                "INVALID_INPUT",
+                "players[1].player_id",
+            )
+    for message in (plain, streak, paired):  # a printable id, emoji and all, is settled
+        message.players[1].player_id = "b\u00e9\U0001f0a1"
+    results = stub.SettleHands(pb.SettleHandsRequest(hands=[plain, streak, paired])).results
+    assert [[p.player_id for p in r.settlement.players] for r in results] == [
+        ["", "b\u00e9\U0001f0a1"]
+    ] * 3
+
+
 def test_a_player_with_nothing_set_is_a_wrong_row_size_wherever_it_sits(
     stub: RulesServiceStub,
 ) -> None:

@@ -543,7 +543,7 @@ def settle_boards(
         _wrong_player_count(ruleset, n, path)
     if any(ids):
         for i, pid in enumerate(ids):
-            if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i]):
+            if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i] or not pid.isprintable()):
                 _bad_player_id(path, i)
     try:
         settlement = settle(boards, ruleset)
@@ -664,7 +664,8 @@ def _wrong_player_count(ruleset: Ruleset, n: int, path: str) -> NoReturn:
 
 def _bad_player_id(path: str, i: int) -> NoReturn:
     raise core.InvalidInputError(
-        f"player_id must be unique and at most {MAX_ID_CHARS} characters",
+        # printable, as JoinSeat's: it is shown in answers, logs and histories as it is
+        f"player_id must be unique and at most {MAX_ID_CHARS} printable characters",
         field=f"{path}players[{i}].player_id",
     )
 
@@ -714,7 +715,7 @@ def _settle_players(
             board = board_from_proto(proto_board, f"{path}players[{i}].board")
         boards.append(board)
         pid = player.player_id
-        if pid and (len(pid) > MAX_ID_CHARS or pid in ids):
+        if pid and (len(pid) > MAX_ID_CHARS or pid in ids or not pid.isprintable()):
             _bad_player_id(path, i)
         streak = player.fantasyland_streak
         if streak > MAX_FANTASYLAND_STREAK:

@@ -77,8 +77,8 @@ class PlayerHand(_message.Message):
     FANTASYLAND_STREAK_FIELD_NUMBER: _builtins.int
     FANTASYLAND_CARDS_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
-    """An optional label echoed in the results (0..64 characters); must be unique within the hand
-    when set. Empty: the player is known by index only.
+    """An optional label echoed in the results (0..64 printable characters); must be unique within
+    the hand when set. Empty: the player is known by index only.
     """
     in_fantasyland: _builtins.bool
     """True when this board was set in Fantasyland: the stay conditions apply instead of entry.

@@ -64,8 +64,8 @@ export const HandSchema: GenMessage<Hand> = /*@__PURE__*/
  */
 export type PlayerHand = Message<"ofcpoker.v1.PlayerHand"> & {
   /**
-   * An optional label echoed in the results (0..64 characters); must be unique within the hand
-   * when set. Empty: the player is known by index only.
+   * An optional label echoed in the results (0..64 printable characters); must be unique within
+   * the hand when set. Empty: the player is known by index only.
    *
    * @generated from field: string player_id = 1;
    */
