@@ -227,6 +227,50 @@ def test_a_worker_that_dies_is_logged_and_replaced_and_its_counts_stay(
     assert not any(_alive(pid) for pid in workers.pids)
 
 
+def _children(parent: int) -> set[int]:
+    """The live processes whose parent is ``parent`` (from /proc: no helper package)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # gone meanwhile
+        if int(fields[1]) == parent and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_a_replacement_killed_before_it_serves_is_replaced_again_and_the_others_go_on(
+    workers: Workers,
+) -> None:
+    """A worker killed as it starts (the kernel's OOM killer, say) after its place served:
+    not a start-up failure that takes the serving workers down, but a restart like any."""
+    victim, survivor = workers.pids
+    os.kill(victim, signal.SIGKILL)
+    workers.wait_for(lambda line: line["msg"] == "worker exited" and line["pid"] == victim)
+    known = {victim, survivor}
+    assert _wait_until(lambda: bool(_children(workers.process.pid) - known), 10)
+    (starting,) = _children(workers.process.pid) - known
+    os.kill(starting, signal.SIGKILL)  # a Python worker takes far longer than this to serve
+    exited = workers.wait_for(
+        lambda line: line["msg"] == "worker exited" and line["pid"] == starting
+    )
+    assert (exited["status"], exited["served"], exited["restart"]) == (
+        "signal SIGKILL",
+        False,
+        True,
+    )
+    assert not any(line["msg"] == "worker exited before it served" for line in workers.lines)
+    replaced = workers.wait_for(
+        lambda line: line["msg"] == "worker serving" and line["pid"] not in known | {starting}
+    )
+    workers.pids.append(replaced["pid"])
+    assert workers.process.poll() is None  # the supervisor went on, and so did the survivor
+    served = workers.settle_on_new_connections("after", {survivor, replaced["pid"]})
+    assert set(served) == {survivor, replaced["pid"]}
+    assert workers.stop() == 0
+
+
 def test_more_than_one_worker_needs_redis() -> None:
     env = {k: v for k, v in os.environ.items() if k != "OFC_REDIS_URL"}
     result = subprocess.run(

@@ -19,11 +19,13 @@ This process, the supervisor, serves no gRPC and imports none. It:
   (health NOT_SERVING, streams end at once, calls in flight get ``--grace-seconds``), and a
   worker still running after the grace period and a margin is killed; a second SIGTERM or
   SIGINT is passed on to every worker, which then exits at once (:mod:`.stopping`);
-- restarts a worker that dies while serving, after a second; a worker that dies before
-  it served (a port in use, a bad certificate) will not do better the next time, so then,
-  or after :data:`MAX_RESTARTS` restarts within :data:`RESTART_WINDOW_S`, it stops all the
-  others and exits 1 for the orchestrator to see. Every exit is logged with the worker's
-  number, pid and exit status.
+- restarts a worker that dies, after a second; a worker whose first start ends before it
+  served (a port in use, a bad certificate) will not do better the next time, so then, or
+  after :data:`MAX_RESTARTS` restarts within :data:`RESTART_WINDOW_S`, it stops all the
+  others and exits 1 for the orchestrator to see. A replacement that dies before it served
+  (killed for memory as it started, say) is restarted like any other: its place served
+  with this configuration already, and the restart bound still ends a loop. Every exit is
+  logged with the worker's number, pid and exit status.
 
 Port 0 (tests) is resolved here once, by binding a SO_REUSEPORT socket that holds the port
 until the end, so that every worker binds the same port.
@@ -119,7 +121,7 @@ class Supervisor:
         return process
 
     async def _keep(self, index: int) -> None:
-        """Worker ``index`` from start to stop, restarted when it dies while serving."""
+        """Worker ``index`` from start to stop, restarted when it dies (see the module)."""
         while not self.stopping.is_set():
             process = await self._spawn(index)
             self.processes[index] = process
@@ -145,10 +147,11 @@ class Supervisor:
                 log.log(logging.INFO if clean else logging.ERROR, "worker stopped",
                         extra={"fields": fields})  # fmt: skip
                 return
-            if not served:
+            if not served and not self.ready[index].is_set():  # its first start failed
                 log.error("worker exited before it served", extra={"fields": fields})
                 self._fail(f"worker {index} exited before it served ({fields['status']})")
                 return
+            fields["served"] = served  # False: a replacement that died as it started
             now = time.monotonic()
             self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S] + [now]
             if len(self._restarts) > MAX_RESTARTS:
