@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -317,3 +319,50 @@ def test_get_hand_history_replays_the_recorded_moves_of_an_old_history() -> None
     assert json.loads(got.history_json) == history
     recorded = [(p["points"], p["units"]) for p in history["settlement"]["players"]]
     assert [(p.points, p.units) for p in got.settlement.players] == recorded
+
+
+def test_long_match_verifications_leave_the_shared_threads_to_the_timeout_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """VerifyMatch runs on threads of its own: more long verifications at once than the
+    event loop's default pool has threads (where the timeout policy chooses every table's
+    timed-out moves) neither hold that pool up nor run more than VERIFY_THREADS at once."""
+    from ofc_service.api import rules
+    from ofc_service.auth import Credentials
+
+    release = threading.Event()
+    running: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def held_verify(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            running.append(1)
+            most[0] = max(most[0], len(running))
+        release.wait(30)
+        with lock:
+            running.pop()
+        return real_verify(*args, **kwargs)
+
+    from ofc.verify import verify_match as real_verify
+
+    monkeypatch.setattr(rules, "verify_match", held_verify)
+    hands, _ = match_inputs(GOLDEN / "971f768" / "match")
+    request = pb.VerifyMatchRequest(history_jsons=[json.dumps(h) for _, h in hands])
+    default_threads = min(32, (os.cpu_count() or 1) + 4)  # ThreadPoolExecutor's default
+
+    async def main() -> list[pb.VerifyMatchResponse]:
+        handlers = rules.RulesHandlers()
+        calls = [
+            asyncio.ensure_future(handlers.VerifyMatch(request, Credentials()))
+            for _ in range(default_threads + 2)
+        ]
+        await asyncio.sleep(0.2)  # every call has asked for its thread
+        # what the timeout policy does (asyncio.to_thread): answered while all are held
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: "chosen"), 10) == "chosen"
+        release.set()
+        return await asyncio.gather(*calls)
+
+    answers = asyncio.run(main())
+    assert [(a.ok, a.hands_verified) for a in answers] == [(True, 4)] * (default_threads + 2)
+    assert most[0] == rules.VERIFY_THREADS

@@ -9,8 +9,10 @@ and any other exception into INTERNAL, so no user mistake surfaces as UNKNOWN.
 from __future__ import annotations
 
 import asyncio
+import functools
 import struct
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ofc import errors as core
@@ -292,6 +294,11 @@ def _match_inputs(
     return histories, feed, _expected_ruleset(request)
 
 
+VERIFY_THREADS = 2
+"""Threads verifying matches at once (:meth:`RulesHandlers.VerifyMatch`); more would only
+share the one interpreter lock."""
+
+
 class RulesHandlers:
     """ofcpoker.v1.RulesService over the pure core, transport-neutral."""
 
@@ -302,6 +309,10 @@ class RulesHandlers:
         self._presets = pb.ListPresetsResponse(
             presets=[convert.ruleset_to_proto(r) for r in PRESETS.values()]
         )
+        # VerifyMatch's threads, apart from the default pool: there a few long matches
+        # (seconds each) would queue the timeout policy's choices behind them, and every
+        # table's clock with them. Calls past these wait their turn here.
+        self._verify_threads = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="ofc-verify")
 
     async def EvaluateRow(
         self, request: pb.EvaluateRowRequest, creds: Credentials
@@ -515,13 +526,11 @@ class RulesHandlers:
         # Checked here; verified on a worker thread, so that a long match does not hold
         # the event loop (and the other calls on it) for its whole run.
         histories, feed, expected = _match_inputs(request)
-        report = await asyncio.to_thread(
-            verify_match,
-            histories,
-            feed,
-            expected_ruleset=expected,
+        verify = functools.partial(
+            verify_match, histories, feed, expected_ruleset=expected,
             check_policy=request.check_policy,
-        )
+        )  # fmt: skip
+        report = await asyncio.get_running_loop().run_in_executor(self._verify_threads, verify)
         return pb.VerifyMatchResponse(
             ok=report.ok,
             hands_verified=report.verified,
