@@ -192,6 +192,107 @@ async def test_the_feed_waits_on_the_node_of_its_stream(redis_cluster_url: str) 
         await feed.close()
 
 
+async def test_a_wait_answers_for_the_write_before_it_after_the_slot_moved(
+    fresh_cluster: LocalRedisCluster,
+) -> None:
+    """WAIT counts the replicas holding its own connection's writes. The table's slot moved
+    to another master since the store last read the slot map: redis-py's pipeline sent the
+    commit script and the confirmation's write again, alone, to the new master, while the
+    WAIT had already answered on the old one (for writes long confirmed), and a commit no
+    replica held was acknowledged (a probe lost it in a failover). Here the new master's
+    replica is stopped: no WAIT there can say 1, so the commit, a confirmation and the feed's
+    append are all UNAVAILABLE, and once it is back they are confirmed on the new master."""
+    cluster = fresh_cluster
+    cluster.wait_replicas_online()
+    table_id, stream = "moving-table", "ofc:{settlements}:stream"
+    store = RedisTableStore.from_url(cluster.url, wait_replicas=1, wait_timeout_ms=300)
+    feed = RedisSettlementFeed.from_url(cluster.url, wait_replicas=1, wait_timeout_ms=300)
+    try:
+        await store.create_table(table_id, b"v1")  # both clients now know the slot map
+        assert await feed.publish("moving-table:1", b"{}") is not None
+        for key in (f"ofc:{{{table_id}}}:state", stream):
+            new = next(p for p in cluster.masters() if p != cluster.master_of(key))
+            cluster.migrate_slot(key, new)
+        table_master = cluster.master_of(f"ofc:{{{table_id}}}:state")
+        feed_master = cluster.master_of(stream)
+        replicas = {cluster.replica_of(table_master), cluster.replica_of(feed_master)}
+        with contextlib.ExitStack() as stopped:
+            for replica in replicas:
+                stopped.enter_context(cluster.stopped(replica))
+            with pytest.raises(StoreUnavailableError, match="not confirmed"):
+                await store.commit(Commit(table_id, 1, b"v2", "moved-1", None))
+            with pytest.raises(StoreUnavailableError):
+                await store.confirm(table_id)
+            with pytest.raises(StoreUnavailableError, match="not confirmed"):
+                await feed.publish("moving-table:2", b"{}")
+        result = await _within(
+            30, lambda: store.commit(Commit(table_id, 1, b"v2", "moved-1", None))
+        )
+        assert result.version == 2  # the same request: applied once, now confirmed
+        await store.confirm(table_id)
+        await _within(30, lambda: feed.publish("moving-table:2", b"{}"))  # confirmed now
+        assert cluster.client(feed_master).xlen(stream) == 2  # and appended once
+    finally:
+        await store.close()
+        await feed.close()
+
+
+async def test_no_wait_is_answered_by_another_master_after_a_failover(
+    fresh_cluster: LocalRedisCluster,
+) -> None:
+    """A table's master is killed and its replica takes over, with no replica of its own
+    while the old master stays down: a WAIT 1 there can only say 0. redis-py's pipeline,
+    meeting the refused connection, sent itself again with the WAIT routed to any master
+    (its node pinned once only), which answered for its own writes: a confirmation, and a
+    commit, were acknowledged that no replica held. Every one is UNAVAILABLE now."""
+    cluster = fresh_cluster
+    cluster.wait_replicas_online()
+    # redis-py's default node is the master of slot 0: a table on another master, so that
+    # a WAIT sent there would answer for that master's own replica
+    first = next(
+        n["port"]
+        for n in cluster.nodes()
+        if n["role"] == "master" and any(low == 0 for low, _ in n["slots"])
+    )
+    names = [f"failed-over-{n}" for n in range(200)]
+    master = next(p for p in cluster.masters() if p != first)
+    # a few tables of that master, each retried on its own: the call that straddles the
+    # failover is the one a misrouted WAIT answered
+    tables = [t for t in names if cluster.master_of(f"ofc:{{{t}}}:state") == master][:6]
+    replica = cluster.replica_of(master)
+    store = RedisTableStore.from_url(cluster.url, wait_replicas=1, wait_timeout_ms=200)
+    answers: list[str] = []
+
+    async def retried(table_id: str, until: asyncio.Future[float]) -> None:
+        """A client retrying through the failover, and on for 2 s after it."""
+        while not until.done() or time.monotonic() < until.result():
+            try:
+                await store.confirm(table_id)
+                answers.append(f"{table_id} confirmed")
+            except StoreUnavailableError:
+                answers.append("unavailable")
+            try:  # one request, retried: applied once (or not), never confirmed
+                await store.commit(Commit(table_id, 1, b"v2", "after-failover", None))
+                answers.append(f"{table_id} committed")
+            except StoreUnavailableError:
+                answers.append("unavailable")
+            await asyncio.sleep(0.05)
+
+    try:
+        for table_id in tables:
+            await store.create_table(table_id, b"v1")
+        cluster.kill(master)
+        loop = asyncio.get_running_loop()
+        until: asyncio.Future[float] = loop.create_future()
+        clients = asyncio.gather(*(retried(t, until) for t in tables))
+        await asyncio.to_thread(cluster.wait_promoted, replica)
+        until.set_result(time.monotonic() + 2.0)
+        await clients
+        assert set(answers) == {"unavailable"}, answers
+    finally:
+        await store.close()
+
+
 async def _within(seconds: float, call: Any, *, attempt_s: float = 15.0) -> Any:
     """``call()`` retried (UNAVAILABLE, or no answer within ``attempt_s``) until it answers,
     for ``seconds``."""

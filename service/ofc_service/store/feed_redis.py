@@ -35,10 +35,11 @@ from .feed import (
 )
 from .redis_io import (
     RedisClient,
+    SlotMapReader,
     blocking_read,
     connect,
     lua,
-    on_node_of,
+    on_one_connection,
     ping,
     text,
     unavailable,
@@ -88,6 +89,7 @@ class RedisSettlementFeed:
         self._owns_clients = owns_clients
         self._stream = f"{key_prefix}:{{settlements}}:stream"
         self._groups: set[str] = set()  # groups this instance knows to exist
+        self._slot_map = SlotMapReader(client)  # read again after a node did not answer
         self._publish: AsyncScript = client.register_script(lua("feed_publish.lua"))
         self._pending: AsyncScript = client.register_script(lua("feed_pending.lua"))
         self._ack: AsyncScript = client.register_script(lua("feed_ack.lua"))
@@ -156,13 +158,15 @@ class RedisSettlementFeed:
         return result
 
     async def _append_and_wait(self, keys: list[str], args: list[bytes | str | int]) -> list[Any]:
-        """One pipeline: the append script and a ``WAIT`` behind it on the same connection;
-        their replies (errors in their places)."""
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("EVALSHA", self._publish.sha, len(keys), *keys, *args)
-            pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, keys[0]))
-            replies: list[Any] = await pipe.execute(raise_on_error=False)
-        return replies
+        """The append script and a ``WAIT`` behind it on one connection to the stream's
+        master (:func:`~.redis_io.on_one_connection`); their replies (errors in their
+        places)."""
+        return await on_one_connection(
+            self._client,
+            keys[0],
+            [("EVALSHA", self._publish.sha, len(keys), *keys, *args), ("WAIT", *self._wait)],
+            self._slot_map,
+        )
 
     # --- groups -----------------------------------------------------------------------------
     async def _ensure_group(self, group: str) -> None:
@@ -258,6 +262,7 @@ class RedisSettlementFeed:
             await ping(self._client)
 
     async def close(self) -> None:
+        await self._slot_map.close()
         if self._owns_clients:
             await self._client.aclose()
             if self._blocking is not self._client:

@@ -163,9 +163,12 @@ Replication: Redis replicates asynchronously, so a commit acknowledged just befo
 master dies may be missing on the promoted replica (the client's retry with the same request
 id then applies it afresh, or, carrying an old version, is refused as stale). With
 ``wait_replicas`` (``OFC_REDIS_WAIT_REPLICAS``) the commit pipeline ends with a
-confirmation on the same connection (on a cluster, the node serving the table's slot): a
-``SET`` of a short-lived key in the table's slot, then ``WAIT n timeout`` (``WAIT`` counts
-its connection's writes, and a replay of another replica's commit writes nothing else). A
+confirmation on the same connection: a ``SET`` of a short-lived key in the table's slot,
+then ``WAIT n timeout`` (``WAIT`` counts its connection's writes, and a replay of another
+replica's commit writes nothing else). On a cluster the three go on one connection to the
+master of the table's slot (:func:`~.redis_io.on_one_connection`), not through the cluster
+client's pipeline, which sends a redirected command again alone on another connection and
+routes a retried ``WAIT`` to any master: either way a ``WAIT`` answered for other writes. A
 commit fewer replicas confirmed raises :class:`StoreUnavailableError` (applied or not, a
 retry is safe), so an acknowledged move is on a replica; and
 :meth:`RedisTableStore.confirm` sends the same confirmation before a table is shown, so no
@@ -232,8 +235,10 @@ from .base import (
 )
 from .redis_io import (
     INDEX_SHARDS,
+    Arg,
     Marker,
     RedisClient,
+    SlotMapReader,
     blocking_read,
     connect,
     direct_calls,
@@ -241,11 +246,10 @@ from .redis_io import (
     index_shard,
     lua,
     marker_field,
-    on_node_of,
+    on_one_connection,
     pack_event,
     pack_response,
     ping,
-    read_slot_map,
     text,
     unavailable,
     unconfirmed,
@@ -274,9 +278,6 @@ _write_hints`): a ZADD answered at once needs none."""
 NODE_RETRY_S: Final = 1.0
 """On a Redis Cluster, how long the sweeps leave a node that failed to answer alone before
 asking it again (:meth:`RedisTableStore._per_node`)."""
-SLOT_REFRESH_S: Final = 2.0
-"""How long the sweeps' reading of a cluster's slot map may take (:meth:`RedisTableStore.
-_refresh_slots`): the nodes that answer are asked first."""
 NODE_READ_S: Final = 0.5
 """On a Redis Cluster, how long a sweep (of deadlines, of outboxes) waits for a node's part of
 a read of the hint shards or of the tables they name, once a sweep: a master that is paused,
@@ -530,7 +531,7 @@ class RedisTableStore:
         self._hint_writes: set[_HintWrite] = set()
         # on a cluster, nodes that failed a sweep's read: name -> when to ask them again
         self._nodes_out: dict[str, float] = {}
-        self._slot_refresh: asyncio.Future[None] | None = None
+        self._slot_map = SlotMapReader(client)  # read again after a node did not answer
         self._last_hint_write: dict[str, _HintWrite] = {}
         self._commit: AsyncScript = client.register_script(lua("commit.lua"))
         self._list_extra: AsyncScript = client.register_script(lua("list_extra.lua"))
@@ -765,8 +766,18 @@ class RedisTableStore:
                     [
                         *(encode("ZADD", key, score, table_id) for key, score in hints.items()),
                         encode("EVALSHA", self._commit.sha, len(keys), *keys, *args),
-                        *(self._confirmation(table_id) if self._wait[0] else []),
+                        *(encode(*c) for c in self._confirmation(table_id) if self._wait[0]),
                     ]
+                )
+            elif self._wait[0]:  # (no hints here on a cluster: they go beside, _run_commit)
+                results = await on_one_connection(
+                    self._client,
+                    keys[0],
+                    [
+                        ("EVALSHA", self._commit.sha, len(keys), *keys, *args),
+                        *self._confirmation(table_id),
+                    ],
+                    self._slot_map,
                 )
             else:
                 async with self._client.pipeline(transaction=False) as pipe:
@@ -775,8 +786,6 @@ class RedisTableStore:
                     # execute_command: a cluster pipeline refuses pipe.evalsha by name, but
                     # routes EVALSHA by its keys (the table's slot) like any keyed command
                     pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
-                    if self._wait[0]:
-                        self._queue_confirmation(pipe, table_id)
                     results = await pipe.execute(raise_on_error=False)
         except BaseException:
             # The script may have run (on a cluster, on another node than the hint's shard):
@@ -798,19 +807,14 @@ class RedisTableStore:
                 log.warning("outbox hint not written", extra={"fields": {"table_id": table_id}})
         return results[0], results[1:] if self._wait[0] else None
 
-    def _confirmation(self, table_id: str) -> list[bytes]:
+    def _confirmation(self, table_id: str) -> list[tuple[Arg, ...]]:
         """A write of the table's own (a key of its slot that expires at once), then
         ``WAIT``: ``WAIT`` counts the replicas that have its connection's last write, and
         replication keeps a master's order, so whatever the table held before the write
-        (another replica's commit, a replay's record, what was read) is confirmed with it."""
+        (another replica's commit, a replay's record, what was read) is confirmed with it.
+        Both on one connection to the table's master (:func:`on_one_connection`)."""
         key = self._table_key(table_id, "confirm")
-        return [encode("SET", key, b"", "PX", _CONFIRM_KEY_MS), encode("WAIT", *self._wait)]
-
-    def _queue_confirmation(self, pipe: Any, table_id: str) -> None:
-        """:meth:`_confirmation` on a cluster pipeline: ``WAIT`` on the node of the key."""
-        key = self._table_key(table_id, "confirm")
-        pipe.set(key, b"", px=_CONFIRM_KEY_MS)
-        pipe.execute_command("WAIT", *self._wait, **on_node_of(self._client, key))
+        return [("SET", key, b"", "PX", _CONFIRM_KEY_MS), ("WAIT", *self._wait)]
 
     async def confirm(self, table_id: str) -> None:
         wanted = self._wait[0]
@@ -819,11 +823,15 @@ class RedisTableStore:
         check_id(table_id, what="table id")
         with unavailable():
             if self._direct is not None:
-                replies = await self._direct.execute(self._confirmation(table_id))
+                confirmation = [encode(*c) for c in self._confirmation(table_id)]
+                replies = await self._direct.execute(confirmation)
             else:
-                async with self._client.pipeline(transaction=False) as pipe:
-                    self._queue_confirmation(pipe, table_id)
-                    replies = await pipe.execute(raise_on_error=False)
+                replies = await on_one_connection(
+                    self._client,
+                    self._table_key(table_id, "confirm"),
+                    self._confirmation(table_id),
+                    self._slot_map,
+                )
             confirmed = _counted(*replies)
         if unconfirmed(confirmed, wanted):
             raise StoreUnavailableError(
@@ -1117,7 +1125,10 @@ class RedisTableStore:
         """``work()``, a call to the cluster node ``name``, for :data:`NODE_READ_S` at most. A
         node in ``away`` (it failed earlier in the same sweep) or failed in the last
         :data:`NODE_RETRY_S` is not asked (TimeoutError); one that fails now is added to both,
-        and the client reads the slot map again (:meth:`_refresh_slots`)."""
+        and the client reads the slot map again (:class:`~.redis_io.SlotMapReader`: these
+        reads go to nodes directly, and redis-py reads its map again only after its own
+        commands meet a connection error or a 5 s socket timeout, which the bound cuts short:
+        a server doing nothing else kept asking a hung master after its failover)."""
         if name in away or self._nodes_out.get(name, 0.0) > time.monotonic():
             raise TimeoutError(f"redis node {name} did not answer lately")
         try:
@@ -1127,7 +1138,7 @@ class RedisTableStore:
             if name:
                 away.add(name)
                 self._nodes_out[name] = time.monotonic() + NODE_RETRY_S
-                self._refresh_slots(name)
+                self._slot_map.soon(name)
             raise
 
     async def _node_pipeline(
@@ -1165,26 +1176,6 @@ class RedisTableStore:
 
         await asyncio.gather(*map(again, moved))
         return [queued_command.result for queued_command in queued]
-
-    def _refresh_slots(self, failed: str) -> None:
-        """Have the cluster client read the slot map again, asking the node ``failed`` last
-        (a failover makes another node the master of its slots). The sweeps' pipelines go to
-        nodes directly (:meth:`_node_pipeline`), and the client reads its map again only
-        after its own commands meet a connection error or a socket timeout (5 s, which the
-        sweeps' bound cuts short): a server doing nothing else kept asking a hung master
-        after its failover, and its tables never came due."""
-        cluster = self._client
-        if not isinstance(cluster, RedisCluster) or (
-            self._slot_refresh is not None and not self._slot_refresh.done()
-        ):
-            return
-
-        async def refresh() -> None:
-            with contextlib.suppress(*_NODE_ERRORS):
-                async with asyncio.timeout(SLOT_REFRESH_S):
-                    await read_slot_map(cluster, failed)
-
-        self._slot_refresh = asyncio.ensure_future(refresh())
 
     def _node_of(self, key: str) -> str:
         """On a cluster, the name of the master of ``key``'s slot as the client knows it
@@ -1544,9 +1535,7 @@ class RedisTableStore:
 
     async def close(self) -> None:
         await self._flush_hints()
-        if self._slot_refresh is not None:
-            self._slot_refresh.cancel()
-            await asyncio.gather(self._slot_refresh, return_exceptions=True)
+        await self._slot_map.close()
         for direct in (self._direct, self._direct_blocking):
             if direct is not None:
                 await direct.close()

@@ -20,7 +20,7 @@ from urllib.parse import unquote
 from redis import exceptions as redis_errors
 from redis._parsers.commands import AsyncCommandsParser
 from redis.asyncio import Redis, RedisCluster
-from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.cluster import ClusterNode, PipelineCommand
 from redis.asyncio.connection import AbstractConnection, ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
@@ -452,6 +452,93 @@ async def read_slot_map(client: RedisCluster, failed: str | None) -> None:
     await client.nodes_manager.initialize(last_failed_node_name=failed)
 
 
+SLOT_REFRESH_S: Final = 2.0
+"""How long a background read of a cluster's slot map may take (:class:`SlotMapReader`): the
+nodes that answer are asked first."""
+
+
+class SlotMapReader:
+    """Has a cluster client read its slot map again, in the background and one read at a
+    time, after a call that went to a node directly (not through the client's routing,
+    which reads the map by itself after its own errors) met a node that did not answer."""
+
+    def __init__(self, client: RedisClient) -> None:
+        self._client = client
+        self._reading: asyncio.Future[None] | None = None
+
+    def soon(self, failed: str | None) -> None:
+        """Read it again now, asking the node ``failed`` last (a failover makes another node
+        the master of its slots); nothing on one server or while a read is under way."""
+        cluster = self._client
+        if not isinstance(cluster, RedisCluster) or (
+            self._reading is not None and not self._reading.done()
+        ):
+            return
+
+        async def read() -> None:
+            with contextlib.suppress(
+                redis_errors.RedisError, redis_errors.RedisClusterException, OSError, TimeoutError
+            ):
+                async with asyncio.timeout(SLOT_REFRESH_S):
+                    await read_slot_map(cluster, failed)
+
+        self._reading = asyncio.ensure_future(read())
+
+    async def close(self) -> None:
+        if self._reading is not None:
+            self._reading.cancel()
+            await asyncio.gather(self._reading, return_exceptions=True)
+
+
+async def on_one_connection(
+    client: RedisClient, key: str, commands: Sequence[Sequence[Arg]], slot_map: SlotMapReader
+) -> list[Any]:
+    """``commands`` in one pipeline on one connection to the server of ``key`` (on a cluster,
+    the master of its slot), their replies (errors in their places): what writes followed by
+    a ``WAIT`` need, as ``WAIT`` counts the replicas holding *its connection's* writes.
+
+    A cluster client's own pipeline will not do: it sends a command that met a moved slot
+    again alone, on another connection, and after a connection error it sends the whole
+    pipeline again with the ``WAIT`` routed to any master; either way the ``WAIT`` could
+    answer for other writes than these, and a write no replica held was confirmed. Here a
+    slot that moved (MOVED) has the client read the slot map and the whole pipeline go to
+    the new master, once (the commands are ones that may run twice: a request id's commit,
+    a settlement id's append); a slot still moving (ASK, TRYAGAIN) or moved again is
+    :class:`StoreUnavailableError`, and a node that does not answer is raised (a
+    connection error, with the slot map read again in the background)."""
+    if not isinstance(client, RedisCluster):
+        async with client.pipeline(transaction=False) as pipe:
+            for args in commands:
+                pipe.execute_command(*args)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return replies
+    for _ in range(2):
+        await client.initialize()  # (once; again after an error that had it forget the map)
+        node = client.get_node_from_key(key)
+        if node is None:  # (no master known for the slot: mid-failover)
+            slot_map.soon(None)
+            raise StoreUnavailableError(f"no master known for the cluster slot of {key!r}")
+        queued = [PipelineCommand(n, *args) for n, args in enumerate(commands)]
+        try:
+            await node.execute_pipeline(queued)
+        except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError):
+            slot_map.soon(node.name)
+            raise
+        replies = [command.result for command in queued]
+        if any(isinstance(r, redis_errors.ConnectionError | redis_errors.TimeoutError)
+               for r in replies):  # fmt: skip
+            slot_map.soon(node.name)
+        if not any(isinstance(r, redis_errors.MovedError | redis_errors.AskError |
+                              redis_errors.TryAgainError) for r in replies):  # fmt: skip
+            return replies
+        with contextlib.suppress(
+            redis_errors.RedisError, redis_errors.RedisClusterException, OSError, TimeoutError
+        ):
+            async with asyncio.timeout(SLOT_REFRESH_S):
+                await read_slot_map(client, None)
+    raise StoreUnavailableError(f"the cluster slot of {key!r} is moving: retry")
+
+
 def unconfirmed(confirmed: Any, wanted: int) -> bool:
     """Whether a ``WAIT wanted`` reply (the replica count, or the error in its place in a
     pipeline) says fewer replicas than ``wanted`` have the write before it.
@@ -460,15 +547,6 @@ def unconfirmed(confirmed: Any, wanted: int) -> bool:
     (False, True, True)
     """
     return isinstance(confirmed, Exception) or int(confirmed) < wanted
-
-
-def on_node_of(client: RedisClient, key: str) -> dict[str, Any]:
-    """The routing of a keyless command (``WAIT``) to the node serving ``key``'s slot, where a
-    pipeline sends the keyed command before it on the same connection (``WAIT`` counts the
-    replicas that have every write of *its connection*); nothing on one server."""
-    if isinstance(client, RedisCluster):
-        return {"target_nodes": client.get_node_from_key(key)}
-    return {}
 
 
 Arg: TypeAlias = bytes | str | int
