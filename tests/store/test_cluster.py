@@ -903,3 +903,61 @@ async def test_a_ping_cut_short_leaves_no_task_error_behind(
     finally:
         loop.set_exception_handler(None)
         await store.close()
+
+
+async def test_a_slot_being_migrated_is_unavailable_and_nothing_is_written(
+    fresh_cluster: LocalRedisCluster,
+) -> None:
+    """A commit confirmed by WAIT goes to the slot's master on one connection, and follows
+    no ASK: while the table's slot is being migrated (its keys not moved yet, the script's
+    new keys asked of the target) the commit is UNAVAILABLE and runs nowhere; once the
+    migration is settled the same request is applied, once."""
+    cluster = fresh_cluster
+    cluster.wait_replicas_online()
+    table_id = "migrating-table"
+    key = f"ofc:{{{table_id}}}:state"
+    store = RedisTableStore.from_url(cluster.url, wait_replicas=1, wait_timeout_ms=2000)
+    try:
+        await store.create_table(table_id, b"v1")
+        source = cluster.master_of(key)
+        target = next(p for p in cluster.masters() if p != source)
+        ids = {n["port"]: n["id"] for n in cluster.nodes()}
+        slot = int(cluster.client(source).cluster("KEYSLOT", key))
+        cluster.client(target).cluster("SETSLOT", slot, "IMPORTING", ids[source])
+        cluster.client(source).cluster("SETSLOT", slot, "MIGRATING", ids[target])
+        try:
+            with pytest.raises(StoreUnavailableError, match="moving"):
+                await store.commit(Commit(table_id, 1, b"v2", "mid-migration", None))
+            assert (await store.load(table_id)).version == 1
+        finally:
+            for port in (source, target):
+                cluster.client(port).cluster("SETSLOT", slot, "STABLE")
+        result = await store.commit(Commit(table_id, 1, b"v2", "mid-migration", None))
+        assert (result.version, result.replayed) == (2, False)
+    finally:
+        await store.close()
+
+
+async def test_a_closed_store_reads_no_slot_map(local_cluster: LocalRedisCluster) -> None:
+    """A call that fails as its store closes (a node away) asks for the slot map to be read
+    again in the background: once the store is closed, no read starts, and no connection is
+    opened again."""
+    store = RedisTableStore.from_url(local_cluster.url, wait_replicas=1)
+    feed = RedisSettlementFeed.from_url(local_cluster.url, wait_replicas=1)
+    await store.ping()
+    await feed.ping()
+
+    def slot_map_reads() -> int:
+        return sum(
+            int(local_cluster.client(p).info("commandstats").get("cmdstat_cluster|slots", {})
+                .get("calls", 0))
+            for p in local_cluster.live_ports()
+        )  # fmt: skip
+
+    await store.close()
+    await feed.close()
+    before = slot_map_reads()
+    for reader in (store._slot_map, feed._slot_map):
+        reader.soon(None)
+    await asyncio.sleep(0.5)
+    assert slot_map_reads() == before

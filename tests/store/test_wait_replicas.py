@@ -28,7 +28,12 @@ from ofc_service.application.manager import Request, TableManager
 from ofc_service.application.settlements import SettlementRelay
 from ofc_service.application.watch import WatchHub
 from ofc_service.auth import Authenticator
-from ofc_service.store import MemorySettlementFeed, RedisTableStore, StoreUnavailableError
+from ofc_service.store import (
+    MemorySettlementFeed,
+    RedisSettlementFeed,
+    RedisTableStore,
+    StoreUnavailableError,
+)
 from ofcpoker.v1 import table_service_pb2 as pb
 from redis.asyncio import Redis
 
@@ -205,6 +210,50 @@ async def test_a_write_refused_is_no_confirmation() -> None:
         await admin.aclose()
         await follower.aclose()
         await store.close()
+        await plain.close()
+        master.stop()
+        replica.stop()
+
+
+async def test_a_settlement_appended_before_is_confirmed_with_its_replicas_or_not_at_all() -> None:
+    """A relay's append of a settlement another relay (or a try of its own) appended already
+    writes nothing, and ``WAIT`` counts the replicas holding its connection's writes: with
+    none on that connection it could pass at once, and the relay would drop its outbox
+    record of a hand no replica holds. The append writes a key of the stream's slot before
+    its ``WAIT``, so the answer is the replicas' for the record too: UNAVAILABLE while the
+    replica is stopped, the id's stream id once it has caught up."""
+    master, replica = RedisServer(), RedisServer()
+    follower = Redis.from_url(replica.url)
+    feed = RedisSettlementFeed.from_url(master.url, wait_replicas=1, wait_timeout_ms=200)
+    plain = RedisSettlementFeed.from_url(master.url)
+    try:
+        await follower.execute_command("REPLICAOF", "127.0.0.1", master.port)  # type: ignore[no-untyped-call]
+        for _ in range(500):  # the replica has caught up: confirmed
+            with contextlib.suppress(StoreUnavailableError):
+                await feed.publish("t:1", b"{}")
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the replica never confirmed")
+        assert replica.process is not None
+        replica.process.send_signal(signal.SIGSTOP)
+        try:
+            assert await plain.publish("t:2", b"{}") is not None  # on the master alone
+            for _ in range(3):  # never "already appended", however often it is asked
+                with pytest.raises(StoreUnavailableError, match="not confirmed"):
+                    await feed.publish("t:2", b"{}")
+        finally:
+            replica.process.send_signal(signal.SIGCONT)
+        for _ in range(500):
+            with contextlib.suppress(StoreUnavailableError):
+                assert await feed.publish("t:2", b"{}") is None  # appended once, confirmed
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the replica never confirmed")
+    finally:
+        await follower.aclose()
+        await feed.close()
         await plain.close()
         master.stop()
         replica.stop()

@@ -47,6 +47,7 @@ from .redis_io import (
 )
 
 _BLOCK_GRACE_S: Final = 5.0
+_CONFIRM_KEY_MS: Final = 1000  # how long a confirmation's own write outlives it
 
 
 def _entries(flat: list[Any]) -> list[FeedEntry]:
@@ -88,6 +89,7 @@ class RedisSettlementFeed:
         self._dedupe_ttl = check_at_least(dedupe_ttl_seconds, 1, what="dedupe_ttl_seconds")
         self._owns_clients = owns_clients
         self._stream = f"{key_prefix}:{{settlements}}:stream"
+        self._confirm_key = f"{key_prefix}:{{settlements}}:confirm"  # (_append_and_wait)
         self._groups: set[str] = set()  # groups this instance knows to exist
         self._slot_map = SlotMapReader(client)  # read again after a node did not answer
         self._publish: AsyncScript = client.register_script(lua("feed_publish.lua"))
@@ -142,12 +144,13 @@ class RedisSettlementFeed:
         self, keys: list[str], args: list[bytes | str | int]
     ) -> list[Any]:
         """The append script, confirmed by ``WAIT`` (else StoreUnavailableError)."""
-        reply, confirmed = await self._append_and_wait(keys, args)
+        reply, written, confirmed = await self._append_and_wait(keys, args)
         if isinstance(reply, redis_errors.NoScriptError):
             await self._client.script_load(self._publish.script)  # every master
-            reply, confirmed = await self._append_and_wait(keys, args)
-        if isinstance(reply, Exception):
-            raise reply
+            reply, written, confirmed = await self._append_and_wait(keys, args)
+        for refused in (reply, written):  # (a write refused: WAIT counts older writes)
+            if isinstance(refused, Exception):
+                raise refused
         if unconfirmed(confirmed, self._wait[0]):
             raise StoreUnavailableError(
                 f"the feed record {args[0]!r} was not confirmed by {self._wait[0]} Redis "
@@ -158,13 +161,20 @@ class RedisSettlementFeed:
         return result
 
     async def _append_and_wait(self, keys: list[str], args: list[bytes | str | int]) -> list[Any]:
-        """The append script and a ``WAIT`` behind it on one connection to the stream's
-        master (:func:`~.redis_io.on_one_connection`); their replies (errors in their
-        places)."""
+        """The append script, a write of a short-lived key of the stream's slot and a
+        ``WAIT`` behind them, on one connection to the stream's master
+        (:func:`~.redis_io.on_one_connection`); their replies (errors in their places).
+        ``WAIT`` counts the replicas holding its connection's writes, and the script writes
+        nothing for a settlement id already appended (a retry, another replica's relay):
+        the key's write, in the master's order after the record, confirms the record too."""
         return await on_one_connection(
             self._client,
             keys[0],
-            [("EVALSHA", self._publish.sha, len(keys), *keys, *args), ("WAIT", *self._wait)],
+            [
+                ("EVALSHA", self._publish.sha, len(keys), *keys, *args),
+                ("SET", self._confirm_key, b"", "PX", _CONFIRM_KEY_MS),
+                ("WAIT", *self._wait),
+            ],
             self._slot_map,
         )
 

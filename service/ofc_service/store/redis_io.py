@@ -465,13 +465,16 @@ class SlotMapReader:
     def __init__(self, client: RedisClient) -> None:
         self._client = client
         self._reading: asyncio.Future[None] | None = None
+        self._closed = False  # (a call failing as its store closes starts no read)
 
     def soon(self, failed: str | None) -> None:
         """Read it again now, asking the node ``failed`` last (a failover makes another node
         the master of its slots); nothing on one server or while a read is under way."""
         cluster = self._client
-        if not isinstance(cluster, RedisCluster) or (
-            self._reading is not None and not self._reading.done()
+        if (
+            self._closed
+            or not isinstance(cluster, RedisCluster)
+            or (self._reading is not None and not self._reading.done())
         ):
             return
 
@@ -485,6 +488,7 @@ class SlotMapReader:
         self._reading = asyncio.ensure_future(read())
 
     async def close(self) -> None:
+        self._closed = True
         if self._reading is not None:
             self._reading.cancel()
             await asyncio.gather(self._reading, return_exceptions=True)
@@ -501,11 +505,11 @@ async def on_one_connection(
     again alone, on another connection, and after a connection error it sends the whole
     pipeline again with the ``WAIT`` routed to any master; either way the ``WAIT`` could
     answer for other writes than these, and a write no replica held was confirmed. Here a
-    slot that moved (MOVED) has the client read the slot map and the whole pipeline go to
-    the new master, once (the commands are ones that may run twice: a request id's commit,
-    a settlement id's append); a slot still moving (ASK, TRYAGAIN) or moved again is
-    :class:`StoreUnavailableError`, and a node that does not answer is raised (a
-    connection error, with the slot map read again in the background)."""
+    slot that moved (MOVED) has the whole pipeline go to the master the reply names, once
+    (the commands are ones that may run twice: a request id's commit, a settlement id's
+    append); a slot still moving (ASK, TRYAGAIN) or moved again is
+    :class:`StoreUnavailableError`, and a node that does not answer, or a slot with no
+    master known, is raised (with the slot map read again in the background)."""
     if not isinstance(client, RedisCluster):
         async with client.pipeline(transaction=False) as pipe:
             for args in commands:
@@ -514,8 +518,11 @@ async def on_one_connection(
         return replies
     for _ in range(2):
         await client.initialize()  # (once; again after an error that had it forget the map)
-        node = client.get_node_from_key(key)
-        if node is None:  # (no master known for the slot: mid-failover)
+        try:
+            node = client.get_node_from_key(key)
+        except redis_errors.SlotNotCoveredError:  # no master known for the slot (a failover)
+            node = None
+        if node is None:
             slot_map.soon(None)
             raise StoreUnavailableError(f"no master known for the cluster slot of {key!r}")
         queued = [PipelineCommand(n, *args) for n, args in enumerate(commands)]
@@ -528,14 +535,16 @@ async def on_one_connection(
         if any(isinstance(r, redis_errors.ConnectionError | redis_errors.TimeoutError)
                for r in replies):  # fmt: skip
             slot_map.soon(node.name)
-        if not any(isinstance(r, redis_errors.MovedError | redis_errors.AskError |
-                              redis_errors.TryAgainError) for r in replies):  # fmt: skip
+        moved = next((r for r in replies if isinstance(r, redis_errors.MovedError)), None)
+        if moved is None:
+            # (a MovedError is an AskError too)
+            if any(isinstance(r, redis_errors.AskError | redis_errors.TryAgainError)
+                   for r in replies):  # fmt: skip
+                break  # the slot is being migrated: nothing to learn until that is done
             return replies
-        with contextlib.suppress(
-            redis_errors.RedisError, redis_errors.RedisClusterException, OSError, TimeoutError
-        ):
-            async with asyncio.timeout(SLOT_REFRESH_S):
-                await read_slot_map(client, None)
+        # the reply names the slot's master: go there, as redis-py does (a whole map read now
+        # may come from a node that has not heard of the move yet)
+        await client.nodes_manager.move_slot(moved)
     raise StoreUnavailableError(f"the cluster slot of {key!r} is moving: retry")
 
 
