@@ -37,6 +37,8 @@ from .redis_io import (
     RedisClient,
     SlotMapReader,
     blocking_read,
+    confirmation,
+    confirmed_count,
     connect,
     lua,
     on_one_connection,
@@ -47,7 +49,6 @@ from .redis_io import (
 )
 
 _BLOCK_GRACE_S: Final = 5.0
-_CONFIRM_KEY_MS: Final = 1000  # how long a confirmation's own write outlives it
 
 
 def _entries(flat: list[Any]) -> list[FeedEntry]:
@@ -144,13 +145,13 @@ class RedisSettlementFeed:
         self, keys: list[str], args: list[bytes | str | int]
     ) -> list[Any]:
         """The append script, confirmed by ``WAIT`` (else StoreUnavailableError)."""
-        reply, written, confirmed = await self._append_and_wait(keys, args)
+        reply, *replies = await self._append_and_wait(keys, args)
         if isinstance(reply, redis_errors.NoScriptError):
             await self._client.script_load(self._publish.script)  # every master
-            reply, written, confirmed = await self._append_and_wait(keys, args)
-        for refused in (reply, written):  # (a write refused: WAIT counts older writes)
-            if isinstance(refused, Exception):
-                raise refused
+            reply, *replies = await self._append_and_wait(keys, args)
+        if isinstance(reply, Exception):
+            raise reply
+        confirmed = confirmed_count(*replies)
         if unconfirmed(confirmed, self._wait[0]):
             raise StoreUnavailableError(
                 f"the feed record {args[0]!r} was not confirmed by {self._wait[0]} Redis "
@@ -161,19 +162,16 @@ class RedisSettlementFeed:
         return result
 
     async def _append_and_wait(self, keys: list[str], args: list[bytes | str | int]) -> list[Any]:
-        """The append script, a write of a short-lived key of the stream's slot and a
-        ``WAIT`` behind them, on one connection to the stream's master
-        (:func:`~.redis_io.on_one_connection`); their replies (errors in their places).
-        ``WAIT`` counts the replicas holding its connection's writes, and the script writes
-        nothing for a settlement id already appended (a retry, another replica's relay):
-        the key's write, in the master's order after the record, confirms the record too."""
+        """The append script and a :func:`~.redis_io.confirmation` on a key of the stream's
+        slot, on one connection to the stream's master; their replies (errors in their
+        places). The script writes nothing for a settlement id already appended (a retry,
+        another replica's relay): the confirmation's own write confirms the record too."""
         return await on_one_connection(
             self._client,
             keys[0],
             [
                 ("EVALSHA", self._publish.sha, len(keys), *keys, *args),
-                ("SET", self._confirm_key, b"", "PX", _CONFIRM_KEY_MS),
-                ("WAIT", *self._wait),
+                *confirmation(self._confirm_key, self._wait),
             ],
             self._slot_map,
         )

@@ -235,11 +235,14 @@ from .base import (
 )
 from .redis_io import (
     INDEX_SHARDS,
+    NODE_ERRORS,
     Arg,
     Marker,
     RedisClient,
     SlotMapReader,
     blocking_read,
+    confirmation,
+    confirmed_count,
     connect,
     direct_calls,
     encode,
@@ -295,12 +298,6 @@ class _CommandArguments(CoreCommands):
 
 
 _COMMANDS: Final = _CommandArguments()  # type: ignore[abstract]  # (_event_dispatcher: unused)
-_NODE_ERRORS: Final = (
-    redis_errors.RedisError,
-    redis_errors.RedisClusterException,
-    OSError,
-    TimeoutError,
-)
 CLOSE_HINTS_S: Final = 0.5
 """How long closing the store may take to write the hints still in flight (well within the
 server's limit on each step of a stop)."""
@@ -347,17 +344,6 @@ def _reply(value: Any) -> bytes | None:
     if isinstance(value, Exception):
         raise value
     return _blob(value)
-
-
-_CONFIRM_KEY_MS: Final = 1000  # how long a confirmation's own write outlives it
-
-
-def _counted(written: Any, counted: Any) -> Any:
-    """A confirmation's ``WAIT`` count; its write refused (Redis full, or a replica now) is
-    raised instead: ``WAIT`` would count the connection's last write, long confirmed."""
-    if isinstance(written, Exception):
-        raise written
-    return counted
 
 
 def _check_retained(
@@ -738,7 +724,7 @@ class RedisTableStore:
             return reply  # nothing was written: nothing to confirm
         # A replay's answer was recorded by a commit of any replica, perhaps not yet
         # confirmed: the confirmation's own write, after the script, covers it too.
-        if wanted and unconfirmed(confirmed := _counted(*confirmation), wanted):
+        if wanted and unconfirmed(confirmed := confirmed_count(*confirmation), wanted):
             log.warning(
                 "commit not confirmed by replicas",
                 extra={"fields": {"table_id": table_id, "confirmed": str(confirmed)}},
@@ -808,13 +794,10 @@ class RedisTableStore:
         return results[0], results[1:] if self._wait[0] else None
 
     def _confirmation(self, table_id: str) -> list[tuple[Arg, ...]]:
-        """A write of the table's own (a key of its slot that expires at once), then
-        ``WAIT``: ``WAIT`` counts the replicas that have its connection's last write, and
-        replication keeps a master's order, so whatever the table held before the write
-        (another replica's commit, a replay's record, what was read) is confirmed with it.
-        Both on one connection to the table's master (:func:`on_one_connection`)."""
-        key = self._table_key(table_id, "confirm")
-        return [("SET", key, b"", "PX", _CONFIRM_KEY_MS), ("WAIT", *self._wait)]
+        """The table's :func:`~.redis_io.confirmation`, on a key of its slot: whatever the
+        table held before (another replica's commit, a replay's record, what was read) is
+        confirmed with it."""
+        return confirmation(self._table_key(table_id, "confirm"), self._wait)
 
     async def confirm(self, table_id: str) -> None:
         wanted = self._wait[0]
@@ -832,7 +815,7 @@ class RedisTableStore:
                     self._confirmation(table_id),
                     self._slot_map,
                 )
-            confirmed = _counted(*replies)
+            confirmed = confirmed_count(*replies)
         if unconfirmed(confirmed, wanted):
             raise StoreUnavailableError(
                 f"table {table_id!r} holds writes not confirmed by {wanted} Redis replica(s) "
@@ -1115,7 +1098,7 @@ class RedisTableStore:
         )
         replies: list[Any] = [None] * len(calls)
         for indexes, outcome in zip(nodes.values(), outcomes, strict=True):
-            if isinstance(outcome, BaseException) and not isinstance(outcome, _NODE_ERRORS):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, NODE_ERRORS):
                 raise outcome  # (a cancellation, or a bug: not a node away)
             for n, i in enumerate(indexes):
                 replies[i] = outcome if isinstance(outcome, BaseException) else outcome[n]
@@ -1134,7 +1117,7 @@ class RedisTableStore:
         try:
             async with asyncio.timeout(NODE_READ_S):
                 return await work()
-        except _NODE_ERRORS:
+        except NODE_ERRORS:
             if name:
                 away.add(name)
                 self._nodes_out[name] = time.monotonic() + NODE_RETRY_S
@@ -1171,7 +1154,7 @@ class RedisTableStore:
                 queued_command.result = await cluster.execute_command(
                     *queued_command.args, **queued_command.kwargs
                 )
-            except _NODE_ERRORS as error:  # (a slot with no master mid-failover among them)
+            except NODE_ERRORS as error:  # (a slot with no master mid-failover among them)
                 queued_command.result = error
 
         await asyncio.gather(*map(again, moved))
@@ -1206,7 +1189,7 @@ class RedisTableStore:
                 await self._on_node(
                     self._node_of(key), away, lambda: self._fix(keys=[key], args=args)
                 )
-            except _NODE_ERRORS:
+            except NODE_ERRORS:
                 return False
             return True
 

@@ -452,6 +452,33 @@ async def read_slot_map(client: RedisCluster, failed: str | None) -> None:
     await client.nodes_manager.initialize(last_failed_node_name=failed)
 
 
+NODE_ERRORS: Final = (
+    redis_errors.RedisError,
+    redis_errors.RedisClusterException,
+    OSError,
+    TimeoutError,
+)
+"""What a call to one cluster node (or the slot map's read) fails with when the node is away."""
+CONFIRM_KEY_MS: Final = 1000  # how long a confirmation's own write outlives it
+
+
+def confirmation(key: str, wait: tuple[int, int]) -> list[tuple[Arg, ...]]:
+    """A write of a short-lived ``key``, then ``WAIT`` (``wait``: replicas, timeout ms), to
+    send behind the writes they confirm on one connection (:func:`on_one_connection`):
+    ``WAIT`` counts the replicas holding its connection's writes, and replication keeps a
+    master's order, so whatever the key's slot held before the write (another replica's
+    write, one a script found made already and did not make again) is confirmed with it."""
+    return [("SET", key, b"", "PX", CONFIRM_KEY_MS), ("WAIT", *wait)]
+
+
+def confirmed_count(written: Any, counted: Any) -> Any:
+    """A :func:`confirmation`'s replies: its ``WAIT`` count; its write refused (Redis full,
+    or a replica now) is raised instead: ``WAIT`` would count older writes, long confirmed."""
+    if isinstance(written, Exception):
+        raise written
+    return counted
+
+
 SLOT_REFRESH_S: Final = 2.0
 """How long a background read of a cluster's slot map may take (:class:`SlotMapReader`): the
 nodes that answer are asked first."""
@@ -479,9 +506,7 @@ class SlotMapReader:
             return
 
         async def read() -> None:
-            with contextlib.suppress(
-                redis_errors.RedisError, redis_errors.RedisClusterException, OSError, TimeoutError
-            ):
+            with contextlib.suppress(*NODE_ERRORS):
                 async with asyncio.timeout(SLOT_REFRESH_S):
                     await read_slot_map(cluster, failed)
 
