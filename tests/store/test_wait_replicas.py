@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 import pytest
@@ -47,6 +47,7 @@ from .test_conformance import play
 KEY = "operator-key"
 OPERATOR = (("x-ofc-api-key", KEY),)
 UNAVAILABLE = (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+T = TypeVar("T")
 
 
 class Server:
@@ -178,6 +179,15 @@ async def test_a_watch_feed_sends_no_event_no_replica_confirmed(redis_backend: B
         await waiting.close()
 
 
+async def _once_confirmed(call: Callable[[], Awaitable[T]]) -> T:
+    """``call()`` retried while it is UNAVAILABLE (its replica catching up), for 10 s."""
+    for _ in range(500):
+        with contextlib.suppress(StoreUnavailableError):
+            return await call()
+        await asyncio.sleep(0.02)
+    raise AssertionError("the replica never confirmed")
+
+
 async def test_a_write_refused_is_no_confirmation() -> None:
     """``confirm`` writes to have something to ``WAIT`` for: when Redis refuses that write
     (full), ``WAIT`` would count the connection's last write, long confirmed, and pass
@@ -189,13 +199,7 @@ async def test_a_write_refused_is_no_confirmation() -> None:
     try:
         await follower.execute_command("REPLICAOF", "127.0.0.1", master.port)  # type: ignore[no-untyped-call]
         await plain.create_table("u", b"v1")
-        for _ in range(500):  # the replica has caught up: confirmed
-            with contextlib.suppress(StoreUnavailableError):
-                await store.confirm("u")
-                break
-            await asyncio.sleep(0.02)
-        else:
-            raise AssertionError("the replica never confirmed")
+        await _once_confirmed(lambda: store.confirm("u"))  # the replica has caught up
         assert replica.process is not None
         replica.process.send_signal(signal.SIGSTOP)
         try:
@@ -228,13 +232,7 @@ async def test_a_settlement_appended_before_is_confirmed_with_its_replicas_or_no
     plain = RedisSettlementFeed.from_url(master.url)
     try:
         await follower.execute_command("REPLICAOF", "127.0.0.1", master.port)  # type: ignore[no-untyped-call]
-        for _ in range(500):  # the replica has caught up: confirmed
-            with contextlib.suppress(StoreUnavailableError):
-                await feed.publish("t:1", b"{}")
-                break
-            await asyncio.sleep(0.02)
-        else:
-            raise AssertionError("the replica never confirmed")
+        await _once_confirmed(lambda: feed.publish("t:1", b"{}"))  # the replica has caught up
         assert replica.process is not None
         replica.process.send_signal(signal.SIGSTOP)
         try:
@@ -244,13 +242,7 @@ async def test_a_settlement_appended_before_is_confirmed_with_its_replicas_or_no
                     await feed.publish("t:2", b"{}")
         finally:
             replica.process.send_signal(signal.SIGCONT)
-        for _ in range(500):
-            with contextlib.suppress(StoreUnavailableError):
-                assert await feed.publish("t:2", b"{}") is None  # appended once, confirmed
-                break
-            await asyncio.sleep(0.02)
-        else:
-            raise AssertionError("the replica never confirmed")
+        assert await _once_confirmed(lambda: feed.publish("t:2", b"{}")) is None  # appended once
     finally:
         await follower.aclose()
         await feed.close()
