@@ -543,8 +543,7 @@ def settle_boards(
         _wrong_player_count(ruleset, n, path)
     if any(ids):
         for i, pid in enumerate(ids):
-            if pid and (len(pid) > MAX_ID_CHARS or pid in ids[:i] or not pid.isprintable()):
-                _bad_player_id(path, i)
+            _check_player_id(pid, ids[:i], path, i)
     try:
         settlement = settle(boards, ruleset)
     except core.OfcError as exc:
@@ -662,12 +661,15 @@ def _wrong_player_count(ruleset: Ruleset, n: int, path: str) -> NoReturn:
     )
 
 
-def _bad_player_id(path: str, i: int) -> NoReturn:
-    raise core.InvalidInputError(
-        # printable, as JoinSeat's: it is shown in answers, logs and histories as it is
-        f"player_id must be unique and at most {MAX_ID_CHARS} printable characters",
-        field=f"{path}players[{i}].player_id",
-    )
+def _check_player_id(pid: str, earlier: Sequence[str], path: str, i: int) -> None:
+    """Player ``i``'s id: empty, or unique (not in ``earlier``) and at most
+    :data:`MAX_ID_CHARS` printable characters, as JoinSeat's (it is shown in answers, logs
+    and histories as it is); else INVALID_INPUT naming the field."""
+    if pid and (len(pid) > MAX_ID_CHARS or pid in earlier or not pid.isprintable()):
+        raise core.InvalidInputError(
+            f"player_id must be unique and at most {MAX_ID_CHARS} printable characters",
+            field=f"{path}players[{i}].player_id",
+        )
 
 
 def _settle(
@@ -715,8 +717,7 @@ def _settle_players(
             board = board_from_proto(proto_board, f"{path}players[{i}].board")
         boards.append(board)
         pid = player.player_id
-        if pid and (len(pid) > MAX_ID_CHARS or pid in ids or not pid.isprintable()):
-            _bad_player_id(path, i)
+        _check_player_id(pid, ids, path, i)
         streak = player.fantasyland_streak
         if streak > MAX_FANTASYLAND_STREAK:
             raise core.InvalidInputError(
