@@ -1,7 +1,9 @@
-"""ofc-shuffle-v1: the spec's vectors, our own vectors, and a chi-square uniformity check.
+"""ofc-shuffle-v1: the committed vectors, our own, and a chi-square uniformity check.
 
-Every vector is checked twice: against ``ofc.shuffle`` and against ``reference_deck`` below,
-a straightforward reimplementation written from the spec (shuffle-v1.md) alone.
+``tests/vectors/shuffle-v1.json`` holds the vectors docs/shuffle-v1.md publishes (the Node
+verifier's and the web table's tests read the same file). Every vector is checked twice:
+against ``ofc.shuffle`` and against ``reference_deck`` below, a straightforward
+reimplementation written from docs/shuffle-v1.md alone.
 """
 
 from __future__ import annotations
@@ -9,10 +11,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import itertools
+import json
 import operator
+import re
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from statistics import NormalDist
+from typing import Any
 
 import ofc.shuffle
 import pytest
@@ -138,6 +144,56 @@ def test_the_shuffle_skips_rejected_words(monkeypatch: pytest.MonkeyPatch) -> No
     assert deck == SPEC_DECK  # both injected words were thrown away
     reference = reference_deck(injected(SPEC_SEED, b"auditor-test", 1))
     assert deck == " ".join(reference)
+
+
+# --- the published vectors: tests/vectors/shuffle-v1.json and docs/shuffle-v1.md -----------------
+ROOT = Path(__file__).parents[2]
+VECTORS: dict[str, Any] = json.loads(
+    (ROOT / "tests" / "vectors" / "shuffle-v1.json").read_text(encoding="utf-8")
+)
+
+
+@pytest.mark.parametrize("vector", VECTORS["vectors"], ids=lambda v: v["name"])
+def test_published_vectors(vector: dict[str, Any]) -> None:
+    seed, client = bytes.fromhex(vector["server_seed"]), bytes.fromhex(vector["client_seed"])
+    nonce = int(vector["nonce"])
+    assert commitment(seed) == vector["commitment"]
+    words = itertools.islice(word_stream(seed, client, nonce), 8)
+    assert [f"{w:08x}" for w in words] == vector["words"]
+    reference = itertools.islice(reference_words(seed, client, nonce), 8)
+    assert [f"{w:08x}" for w in reference] == vector["words"]
+    assert format_cards(shuffle_deck(seed, client, nonce)) == vector["deck"]
+    assert " ".join(reference_deck(reference_words(seed, client, nonce))) == vector["deck"]
+
+
+@pytest.mark.parametrize("case", VECTORS["rejection"], ids=lambda c: f"m={c['m']}")
+def test_published_rejections(case: dict[str, Any]) -> None:
+    assert 2**32 - (2**32 % case["m"]) == case["limit"]
+    words = iter(case["words"])
+    assert choice(case["m"], words) == case["result"]
+    assert next(words, None) is None  # every injected word was taken: the others were discarded
+
+
+def test_the_document_shows_the_vectors_file() -> None:
+    """docs/shuffle-v1.md's worked example is the file's first vector, its message bytes the
+    reference's, and the vectors are those of the tests above (the spec's and our own)."""
+    doc = (ROOT / "docs" / "shuffle-v1.md").read_text(encoding="utf-8")
+    example = VECTORS["vectors"][0]
+    for value in (example["commitment"], "".join(example["words"]), example["deck"]):
+        assert f"`{value}`" in doc
+    shown = re.search(r"block 0's message = ((?:`[0-9a-f]+`\s*)+)", doc)
+    assert shown is not None
+    message = "".join(re.findall(r"`([0-9a-f]+)`", shown.group(1)))
+    expected = b"ofc-shuffle-v1\x00" + (12).to_bytes(4, "big") + b"auditor-test"
+    assert message == (expected + (1).to_bytes(8, "big") + (0).to_bytes(4, "big")).hex()
+    assert example["server_seed"] == SPEC_SEED.hex() and example["deck"] == SPEC_DECK
+    own = {(v[0], v[1].hex(), str(v[2]), v[3], v[4], v[5]) for v in OWN_VECTORS}
+    published = {
+        (v["server_seed"], v["client_seed"], v["nonce"], v["commitment"], "".join(v["words"]),
+         v["deck"])
+        for v in VECTORS["vectors"][1:]
+    }  # fmt: skip
+    assert published == own
 
 
 # --- more vectors of our own (all checked against the reference too) ---------------------------

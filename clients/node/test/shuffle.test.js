@@ -1,9 +1,17 @@
-// The ofc-shuffle-v1 vectors from the spec (shared/spec/shuffle-v1.md), checked against verify.js.
+// ofc-shuffle-v1 in Node (verify.js) against docs/shuffle-v1.md's worked example and every
+// vector of tests/vectors/shuffle-v1.json, which the Python tests check against ofc.shuffle and
+// a reference of their own.
 'use strict';
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const { block, blockMessage, cardCode, choice, commitment, shuffleDeck, wordStream } = require('../verify.js');
+
+const VECTORS = JSON.parse(
+  fs.readFileSync(path.join(__dirname, '..', '..', '..', 'tests', 'vectors', 'shuffle-v1.json'), 'utf8'),
+);
 
 const SEED = Buffer.from(Array.from({ length: 32 }, (_, i) => i)); // 0x00, 0x01, ..., 0x1f
 const CLIENT = Buffer.from('auditor-test', 'utf8');
@@ -69,3 +77,33 @@ test('bad inputs are refused', () => {
   assert.throws(() => shuffleDeck(SEED, CLIENT, -1), /nonce/);
   assert.throws(() => shuffleDeck(SEED, CLIENT, 2n ** 64n), /nonce/);
 });
+
+test('the vectors file is ofc-shuffle-v1 and opens with the worked example', () => {
+  assert.equal(VECTORS.algorithm, 'ofc-shuffle-v1');
+  const example = VECTORS.vectors[0];
+  assert.equal(example.server_seed, SEED.toString('hex'));
+  assert.equal(example.client_seed, CLIENT.toString('hex'));
+  assert.equal(example.deck, DECK);
+});
+
+for (const v of VECTORS.vectors) {
+  test(`vector: ${v.name}`, () => {
+    const seed = Buffer.from(v.server_seed, 'hex');
+    const client = Buffer.from(v.client_seed, 'hex');
+    assert.equal(commitment(seed), v.commitment);
+    assert.equal(block(seed, client, BigInt(v.nonce), 0).toString('hex'), v.words.join(''));
+    const words = wordStream(seed, client, BigInt(v.nonce));
+    const first = Array.from({ length: 8 }, () => words.next().value.toString(16).padStart(8, '0'));
+    assert.deepEqual(first, v.words);
+    assert.equal(shuffleDeck(seed, client, BigInt(v.nonce)).map(cardCode).join(' '), v.deck);
+  });
+}
+
+for (const r of VECTORS.rejection) {
+  test(`rejection: m = ${r.m} discards words at or above ${r.limit}`, () => {
+    assert.equal(2 ** 32 - (2 ** 32 % r.m), r.limit);
+    const words = r.words[Symbol.iterator]();
+    assert.equal(choice(r.m, words), r.result);
+    assert.equal(words.next().done, true); // every injected word was taken
+  });
+}

@@ -1,6 +1,7 @@
-// ofc-shuffle-v1 in WebCrypto against the spec's vectors (/work/shared/spec/shuffle-v1.md,
-// docs/hand-history.md "The deck").
+// ofc-shuffle-v1 in WebCrypto against docs/shuffle-v1.md's worked example and every vector of
+// tests/vectors/shuffle-v1.json (which the Python and Node tests read too).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { bytesToHex, choice, combineClientSeeds, hexToBytes, sha256Hex, shuffleDeck, splitClientSeed, WordStream } from "../src/shuffle";
 
@@ -49,3 +50,26 @@ test("a server seed of another length is refused", () => {
   assert.throws(() => new WordStream(new Uint8Array(31), CLIENT_SEED, 1n), /32 bytes/);
   assert.throws(() => hexToBytes("abc"), /not hex/);
 });
+
+interface Vector { name: string; server_seed: string; client_seed: string; nonce: string; commitment: string; words: string[]; deck: string }
+interface Rejection { m: number; limit: number; words: number[]; result: number }
+// relative to clients/web, where the tests run
+const VECTORS = JSON.parse(readFileSync("../../tests/vectors/shuffle-v1.json", "utf8")) as { vectors: Vector[]; rejection: Rejection[] };
+
+for (const v of VECTORS.vectors) {
+  test(`vector: ${v.name}`, async () => {
+    const seed = hexToBytes(v.server_seed);
+    const client = hexToBytes(v.client_seed);
+    assert.equal(await sha256Hex(seed), v.commitment);
+    assert.equal(bytesToHex(await new WordStream(seed, client, BigInt(v.nonce)).blockBytes(0)), v.words.join(""));
+    assert.equal((await shuffleDeck(seed, client, BigInt(v.nonce))).join(" "), v.deck);
+  });
+}
+
+for (const r of VECTORS.rejection) {
+  test(`rejection: m = ${r.m} discards words at or above ${r.limit}`, async () => {
+    let taken = 0;
+    assert.equal(await choice(r.m, () => r.words[taken++]!), r.result);
+    assert.equal(taken, r.words.length);
+  });
+}
