@@ -244,6 +244,15 @@ def test_verify_match_checks_a_golden_match_with_its_feed(stub: RulesServiceStub
     assert (later.ok, list(later.notes)) == (True, [
         "the feed's first record of this table is hand 3: hands 1-2 not checked against the"
         " feed (settled before the feed began, or dropped by its retention)"])  # fmt: skip
+    # a record sent without format (1: no Fantasyland fields) that sets them is judged on them
+    claimed = feed_protos(feed)
+    claimed[1].seats[1].fantasyland_next_cards = 14
+    response = stub.VerifyMatch(
+        pb.VerifyMatchRequest(history_jsons=texts, settlements=claimed, check_settlements=True)
+    )
+    assert [(d.code, d.source, d.location) for d in response.discrepancies] == [
+        ("FEED_RECORD_MISMATCH", "settlements[1]", "seats[1].fantasyland_next_cards")
+    ]
 
 
 def test_verify_match_refuses_what_it_cannot_take(stub: RulesServiceStub) -> None:

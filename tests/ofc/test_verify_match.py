@@ -295,6 +295,36 @@ def test_cli_match_reads_the_feed_as_protobuf_json_too(
     assert [r for _, r in read_feed(str(feed))] == camel
 
 
+@pytest.mark.parametrize(
+    ("seat", "field", "value"),
+    [(0, "fantasylandNextCards", 17), (1, "fantasylandCards", 14), (2, "fantasyland_cards", 15)],
+)
+def test_fantasyland_fields_of_a_record_without_format_are_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], seat: int, field: str, value: int
+) -> None:
+    """A record in protobuf JSON that sends no ``format`` is read as format 1, which has no
+    Fantasyland fields; one that sets them anyway is judged on them (these hands played and
+    earned no Fantasyland), never passed with values no check looked at."""
+    from ofc_service.api.settlement_feed import record_from_proto_json
+
+    record = copy.deepcopy(FEED[1][1])
+    del record["format"]
+    for s in record["seats"]:
+        s.pop("fantasyland_cards", None), s.pop("fantasyland_next_cards", None)
+    as_read = record_from_proto_json(record)
+    assert as_read["format"] == 1 and "fantasyland_cards" not in as_read["seats"][seat]
+    record["seats"][seat][field] = value
+    lines = [json.dumps(r) for _, r in FEED]
+    lines[1] = json.dumps({"record": record})
+    feed = tmp_path / "subscribe.jsonl"
+    feed.write_text("\n".join(lines) + "\n")
+    paths = write(tmp_path, HANDS)
+    assert main(["verify", "--match", *paths, "--feed", str(feed)]) == 1
+    out = capsys.readouterr().out
+    shown = "fantasyland_next_cards" if "Next" in field else "fantasyland_cards"
+    assert f"{feed}:2: FEED_RECORD_MISMATCH at seats[{seat}].{shown}: recorded {value};" in out
+
+
 def test_cli_feed_needs_match(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "x.json", "--feed", "f.jsonl"]) == 2
     assert capsys.readouterr().err == "error: INVALID_INPUT at feed: --feed needs --match\n"

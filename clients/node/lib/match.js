@@ -485,18 +485,24 @@ function feedRecord(data) {
     unit_value: num(get(r, 'unitValue', 'unit_value', 0)),
     loss_cap: lossCap || null,
     settled_at_ms: num(get(r, 'settledAtMs', 'settled_at_ms', 0)),
-    seats: (r.seats || []).map((s) => ({
-      seat: num(get(s, 'seat', 'seat', 0)),
-      player_id: get(s, 'playerId', 'player_id', ''),
-      points: num(get(s, 'points', 'points', 0)),
-      units: num(get(s, 'units', 'units', 0)),
-      total_points: num(get(s, 'totalPoints', 'total_points', 0)),
-      total_units: num(get(s, 'totalUnits', 'total_units', 0)),
-      fouled: get(s, 'fouled', 'fouled', false),
-      ...(format >= 2
-        ? { fantasyland_cards: num(get(s, 'fantasylandCards', 'fantasyland_cards', 0)), fantasyland_next_cards: num(get(s, 'fantasylandNextCards', 'fantasyland_next_cards', 0)) }
-        : {}),
-    })),
+    seats: (r.seats || []).map((s) => {
+      // Format 1 has no Fantasyland fields: a record of it that sets them keeps them, so the
+      // comparison finds them rather than passing values it never looked at.
+      const played = num(get(s, 'fantasylandCards', 'fantasyland_cards', 0));
+      const owed = num(get(s, 'fantasylandNextCards', 'fantasyland_next_cards', 0));
+      return {
+        seat: num(get(s, 'seat', 'seat', 0)),
+        player_id: get(s, 'playerId', 'player_id', ''),
+        points: num(get(s, 'points', 'points', 0)),
+        units: num(get(s, 'units', 'units', 0)),
+        total_points: num(get(s, 'totalPoints', 'total_points', 0)),
+        total_units: num(get(s, 'totalUnits', 'total_units', 0)),
+        fouled: get(s, 'fouled', 'fouled', false),
+        ...(format >= 2 ? { fantasyland_cards: played, fantasyland_next_cards: owed } : {}),
+        ...(format < 2 && played ? { fantasyland_cards: played } : {}),
+        ...(format < 2 && owed ? { fantasyland_next_cards: owed } : {}),
+      };
+    }),
     pairs: (r.pairs || []).map((p) => ({
       seat_a: num(get(p, 'seatA', 'seat_a', 0)),
       seat_b: num(get(p, 'seatB', 'seat_b', 0)),

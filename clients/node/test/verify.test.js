@@ -226,6 +226,21 @@ for (const dir of MATCHES) {
   });
 }
 
+test('a feed record in protobuf JSON without format is judged on Fantasyland fields it sets', () => {
+  // format 1 (or none sent) has no Fantasyland fields: values set anyway are compared, never
+  // passed unlooked at (these hands earned no Fantasyland)
+  const [hands, feed] = matchInputs(MATCHES[0]);
+  const asSubscribe = (record, seats) => ({ record: { settlementId: record.settlement_id, tableId: record.table_id, handNumber: String(record.hand_number), ruleset: record.ruleset, unitValue: String(record.unit_value), ...(record.loss_cap ? { lossCap: String(record.loss_cap) } : {}), settledAtMs: String(record.settled_at_ms), seats, pairs: record.pairs.map((p) => ({ seatA: p.seat_a, seatB: p.seat_b, points: p.points, cappedPoints: p.capped_points, unitValue: String(p.unit_value), units: String(p.units) })) } });
+  const seatsOf = (record) => record.seats.map((s) => ({ seat: s.seat, playerId: s.player_id, points: s.points, units: String(s.units), totalPoints: s.total_points, totalUnits: String(s.total_units), fouled: s.fouled }));
+  const lines = (edit) => feed.map(([, r], i) => { const seats = seatsOf(r); if (i === 1) edit(seats); return JSON.stringify(asSubscribe(r, seats)); }).join('\n');
+  assert.deepEqual(found(verifyMatch(hands, readFeed(lines(() => {}), 'sub.jsonl'))), []);
+  const owed = readFeed(lines((seats) => { seats[0].fantasylandNextCards = 17; }), 'sub.jsonl');
+  assert.deepEqual(owed[1][1].seats[0].fantasyland_next_cards, 17);
+  assert.deepEqual(found(verifyMatch(hands, owed)), [['FEED_RECORD_MISMATCH', 'sub.jsonl:2', 'seats[0].fantasyland_next_cards']]);
+  const played = readFeed(lines((seats) => { seats[1].fantasyland_cards = 14; }), 'sub.jsonl');
+  assert.deepEqual(found(verifyMatch(hands, played)), [['FEED_RECORD_MISMATCH', 'sub.jsonl:2', 'seats[1].fantasyland_cards']]);
+});
+
 for (const dir of TIER_CHAINS) {
   test(`the hands of ${path.relative(GOLDEN, dir)} verify as one chain across Fantasyland tiers, and a changed tier is caught`, () => {
     const hands = fs.readdirSync(dir).filter((f) => /^hand-\d{4}\.json$/.test(f)).sort().map((f) => [f, JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))]);
