@@ -32,6 +32,7 @@ const chains = (kind) =>
 const MATCHES = chains('match');
 const TIER_CHAINS = chains('tiers');
 const SEAT_CHAINS = chains('seats');
+const FEED_FORMS = chains('feed-forms');
 
 // JSON as the verifier reads it (an integer past 2^53, a time of c1bb9f1/, is a BigInt) and
 // written back exactly
@@ -240,6 +241,32 @@ test('a feed record in protobuf JSON without format is judged on Fantasyland fie
   const played = readFeed(lines((seats) => { seats[1].fantasyland_cards = 14; }), 'sub.jsonl');
   assert.deepEqual(found(verifyMatch(hands, played)), [['FEED_RECORD_MISMATCH', 'sub.jsonl:2', 'seats[1].fantasyland_cards']]);
 });
+
+test('the feed-forms goldens are the two releases', () => {
+  assert.deepEqual(FEED_FORMS.map((d) => path.basename(path.dirname(d))), ['10c2cc1', '7cf969b']);
+});
+
+// A live table's feed as its release delivered it, in every form an auditor may save it in
+// (tests/ofc/test_golden_feed_forms.py checks the same files with ofc.verify).
+for (const dir of FEED_FORMS) {
+  for (const form of ['feed.raw.jsonl', 'feed.subscribe.jsonl', 'feed.subscribe-protonames.jsonl']) {
+    test(`${path.relative(GOLDEN, dir)}/${form} verifies with its hands, and a changed Fantasyland field is caught`, () => {
+      const hands = fs.readdirSync(dir).filter((f) => /^hand-\d{4}\.json$/.test(f)).sort().map((f) => [f, JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))]);
+      const text = fs.readFileSync(path.join(dir, form), 'utf8');
+      const feed = readFeed(text, form);
+      assert.equal(feed.length, hands.length);
+      const report = verifyMatch(hands, feed);
+      assert.deepEqual([report.hands, report.verified, found(report)], [hands.length, hands.length, []]);
+      const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const record = lines[0].record || lines[0];
+      const seat0 = record.seats.find((s) => (s.seat || 0) === 0);
+      const key = ['fantasyland_next_cards', 'fantasylandNextCards'].find((k) => k in seat0) || ('settlementId' in record ? 'fantasylandNextCards' : 'fantasyland_next_cards');
+      seat0[key] = 17; // no hand of these tables owed 17 cards
+      const changed = readFeed(lines.map((l) => JSON.stringify(l)).join('\n'), form);
+      assert.deepEqual(found(verifyMatch(hands, changed)), [['FEED_RECORD_MISMATCH', `${form}:1`, 'seats[0].fantasyland_next_cards']]);
+    });
+  }
+}
 
 for (const dir of TIER_CHAINS) {
   test(`the hands of ${path.relative(GOLDEN, dir)} verify as one chain across Fantasyland tiers, and a changed tier is caught`, () => {
