@@ -696,6 +696,44 @@ def test_body_data_after_an_early_refusal_leaves_the_http2_connection_serving(
         assert settle(b"", timeout=15) == b""  # the connection still serves
 
 
+def grpc_to_the_http_port(t: Seated) -> grpc.Channel:
+    return grpc.insecure_channel(urllib.parse.urlsplit(t.http_url).netloc)
+
+
+def test_an_http2_connection_to_the_http_port_carries_any_number_of_calls(small: Seated) -> None:
+    """Hypercorn ends a connection after 1,000 requests by default: on HTTP/2 the call that
+    passed it, and a Watch open on the same connection, ended UNAVAILABLE with no ErrorInfo."""
+    with grpc_to_the_http_port(small) as channel:
+        stub = TableServiceStub(channel)
+        watch = stub.Watch(pb.WatchRequest(table_id=small.table_id), metadata=OPERATOR)
+        assert next(watch).HasField("snapshot")
+        request = pb.GetTableRequest(table_id=small.table_id)
+        for _ in range(1_100):
+            assert stub.GetTable(request, metadata=OPERATOR, timeout=15).table.table_id
+        assert watch.is_active()
+        watch.cancel()
+
+
+@pytest.mark.parametrize("value", [f"{API_KEY} ", f"  {API_KEY}  "])
+def test_a_header_value_with_surrounding_blanks_is_read_as_the_grpc_port_reads_it(
+    small: Seated, value: str
+) -> None:
+    """RFC 9113 refuses such a value; h2 took it for an error of the whole connection, so the
+    call, and every other call on its HTTP/2 connection (a Watch), ended UNAVAILABLE with no
+    ErrorInfo. The gRPC port (and HTTP/1.1) read the value without its blanks: the same key."""
+    request = pb.GetTableRequest(table_id=small.table_id)
+    md = (("x-ofc-api-key", value), ("x-request-id", " blanks "))
+    on_grpc = small.grpc.GetTable(request, metadata=md, timeout=15)
+    with grpc_to_the_http_port(small) as channel:
+        stub = TableServiceStub(channel)
+        watch = stub.Watch(pb.WatchRequest(table_id=small.table_id), metadata=OPERATOR)
+        assert next(watch).HasField("snapshot")
+        assert stub.GetTable(request, metadata=md, timeout=15) == on_grpc
+        assert watch.is_active()
+        assert stub.GetTable(request, metadata=OPERATOR, timeout=15) == on_grpc
+        watch.cancel()
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_watch_of_a_seat_that_is_left_ends_unauthenticated_before_the_next_event(
     cluster: Cluster, protocol: str

@@ -37,6 +37,7 @@ import binascii
 import logging
 import mimetypes
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from urllib.parse import parse_qs
 import h2.errors
 import h2.events
 import h2.settings
+import h2.utilities
 from connectrpc.errors import ConnectError
 from grpc_health.v1 import health, health_pb2
 from hypercorn.asyncio.run import worker_serve
@@ -725,6 +727,37 @@ def _drop_data_of_closed_streams() -> None:
     protocol._handle_events = handle_events_of_open_streams  # type: ignore[method-assign]
 
 
+_BLANKS = (b" ", b"\t")
+
+
+def _trim_surrounding_whitespace_of_header_values() -> None:
+    """RFC 9113 (8.2.1) lets no field value begin or end with a space or a tab, and h2 4.x
+    takes one for a protocol error of the whole connection: a call whose metadata had such a
+    value (an API key pasted with a space, ``x-ofc-api-key: "k "``) ended every other call on
+    its HTTP/2 connection too, a Watch among them, UNAVAILABLE with no ErrorInfo. The gRPC
+    port and HTTP/1.1 (RFC 9110's optional whitespace around a value) read the value without
+    it; so does this port now: h2's checks see each value trimmed, and so does everything
+    after them. Its other checks (a name's characters, NUL, CR or LF in a value) stand."""
+    reject = h2.utilities._reject_illegal_characters
+    if getattr(reject, "trims_values", False):
+        return
+
+    def trimmed(headers: Any, flags: Any) -> Any:
+        return reject(map(_trimmed_value, headers), flags)
+
+    trimmed.trims_values = True  # type: ignore[attr-defined]
+    h2.utilities._reject_illegal_characters = trimmed  # type: ignore[assignment]
+
+
+def _trimmed_value(header: Any) -> Any:
+    """A header, its value without surrounding spaces and tabs (of the same tuple type:
+    h2 keeps HPACK's never-indexed flag on it)."""
+    value = header[1]
+    if value[:1] in _BLANKS or value[-1:] in _BLANKS:
+        return type(header)(header[0], value.strip(b" \t"))
+    return header
+
+
 UNREAD_BYTES_MAX = 1 << 20
 """Answers of one HTTP/2 stream its client has not read that the server keeps (one message
 of any size passes when none waits): past it the stream is ended, and what its handler sends
@@ -771,6 +804,11 @@ class HttpServer:
         self.hypercorn.accesslog = None
         self.hypercorn.errorlog = log
         self.hypercorn.include_server_header = False
+        # Hypercorn ends a connection after 1,000 requests: on HTTP/2 that cut off the
+        # calls and Watch streams still open on it (UNAVAILABLE, no ErrorInfo) every 1,000
+        # calls of a long-lived gRPC or Connect client. A connection is kept for as many as
+        # it carries, as on the gRPC port; idle ones still close after keep_alive_timeout.
+        self.hypercorn.keep_alive_max_requests = sys.maxsize
         if config.tls_cert:
             self.hypercorn.certfile, self.hypercorn.keyfile = config.tls_cert, config.tls_key
         try:
@@ -787,6 +825,7 @@ class HttpServer:
     def start(self) -> None:
         _drop_data_of_closed_streams()
         _end_streams_their_client_does_not_read()
+        _trim_surrounding_whitespace_of_header_values()
         app = wrap_app(self.app, self.hypercorn.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
         serving = worker_serve(
             app, self.hypercorn, sockets=self._sockets, shutdown_trigger=self._stop.wait
