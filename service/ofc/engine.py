@@ -165,6 +165,7 @@ __all__ = [
     "apply_unheld",
     "can_apply",
     "check_place_unique",
+    "check_playable",
     "check_unique",
     "deal_positions",
     "dealt_batches",
@@ -328,6 +329,33 @@ grows with the street: 5 cards at most keeps that within ~150 ms; 8 took seconds
 minute and a GB (tables and histories of earlier rulesets still load, verify and play)."""
 
 
+def check_playable(rules: Ruleset) -> None:
+    """Raise :class:`~ofc.errors.InvalidRulesetError` when a new table cannot play ``rules``
+    (its streets are dealt and played move by move): every street discards at most one card
+    and places at most :data:`MAX_STREET_PLACE`. A ruleset that fails still settles boards
+    (the rules service takes it); tables of earlier rulesets still load and play.
+
+    >>> check_playable(resolve_ruleset("pineapple"))
+    >>> check_playable(resolve_ruleset({"preset": "classic", "streets": [[13, 13]]}))
+    Traceback (most recent call last):
+    ...
+    ofc.errors.InvalidRulesetError: ruleset 'classic+custom': a street places at most 5 cards ...
+    """
+    for i, street in enumerate(rules.streets):
+        if street.discard > 1:
+            raise InvalidRulesetError(
+                f"ruleset {rules.name!r}: the engine supports at most one discard per street",
+                field=f"streets[{i}]",
+            )
+        if street.place > MAX_STREET_PLACE:
+            raise InvalidRulesetError(
+                f"ruleset {rules.name!r}: a street places at most {MAX_STREET_PLACE} cards "
+                f"(the default move of a seat out of time is chosen over every placement of "
+                f"its street), not {street.place}",
+                field=f"streets[{i}]",
+            )
+
+
 def new_match(
     ruleset: Ruleset | str = "classic",
     *,
@@ -350,19 +378,7 @@ def new_match(
     ofc.errors.WrongPlayerCountError: ruleset 'pineapple' plays 2..3 seats, not 4
     """
     rules = resolve_ruleset(ruleset)
-    for i, street in enumerate(rules.streets):
-        if street.discard > 1:
-            raise InvalidRulesetError(
-                f"ruleset {rules.name!r}: the engine supports at most one discard per street",
-                field=f"streets[{i}]",
-            )
-        if street.place > MAX_STREET_PLACE:
-            raise InvalidRulesetError(
-                f"ruleset {rules.name!r}: a street places at most {MAX_STREET_PLACE} cards "
-                f"(the default move of a seat out of time is chosen over every placement of "
-                f"its street), not {street.place}",
-                field=f"streets[{i}]",
-            )
+    check_playable(rules)
     count = rules.max_players if seats is None else seats
     if (
         isinstance(count, bool)

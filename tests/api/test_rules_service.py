@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import grpc
 import pytest
 from ofc.rulesets import PRESETS, resolve_ruleset
@@ -10,7 +12,9 @@ from ofc.shuffle import commitment
 from ofc_service.api.convert import ruleset_to_proto
 from ofcpoker.v1 import cards_pb2, ruleset_pb2, settlement_pb2
 from ofcpoker.v1 import rules_service_pb2 as pb
+from ofcpoker.v1 import table_service_pb2 as table_pb
 from ofcpoker.v1.rules_service_pb2_grpc import RulesServiceStub
+from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
 
 from tests.api.wire import (
     EXAMPLE_1_B,
@@ -481,6 +485,50 @@ def test_resolve_ruleset_with_named_overrides(stub: RulesServiceStub) -> None:
     assert r.max_consecutive_fantasylands == 2 and r.max_players == 3
     default = stub.ResolveRuleset(pb.ResolveRulesetRequest()).ruleset
     assert default.name == "classic" and default.loss_cap == 0
+
+
+PLAYABLE = [
+    # preset, streets (deal, place), the live-table error ("" = playable)
+    ("classic", None, ""),
+    ("pineapple", None, ""),
+    ("pineapple", [(5, 5), (3, 2), (3, 2), (3, 2), (3, 2)], ""),
+    ("classic", [(13, 13)], "ruleset 'classic+custom': a street places at most 5 cards (the "
+     "default move of a seat out of time is chosen over every placement of its street), not 13"),
+    ("pineapple", [(17, 13)], "ruleset 'pineapple+custom': the engine supports at most one "
+     "discard per street"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("preset", "streets", "error"), PLAYABLE)
+def test_resolve_ruleset_says_whether_live_tables_can_play_it(
+    channel: grpc.Channel,
+    stub: RulesServiceStub,
+    preset: str,
+    streets: list[tuple[int, int]] | None,
+    error: str,
+) -> None:
+    """What ResolveRuleset says of a ruleset is what CreateTable does with it: a ruleset the
+    engine cannot deal street by street settles boards all the same."""
+    overrides = ruleset_pb2.RulesetOverrides()
+    if streets is not None:
+        chosen = [ruleset_pb2.Street(deal=d, place=p) for d, p in streets]
+        overrides.streets.CopyFrom(ruleset_pb2.StreetList(streets=chosen))
+    spec = ruleset_pb2.RulesetSpec(preset=preset, overrides=overrides)
+    resolved = stub.ResolveRuleset(pb.ResolveRulesetRequest(ruleset=spec))
+    assert resolved.live_table_error == error
+    tables = TableServiceStub(channel)
+    request = table_pb.CreateTableRequest(
+        ruleset=spec, seats=resolved.ruleset.max_players, request_id=f"playable-{uuid.uuid4()}"
+    )
+    if not error:
+        assert tables.CreateTable(request).table.seats
+        return
+    with pytest.raises(grpc.RpcError) as refused:
+        tables.CreateTable(request)
+    assert (refused.value.code(), refused.value.details()) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        error,
+    )
 
 
 # --- fairness --------------------------------------------------------------------------------

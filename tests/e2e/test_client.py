@@ -157,6 +157,15 @@ def test_presets_and_overrides_round_trip_in_the_ofc_presets_json_form(client: O
         assert resolved == presets[name]
 
 
+def test_whether_live_tables_can_play_a_ruleset(client: OfcClient) -> None:
+    assert [client.live_table_error(name) for name in PRESETS] == [""] * len(PRESETS)
+    one_street = {"preset": "classic", "streets": [[13, 13]]}
+    assert client.live_table_error(one_street).startswith(
+        "ruleset 'classic+custom': a street places at most 5 cards"
+    )
+    assert client.resolve_ruleset(one_street)["streets"] == [{"deal": 13, "place": 13}]
+
+
 def test_derive_deck_and_verify_commitment(client: OfcClient) -> None:
     deck = client.derive_deck(
         SEED_HEX, client_seed="auditor-test", nonce=1, include_first_block=True

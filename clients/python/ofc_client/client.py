@@ -236,11 +236,20 @@ class OfcClient:
 
     def resolve_ruleset(self, ruleset: RulesetLike) -> dict[str, Any]:
         """The full parameters of a preset with overrides, as the server resolves them."""
+        return _ruleset_dict(self._resolved(ruleset).ruleset)
+
+    def live_table_error(self, ruleset: RulesetLike) -> str:
+        """Why live tables cannot play ``ruleset`` (CreateTable's INVALID_RULESET message), or
+        ``""`` when they can; the rules methods take it either way."""
+        return self._resolved(ruleset).live_table_error
+
+    def _resolved(self, ruleset: RulesetLike) -> pb.ResolveRulesetResponse:
         request = pb.ResolveRulesetRequest()
         spec = ruleset_spec(ruleset)
         if spec is not None:
             request.ruleset.CopyFrom(spec)
-        return _ruleset_dict(self._call(self._stub.ResolveRuleset, request).ruleset)
+        resolved: pb.ResolveRulesetResponse = self._call(self._stub.ResolveRuleset, request)
+        return resolved
 
     def solve_fantasyland(
         self,

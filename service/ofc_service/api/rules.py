@@ -17,6 +17,8 @@ from typing import Any
 
 from ofc import errors as core
 from ofc.cards import MAX_JOKERS, card_codes
+from ofc.engine import check_playable
+from ofc.errors import InvalidRulesetError
 from ofc.evaluator import rank_row
 from ofc.rulesets import PRESETS, Ruleset
 from ofc.scoring import assess, row_royalty
@@ -415,7 +417,15 @@ class RulesHandlers:
     ) -> pb.ResolveRulesetResponse:
         spec = request.ruleset if request.HasField("ruleset") else None
         ruleset = convert.ruleset_from_proto(spec, "ruleset").ruleset
-        return pb.ResolveRulesetResponse(ruleset=convert.ruleset_to_proto(ruleset))
+        try:
+            check_playable(ruleset)
+        except InvalidRulesetError as unplayable:
+            table_error = str(unplayable)
+        else:
+            table_error = ""
+        return pb.ResolveRulesetResponse(
+            ruleset=convert.ruleset_to_proto(ruleset), live_table_error=table_error
+        )
 
     async def SolveFantasyland(
         self, request: pb.SolveFantasylandRequest, creds: Credentials

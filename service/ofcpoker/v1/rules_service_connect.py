@@ -95,8 +95,8 @@ class RulesService(Protocol):
 
     async def resolve_ruleset(self, request: ResolveRulesetRequest, ctx: RequestContext[ResolveRulesetRequest, ResolveRulesetResponse], /) -> ResolveRulesetResponse:
         """
-        The full parameters of a preset with overrides applied: check a house ruleset before
-        using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+        The full parameters of a preset with overrides applied, and whether live tables can
+        play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -516,8 +516,8 @@ class RulesServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> ResolveRulesetResponse:
         """
-        The full parameters of a preset with overrides applied: check a house ruleset before
-        using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+        The full parameters of a preset with overrides applied, and whether live tables can
+        play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
         """
         return await self.execute_unary(
             request=request,
@@ -743,8 +743,8 @@ class RulesServiceSync(Protocol):
 
     def resolve_ruleset(self, request: ResolveRulesetRequest, ctx: RequestContext[ResolveRulesetRequest, ResolveRulesetResponse], /) -> ResolveRulesetResponse:
         """
-        The full parameters of a preset with overrides applied: check a house ruleset before
-        using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+        The full parameters of a preset with overrides applied, and whether live tables can
+        play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1162,8 +1162,8 @@ class RulesServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> ResolveRulesetResponse:
         """
-        The full parameters of a preset with overrides applied: check a house ruleset before
-        using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+        The full parameters of a preset with overrides applied, and whether live tables can
+        play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
         """
         return self.execute_unary(
             request=request,

@@ -501,6 +501,13 @@ class ResolveRulesetResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     RULESET_FIELD_NUMBER: _builtins.int
+    LIVE_TABLE_ERROR_FIELD_NUMBER: _builtins.int
+    live_table_error: _builtins.str
+    """Empty when live tables can play the ruleset (CreateTable takes it, for
+    ruleset.min_players..max_players seats); else why they cannot, in the words of
+    CreateTable's INVALID_RULESET (a street that places more than 5 cards, or discards more
+    than one). The rules RPCs take such a ruleset all the same: settling boards deals nothing.
+    """
     @_builtins.property
     def ruleset(self) -> _ruleset_pb2.RulesetParameters:
         """The resulting ruleset's full parameters."""
@@ -509,10 +516,11 @@ class ResolveRulesetResponse(_message.Message):
         self,
         *,
         ruleset: _ruleset_pb2.RulesetParameters | None = ...,
+        live_table_error: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["live_table_error", b"live_table_error", "ruleset", b"ruleset"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

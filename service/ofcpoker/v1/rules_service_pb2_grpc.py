@@ -164,8 +164,8 @@ class RulesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResolveRuleset(self, request, context):
-        """The full parameters of a preset with overrides applied: check a house ruleset before
-        using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+        """The full parameters of a preset with overrides applied, and whether live tables can
+        play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

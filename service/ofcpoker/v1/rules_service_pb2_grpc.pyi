@@ -68,8 +68,8 @@ class RulesServiceStub:
     ListPresets: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.ListPresetsRequest, _rules_service_pb2.ListPresetsResponse]
     """Every preset with all its parameters."""
     ResolveRuleset: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.ResolveRulesetRequest, _rules_service_pb2.ResolveRulesetResponse]
-    """The full parameters of a preset with overrides applied: check a house ruleset before
-    using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+    """The full parameters of a preset with overrides applied, and whether live tables can
+    play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
     """
     SolveFantasyland: _grpc.UnaryUnaryMultiCallable[_rules_service_pb2.SolveFantasylandRequest, _rules_service_pb2.SolveFantasylandResponse]
     """The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
@@ -153,8 +153,8 @@ class RulesServiceAsyncStub(RulesServiceStub):
     ListPresets: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.ListPresetsRequest, _rules_service_pb2.ListPresetsResponse]  # type: ignore[assignment]
     """Every preset with all its parameters."""
     ResolveRuleset: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.ResolveRulesetRequest, _rules_service_pb2.ResolveRulesetResponse]  # type: ignore[assignment]
-    """The full parameters of a preset with overrides applied: check a house ruleset before
-    using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+    """The full parameters of a preset with overrides applied, and whether live tables can
+    play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
     """
     SolveFantasyland: _aio.UnaryUnaryMultiCallable[_rules_service_pb2.SolveFantasylandRequest, _rules_service_pb2.SolveFantasylandResponse]  # type: ignore[assignment]
     """The best way to set a Fantasyland hand of 13-17 cards at once (the exact solver behind
@@ -277,8 +277,8 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _rules_service_pb2.ResolveRulesetRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_rules_service_pb2.ResolveRulesetResponse, _abc.Awaitable[_rules_service_pb2.ResolveRulesetResponse]]:
-        """The full parameters of a preset with overrides applied: check a house ruleset before
-        using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
+        """The full parameters of a preset with overrides applied, and whether live tables can
+        play it: check a house ruleset before using it. Errors: UNKNOWN_RULESET, INVALID_RULESET.
         """
 
     @_abc_1.abstractmethod
