@@ -234,7 +234,7 @@ function runMatch(paths, options, out) {
   let feed = null;
   if (options.feed !== null) {
     try {
-      feed = readFeed(readInput(options.feed).toString('utf8'), options.feed);
+      feed = readFeed(readInput(options.feed), options.feed);
     } catch (error) {
       out.err.push(`error: INVALID_INPUT: cannot read the feed ${options.feed}: ${error.code ? reasonOf(error) : error.message}`);
       return 2;

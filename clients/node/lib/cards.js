@@ -37,6 +37,14 @@ function cardId(code) {
 
 const SUIT_ALIASES = { c: 0, '♣': 0, '♧': 0, d: 1, '♦': 1, '♢': 1, h: 2, '♥': 2, '♡': 2, s: 3, '♠': 3, '♤': 3 };
 
+
+// What Python's str.strip() takes off both ends (str.isspace(): Unicode White_Space and the
+// separators \x1c-\x1f), so that a card with such a character reads as the service reads it;
+// JavaScript's trim() takes another set (U+FEFF, not \x1c-\x1f or U+0085).
+const PY_SPACE = '\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+const PY_STRIP = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, 'g');
+const pyStrip = (text) => text.replace(PY_STRIP, '');
+
 /**
  * Card id of any spelling the service reads ("As", "td", "10d", "A♠", spaces around), -1
  * when none; the canonical-form check then says whether it was written canonically.
@@ -45,7 +53,7 @@ function parseCard(token) {
   if (typeof token !== 'string') return -1;
   const strict = cardId(token);
   if (strict >= 0) return strict;
-  const text = token.trim();
+  const text = pyStrip(token);
   const joker = JOKER_CODES.indexOf(text.toUpperCase());
   if (joker >= 0) return NATURAL_CARDS + joker;
   const chars = [...text];

@@ -453,7 +453,7 @@ function readVersion(obj) {
   if (!has(obj, 'format_version')) throw malformed('format_version', 'is missing');
   const version = obj.format_version;
   const known = FORMAT_VERSIONS.join(', ');
-  if (isInt(version) && version > FORMAT_VERSION) {
+  if ((isInt(version) && version > FORMAT_VERSION) || (typeof version === 'bigint' && version > 0n)) {
     throw found('NEWER_FORMAT_VERSION', 'format_version', `is ${version}: newer than this verifier reads (versions ${known}); verify it with a later release`);
   }
   if (!isInt(version) || !FORMAT_VERSIONS.includes(version)) throw malformed('format_version', `is ${show(version)}: this verifier reads versions ${known}`);

@@ -14,18 +14,27 @@ class JsonFloat {
 
 class JsonSyntaxError extends Error {}
 
+/** Arrays and objects one inside another, at most (a history nests a few; ofc.verify's limit). */
+const MAX_DEPTH = 500;
+/** Digits of an integer, at most (Python's int conversion limit, which ofc.verify keeps). */
+const MAX_INT_DIGITS = 4300;
+
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** `input` as text: a string as it is, bytes strictly as UTF-8 (a BOM kept, as Python's
+ * decode keeps it); throws JsonSyntaxError. */
+function utf8Text(input) {
+  if (typeof input === 'string') return input;
+  try {
+    return UTF8.decode(input);
+  } catch {
+    throw new JsonSyntaxError('the bytes are not UTF-8');
+  }
+}
 
 /** Parse `input` (a string, or bytes as UTF-8) strictly; throws JsonSyntaxError. */
 function parseStrict(input) {
-  let text = input;
-  if (typeof input !== 'string') {
-    try {
-      text = UTF8.decode(input);
-    } catch {
-      throw new JsonSyntaxError('the bytes are not UTF-8');
-    }
-  }
+  const text = utf8Text(input);
   let i = 0;
   const n = text.length;
   const fail = (what) => {
@@ -85,15 +94,18 @@ function parseStrict(input) {
     if (!m) fail('expecting a value');
     i = NUMBER.lastIndex;
     if (m[1] !== undefined || m[2] !== undefined) return new JsonFloat(m[0]);
+    // Python reads no integer of more than 4300 digits (int's conversion limit): neither does this
+    if (m[0].length - (m[0][0] === '-' ? 1 : 0) > MAX_INT_DIGITS) fail(`a number of more than ${MAX_INT_DIGITS} digits`);
     const value = Number(m[0]);
     // beyond 2^53 a Number would round: a BigInt keeps it (Python reads any integer)
     return Number.isSafeInteger(value) ? value : BigInt(m[0]);
   };
   const value = (depth) => {
-    if (depth > 1000) fail('nested too deeply');
     ws();
     if (i >= n) fail('expecting a value');
     const c = text[i];
+    // depth: the arrays and objects around this value; MAX_DEPTH of them at most, as ofc.verify
+    if ((c === '{' || c === '[') && depth >= MAX_DEPTH) fail('nested too deeply');
     if (c === '{') {
       i += 1;
       const obj = {};
@@ -263,4 +275,4 @@ function show(v) {
   return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
 }
 
-module.exports = { JsonFloat, JsonSyntaxError, MISSING, difference, isObject, join, kind, parseStrict, repr, same, show };
+module.exports = { JsonFloat, JsonSyntaxError, MISSING, difference, isObject, join, kind, parseStrict, repr, same, show, utf8Text };

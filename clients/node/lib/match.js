@@ -8,7 +8,7 @@
 const { Discrepancy, at, checkHand, loads, show, unwrap } = require('./history');
 const { apply, applyUnheld, matchOver, nextOccupied, stateAsWritten } = require('./engine');
 const { OfcError } = require('./errors');
-const { JsonFloat, difference, isObject, parseStrict, same } = require('./json');
+const { difference, isObject, parseStrict, same, utf8Text } = require('./json');
 
 const emptySeat = (playerId = '') => ({ player_id: playerId, points: 0, fantasyland: 0, fantasyland_streak: 0 });
 const sameSeat = (a, b) => a.player_id === b.player_id && a.points === b.points && a.fantasyland === b.fantasyland && a.fantasyland_streak === b.fantasyland_streak;
@@ -28,12 +28,22 @@ function tableId(hand) {
   return typeof id === 'string' ? id : null;
 }
 
+/**
+ * `data`'s hand_number if a hand can have it (1 to 2^53 - 1), else null: a discrepancy names
+ * no hand by a number no hand has, and such a hand takes no place in the chain (ofc.verify's
+ * _hand_number).
+ */
+function handNumber(data) {
+  const number = isObject(data) ? data.hand_number : undefined;
+  return Number.isSafeInteger(number) && number >= 1 ? number : null;
+}
+
 function checkOne(source, data, options) {
   let number = null;
   try {
     let doc = data;
     if (typeof doc === 'string' || Buffer.isBuffer(doc) || doc instanceof Uint8Array) doc = unwrap(loads(doc));
-    if (isObject(doc) && Number.isInteger(doc.hand_number)) number = doc.hand_number;
+    number = handNumber(doc);
     return [{ source, number, checked: checkHand(doc, options) }, null];
   } catch (error) {
     if (!(error instanceof Discrepancy)) throw error;
@@ -270,7 +280,7 @@ class Records {
     const table = hands.map(tableId).find((id) => id !== null);
     this.byNumber = new Map();
     for (const [source, rec] of feed) {
-      if (!isObject(rec) || !Number.isInteger(rec.hand_number)) {
+      if (handNumber(rec) === null) {
         this.bad(source, null, '', `not a settlement record: ${show(rec)}`);
         continue;
       }
@@ -457,59 +467,108 @@ function verifyMatch(histories, feed = null, options = {}) {
  * A number of a protobuf JSON record: 64-bit integers come as strings, and one past 2^53 (a
  * time) is read as a BigInt, exactly, as lib/json.js reads such a number; a zero left out is 0.
  */
-function num(v) {
+// Integer fields of SettlementRecord by their protobuf type, and each type's range.
+const RANGES = {
+  uint32: [0n, 2n ** 32n - 1n],
+  uint64: [0n, 2n ** 64n - 1n],
+  int64: [-(2n ** 63n), 2n ** 63n - 1n],
+  sint64: [-(2n ** 63n), 2n ** 63n - 1n],
+};
+
+const notRecord = (what) => new Error(`not a settlement record: ${what}`);
+
+/** A field of a protobuf JSON object by its camelCase or .proto name; null is unset. */
+function field(obj, camel, snake) {
+  const v = camel in obj ? obj[camel] : obj[snake];
+  return v === null ? undefined : v;
+}
+
+/**
+ * An integer field as protobuf JSON printers write one: a JSON integer or a string of decimal
+ * digits, in its type's range (ofc verify reads the same; the Python library alone would also
+ * take 1.0, "1e2" or "6\n"). A Number, or a BigInt past 2^53.
+ */
+function int(obj, camel, snake, type) {
+  const v = field(obj, camel, snake);
   if (v === undefined) return 0;
-  if (typeof v !== 'string' || !/^-?\d+$/.test(v)) return v;
-  return Number.isSafeInteger(Number(v)) ? Number(v) : BigInt(v);
+  let big;
+  if (typeof v === 'bigint') big = v;
+  else if (typeof v === 'number' && Number.isInteger(v)) big = BigInt(v);
+  else if (typeof v === 'string' && /^-?[0-9]+$/.test(v)) big = BigInt(v);
+  else throw notRecord(`${camel} is ${show(v)}, not an integer`);
+  const [low, high] = RANGES[type];
+  if (big < low || big > high) throw notRecord(`${camel} is ${big}, out of range`);
+  return Number.isSafeInteger(Number(big)) ? Number(big) : big;
+}
+
+function text(obj, camel, snake) {
+  const v = field(obj, camel, snake);
+  if (v === undefined) return '';
+  if (typeof v !== 'string') throw notRecord(`${camel} is ${show(v)}, not a string`);
+  return v;
+}
+
+function flag(obj, camel) {
+  const v = field(obj, camel, camel);
+  if (v === undefined) return false;
+  if (typeof v !== 'boolean') throw notRecord(`${camel} is ${show(v)}, not true or false`);
+  return v;
+}
+
+function messages(obj, name) {
+  const v = field(obj, name, name);
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || !v.every(isObject)) throw notRecord(`${name} is ${show(v)}, not a list of objects`);
+  return v;
 }
 
 /**
  * A record in the feed stream's form (`{"format": 1, "settlement_id": ...}`) from a
  * SettlementFeedService.Subscribe response or record in protobuf JSON (camelCase or the
  * .proto's names; 64-bit integers as strings; zero values left out); other objects as they are.
+ * Throws on a protobuf JSON record with a value of the wrong type, as ofc verify does.
  */
 function feedRecord(data) {
   // protobuf JSON: a Subscribe response's record, a camelCase name, or (the .proto's names)
   // hand_number written as a string, as protobuf JSON writes a 64-bit number (the stream never does)
   if (!isObject(data) || !('settlementId' in data || 'record' in data || typeof data.hand_number === 'string')) return data;
   const r = isObject(data.record) ? data.record : data;
-  const get = (obj, camel, snake, fallback) => (camel in obj ? obj[camel] : snake in obj ? obj[snake] : fallback);
-  const lossCap = num(get(r, 'lossCap', 'loss_cap', 0));
-  const format = num(get(r, 'format', 'format', 0)) || 1; // a record from a server before formats were sent: 1
+  const lossCap = int(r, 'lossCap', 'loss_cap', 'uint32');
+  const format = int(r, 'format', 'format', 'uint32') || 1; // a record from a server before formats were sent: 1
   return {
     format,
-    settlement_id: get(r, 'settlementId', 'settlement_id', ''),
-    table_id: get(r, 'tableId', 'table_id', ''),
-    hand_number: num(get(r, 'handNumber', 'hand_number', 0)),
-    ruleset: get(r, 'ruleset', 'ruleset', ''),
-    unit_value: num(get(r, 'unitValue', 'unit_value', 0)),
+    settlement_id: text(r, 'settlementId', 'settlement_id'),
+    table_id: text(r, 'tableId', 'table_id'),
+    hand_number: int(r, 'handNumber', 'hand_number', 'uint64'),
+    ruleset: text(r, 'ruleset', 'ruleset'),
+    unit_value: int(r, 'unitValue', 'unit_value', 'uint32'),
     loss_cap: lossCap || null,
-    settled_at_ms: num(get(r, 'settledAtMs', 'settled_at_ms', 0)),
-    seats: (r.seats || []).map((s) => {
+    settled_at_ms: int(r, 'settledAtMs', 'settled_at_ms', 'int64'),
+    seats: messages(r, 'seats').map((s) => {
       // Format 1 has no Fantasyland fields: a record of it that sets them keeps them, so the
       // comparison finds them rather than passing values it never looked at.
-      const played = num(get(s, 'fantasylandCards', 'fantasyland_cards', 0));
-      const owed = num(get(s, 'fantasylandNextCards', 'fantasyland_next_cards', 0));
+      const played = int(s, 'fantasylandCards', 'fantasyland_cards', 'uint32');
+      const owed = int(s, 'fantasylandNextCards', 'fantasyland_next_cards', 'uint32');
       return {
-        seat: num(get(s, 'seat', 'seat', 0)),
-        player_id: get(s, 'playerId', 'player_id', ''),
-        points: num(get(s, 'points', 'points', 0)),
-        units: num(get(s, 'units', 'units', 0)),
-        total_points: num(get(s, 'totalPoints', 'total_points', 0)),
-        total_units: num(get(s, 'totalUnits', 'total_units', 0)),
-        fouled: get(s, 'fouled', 'fouled', false),
+        seat: int(s, 'seat', 'seat', 'uint32'),
+        player_id: text(s, 'playerId', 'player_id'),
+        points: int(s, 'points', 'points', 'sint64'),
+        units: int(s, 'units', 'units', 'sint64'),
+        total_points: int(s, 'totalPoints', 'total_points', 'sint64'),
+        total_units: int(s, 'totalUnits', 'total_units', 'sint64'),
+        fouled: flag(s, 'fouled'),
         ...(format >= 2 ? { fantasyland_cards: played, fantasyland_next_cards: owed } : {}),
         ...(format < 2 && played ? { fantasyland_cards: played } : {}),
         ...(format < 2 && owed ? { fantasyland_next_cards: owed } : {}),
       };
     }),
-    pairs: (r.pairs || []).map((p) => ({
-      seat_a: num(get(p, 'seatA', 'seat_a', 0)),
-      seat_b: num(get(p, 'seatB', 'seat_b', 0)),
-      points: num(get(p, 'points', 'points', 0)),
-      capped_points: num(get(p, 'cappedPoints', 'capped_points', 0)),
-      unit_value: num(get(p, 'unitValue', 'unit_value', 0)),
-      units: num(get(p, 'units', 'units', 0)),
+    pairs: messages(r, 'pairs').map((p) => ({
+      seat_a: int(p, 'seatA', 'seat_a', 'uint32'),
+      seat_b: int(p, 'seatB', 'seat_b', 'uint32'),
+      points: int(p, 'points', 'points', 'sint64'),
+      capped_points: int(p, 'cappedPoints', 'capped_points', 'sint64'),
+      unit_value: int(p, 'unitValue', 'unit_value', 'uint32'),
+      units: int(p, 'units', 'units', 'sint64'),
     })),
   };
 }
@@ -522,34 +581,24 @@ function isStreamEnd(data) {
 }
 
 /**
- * A feed line's JSON as Python's json.loads reads it: numbers with a fraction as Numbers, and
- * integers exactly (a BigInt past 2^53: a settled_at_ms of a clock past 2^53); a line the
- * strict reader refuses (a key twice) as JSON.parse reads it.
+ * A feed file's records, [source, record] ("FILE:LINE"): JSON Lines (ending at "\n" or
+ * "\r\n" only), each line as strict as a history (UTF-8, no NaN, no key twice; a number with
+ * a fraction or exponent is no integer; ofc verify reads it the same). `input`: the text, or
+ * its bytes; throws on bytes that are not UTF-8 and on a line that is not JSON.
  */
-function feedJson(line) {
-  let data;
+function readFeed(input, name) {
+  let text;
   try {
-    data = parseStrict(line);
+    text = utf8Text(input);
   } catch {
-    return JSON.parse(line);
+    throw new Error('the feed is not UTF-8');
   }
-  const plain = (v) => {
-    if (v instanceof JsonFloat) return v.value;
-    if (Array.isArray(v)) return v.map(plain);
-    if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
-    return v;
-  };
-  return plain(data);
-}
-
-/** A feed file's records, [source, record] ("FILE:LINE"), JSON Lines; throws on a line that is not JSON. */
-function readFeed(text, name) {
   const records = [];
   text.split(/\r?\n/).forEach((line, i) => {
     if (!line.trim()) return;
     let data;
     try {
-      data = feedJson(line);
+      data = parseStrict(line);
     } catch (error) {
       throw new Error(`line ${i + 1} is not JSON: ${error.message}`);
     }

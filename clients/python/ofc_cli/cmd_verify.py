@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ofc.errors import InvalidInputError, InvalidRulesetError
 from ofc.rulesets import Ruleset, resolve_ruleset
 from ofc.verify import UNREADABLE, check_history_json, verify_match
+from ofc.verify.values import Found, loads
 from tqdm import tqdm
 
 from ofc_cli.args import integer
@@ -338,13 +339,17 @@ def read_feed(path: str) -> list[tuple[str, Any]]:
     ends with) is no record: it is skipped."""
     records: list[tuple[str, Any]] = []
     text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines end at "\n" (and "\r\n") only: str.splitlines would break a line at a
+    # U+2028 or \x1c inside a string too. Each line is JSON as strict as a history's (no
+    # NaN, no key twice), as the Node verifier reads it.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"line {number} is not JSON: {exc}") from None
+            data = loads(line.removesuffix("\r"))
+        except Found as refused:
+            message = refused.discrepancy.message.removeprefix("not JSON: ")
+            raise ValueError(f"line {number} is not JSON: {message}") from None
         if isinstance(data, dict) and data and data.keys() <= _STREAM_END_KEYS:
             continue
         records.append((f"{path}:{number}", _feed_record(data)))

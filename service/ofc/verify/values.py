@@ -25,15 +25,49 @@ def malformed(location: str, message: str) -> Found:
     return found(Code.MALFORMED_HISTORY, location, message)
 
 
+MAX_DEPTH = 500
+"""Arrays and objects one inside another, at most, in a verifier's JSON (a history nests a
+few). A fixed number, where Python's own limit moves with its call stack (about 990 at the
+top); the Node verifier keeps the same one."""
+
+
 def loads(text: str | bytes) -> Any:
-    """Parse JSON strictly (UTF-8; no key twice in an object; no ``NaN``/``Infinity``);
-    :class:`Found` ``MALFORMED_HISTORY`` otherwise."""
+    """Parse JSON strictly (UTF-8; no key twice in an object; no ``NaN``/``Infinity``; at
+    most :data:`MAX_DEPTH` arrays and objects deep, integers of at most 4300 digits);
+    :class:`Found` ``MALFORMED_HISTORY`` otherwise.
+
+    >>> loads("[" * 500 + "]" * 500) == loads("[" * 500 + "]" * 500)
+    True
+    >>> loads("[" * 501 + "]" * 501)
+    Traceback (most recent call last):
+    ...
+    ofc.verify.values.Found: MALFORMED_HISTORY: not JSON: nested too deeply
+    """
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")  # strictly: JSON travels as UTF-8 (RFC 8259)
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, deep nesting
         raise malformed("", f"not JSON: {not_json_reason(exc)}") from None
+    # No deeper than its opening brackets: most histories hold fewer than MAX_DEPTH in all
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise malformed("", "not JSON: nested too deeply")
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` holds more than ``limit`` lists and dicts one inside another (a
+    walk of its own stack: the value may be nearly as deep as Python's recursion limit)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth == limit:
+                return True
+            stack.extend(
+                (x, depth + 1) for x in (item.values() if isinstance(item, dict) else item)
+            )
+    return False
 
 
 def not_json_reason(exc: ValueError | RecursionError) -> str:

@@ -8,11 +8,13 @@ record it acknowledged. Both need an operator key when the server has any config
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from ofc import errors as core
 from ofcpoker.v1 import settlement_feed_pb2 as pb
 
@@ -123,12 +125,56 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
 
 def record_from_proto_json(data: Any) -> dict[str, Any]:
     """:func:`record_to_dict` of a record in protobuf JSON (what ``grpcurl`` prints of
-    ``Subscribe``); ``ValueError`` when it is not one."""
+    ``Subscribe``); ``ValueError`` when it is not one. An integer is a JSON integer or a
+    string of decimal digits, as protobuf JSON printers write them: the library alone would
+    also take ``1.0``, ``"1e2"`` or ``"6\\n"`` (the Node verifier reads the same).
+
+    >>> record_from_proto_json({"handNumber": "2", "seats": [{"points": -3}]})["seats"][0]["points"]
+    -3
+    >>> record_from_proto_json({"handNumber": "2\\n"})
+    Traceback (most recent call last):
+    ...
+    ValueError: not a settlement record: handNumber is '2\\n', not an integer
+    """
+    _check_integers(data, pb.SettlementRecord.DESCRIPTOR)
     try:
         record = json_format.ParseDict(data, pb.SettlementRecord(), ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise ValueError(f"not a settlement record: {exc}") from None
     return record_to_dict(record)
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+_INTEGER_TYPES = frozenset(
+    (
+        FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32,
+        FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64,
+    )
+)  # fmt: skip
+
+
+def _check_integers(data: Any, descriptor: Descriptor) -> None:
+    """Every integer field of ``data`` (protobuf JSON of ``descriptor``, camelCase or the
+    .proto's names, nested messages too) a JSON integer or a string of decimal digits."""
+    if not isinstance(data, dict):
+        return  # ParseDict names what it is
+    for field in descriptor.fields:
+        value = data.get(field.json_name, data.get(field.name))
+        if value is None:
+            continue
+        values = value if field.is_repeated else [value]
+        if not isinstance(values, list):
+            continue
+        for item in values:
+            if field.message_type is not None:
+                _check_integers(item, field.message_type)
+            elif field.type in _INTEGER_TYPES and not (
+                (isinstance(item, int) and not isinstance(item, bool))
+                or (isinstance(item, str) and _INTEGER.fullmatch(item))
+            ):
+                raise ValueError(
+                    f"not a settlement record: {field.json_name} is {item!r}, not an integer"
+                )
 
 
 def _name(value: str, field: str) -> str:
