@@ -755,7 +755,9 @@ class RedisTableStore:
                         *(encode(*c) for c in self._confirmation(table_id) if self._wait[0]),
                     ]
                 )
-            elif self._wait[0]:  # (no hints here on a cluster: they go beside, _run_commit)
+            else:
+                # A cluster comes here with wait_replicas only (the script alone goes as
+                # _commit), and with no hints: they go beside it (_run_commit).
                 results = await on_one_connection(
                     self._client,
                     keys[0],
@@ -765,14 +767,6 @@ class RedisTableStore:
                     ],
                     self._slot_map,
                 )
-            else:
-                async with self._client.pipeline(transaction=False) as pipe:
-                    for index_key, score in hints.items():
-                        pipe.zadd(index_key, {table_id: score})
-                    # execute_command: a cluster pipeline refuses pipe.evalsha by name, but
-                    # routes EVALSHA by its keys (the table's slot) like any keyed command
-                    pipe.execute_command("EVALSHA", self._commit.sha, len(keys), *keys, *args)
-                    results = await pipe.execute(raise_on_error=False)
         except BaseException:
             # The script may have run (on a cluster, on another node than the hint's shard):
             # its outbox hint is written again at the next sweep (a spare one costs nothing).
