@@ -72,6 +72,20 @@ def wait_until(check: Callable[[], bool], *, timeout: float = 15.0, what: str = 
         time.sleep(0.01)
 
 
+def run_example(script: Path, address: str) -> str:
+    """What a documented example prints, run as a user would (``python SCRIPT HOST:PORT``)
+    against the server at ``address``; the test fails, with the script's errors, if it does."""
+    result = subprocess.run(
+        [sys.executable, str(script), address],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 # --- players ----------------------------------------------------------------------------------
 def naive_move(view: TableView, ruleset: Ruleset) -> tuple[dict[str, str], str | None]:
     """The viewer's pending batch to rows with room (bottom, middle, top), the last card

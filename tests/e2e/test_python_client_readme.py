@@ -4,11 +4,11 @@ the README says it prints."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from ofc_service.server.background import BackgroundServer
+
+from tests.e2e.tablekit import run_example
 
 README = Path(__file__).resolve().parents[2] / "clients" / "python" / "README.md"
 
@@ -22,12 +22,4 @@ def block(kind: str) -> str:
 def test_the_example_prints_what_the_readme_says(server: BackgroundServer, tmp_path: Path) -> None:
     example = tmp_path / "example.py"
     example.write_text(block("python"), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, str(example), server.address],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == block("text")
+    assert run_example(example, server.address) == block("text")

@@ -3,11 +3,11 @@ the README shows that very file."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from ofc_service.server.background import BackgroundServer
+
+from tests.e2e.tablekit import run_example
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "table_session.py"
@@ -30,15 +30,7 @@ def test_the_example_plays_a_hand_to_settlement_against_a_live_server(
     server: BackgroundServer,
 ) -> None:
     """The e2e package's server is what ``make run`` starts: in-memory store, no API keys."""
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), server.address],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = run_example(EXAMPLE, server.address)
     assert "with ann in seat 0 and bob in seat 1" in out
     assert "ann's watch: snapshot at version 3 then every event" in out
     assert "ann's watch: hand_settled" in out
