@@ -74,13 +74,9 @@ def record_to_proto(entry: FeedEntry) -> pb.SettlementRecord:
 
 def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
     """A record of the API as the feed stream holds it (:meth:`SettlementRecord.to_dict`):
-    what :func:`ofc.verify.verify_match` compares with the hands.
-
-    A record of format 1 (or none sent) has no Fantasyland fields; one that sets them anyway
-    keeps them, so that a verifier compares them (and finds them where format 1 has none)
-    rather than passing values it never looked at.
-    """
-    written = SettlementRecord(
+    what :func:`ofc.verify.verify_match` compares with the hands (a record of format 1 that
+    sets Fantasyland fields keeps them: :meth:`SettlementRecord.to_dict`)."""
+    return SettlementRecord(
         settlement_id=record.settlement_id,
         table_id=record.table_id,
         hand_number=record.hand_number,
@@ -115,12 +111,6 @@ def record_to_dict(record: pb.SettlementRecord) -> dict[str, Any]:
         ),
         format=record.format or 1,  # a record from a server before formats were sent: 1
     ).to_dict()
-    for seat, sent in zip(written["seats"], record.seats, strict=True):
-        if "fantasyland_cards" not in seat:
-            for name in ("fantasyland_cards", "fantasyland_next_cards"):
-                if getattr(sent, name):
-                    seat[name] = getattr(sent, name)
-    return written
 
 
 def record_from_proto_json(data: Any) -> dict[str, Any]:

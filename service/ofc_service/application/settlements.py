@@ -193,6 +193,16 @@ class SettlementRecord:
         if any(points[s.seat] != s.points or units[s.seat] != s.units for s in self.seats):
             raise ValueError(f"settlement {self.settlement_id}: seats do not add up to pairs")
 
+    def _fantasyland_of(self, seat: SeatSettlement) -> dict[str, int]:
+        """A seat's Fantasyland fields as the record's format writes them: both in format 2;
+        in format 1, which has none, only those set anyway (no release wrote one), so that
+        a verifier compares them rather than passing values it never looked at."""
+        fields = {
+            "fantasyland_cards": seat.fantasyland_cards,
+            "fantasyland_next_cards": seat.fantasyland_next_cards,
+        }
+        return fields if self.format >= 2 else {k: v for k, v in fields.items() if v}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": self.format,
@@ -213,14 +223,7 @@ class SettlementRecord:
                     "total_units": s.total_units,
                     "fouled": s.fouled,
                 }
-                | (
-                    {
-                        "fantasyland_cards": s.fantasyland_cards,
-                        "fantasyland_next_cards": s.fantasyland_next_cards,
-                    }
-                    if self.format >= 2
-                    else {}
-                )
+                | self._fantasyland_of(s)
                 for s in self.seats
             ],
             "pairs": [
