@@ -37,7 +37,6 @@ function cardId(code) {
 
 const SUIT_ALIASES = { c: 0, '♣': 0, '♧': 0, d: 1, '♦': 1, '♢': 1, h: 2, '♥': 2, '♡': 2, s: 3, '♠': 3, '♤': 3 };
 
-
 // What Python's str.strip() takes off both ends (str.isspace(): Unicode White_Space and the
 // separators \x1c-\x1f), so that a card with such a character reads as the service reads it;
 // JavaScript's trim() takes another set (U+FEFF, not \x1c-\x1f or U+0085).
