@@ -485,10 +485,31 @@ def _slow_next_zadd(store: RedisTableStore, delay_s: float) -> None:
     client.zadd = late
 
 
+def _hold_next_zadd(store: RedisTableStore) -> asyncio.Event:
+    """The store's next single ZADD (a move's deadline hint, on a cluster) reaches Redis
+    only once the returned event is set: an order of landings a test chooses, not a race."""
+    client: Any = store._client
+    zadd = client.zadd
+    release = asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        client.zadd = zadd
+        await release.wait()
+        return await zadd(*args, **kwargs)
+
+    client.zadd = held
+    return release
+
+
 async def _hint_of(cluster: LocalRedisCluster, prefix: str, table_id: str) -> float | None:
     shard = f"{prefix}:{{deadlines-{index_shard(table_id):02d}}}"
     score: float | None = cluster.client(cluster.master_of(shard)).zscore(shard, table_id)
     return score
+
+
+async def _hint_is(cluster: LocalRedisCluster, prefix: str, table_id: str, score: int) -> None:
+    if await _hint_of(cluster, prefix, table_id) != score:
+        raise StoreUnavailableError(f"the hint of {table_id} is not {score} yet")
 
 
 async def test_a_hint_landing_after_another_replicas_earlier_deadline_is_lowered_to_it(
@@ -503,11 +524,12 @@ async def test_a_hint_landing_after_another_replicas_earlier_deadline_is_lowered
     b = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
     try:
         await a.create_table(table_id, b"v1")
-        _slow_next_zadd(a, 1.0)
+        a_hint = _hold_next_zadd(a)
         await play(a, table_id, 1, deadline_ms=60_000)  # answered after HINT_WAIT_S
         await play(b, table_id, 2, deadline_ms=45_000)
-        await asyncio.sleep(1.5)  # A's hint has landed, over B's
-        assert await _hint_of(local_cluster, prefix, table_id) == 60_000
+        assert await _hint_of(local_cluster, prefix, table_id) == 45_000
+        a_hint.set()  # A's hint lands, over B's
+        await _within(10, lambda: _hint_is(local_cluster, prefix, table_id, 60_000))
         assert await a.due_deadlines(0) == []  # A's next sweep settles its late hint
         assert await _hint_of(local_cluster, prefix, table_id) == 45_000
         assert await b.due_deadlines(50_000) == [(table_id, 45_000)]
@@ -550,10 +572,13 @@ async def test_closing_the_store_writes_the_hints_in_flight(
     table_id, _ = _table_away_from_its_hints(local_cluster, prefix)
     store = RedisTableStore.from_url(local_cluster.url, key_prefix=prefix)
     await store.create_table(table_id, b"v1")
-    _slow_next_zadd(store, HINT_WAIT_S + CLOSE_HINTS_S / 2)  # in flight as the store closes
+    hint = _hold_next_zadd(store)
     await play(store, table_id, 1, deadline_ms=1_000)  # answered after HINT_WAIT_S
     in_flight = [t for t in asyncio.all_tasks() if "_write_hints" in repr(t.get_coro())]
-    await store.close()
+    closing = asyncio.create_task(store.close())
+    await asyncio.sleep(0)  # the store is closing, its hint still held
+    hint.set()  # lands within CLOSE_HINTS_S
+    await closing
     assert in_flight and await _hint_of(local_cluster, prefix, table_id) == 1_000
     assert not [t for t in asyncio.all_tasks() if "_write_hints" in repr(t.get_coro())]
 
