@@ -157,6 +157,24 @@ def _random_player(rng: random.Random) -> Player:
     return lambda state, seat: random_place(state, seat, rng)
 
 
+def versus_random(
+    rules: Ruleset,
+    i: int,
+    player: Player | None,
+    times: list[tuple[float, float]] | None = None,
+) -> tuple[PlayerResult, PlayerResult]:
+    """Hand ``i`` against random placement: ``player`` (``None``: the timeout policy) and
+    the random seat's results, in that order."""
+    server_seed = hashlib.sha256(f"bench-policy-{i}".encode()).digest()
+    # The button is seat 0, so seat 1 acts first: the player on even hands.
+    seat = 1 if i % 2 == 0 else 0
+    players: list[Player | None] = [None, None]
+    players[seat] = player
+    players[1 - seat] = _random_player(random.Random(i))
+    results = play_hand(rules, server_seed, (players[0], players[1]), times)
+    return results[seat], results[1 - seat]
+
+
 @dataclass
 class _Tally:
     fouls: int = 0
@@ -177,19 +195,10 @@ def run(*, hands: int = 500, ruleset: str = "classic") -> Figures:
     policy, randoms, v1 = _Tally(), _Tally(), _Tally()
     times: list[tuple[float, float]] = []
     for i in range(hands):
-        server_seed = hashlib.sha256(f"bench-policy-{i}".encode()).digest()
-        # The button is seat 0, so seat 1 acts first: the policy on even hands.
-        seat = 1 if i % 2 == 0 else 0
-        for tally, plays in ((policy, None), (v1, v1_place)):
-            players: list[Player | None] = [None, None]
-            players[seat] = plays
-            players[1 - seat] = _random_player(random.Random(i))
-            results = play_hand(
-                rules, server_seed, (players[0], players[1]), times if plays is None else None
-            )
-            tally.add(results[seat])
-            if plays is None:
-                randoms.add(results[1 - seat])
+        mine, theirs = versus_random(rules, i, None, times)
+        policy.add(mine)
+        randoms.add(theirs)
+        v1.add(versus_random(rules, i, v1_place)[0])
     h2h_policy, h2h_v1 = _Tally(), _Tally()
     pair_points: list[float] = []
     pairs = max(1, hands // 2)
