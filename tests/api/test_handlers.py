@@ -157,6 +157,37 @@ def test_a_leave_s_mode_is_checked_and_is_part_of_its_request() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "player_id",
+    ["ann ", " ann", " ", "bob\u00a0", "ann\u200b", "", "p" * 65],
+    ids=["trailing space", "leading space", "a space", "nbsp", "zero width", "empty", "65"],
+)
+def test_a_player_id_that_could_pass_for_another_is_refused_and_changes_nothing(
+    player_id: str,
+) -> None:
+    """ "ann " beside a seated "ann" would look the same in every view, log and history."""
+    table = handlers()
+    versions = []
+
+    async def join() -> None:
+        created = await table.CreateTable(pb.CreateTableRequest(seats=3, request_id="c"), OPERATOR)
+        request = pb.JoinSeatRequest(
+            table_id=created.table_id, seat=0, player_id="ann", expected_version=1,
+            request_id="j0",
+        )  # fmt: skip
+        await table.JoinSeat(request, Credentials())
+        try:
+            request.seat, request.player_id = 1, player_id
+            request.expected_version, request.request_id = 2, "j1"
+            await table.JoinSeat(request, Credentials())
+        finally:
+            got = await table.GetTable(pb.GetTableRequest(table_id=created.table_id), OPERATOR)
+            versions.append((got.table.version, [s.player_id for s in got.table.seats]))
+
+    assert refusal(join) == ("INVALID_ARGUMENT", "INVALID_INPUT", "player_id")
+    assert versions == [(2, ["ann", "", ""])]
+
+
 def test_a_leave_now_is_the_same_request_with_its_mode_unset() -> None:
     """LEAVE_MODE_NOW asks what a LeaveSeat without ``mode`` asks, and what a replica of the
     release before ``mode`` records (it drops the field it does not know): a retry under the

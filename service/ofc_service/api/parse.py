@@ -73,9 +73,28 @@ def table_id(text: str, field: str = "table_id") -> str:
 
 
 def player_id(text: str, field: str = "player_id") -> str:
-    """A player id: 1..64 printable characters (it appears in views, logs and records)."""
-    if not 0 < len(text) <= MAX_PLAYER_ID_CHARS or not text.isprintable():
-        raise _invalid(f"must be 1..{MAX_PLAYER_ID_CHARS} printable characters", field)
+    """A player id: 1..64 printable characters, the first and the last not a space (it
+    appears in views, logs and records, where ``"ann "`` would pass for ``"ann"``, a
+    player already seated).
+
+    >>> player_id("ann lee")
+    'ann lee'
+    >>> player_id("ann ")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ofc.errors.InvalidInputError: player_id: must be 1..64 printable characters, the first ...
+    """
+    if (
+        not 0 < len(text) <= MAX_PLAYER_ID_CHARS
+        or not text.isprintable()
+        or text[0] == " "
+        or text[-1] == " "
+    ):
+        raise _invalid(
+            f"must be 1..{MAX_PLAYER_ID_CHARS} printable characters, the first and the last "
+            "not a space",
+            field,
+        )
     return text
 
 

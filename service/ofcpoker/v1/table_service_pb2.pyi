@@ -277,7 +277,9 @@ class JoinSeatRequest(_message.Message):
     seat: _builtins.int
     """The seat to take, 0-based."""
     player_id: _builtins.str
-    """The platform's id for the player, 1..64 characters; unique at the table."""
+    """The platform's id for the player: 1..64 printable characters, the first and the last
+    not a space; unique at the table.
+    """
     expected_version: _builtins.int
     """The table version the caller last saw (see the service comment)."""
     request_id: _builtins.str

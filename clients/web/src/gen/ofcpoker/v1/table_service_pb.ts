@@ -203,7 +203,8 @@ export type JoinSeatRequest = Message<"ofcpoker.v1.JoinSeatRequest"> & {
   seat: number;
 
   /**
-   * The platform's id for the player, 1..64 characters; unique at the table.
+   * The platform's id for the player: 1..64 printable characters, the first and the last
+   * not a space; unique at the table.
    *
    * @generated from field: string player_id = 3;
    */
