@@ -24,6 +24,7 @@ const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const { errorInfo } = require('./lib/status');
+const { watchTable } = require('./lib/watch');
 
 const PROTOS = path.resolve(__dirname, '..', '..', 'protos');
 const CALL_TIMEOUT_MS = 10000;
@@ -112,15 +113,20 @@ function waitForReady(client) {
 }
 
 /**
- * Open a Watch stream. `snapshot` resolves with the first message, the caller's view (every
- * later change is then sure to arrive as an event). `done(untilVersion)` resolves once the
- * hand's last event (button_moved, after hand_settled and seed_revealed) of that table
- * version or later has arrived, then cancels the stream and resolves every message received.
+ * Open a Watch stream (lib/watch.js: after a dropped connection it resumes after the last
+ * event received, no gap and no duplicate). `snapshot` resolves with the first message, the
+ * caller's view (every later change is then sure to arrive as an event). `done(untilVersion)`
+ * resolves once the hand's last event (button_moved, after hand_settled and seed_revealed)
+ * of that table version or later has arrived, then cancels the stream and resolves every
+ * message received.
  */
 function watch(client, tableId, seatToken) {
   const messages = [];
   const request = { table_id: tableId };
-  const stream = client.Watch(request, routed(metadata('x-ofc-seat-token', seatToken), request));
+  const stream = watchTable(client, request, routed(metadata('x-ofc-seat-token', seatToken), request), {
+    onReconnect: ({ error, afterEventId }) =>
+      log(`Watch: ${error.details || error.message}; opened again ${afterEventId ? `after event ${afterEventId}` : 'for a snapshot'}`),
+  });
   let target = null;
   let settle = null;
   let failure = null;
@@ -144,28 +150,26 @@ function watch(client, tableId, seatToken) {
       settle.resolve(messages);
     }
   };
-  stream.on('data', (message) => {
-    messages.push(message);
-    if (messages.length === 1) {
-      if (message.kind === 'snapshot') gotSnapshot.resolve(message.snapshot);
-      else gotSnapshot.reject(new Error(`Watch: the first message is a ${message.kind}, not a snapshot`));
+  (async () => {
+    try {
+      for await (const message of stream) {
+        messages.push(message);
+        if (messages.length === 1) {
+          if (message.kind === 'snapshot') gotSnapshot.resolve(message.snapshot);
+          else gotSnapshot.reject(new Error(`Watch: the first message is a ${message.kind}, not a snapshot`));
+        }
+        finish();
+      }
+      if (!finished) failure = failure || new Error('Watch: the stream ended early');
+    } catch (err) {
+      err.message = `Watch: ${err.message}`;
+      failure = err;
     }
-    finish();
-  });
-  stream.on('error', (err) => {
-    if (finished && err.code === grpc.status.CANCELLED) return; // our own cancel
-    err.message = `Watch: ${err.message}`;
-    failure = err;
-    gotSnapshot.reject(err);
-    finish();
-  });
-  stream.on('end', () => {
-    if (!finished) {
-      failure = failure || new Error('Watch: the stream ended early');
+    if (failure) {
       gotSnapshot.reject(failure);
       finish();
     }
-  });
+  })();
   return {
     snapshot,
     done(untilVersion) {
@@ -336,3 +340,5 @@ function main(argv) {
 }
 
 if (require.main === module) main(process.argv.slice(2));
+
+module.exports = { loadTableService, chooseMove, errorInfo };
