@@ -13,7 +13,8 @@
 // its id as x-ofc-table-id metadata (routing for a proxy). Progress goes to standard error.
 // A call that got UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED is sent again unchanged (its
 // request_id too: the service applies it once and answers with the first result), up to 3
-// more times.
+// more times. The Watch (lib/watch.js) resumes after the last event it received when its
+// connection drops. require('./play.js') exports loadTableService and chooseMove.
 // Exit status: 0 on success, 1 on any error (a gRPC error is printed with its code and its
 // ErrorInfo reason and field).
 'use strict';
