@@ -44,6 +44,7 @@ from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
 from ofc_service.server.http import (
     UNREAD_BYTES_MAX,
+    HttpServer,
     _Base64Pieces,
     _drop_data_of_closed_streams,
     _end_streams_their_client_does_not_read,
@@ -866,6 +867,67 @@ def test_a_stream_whose_client_reads_nothing_is_ended_not_kept_in_memory() -> No
     assert cut.complete and len(cut.buffer) == 0
     whole = asyncio.run(stalled(b"b" * (2 * UNREAD_BYTES_MAX), 1))
     assert not whole.complete and len(whole.buffer) == 2 * UNREAD_BYTES_MAX
+
+
+def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> None:
+    """Past UNREAD_BYTES_MAX unread the stream is reset ENHANCE_YOUR_CALM and its handler
+    told (http.disconnect, which cancels a Connect handler): only ending the buffer left a
+    stalled Watch's handler encoding every event of its table, for nothing, for as long as
+    its client kept the connection."""
+    answered: list[int] = []
+    ended: list[str] = []
+
+    async def answers_forever(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await receive()  # the (empty) body
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        told = asyncio.ensure_future(receive())
+        while not told.done():
+            await send({"type": "http.response.body", "body": b"x" * 10_000, "more_body": True})
+            answered.append(1)
+            await asyncio.sleep(0)
+        ended.append(told.result()["type"])
+
+    async def run() -> tuple[list[str], list[h2.events.Event]]:
+        server = HttpServer(answers_forever, config())  # type: ignore[arg-type]
+        server.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            client.local_settings = h2.settings.Settings(
+                client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0}
+            )
+            client.initiate_connection()
+            client.send_headers(
+                1, [(":method", "POST"), (":path", "/stream"), (":scheme", "http"),
+                    (":authority", "ofc")], end_stream=True,
+            )  # fmt: skip
+            writer.write(client.data_to_send())
+            for _ in range(100):  # 10 s for the handler to end (without the reset: never)
+                if ended:
+                    break
+                await asyncio.sleep(0.1)
+            in_time = list(ended)
+            seen: list[h2.events.Event] = []
+            with contextlib.suppress(TimeoutError):
+                while data := await asyncio.wait_for(reader.read(1 << 16), 1):
+                    seen += client.receive_data(data)
+            writer.close()
+            return in_time, seen
+        finally:
+            await server.stop(1)
+
+    in_time, seen = asyncio.run(run())
+    assert in_time == ["http.disconnect"]
+    resets = [e for e in seen if isinstance(e, h2.events.StreamReset)]
+    assert [(r.stream_id, r.error_code) for r in resets] == [
+        (1, h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
+    ]
+    assert UNREAD_BYTES_MAX <= len(answered) * 10_000 <= UNREAD_BYTES_MAX + 64 * 10_000
 
 
 def test_a_json_decode_error_quoting_a_huge_value_says_a_bounded_reason(url: str) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import mimetypes
 import re
@@ -45,6 +46,7 @@ from urllib.parse import parse_qs
 
 import h2.errors
 import h2.events
+import h2.exceptions
 import h2.settings
 import h2.utilities
 from connectrpc.errors import ConnectError
@@ -760,8 +762,7 @@ def _trimmed_value(header: Any) -> Any:
 
 UNREAD_BYTES_MAX = 1 << 20
 """Answers of one HTTP/2 stream its client has not read that the server keeps (one message
-of any size passes when none waits): past it the stream is ended, and what its handler sends
-after is dropped."""
+of any size passes when none waits): past it the stream is reset and its handler ends."""
 
 
 def _end_streams_their_client_does_not_read() -> None:
@@ -771,8 +772,12 @@ def _end_streams_their_client_does_not_read() -> None:
     (a stalled ``Watch``; ``SettleHandsStream``'s answers, ~0.5 MB a message). Holding the
     writer back instead blocks the whole connection (Hypercorn stops reading it while the
     handler's request queue is full, window updates included): a deadlock. So a stream with
-    :data:`UNREAD_BYTES_MAX` unread is ended (the client sees it end without its trailers;
-    a ``Watch`` resumes from its last event) and its handler's later answers are dropped."""
+    :data:`UNREAD_BYTES_MAX` unread is reset (RST_STREAM ENHANCE_YOUR_CALM: gRPC clients
+    read RESOURCE_EXHAUSTED; a ``Watch`` resumes from its last event) and closed as a reset
+    by the client is, so its handler is told (``http.disconnect``: cancelled) and ends.
+    (Only ending the buffer sent END_STREAM and dropped the handler's later answers, but
+    never told the handler: a stalled ``Watch`` kept reading and encoding every event of
+    its table, for nothing, for as long as its client kept the connection.)"""
     buffer = hypercorn_h2.StreamBuffer
     push = buffer.push
     if getattr(push, "ends_unread_streams", False):
@@ -780,12 +785,30 @@ def _end_streams_their_client_does_not_read() -> None:
 
     async def push_bounded(self: Any, data: bytes) -> None:
         if self.buffer and len(self.buffer) + len(data) > UNREAD_BYTES_MAX:
-            await self.close()  # complete and empty: the stream ends once this returns
+            self.unread = True  # for stream_send (below): reset the stream
+            await self.close()  # complete and empty: nothing more of it is sent
             raise hypercorn_h2.BufferCompleteError()  # Hypercorn's "stream gone": dropped
         await push(self, data)
 
+    protocol = hypercorn_h2.H2Protocol
+    stream_send = protocol.stream_send
+
+    async def stream_send_resetting_unread(self: Any, event: Any) -> None:
+        await stream_send(self, event)
+        stream_id = getattr(event, "stream_id", None)
+        stalled = self.stream_buffers.get(stream_id)
+        if stalled is None or not getattr(stalled, "unread", False):
+            return
+        del self.stream_buffers[stream_id]  # as Hypercorn drops the buffer of a reset stream
+        self.priority.remove_stream(stream_id)
+        with contextlib.suppress(h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
+            self.connection.reset_stream(stream_id, h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
+            await self._flush()
+        await self._close_stream(stream_id)  # the handler gets http.disconnect
+
     push_bounded.ends_unread_streams = True  # type: ignore[attr-defined]
     buffer.push = push_bounded  # type: ignore[method-assign]
+    protocol.stream_send = stream_send_resetting_unread  # type: ignore[method-assign]
 
 
 class HttpServer:
