@@ -885,6 +885,9 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
             return
         await receive()  # the (empty) body
         await send({"type": "http.response.start", "status": 200, "headers": []})
+        if scope["path"] == "/ping":
+            await send({"type": "http.response.body", "body": b""})
+            return
         told = asyncio.ensure_future(receive())
         while not told.done():
             await send({"type": "http.response.body", "body": b"x" * 10_000, "more_body": True})
@@ -912,6 +915,11 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
                     break
                 await asyncio.sleep(0.1)
             in_time = list(ended)
+            client.send_headers(
+                3, [(":method", "GET"), (":path", "/ping"), (":scheme", "http"),
+                    (":authority", "ofc")], end_stream=True,
+            )  # fmt: skip  # the connection still serves its other streams
+            writer.write(client.data_to_send())
             seen: list[h2.events.Event] = []
             with contextlib.suppress(TimeoutError):
                 while data := await asyncio.wait_for(reader.read(1 << 16), 1):
@@ -927,6 +935,7 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
     assert [(r.stream_id, r.error_code) for r in resets] == [
         (1, h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
     ]
+    assert [e.stream_id for e in seen if isinstance(e, h2.events.StreamEnded)] == [3]
     assert UNREAD_BYTES_MAX <= len(answered) * 10_000 <= UNREAD_BYTES_MAX + 64 * 10_000
 
 

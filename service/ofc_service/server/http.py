@@ -797,14 +797,15 @@ def _end_streams_their_client_does_not_read() -> None:
         await stream_send(self, event)
         stream_id = getattr(event, "stream_id", None)
         stalled = self.stream_buffers.get(stream_id)
-        if stalled is None or not getattr(stalled, "unread", False):
-            return
-        del self.stream_buffers[stream_id]  # as Hypercorn drops the buffer of a reset stream
-        self.priority.remove_stream(stream_id)
+        if not getattr(stalled, "unread", False) or stream_id not in self.streams:
+            return  # (not in streams: already closed, by this or by the client)
         with contextlib.suppress(h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
             self.connection.reset_stream(stream_id, h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
             await self._flush()
-        await self._close_stream(stream_id)  # the handler gets http.disconnect
+        # Then as Hypercorn treats a reset by the client: the handler gets http.disconnect,
+        # and Hypercorn's sender, finding the stream closed, drops its buffer.
+        await self._close_stream(stream_id)
+        await self._window_updated(stream_id)
 
     push_bounded.ends_unread_streams = True  # type: ignore[attr-defined]
     buffer.push = push_bounded  # type: ignore[method-assign]
