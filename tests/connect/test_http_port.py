@@ -922,8 +922,11 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
             writer.write(client.data_to_send())
             seen: list[h2.events.Event] = []
             with contextlib.suppress(TimeoutError):
-                while data := await asyncio.wait_for(reader.read(1 << 16), 1):
-                    seen += client.receive_data(data)
+                async with asyncio.timeout(10):  # until the ping's answer has ended
+                    while data := await reader.read(1 << 16):
+                        seen += client.receive_data(data)
+                        if any(isinstance(e, h2.events.StreamEnded) for e in seen):
+                            break
             writer.close()
             return in_time, seen
         finally:
