@@ -78,9 +78,8 @@ def test_the_batch_and_open_loop_commands_pass_their_arguments_on(
 
     monkeypatch.setattr(batch, "run", batch_run)
     monkeypatch.setattr(open_loop, "run", open_loop_run)
-    assert (
-        batch.main(["--hands", "50", "--rounds", "2", "--seconds", "0.3", "--cli-hands", "7"]) == 0
-    )
+    small = ["--hands", "50", "--rounds", "2", "--seconds", "0.3", "--cli-hands", "7"]
+    assert batch.main(small) == 0
     assert batch.main(["--hands", "500", "--stream-hands", "20"]) == 0
     assert open_loop.main(["--seconds", "0.5", "--tables", "8", "--fractions", "0.5,0.9"]) == 0
     assert asked == [
@@ -89,9 +88,8 @@ def test_the_batch_and_open_loop_commands_pass_their_arguments_on(
         {"url": True, "fractions": [0.5, 0.9], "seconds": 0.5, "tables": 8},
     ]
     out = capsys.readouterr().out
-    assert re.search(r"^  SettleHands +1\.0 +50\.0% +2\.0 +40\.0%   target >= 40% ok", out, re.M), (
-        out
-    )
+    settle_hands = r"^  SettleHands +1\.0 +50\.0% +2\.0 +40\.0%   target >= 40% ok"
+    assert re.search(settle_hands, out, re.M), out
     assert "p99 at 50% of the maximum: PlaceCards 2.0 ms, SettleHand 2.0 ms" in out, out
 
 
