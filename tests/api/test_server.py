@@ -77,6 +77,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         "OFC_REDIS_WAIT_REPLICAS": "1",
         "OFC_REDIS_WAIT_TIMEOUT_MS": "250",
         "OFC_WORKERS": "2",
+        "OFC_HTTP_SEND_SECONDS": "7.5",
     }
     assert {o.env for o in OPTIONS} == {*env, "OFC_TLS_CERT", "OFC_TLS_KEY"}
     from_env = config_from_args(parser.parse_args([]), env)
@@ -86,6 +87,7 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         http_listen="[::1]:8081",
         cors_origins="https://casino.example, http://localhost:5173/",
         http_body_seconds=12.5,
+        http_send_seconds=7.5,
         redis_url="redis://127.0.0.1:6399/0",
         log_level="debug",
         max_message_bytes=65536,
@@ -128,6 +130,8 @@ def test_every_option_has_a_flag_and_an_env_var_and_flags_win() -> None:
         ({"OFC_MAX_CONNECTION_AGE_SECONDS": "-1"}, "OFC_MAX_CONNECTION_AGE_SECONDS"),
         ({"OFC_HTTP_BODY_SECONDS": "0"}, "OFC_HTTP_BODY_SECONDS / --http-body-seconds"),
         ({"OFC_HTTP_BODY_SECONDS": "nan"}, "OFC_HTTP_BODY_SECONDS / --http-body-seconds"),
+        ({"OFC_HTTP_SEND_SECONDS": "0"}, "OFC_HTTP_SEND_SECONDS / --http-send-seconds"),
+        ({"OFC_HTTP_SEND_SECONDS": "3601"}, "OFC_HTTP_SEND_SECONDS / --http-send-seconds"),
         ({"OFC_EVENT_LOG_HANDS": "-1"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: must be 0"),
         ({"OFC_EVENT_LOG_HANDS": "two"}, "OFC_EVENT_LOG_HANDS / --event-log-hands: not a number"),
         ({"OFC_REQUEST_WINDOW_SECONDS": "59"}, "--request-window-seconds: must be 60 .. 86400"),

@@ -869,15 +869,18 @@ def test_a_stream_whose_client_reads_nothing_is_ended_not_kept_in_memory() -> No
     assert not whole.complete and len(whole.buffer) == 2 * UNREAD_BYTES_MAX
 
 
-def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> None:
-    """Past UNREAD_BYTES_MAX unread the stream is reset ENHANCE_YOUR_CALM and its handler
-    told (http.disconnect, which cancels a Connect handler): only ending the buffer left a
-    stalled Watch's handler encoding every event of its table, for nothing, for as long as
-    its client kept the connection."""
-    answered: list[int] = []
-    ended: list[str] = []
+class _AnswersForever:
+    """An ASGI app: ``/ping`` answers an empty body; any other path answers 10,000 bytes at
+    a time until the handler is told the client is gone (what it was told, in ``ended``);
+    ``/big`` answers ``BIG_ANSWER`` bytes and ends."""
 
-    async def answers_forever(scope: Any, receive: Any, send: Any) -> None:
+    BIG_ANSWER = 4 << 20
+
+    def __init__(self) -> None:
+        self.answered: list[int] = []
+        self.ended: list[str] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             while (await receive())["type"] != "lifespan.shutdown":
                 await send({"type": "lifespan.startup.complete"})
@@ -888,15 +891,31 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
         if scope["path"] == "/ping":
             await send({"type": "http.response.body", "body": b""})
             return
+        if scope["path"] == "/big":
+            chunk = b"y" * 10_000
+            for at in range(0, self.BIG_ANSWER, len(chunk)):
+                last = at + len(chunk) >= self.BIG_ANSWER
+                body = chunk[: self.BIG_ANSWER - at]
+                await send({"type": "http.response.body", "body": body, "more_body": not last})
+            return
         told = asyncio.ensure_future(receive())
         while not told.done():
             await send({"type": "http.response.body", "body": b"x" * 10_000, "more_body": True})
-            answered.append(1)
+            self.answered.append(1)
             await asyncio.sleep(0)
-        ended.append(told.result()["type"])
+        self.ended.append(told.result()["type"])
+
+
+def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> None:
+    """Past UNREAD_BYTES_MAX unread the stream is reset ENHANCE_YOUR_CALM and its handler
+    told (http.disconnect, which cancels a Connect handler): only ending the buffer left a
+    stalled Watch's handler encoding every event of its table, for nothing, for as long as
+    its client kept the connection."""
+    app = _AnswersForever()
+    answered, ended = app.answered, app.ended
 
     async def run() -> tuple[list[str], list[h2.events.Event]]:
-        server = HttpServer(answers_forever, config())  # type: ignore[arg-type]
+        server = HttpServer(app, config())  # type: ignore[arg-type]
         server.start()
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -940,6 +959,47 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
     ]
     assert [e.stream_id for e in seen if isinstance(e, h2.events.StreamEnded)] == [3]
     assert UNREAD_BYTES_MAX <= len(answered) * 10_000 <= UNREAD_BYTES_MAX + 64 * 10_000
+
+
+def test_a_connection_whose_client_reads_nothing_is_closed_after_send_seconds() -> None:
+    """HTTP/1.1 has no window to bound a stream's answers: a client that reads nothing kept
+    its handler waiting on the socket, for as long as it kept the connection. Once what was
+    sent has not drained for ``http_send_seconds`` the connection is closed and the handler
+    told; a client that reads, at whatever pace its socket allows, gets its answer whole."""
+    app = _AnswersForever()
+
+    async def run() -> tuple[list[str], int, list[str]]:
+        server = HttpServer(app, config(http_send_seconds=0.5))  # type: ignore[arg-type]
+        server.start()
+        try:
+            stalled = socket.socket()
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(stalled, ("127.0.0.1", server.port))
+            stalled.send(b"POST /stream HTTP/1.1\r\nHost: ofc\r\nContent-Length: 0\r\n\r\n")
+            for _ in range(100):  # 10 s for the handler to end (without the limit: never)
+                if app.ended:
+                    break
+                await asyncio.sleep(0.1)
+            in_time = list(app.ended)
+            stalled.close()
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"POST /big HTTP/1.1\r\nHost: ofc\r\nContent-Length: 0\r\n\r\n")
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200"), head
+            body = b""
+            async with asyncio.timeout(30):
+                while not body.endswith(b"0\r\n\r\n"):  # the chunked answer's end
+                    body += await reader.read(1 << 16)
+            writer.close()
+            return in_time, body.count(b"y"), list(app.ended)
+        finally:
+            await server.stop(1)
+
+    in_time, received, ended = asyncio.run(run())
+    assert in_time == ["http.disconnect"]
+    assert received == _AnswersForever.BIG_ANSWER
+    assert ended == ["http.disconnect"]  # the reading client's handler was not cut off
 
 
 def test_a_json_decode_error_quoting_a_huge_value_says_a_bounded_reason(url: str) -> None:

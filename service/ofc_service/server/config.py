@@ -36,6 +36,7 @@ MIN_FEED_RETENTION_SECONDS = 3600
 MAX_FEED_RETENTION_SECONDS = 366 * 24 * 3600
 MAX_WORKERS = 64
 DEFAULT_HTTP_BODY_SECONDS = 30.0
+DEFAULT_HTTP_SEND_SECONDS = 60.0
 
 
 class ConfigError(ValueError):
@@ -51,6 +52,7 @@ class ServerConfig:
     http_listen: str = "127.0.0.1:8080"  # Connect, gRPC-Web, the web table; empty: none
     cors_origins: str = ""  # browser origins allowed to call the HTTP port, comma-separated
     http_body_seconds: float = DEFAULT_HTTP_BODY_SECONDS  # a one-message call's body, at most
+    http_send_seconds: float = DEFAULT_HTTP_SEND_SECONDS  # a client not reading: closed after
     redis_url: str = ""  # table storage (tables service); empty: embedded in-memory store
     log_level: str = "info"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -133,6 +135,15 @@ OPTIONS: tuple[Option, ...] = (
         "--http-body-seconds",
         "HTTP port: how long the request body of a call that takes one message may take to "
         "arrive in full after its headers (slower: DEADLINE_EXCEEDED): 0.1 .. 3600",
+        _number(float),
+        "SECONDS",
+    ),
+    Option(
+        "http_send_seconds",
+        "OFC_HTTP_SEND_SECONDS",
+        "--http-send-seconds",
+        "HTTP port: how long a connection may wait for its client to take what was sent "
+        "(64 KiB and more unread); past it the connection is closed: 0.1 .. 3600",
         _number(float),
         "SECONDS",
     ),
@@ -333,6 +344,8 @@ def _validate(c: ServerConfig) -> None:
             )
     if not 0.1 <= c.http_body_seconds <= 3600:
         raise bad("http_body_seconds", "must be 0.1 .. 3600")
+    if not 0.1 <= c.http_send_seconds <= 3600:
+        raise bad("http_send_seconds", "must be 0.1 .. 3600")
     if c.log_level not in LOG_LEVELS:
         raise bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
     if not 1024 <= c.max_message_bytes <= 2**31 - 1:

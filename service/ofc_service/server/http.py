@@ -51,8 +51,10 @@ import h2.settings
 import h2.utilities
 from connectrpc.errors import ConnectError
 from grpc_health.v1 import health, health_pb2
+from hypercorn.asyncio import tcp_server as hypercorn_tcp
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.events import Closed, RawData
 from hypercorn.protocol import h2 as hypercorn_h2
 from hypercorn.utils import wrap_app
 from ofcpoker.v1 import (
@@ -812,6 +814,47 @@ def _end_streams_their_client_does_not_read() -> None:
     protocol.stream_send = stream_send_resetting_unread  # type: ignore[method-assign]
 
 
+class _HypercornConfig(HypercornConfig):
+    """Hypercorn's settings, and how long a connection waits for its client to take what
+    was sent (:func:`_close_connections_their_client_does_not_read`)."""
+
+    send_seconds: float | None = None  # None: as long as it takes (Hypercorn's own)
+
+
+def _close_connections_their_client_does_not_read() -> None:
+    """Hypercorn 0.18 waits for a connection's socket to drain for as long as it takes: a
+    client that stops reading (a Watch over HTTP/1.1, whose answers no HTTP/2 window bounds;
+    any connection whose client reads nothing at all) kept its handler, and the socket's
+    buffers, for as long as the client kept the connection. With the config's
+    ``send_seconds``, a connection whose unsent bytes (64 KiB and more: asyncio's high-water
+    mark) do not drain in that time is closed, as if the client had closed it: every handler
+    on it gets ``http.disconnect`` and ends (a ``Watch`` resumes from its last event).
+    nginx's ``send_timeout`` does the same."""
+    server = hypercorn_tcp.TCPServer
+    protocol_send = server.protocol_send
+    if getattr(protocol_send, "times_out", False):
+        return
+
+    async def protocol_send_in_time(self: Any, event: Any) -> None:
+        seconds = getattr(self.config, "send_seconds", None)
+        if seconds is None or not isinstance(event, RawData):
+            await protocol_send(self, event)
+            return
+        async with self.send_lock:
+            try:
+                self.writer.write(event.data)
+                async with asyncio.timeout(seconds):
+                    await self.writer.drain()
+            except (ConnectionError, RuntimeError):
+                await self.protocol.handle(Closed())
+            except TimeoutError:
+                self.writer.transport.abort()  # what waits unsent is dropped
+                await self.protocol.handle(Closed())
+
+    protocol_send_in_time.times_out = True  # type: ignore[attr-defined]
+    server.protocol_send = protocol_send_in_time  # type: ignore[method-assign]
+
+
 class HttpServer:
     """Hypercorn serving an ASGI app on ``config.http_listen``: bound by :meth:`bind`,
     serving in the current loop after :meth:`start`, gracefully stopped by :meth:`stop`
@@ -819,7 +862,8 @@ class HttpServer:
 
     def __init__(self, app: HttpApp, config: ServerConfig, *, reuse_port: bool = False) -> None:
         self.app = app
-        self.hypercorn = HypercornConfig()
+        self.hypercorn = _HypercornConfig()
+        self.hypercorn.send_seconds = config.http_send_seconds
         # Hypercorn sets SO_REUSEPORT on the sockets it creates when it has several workers:
         # ours are ``ofc serve --workers`` processes, each calling this once.
         self.hypercorn.workers = 2 if reuse_port else 1
@@ -849,6 +893,7 @@ class HttpServer:
     def start(self) -> None:
         _drop_data_of_closed_streams()
         _end_streams_their_client_does_not_read()
+        _close_connections_their_client_does_not_read()
         _trim_surrounding_whitespace_of_header_values()
         app = wrap_app(self.app, self.hypercorn.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
         serving = worker_serve(
