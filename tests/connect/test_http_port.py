@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ ORIGIN = "https://casino.example"
 
 def config(**changes: Any) -> ServerConfig:
     base = {"listen": "127.0.0.1:0", "metrics_listen": "", "http_listen": "127.0.0.1:0"}
-    return ServerConfig(grace_seconds=1, **{**base, **changes})
+    return ServerConfig(**{"grace_seconds": 1, **base, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -869,6 +869,37 @@ def test_a_stream_whose_client_reads_nothing_is_ended_not_kept_in_memory() -> No
     assert not whole.complete and len(whole.buffer) == 2 * UNREAD_BYTES_MAX
 
 
+@contextlib.asynccontextmanager
+async def _served(app: Any, served: ServerConfig) -> AsyncIterator[HttpServer]:
+    """``app`` on an HTTP port of ``served``'s settings, in this loop."""
+    server = HttpServer(app, served)
+    server.start()
+    try:
+        yield server
+    finally:
+        await server.stop(1)
+
+
+async def _h2_stream(
+    port: int, *, window: int | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, h2.connection.H2Connection]:
+    """An HTTP/2 connection (h2c) to ``port`` with stream 1 asking for ``/stream``;
+    ``window``: the client's initial window (0: it reads nothing)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    if window is not None:
+        client.local_settings = h2.settings.Settings(
+            client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window}
+        )
+    client.initiate_connection()
+    client.send_headers(
+        1, [(":method", "POST"), (":path", "/stream"), (":scheme", "http"),
+            (":authority", "ofc")], end_stream=True,
+    )  # fmt: skip
+    writer.write(client.data_to_send())
+    return reader, writer, client
+
+
 class _AnswersForever:
     """An ASGI app: ``/ping`` answers an empty body; any other path answers 10,000 bytes at
     a time until the handler is told the client is gone (what it was told, in ``ended``);
@@ -879,6 +910,14 @@ class _AnswersForever:
     def __init__(self) -> None:
         self.answered: list[int] = []
         self.ended: list[str] = []
+
+    async def told(self) -> list[str]:
+        """What the handler was told the client did, once it was (10 s at most)."""
+        for _ in range(100):
+            if self.ended:
+                break
+            await asyncio.sleep(0.1)
+        return list(self.ended)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -912,28 +951,12 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
     stalled Watch's handler encoding every event of its table, for nothing, for as long as
     its client kept the connection."""
     app = _AnswersForever()
-    answered, ended = app.answered, app.ended
+    answered = app.answered
 
     async def run() -> tuple[list[str], list[h2.events.Event]]:
-        server = HttpServer(app, config())  # type: ignore[arg-type]
-        server.start()
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-            client.local_settings = h2.settings.Settings(
-                client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0}
-            )
-            client.initiate_connection()
-            client.send_headers(
-                1, [(":method", "POST"), (":path", "/stream"), (":scheme", "http"),
-                    (":authority", "ofc")], end_stream=True,
-            )  # fmt: skip
-            writer.write(client.data_to_send())
-            for _ in range(100):  # 10 s for the handler to end (without the reset: never)
-                if ended:
-                    break
-                await asyncio.sleep(0.1)
-            in_time = list(ended)
+        async with _served(app, config()) as server:
+            reader, writer, client = await _h2_stream(server.port, window=0)
+            in_time = await app.told()  # (without the reset: never)
             client.send_headers(
                 3, [(":method", "GET"), (":path", "/ping"), (":scheme", "http"),
                     (":authority", "ofc")], end_stream=True,
@@ -948,8 +971,6 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
                             break
             writer.close()
             return in_time, seen
-        finally:
-            await server.stop(1)
 
     in_time, seen = asyncio.run(run())
     assert in_time == ["http.disconnect"]
@@ -969,19 +990,13 @@ def test_a_connection_whose_client_reads_nothing_is_closed_after_send_seconds() 
     app = _AnswersForever()
 
     async def run() -> tuple[list[str], int, list[str]]:
-        server = HttpServer(app, config(http_send_seconds=0.5))  # type: ignore[arg-type]
-        server.start()
-        try:
+        async with _served(app, config(http_send_seconds=0.5)) as server:
             stalled = socket.socket()
             stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             stalled.setblocking(False)
             await asyncio.get_running_loop().sock_connect(stalled, ("127.0.0.1", server.port))
             stalled.send(b"POST /stream HTTP/1.1\r\nHost: ofc\r\nContent-Length: 0\r\n\r\n")
-            for _ in range(100):  # 10 s for the handler to end (without the limit: never)
-                if app.ended:
-                    break
-                await asyncio.sleep(0.1)
-            in_time = list(app.ended)
+            in_time = await app.told()  # (without the limit: never)
             stalled.close()
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(b"POST /big HTTP/1.1\r\nHost: ofc\r\nContent-Length: 0\r\n\r\n")
@@ -993,13 +1008,82 @@ def test_a_connection_whose_client_reads_nothing_is_closed_after_send_seconds() 
                     body += await reader.read(1 << 16)
             writer.close()
             return in_time, body.count(b"y"), list(app.ended)
-        finally:
-            await server.stop(1)
 
     in_time, received, ended = asyncio.run(run())
     assert in_time == ["http.disconnect"]
     assert received == _AnswersForever.BIG_ANSWER
     assert ended == ["http.disconnect"]  # the reading client's handler was not cut off
+
+
+def test_an_http1_connection_past_its_max_age_is_closed_after_the_grace() -> None:
+    """``max_connection_age_seconds`` retires HTTP port connections as it does the gRPC
+    port's: a stream still open on one (a Watch) ends after the grace, its handler told,
+    and its client reconnects; the answer under way was the connection's last."""
+    app = _AnswersForever()
+
+    async def run() -> tuple[list[str], bytes, bool]:
+        aged = config(max_connection_age_seconds=0.3, grace_seconds=0.3)
+        async with _served(app, aged) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"POST /stream HTTP/1.1\r\nHost: ofc\r\nContent-Length: 0\r\n\r\n")
+            read = b""
+            closed = False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10):  # without the age: the stream never ends
+                    while data := await reader.read(1 << 16):
+                        read += data[:100] if not read else b""
+                    closed = True
+            in_time = await app.told()  # before the client closes its end
+            writer.close()
+            return in_time, read, closed
+
+    ended, read, closed = asyncio.run(run())
+    assert read.startswith(b"HTTP/1.1 200")
+    assert closed
+    assert ended == ["http.disconnect"]
+
+
+def test_an_http2_connection_past_its_max_age_is_sent_goaway_then_closed() -> None:
+    """Over HTTP/2 a connection past its age is sent GOAWAY (NO_ERROR: its client opens new
+    calls elsewhere) and closed once its calls are done or the grace has passed."""
+    app = _AnswersForever()
+
+    async def run() -> tuple[list[str], list[h2.events.Event], bool]:
+        aged = config(max_connection_age_seconds=0.3, grace_seconds=0.3)
+        async with _served(app, aged) as server:
+            reader, writer, client = await _h2_stream(server.port)
+            seen: list[h2.events.Event] = []
+            closed = False
+            pending = b""
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10):  # without the age: the stream never ends
+                    while data := await reader.read(1 << 16):
+                        pending += data
+                        # frame by frame: h2's client takes nothing after a GOAWAY
+                        while len(pending) >= 9 and len(pending) >= 9 + (
+                            size := int.from_bytes(pending[:3], "big")
+                        ):
+                            frame, pending = pending[: 9 + size], pending[9 + size :]
+                            if any(isinstance(e, h2.events.ConnectionTerminated) for e in seen):
+                                continue
+                            for event in client.receive_data(frame):
+                                if isinstance(event, h2.events.DataReceived):
+                                    client.acknowledge_received_data(
+                                        event.flow_controlled_length, event.stream_id
+                                    )
+                                else:
+                                    seen.append(event)
+                        writer.write(client.data_to_send())
+                    closed = True
+            in_time = await app.told()  # before the client closes its end
+            writer.close()
+            return in_time, seen, closed
+
+    ended, seen, closed = asyncio.run(run())
+    goaways = [e for e in seen if isinstance(e, h2.events.ConnectionTerminated)]
+    assert [g.error_code for g in goaways] == [h2.errors.ErrorCodes.NO_ERROR]
+    assert closed
+    assert ended == ["http.disconnect"]
 
 
 def test_a_json_decode_error_quoting_a_huge_value_says_a_bounded_reason(url: str) -> None:

@@ -186,7 +186,8 @@ OPTIONS: tuple[Option, ...] = (
         "max_connection_age_seconds",
         "OFC_MAX_CONNECTION_AGE_SECONDS",
         "--max-connection-age-seconds",
-        "close connections after this long so clients rebalance; 0: never",
+        "close connections (both ports) after this long so clients rebalance, with "
+        "--grace-seconds for the calls under way; 0: never",
         _number(float),
         "SECONDS",
     ),

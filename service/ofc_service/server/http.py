@@ -49,6 +49,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 import h2.utilities
+import hyperframe.frame
 from connectrpc.errors import ConnectError
 from grpc_health.v1 import health, health_pb2
 from hypercorn.asyncio import tcp_server as hypercorn_tcp
@@ -819,6 +820,11 @@ class _HypercornConfig(HypercornConfig):
     was sent (:func:`_close_connections_their_client_does_not_read`)."""
 
     send_seconds: float | None = None  # None: as long as it takes (Hypercorn's own)
+    max_connection_age: float = 0.0  # 0: a connection lives as long as its client keeps it
+    connection_age_grace: float = 0.0
+
+
+RETIRING_POLL_S = 0.05  # how often a retiring connection checks whether its calls are done
 
 
 def _close_connections_their_client_does_not_read() -> None:
@@ -855,6 +861,61 @@ def _close_connections_their_client_does_not_read() -> None:
     server.protocol_send = protocol_send_in_time  # type: ignore[method-assign]
 
 
+def _retire_connections_past_their_age() -> None:
+    """What ``grpc.max_connection_age_ms`` does on the gRPC port, which Hypercorn 0.18 lacks:
+    with the config's ``max_connection_age``, a connection that old is retired so that its
+    client reconnects (through the balancer: to a replica added since, say). Over HTTP/2 it
+    is sent GOAWAY (NO_ERROR: the calls it has started go on; a client opens its next ones
+    on a new connection) and closed once they are done; over HTTP/1.1 the next answer that
+    starts says ``connection: close``. After ``connection_age_grace`` it is closed whatever
+    it still carries (a ``Watch``: it resumes from its last event)."""
+    server = hypercorn_tcp.TCPServer
+    run = server.run
+    if getattr(run, "retires", False):
+        return
+
+    async def run_retiring(self: Any) -> None:
+        age = getattr(self.config, "max_connection_age", 0.0)
+        if not age:
+            await run(self)
+            return
+        retiring = asyncio.get_running_loop().create_task(_retire(self, age))
+        try:
+            await run(self)
+        finally:
+            retiring.cancel()
+
+    run_retiring.retires = True  # type: ignore[attr-defined]
+    server.run = run_retiring  # type: ignore[method-assign]
+
+
+async def _retire(server: Any, age: float) -> None:
+    """Retire ``server``'s connection (Hypercorn's ``TCPServer``) at ``age`` seconds."""
+    await asyncio.sleep(age)
+    wrapper = getattr(server, "protocol", None)  # set once the connection is served
+    protocol = getattr(wrapper, "protocol", None)  # HTTP/1.1's, or HTTP/2's (after h2c too)
+    if protocol is None:
+        return
+    http2 = isinstance(protocol, hypercorn_h2.H2Protocol)
+    if http2:
+        # GOAWAY, written as a frame of its own: h2's close_connection() also shuts its end
+        # (the calls under way could not finish: their window updates would be refused)
+        last = protocol.connection.highest_inbound_stream_id
+        goaway = hyperframe.frame.GoAwayFrame(0, error_code=0, last_stream_id=last)
+        await protocol._flush()  # what h2 holds goes first
+        await protocol.send(RawData(goaway.serialize()))
+    else:  # Hypercorn's own request limit, reached: its next answer closes the connection
+        protocol.keep_alive_requests = sys.maxsize
+    grace = getattr(server.config, "connection_age_grace", 0.0)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(grace):
+            if not http2:
+                await asyncio.sleep(grace)  # (or it closes after its next answer)
+            while protocol.streams:  # no new ones come: closed as the last ends
+                await asyncio.sleep(RETIRING_POLL_S)
+    await server._initiate_server_close()  # every handler still on it gets http.disconnect
+
+
 class HttpServer:
     """Hypercorn serving an ASGI app on ``config.http_listen``: bound by :meth:`bind`,
     serving in the current loop after :meth:`start`, gracefully stopped by :meth:`stop`
@@ -864,6 +925,8 @@ class HttpServer:
         self.app = app
         self.hypercorn = _HypercornConfig()
         self.hypercorn.send_seconds = config.http_send_seconds
+        self.hypercorn.max_connection_age = config.max_connection_age_seconds
+        self.hypercorn.connection_age_grace = config.grace_seconds
         # Hypercorn sets SO_REUSEPORT on the sockets it creates when it has several workers:
         # ours are ``ofc serve --workers`` processes, each calling this once.
         self.hypercorn.workers = 2 if reuse_port else 1
@@ -894,6 +957,7 @@ class HttpServer:
         _drop_data_of_closed_streams()
         _end_streams_their_client_does_not_read()
         _close_connections_their_client_does_not_read()
+        _retire_connections_past_their_age()
         _trim_surrounding_whitespace_of_header_values()
         app = wrap_app(self.app, self.hypercorn.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
         serving = worker_serve(
