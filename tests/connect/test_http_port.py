@@ -34,6 +34,7 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.settings
+import hyperframe.frame
 import pytest
 from google.rpc import error_details_pb2
 from hypercorn.asyncio.worker_context import EventWrapper
@@ -1084,6 +1085,54 @@ def test_an_http2_connection_past_its_max_age_is_sent_goaway_then_closed() -> No
     assert [g.error_code for g in goaways] == [h2.errors.ErrorCodes.NO_ERROR]
     assert closed
     assert ended == ["http.disconnect"]
+
+
+def test_a_stream_that_crosses_the_goaway_of_an_aged_connection_is_refused_not_run() -> None:
+    """A stream the client opened before it read the GOAWAY (above its last stream id) is
+    taken by the client for one the server did not run, and sent again elsewhere: it is
+    refused (REFUSED_STREAM), not run a second time on the retired connection."""
+    app = _AnswersForever()
+
+    async def run() -> list[tuple[int, Any]]:
+        aged = config(max_connection_age_seconds=0.3, grace_seconds=3)
+        async with _served(app, aged) as server:
+            reader, writer, client = await _h2_stream(server.port)
+            seen: list[tuple[int, Any]] = []
+            pending = b""
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10):
+                    while data := await reader.read(1 << 16):
+                        pending += data
+                        while len(pending) >= 9 and len(pending) >= 9 + (
+                            size := int.from_bytes(pending[:3], "big")
+                        ):
+                            frame, pending = pending[: 9 + size], pending[9 + size :]
+                            if frame[3] == hyperframe.frame.GoAwayFrame.type:
+                                # not given to h2's client, which would open no more streams
+                                seen.append((0, "GOAWAY"))
+                                client.send_headers(
+                                    3, [(":method", "GET"), (":path", "/ping"),
+                                        (":scheme", "http"), (":authority", "ofc")],
+                                    end_stream=True,
+                                )  # fmt: skip
+                                continue
+                            for event in client.receive_data(frame):
+                                if isinstance(event, h2.events.DataReceived):
+                                    client.acknowledge_received_data(
+                                        event.flow_controlled_length, event.stream_id
+                                    )
+                                if getattr(event, "stream_id", 1) == 3:
+                                    seen.append((3, type(event).__name__))
+                                if isinstance(event, h2.events.StreamReset):
+                                    seen.append((3, event.error_code))
+                        writer.write(client.data_to_send())
+                        if any(stream == 3 for stream, _ in seen):
+                            break
+            writer.close()
+            return seen
+
+    seen = asyncio.run(run())
+    assert seen == [(0, "GOAWAY"), (3, "StreamReset"), (3, h2.errors.ErrorCodes.REFUSED_STREAM)]
 
 
 def test_a_json_decode_error_quoting_a_huge_value_says_a_bounded_reason(url: str) -> None:

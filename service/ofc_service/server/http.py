@@ -725,6 +725,14 @@ def _drop_data_of_closed_streams() -> None:
                     {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0}
                 )
                 await self._flush()
+            elif isinstance(event, h2.events.RequestReceived) and event.stream_id > getattr(
+                self, "goaway_last_stream_id", event.stream_id
+            ):
+                # A stream above the last one a GOAWAY let in (one that crossed it): its
+                # client takes it for not run and sends it again on a new connection, so it
+                # is refused, not run twice (RFC 9113, 6.8).
+                self.connection.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                await self._flush()
             else:
                 await handle_events(self, [event])
 
@@ -901,6 +909,7 @@ async def _retire(server: Any, age: float) -> None:
         # GOAWAY, written as a frame of its own: h2's close_connection() also shuts its end
         # (the calls under way could not finish: their window updates would be refused)
         last = protocol.connection.highest_inbound_stream_id
+        protocol.goaway_last_stream_id = last  # any later stream is refused (above)
         goaway = hyperframe.frame.GoAwayFrame(0, error_code=0, last_stream_id=last)
         await protocol._flush()  # what h2 holds goes first
         await protocol.send(RawData(goaway.serialize()))
