@@ -37,7 +37,9 @@ import h2.settings
 import hyperframe.frame
 import pytest
 from google.rpc import error_details_pb2
+from hypercorn.asyncio import tcp_server as hypercorn_tcp
 from hypercorn.asyncio.worker_context import EventWrapper
+from hypercorn.events import Closed, RawData
 from hypercorn.protocol import h2 as hypercorn_h2
 from ofc_service.api.json_errors import MAX_REASON_CHARS
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
@@ -47,6 +49,7 @@ from ofc_service.server.http import (
     UNREAD_BYTES_MAX,
     HttpServer,
     _Base64Pieces,
+    _close_connections_their_client_does_not_read,
     _drop_data_of_closed_streams,
     _end_streams_their_client_does_not_read,
 )
@@ -1014,6 +1017,61 @@ def test_a_connection_whose_client_reads_nothing_is_closed_after_send_seconds() 
     assert in_time == ["http.disconnect"]
     assert received == _AnswersForever.BIG_ANSWER
     assert ended == ["http.disconnect"]  # the reading client's handler was not cut off
+
+
+class _Socket:
+    """The part of an ``asyncio.StreamWriter`` (and its transport) Hypercorn's sender uses:
+    its client takes ``pace`` bytes every 50 ms (0: none); ``drain`` returns once less than
+    asyncio's low-water mark waits."""
+
+    def __init__(self, pace: int) -> None:
+        self.pace = pace
+        self.unsent = 0
+        self.aborted = False
+        self.transport = self
+
+    def write(self, data: bytes) -> None:
+        self.unsent += len(data)
+
+    def get_write_buffer_size(self) -> int:
+        return self.unsent
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    async def drain(self) -> None:
+        while self.unsent > 16 << 10:
+            await asyncio.sleep(0.05)
+            self.unsent = max(0, self.unsent - self.pace)
+
+
+def test_an_answer_a_client_reads_slowly_but_steadily_is_not_cut_off() -> None:
+    """``http_send_seconds`` counts the time nothing of what waits unsent goes (nginx's
+    ``send_timeout``), not the time all of it takes: one answer larger than the client
+    takes in that time (a 4 MiB message on a mobile link) is not cut off while it reads;
+    a client that takes nothing is."""
+    _close_connections_their_client_does_not_read()  # what HttpServer.start puts in place
+
+    async def send(pace: int) -> tuple[bool, list[Any], float]:
+        closed: list[Any] = []
+
+        class Protocol:
+            async def handle(self, event: Any) -> None:
+                closed.append(event)
+
+        server = type("TCPServer", (), {})()
+        server.config = type("Config", (), {"send_seconds": 0.3})()
+        server.send_lock = asyncio.Lock()
+        server.writer = _Socket(pace)
+        server.protocol = Protocol()
+        started = time.monotonic()
+        await hypercorn_tcp.TCPServer.protocol_send(server, RawData(b"x" * 2_000_000))
+        return server.writer.aborted, closed, time.monotonic() - started
+
+    aborted, closed, took = asyncio.run(send(100_000))  # 1 s in all, some of it every 50 ms
+    assert not aborted and closed == [] and took > 0.3
+    aborted, closed, took = asyncio.run(send(0))
+    assert aborted and [type(e) for e in closed] == [Closed] and took < 1
 
 
 def test_an_http1_connection_past_its_max_age_is_closed_after_the_grace() -> None:

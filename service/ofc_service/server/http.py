@@ -857,8 +857,7 @@ def _close_connections_their_client_does_not_read() -> None:
         async with self.send_lock:
             try:
                 self.writer.write(event.data)
-                async with asyncio.timeout(seconds):
-                    await self.writer.drain()
+                await _drained_in_time(self.writer, seconds)
             except (ConnectionError, RuntimeError):
                 await self.protocol.handle(Closed())
             except TimeoutError:
@@ -867,6 +866,23 @@ def _close_connections_their_client_does_not_read() -> None:
 
     protocol_send_in_time.times_out = True  # type: ignore[attr-defined]
     server.protocol_send = protocol_send_in_time  # type: ignore[method-assign]
+
+
+async def _drained_in_time(writer: asyncio.StreamWriter, seconds: float) -> None:
+    """``writer.drain()``, timed out (TimeoutError) only once nothing of what waits unsent
+    has gone for ``seconds``, as nginx's ``send_timeout`` counts: one answer larger than a
+    slow client takes in ``seconds`` (a 4 MiB message on a mobile link) is not cut off while
+    the client reads it."""
+    transport = writer.transport
+    while True:
+        unsent = transport.get_write_buffer_size()
+        try:
+            async with asyncio.timeout(seconds):
+                await writer.drain()
+            return
+        except TimeoutError:
+            if transport.get_write_buffer_size() >= unsent:
+                raise  # nothing went: the client stopped reading
 
 
 def _retire_connections_past_their_age() -> None:
