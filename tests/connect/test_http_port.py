@@ -1193,6 +1193,41 @@ def test_a_stream_that_crosses_the_goaway_of_an_aged_connection_is_refused_not_r
     assert seen == [(0, "GOAWAY"), (3, "StreamReset"), (3, h2.errors.ErrorCodes.REFUSED_STREAM)]
 
 
+def test_a_stream_past_the_goaway_its_client_has_reset_already_is_let_go() -> None:
+    """A gRPC client resets the streams a GOAWAY did not let in as it reads it: when the
+    reset comes in the same read as the stream, there is nothing left to refuse (refusing
+    it raised StreamClosedError and ended the connection, every call on it)."""
+    _drop_data_of_closed_streams()  # what HttpServer.start puts in place
+    server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    server.initiate_connection()
+    client.initiate_connection()
+    server.receive_data(client.data_to_send())
+    client.receive_data(server.data_to_send())
+    client.send_headers(
+        3, [(":method", "POST"), (":path", "/ofcpoker.v1.RulesService/EvaluateRow"),
+            (":scheme", "http"), (":authority", "ofc")],
+    )  # fmt: skip
+    client.reset_stream(3, h2.errors.ErrorCodes.CANCEL)
+    events = server.receive_data(client.data_to_send())
+    sent: list[bytes] = []
+
+    class Retired:  # the part of Hypercorn's H2Protocol the handler uses here
+        connection = server
+        goaway_last_stream_id = 1
+
+        def __init__(self) -> None:
+            self.streams: dict[int, Any] = {}
+            self.context = type("Context", (), {"terminated": threading.Event()})()
+
+        async def _flush(self) -> None:
+            sent.append(server.data_to_send())
+
+    requests = [e for e in events if isinstance(e, h2.events.RequestReceived)]
+    asyncio.run(hypercorn_h2.H2Protocol._handle_events(Retired(), requests))  # type: ignore[arg-type]
+    assert b"".join(sent) == b""
+
+
 def test_a_json_decode_error_quoting_a_huge_value_says_a_bounded_reason(url: str) -> None:
     """protobuf's reader quotes the value in its message: the answer keeps MAX_REASON_CHARS
     of it (and reads it in linear time: a pattern that was not made a request of 64,000

@@ -730,8 +730,12 @@ def _drop_data_of_closed_streams() -> None:
             ):
                 # A stream above the last one a GOAWAY let in (one that crossed it): its
                 # client takes it for not run and sends it again on a new connection, so it
-                # is refused, not run twice (RFC 9113, 6.8).
-                self.connection.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                # is refused, not run twice (RFC 9113, 6.8); unless the client has reset it
+                # already (in the same read: a gRPC client does, once it reads the GOAWAY).
+                with contextlib.suppress(h2.exceptions.StreamClosedError):
+                    self.connection.reset_stream(
+                        event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM
+                    )
                 await self._flush()
             else:
                 await handle_events(self, [event])
