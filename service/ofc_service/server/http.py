@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
@@ -720,7 +721,7 @@ def _drop_data_of_closed_streams() -> None:
                 # A stream opened once Hypercorn stops: refused as REFUSED_STREAM (not run:
                 # clients send it again elsewhere; gRPC's read it as UNAVAILABLE), where
                 # Hypercorn resets it with NO_ERROR, which gRPC clients read as INTERNAL.
-                self.connection.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                _refuse(self.connection, event.stream_id)
                 self.connection.update_settings(
                     {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0}
                 )
@@ -730,18 +731,22 @@ def _drop_data_of_closed_streams() -> None:
             ):
                 # A stream above the last one a GOAWAY let in (one that crossed it): its
                 # client takes it for not run and sends it again on a new connection, so it
-                # is refused, not run twice (RFC 9113, 6.8); unless the client has reset it
-                # already (in the same read: a gRPC client does, once it reads the GOAWAY).
-                with contextlib.suppress(h2.exceptions.StreamClosedError):
-                    self.connection.reset_stream(
-                        event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM
-                    )
+                # is refused, not run twice (RFC 9113, 6.8).
+                _refuse(self.connection, event.stream_id)
                 await self._flush()
             else:
                 await handle_events(self, [event])
 
     handle_events_of_open_streams.drops_data_of_closed_streams = True  # type: ignore[attr-defined]
     protocol._handle_events = handle_events_of_open_streams  # type: ignore[method-assign]
+
+
+def _refuse(connection: h2.connection.H2Connection, stream_id: int) -> None:
+    """Reset a stream REFUSED_STREAM (not run: its client may send it again), unless its
+    client has reset it already, in the same read (a gRPC client does, once it reads a
+    GOAWAY): refusing it then raised StreamClosedError, which ended the whole connection."""
+    with contextlib.suppress(h2.exceptions.StreamClosedError):
+        connection.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
 
 
 _BLANKS = (b" ", b"\t")
@@ -936,12 +941,13 @@ async def _retire(server: Any, age: float) -> None:
     else:  # Hypercorn's own request limit, reached: its next answer closes the connection
         protocol.keep_alive_requests = sys.maxsize
     grace = getattr(server.config, "connection_age_grace", 0.0)
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(grace):
-            if not http2:
-                await asyncio.sleep(grace)  # (or it closes after its next answer)
-            while protocol.streams:  # no new ones come: closed as the last ends
-                await asyncio.sleep(RETIRING_POLL_S)
+    if http2:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                while protocol.streams:  # no new ones come: closed as the last ends
+                    await asyncio.sleep(RETIRING_POLL_S)
+    else:
+        await asyncio.sleep(grace)  # (or it closes after its next answer)
     await server._initiate_server_close()  # every handler still on it gets http.disconnect
 
 
