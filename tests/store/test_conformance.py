@@ -908,18 +908,21 @@ async def test_tables_and_request_ids_expire(backend: Backend) -> None:
 # --- create claims --------------------------------------------------------------------------------
 async def test_a_create_claim_keeps_the_first_table_id_for_its_window(backend: Backend) -> None:
     async with backend.open() as h:
-        assert await h.store.claim_table_id("c1", "table-a", ttl_seconds=1) == "table-a"
+        assert await h.store.claim_table_id("c1", "table-a", ttl_seconds=60) == "table-a"
         # a retry (through any replica) gets the first id, whatever id it brings itself
-        assert await h.other.claim_table_id("c1", "table-b", ttl_seconds=1) == "table-a"
+        assert await h.other.claim_table_id("c1", "table-b", ttl_seconds=60) == "table-a"
         assert await h.store.claim_table_id("c2", "table-c", ttl_seconds=60) == "table-c"
         # the claim is not the table: nothing was created, and a claim never creates one
         with pytest.raises(TableNotFoundError):
             await h.store.load("table-a")
+        # (a window of its own: a loaded machine took over 1 s between a claim and its retry)
+        assert await h.store.claim_table_id("c3", "table-x", ttl_seconds=1) == "table-x"
         await h.advance(1.3)
         # after the window the claim id is free: the new id wins (and is kept in turn)
-        assert await h.other.claim_table_id("c1", "table-d", ttl_seconds=60) == "table-d"
-        assert await h.store.claim_table_id("c1", "table-e", ttl_seconds=60) == "table-d"
+        assert await h.other.claim_table_id("c3", "table-d", ttl_seconds=60) == "table-d"
+        assert await h.store.claim_table_id("c3", "table-e", ttl_seconds=60) == "table-d"
         assert await h.store.claim_table_id("c2", "table-f", ttl_seconds=60) == "table-c"
+        assert await h.other.claim_table_id("c1", "table-g", ttl_seconds=60) == "table-a"
 
 
 async def test_a_create_claim_keeps_its_request_digest(backend: Backend) -> None:

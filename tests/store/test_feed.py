@@ -32,6 +32,7 @@ from ofc_service.store import (
     SettlementFeed,
     StaleVersionError,
     StoreUnavailableError,
+    TableNotFoundError,
 )
 from ofc_service.store import redis as redis_store
 from ofc_service.store.redis import OUTBOX_RESCAN_MS
@@ -127,13 +128,14 @@ async def test_an_outbox_record_is_written_with_its_commit_only(backend: Backend
 
 async def test_the_outbox_outlives_its_table(backend: Backend) -> None:
     async with open_feeds(backend) as f:
-        await f.h.store.create_table("t", b"v1", ttl_seconds=1)
+        await f.h.store.create_table("t", b"v1")  # (the commit's TTL is the table's)
         await f.h.store.commit(Commit(
             "t", expected_version=1, state=b"v2", events=[], response=b"", request_id="r",
             deadline_ms=None, ttl_seconds=1, outbox={"t:1": b"late but kept"},
         ))  # fmt: skip
         await f.h.advance(1.2)
-        assert await f.h.store.get_extra("t", "anything") is None  # the table is gone
+        with pytest.raises(TableNotFoundError):  # the table is gone
+            await f.h.store.load("t")
         assert await f.h.store.read_outbox("t") == {"t:1": b"late but kept"}
         assert await f.relay().sweep_once() == 1
         assert ids(await f.feed.read_new("g", "c")) == ["t:1"]
