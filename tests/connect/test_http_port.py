@@ -808,38 +808,70 @@ def test_grpc_web_text_pieces_read_back_however_the_body_is_cut() -> None:
         assert read == b"".join(frames)
 
 
-def test_a_stream_opened_once_hypercorn_stops_is_refused_not_reset_without_error() -> None:
-    """Hypercorn resets a stream that opens once it stops with NO_ERROR, which gRPC clients
-    read as INTERNAL; the server's HTTP/2 handler resets it REFUSED_STREAM (not run: sent
-    again elsewhere, UNAVAILABLE at a gRPC client) and allows no more streams."""
-    _drop_data_of_closed_streams()  # what HttpServer.start puts in place
+def _h2_connected() -> tuple[h2.connection.H2Connection, h2.connection.H2Connection]:
+    """A server's and a client's HTTP/2 connection state, each having read the other's
+    preface (no socket: bytes are handed over by the test)."""
     server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
     client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     server.initiate_connection()
     client.initiate_connection()
     server.receive_data(client.data_to_send())
     client.receive_data(server.data_to_send())
+    return server, client
+
+
+class _ProtocolPart:
+    """The part of Hypercorn's H2Protocol that the server's HTTP/2 event handler uses, on
+    ``connection``: Hypercorn stopping, or the connection retired by a GOAWAY that let in
+    streams up to ``goaway_last_stream_id``. What it flushes is kept in ``sent``."""
+
+    def __init__(
+        self,
+        connection: h2.connection.H2Connection,
+        *,
+        stopping: bool = False,
+        goaway_last_stream_id: int | None = None,
+    ) -> None:
+        self.connection = connection
+        self.streams: dict[int, Any] = {}
+        self.context = type("Context", (), {"terminated": threading.Event()})()
+        if stopping:
+            self.context.terminated.set()
+        if goaway_last_stream_id is not None:
+            self.goaway_last_stream_id = goaway_last_stream_id
+        self.sent: list[bytes] = []
+
+    async def _flush(self) -> None:
+        self.sent.append(self.connection.data_to_send())
+
+    def handle(self, events: list[h2.events.Event]) -> None:
+        """The requests among ``events`` through the handler HttpServer.start puts in place."""
+        requests = [e for e in events if isinstance(e, h2.events.RequestReceived)]
+        asyncio.run(hypercorn_h2.H2Protocol._handle_events(self, requests))  # type: ignore[arg-type]
+
+
+def _frames(data: bytes) -> tuple[list[bytes], bytes]:
+    """The whole HTTP/2 frames at the start of ``data``, and the rest (a frame cut short)."""
+    frames = []
+    while len(data) >= 9 and len(data) >= 9 + (size := int.from_bytes(data[:3], "big")):
+        frames.append(data[: 9 + size])
+        data = data[9 + size :]
+    return frames, data
+
+
+def test_a_stream_opened_once_hypercorn_stops_is_refused_not_reset_without_error() -> None:
+    """Hypercorn resets a stream that opens once it stops with NO_ERROR, which gRPC clients
+    read as INTERNAL; the server's HTTP/2 handler resets it REFUSED_STREAM (not run: sent
+    again elsewhere, UNAVAILABLE at a gRPC client) and allows no more streams."""
+    _drop_data_of_closed_streams()  # what HttpServer.start puts in place
+    server, client = _h2_connected()
     client.send_headers(
         1, [(":method", "POST"), (":path", "/ofcpoker.v1.RulesService/SettleHand"),
             (":scheme", "http"), (":authority", "ofc")],
     )  # fmt: skip
-    opened = server.receive_data(client.data_to_send())
-    sent: list[bytes] = []
-
-    class Stopping:  # the part of Hypercorn's H2Protocol the handler uses here
-        connection = server
-
-        def __init__(self) -> None:
-            self.streams: dict[int, Any] = {}
-            self.context = type("Context", (), {"terminated": threading.Event()})()
-            self.context.terminated.set()
-
-        async def _flush(self) -> None:
-            sent.append(server.data_to_send())
-
-    requests = [e for e in opened if isinstance(e, h2.events.RequestReceived)]
-    asyncio.run(hypercorn_h2.H2Protocol._handle_events(Stopping(), requests))  # type: ignore[arg-type]
-    seen = client.receive_data(b"".join(sent))
+    stopping = _ProtocolPart(server, stopping=True)
+    stopping.handle(server.receive_data(client.data_to_send()))
+    seen = client.receive_data(b"".join(stopping.sent))
     resets = [e for e in seen if isinstance(e, h2.events.StreamReset)]
     assert [(r.stream_id, r.error_code) for r in resets] == [
         (1, h2.errors.ErrorCodes.REFUSED_STREAM)
@@ -1117,12 +1149,9 @@ def test_an_http2_connection_past_its_max_age_is_sent_goaway_then_closed() -> No
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):  # without the age: the stream never ends
                     while data := await reader.read(1 << 16):
-                        pending += data
                         # frame by frame: h2's client takes nothing after a GOAWAY
-                        while len(pending) >= 9 and len(pending) >= 9 + (
-                            size := int.from_bytes(pending[:3], "big")
-                        ):
-                            frame, pending = pending[: 9 + size], pending[9 + size :]
+                        frames, pending = _frames(pending + data)
+                        for frame in frames:
                             if any(isinstance(e, h2.events.ConnectionTerminated) for e in seen):
                                 continue
                             for event in client.receive_data(frame):
@@ -1160,11 +1189,8 @@ def test_a_stream_that_crosses_the_goaway_of_an_aged_connection_is_refused_not_r
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):
                     while data := await reader.read(1 << 16):
-                        pending += data
-                        while len(pending) >= 9 and len(pending) >= 9 + (
-                            size := int.from_bytes(pending[:3], "big")
-                        ):
-                            frame, pending = pending[: 9 + size], pending[9 + size :]
+                        frames, pending = _frames(pending + data)
+                        for frame in frames:
                             if frame[3] == hyperframe.frame.GoAwayFrame.type:
                                 # not given to h2's client, which would open no more streams
                                 seen.append((0, "GOAWAY"))
@@ -1198,34 +1224,15 @@ def test_a_stream_past_the_goaway_its_client_has_reset_already_is_let_go() -> No
     reset comes in the same read as the stream, there is nothing left to refuse (refusing
     it raised StreamClosedError and ended the connection, every call on it)."""
     _drop_data_of_closed_streams()  # what HttpServer.start puts in place
-    server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
-    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-    server.initiate_connection()
-    client.initiate_connection()
-    server.receive_data(client.data_to_send())
-    client.receive_data(server.data_to_send())
+    server, client = _h2_connected()
     client.send_headers(
         3, [(":method", "POST"), (":path", "/ofcpoker.v1.RulesService/EvaluateRow"),
             (":scheme", "http"), (":authority", "ofc")],
     )  # fmt: skip
     client.reset_stream(3, h2.errors.ErrorCodes.CANCEL)
-    events = server.receive_data(client.data_to_send())
-    sent: list[bytes] = []
-
-    class Retired:  # the part of Hypercorn's H2Protocol the handler uses here
-        connection = server
-        goaway_last_stream_id = 1
-
-        def __init__(self) -> None:
-            self.streams: dict[int, Any] = {}
-            self.context = type("Context", (), {"terminated": threading.Event()})()
-
-        async def _flush(self) -> None:
-            sent.append(server.data_to_send())
-
-    requests = [e for e in events if isinstance(e, h2.events.RequestReceived)]
-    asyncio.run(hypercorn_h2.H2Protocol._handle_events(Retired(), requests))  # type: ignore[arg-type]
-    assert b"".join(sent) == b""
+    retired = _ProtocolPart(server, goaway_last_stream_id=1)
+    retired.handle(server.receive_data(client.data_to_send()))
+    assert b"".join(retired.sent) == b""
 
 
 def test_a_json_decode_error_quoting_a_huge_value_says_a_bounded_reason(url: str) -> None:
