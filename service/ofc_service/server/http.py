@@ -883,6 +883,9 @@ async def _drained_in_time(writer: asyncio.StreamWriter, seconds: float) -> None
     slow client takes in ``seconds`` (a 4 MiB message on a mobile link) is not cut off while
     the client reads it."""
     transport = writer.transport
+    if not transport.get_write_buffer_size():  # the socket took it all (nearly every write)
+        await writer.drain()
+        return
     while True:
         unsent = transport.get_write_buffer_size()
         try:
