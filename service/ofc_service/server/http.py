@@ -833,15 +833,13 @@ def _end_streams_their_client_does_not_read() -> None:
 
 
 class _HypercornConfig(HypercornConfig):
-    """Hypercorn's settings, and how long a connection waits for its client to take what
-    was sent (:func:`_close_connections_their_client_does_not_read`)."""
+    """Hypercorn's settings, how long a connection waits for its client to take what was
+    sent (:func:`_close_connections_their_client_does_not_read`), and how long it lives
+    (:func:`_retire_connections_past_their_age`)."""
 
     send_seconds: float | None = None  # None: as long as it takes (Hypercorn's own)
     max_connection_age: float = 0.0  # 0: a connection lives as long as its client keeps it
     connection_age_grace: float = 0.0
-
-
-RETIRING_POLL_S = 0.05  # how often a retiring connection checks whether its calls are done
 
 
 def _close_connections_their_client_does_not_read() -> None:
@@ -925,6 +923,9 @@ def _retire_connections_past_their_age() -> None:
     server.run = run_retiring  # type: ignore[method-assign]
 
 
+RETIRING_POLL_S = 0.05  # how often a retiring connection checks whether its calls are done
+
+
 async def _retire(server: Any, age: float) -> None:
     """Retire ``server``'s connection (Hypercorn's ``TCPServer``) at ``age`` seconds."""
     await asyncio.sleep(age)
@@ -932,25 +933,22 @@ async def _retire(server: Any, age: float) -> None:
     protocol = getattr(wrapper, "protocol", None)  # HTTP/1.1's, or HTTP/2's (after h2c too)
     if protocol is None:
         return
-    http2 = isinstance(protocol, hypercorn_h2.H2Protocol)
-    if http2:
+    grace = getattr(server.config, "connection_age_grace", 0.0)
+    if isinstance(protocol, hypercorn_h2.H2Protocol):
         # GOAWAY, written as a frame of its own: h2's close_connection() also shuts its end
         # (the calls under way could not finish: their window updates would be refused)
         last = protocol.connection.highest_inbound_stream_id
-        protocol.goaway_last_stream_id = last  # any later stream is refused (above)
+        protocol.goaway_last_stream_id = last  # type: ignore[attr-defined]  # later: refused
         goaway = hyperframe.frame.GoAwayFrame(0, error_code=0, last_stream_id=last)
         await protocol._flush()  # what h2 holds goes first
         await protocol.send(RawData(goaway.serialize()))
-    else:  # Hypercorn's own request limit, reached: its next answer closes the connection
-        protocol.keep_alive_requests = sys.maxsize
-    grace = getattr(server.config, "connection_age_grace", 0.0)
-    if http2:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(grace):
                 while protocol.streams:  # no new ones come: closed as the last ends
                     await asyncio.sleep(RETIRING_POLL_S)
-    else:
-        await asyncio.sleep(grace)  # (or it closes after its next answer)
+    else:  # Hypercorn's own request limit, reached: its next answer closes the connection
+        protocol.keep_alive_requests = sys.maxsize
+        await asyncio.sleep(grace)
     await server._initiate_server_close()  # every handler still on it gets http.disconnect
 
 
