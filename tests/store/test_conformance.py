@@ -255,7 +255,7 @@ async def test_exactly_one_of_many_racing_commits_wins(backend: Backend) -> None
             outcomes = await asyncio.gather(*racers, return_exceptions=True)
             won = [o for o in outcomes if isinstance(o, CommitResult)]
             assert len(won) == 1, outcomes
-            assert all(isinstance(o, StaleVersionError) for o in outcomes if o not in won)
+            assert all(isinstance(o, StaleVersionError) for o in outcomes if o not in won), outcomes
             assert won[0].version == version + 1
         assert (await h.store.load("t")).version == 11
         assert payloads(await h.store.read_events("t")) == [b"e%d.0" % v for v in range(2, 12)]
