@@ -287,6 +287,46 @@ def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> N
         urllib.request.urlopen(f"{url}/healthz", timeout=2)
 
 
+@pytest.mark.parametrize("content_type", ["application/connect+json", "application/connect+proto"])
+def test_a_connect_watch_on_a_retired_connection_ends_with_an_answer_then_resumes(
+    content_type: str,
+) -> None:
+    """A Watch over HTTP/1.1 on a connection past its age and grace was cut in the middle of
+    its response (no Connect end message: a client read a broken connection, IncompleteRead,
+    not "reconnect"); it ends with UNAVAILABLE, CONNECTION_RETIRED, then its connection is
+    closed: the client reconnects at once and resumes after its last event."""
+    aged = config(max_connection_age_seconds=0.5, grace_seconds=0.3)
+    server = BackgroundServer(aged).start()
+    try:
+        url = server.http_url
+        _, created, _ = call(url, "TableService/CreateTable", {"requestId": "r-1"})
+        table_id = created["tableId"]
+        if content_type.endswith("json"):
+            body = json.dumps({"tableId": table_id}).encode()
+        else:
+            body = table_service_pb2.WatchRequest(table_id=table_id).SerializeToString()
+        request = urllib.request.Request(
+            f"{url}/ofcpoker.v1.TableService/Watch",
+            data=b"\0" + len(body).to_bytes(4, "big") + body,
+            headers={"content-type": content_type},
+        )
+        flags: list[int] = []
+        ends: list[Any] = []
+        with urllib.request.urlopen(request, timeout=20) as stream:
+            while header := stream.read(5):  # IncompleteRead here: cut mid-response
+                flags.append(header[0])
+                message = stream.read(int.from_bytes(header[1:], "big"))
+                if header[0] & 2:
+                    ends.append(json.loads(message))
+            assert stream.read() == b""  # and the chunked answer ended in full
+        assert flags == [0, 2]  # the snapshot, then Connect's end-of-stream message
+        (end,) = ends
+        assert end["error"]["code"] == "unavailable"
+        assert error_info(end["error"]).reason == "CONNECTION_RETIRED"
+    finally:
+        server.stop(grace=1)
+
+
 def test_a_stopping_server_refuses_new_calls_retryably_and_closes_their_connections() -> None:
     """As on the gRPC port: once the server stops, a call that comes on the HTTP port did
     nothing and is answered 503, Connect ``unavailable``, reason SERVER_SHUTTING_DOWN, with

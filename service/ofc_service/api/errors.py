@@ -150,6 +150,14 @@ class ServerShuttingDownError(core.OfcError):
     reason = "SERVER_SHUTTING_DOWN"
 
 
+class ConnectionRetiredError(core.OfcError):
+    """(HTTP port) The connection a long-lived stream (Watch) ran on reached its maximum
+    age and its grace: the stream is ended before the connection is closed, so that its
+    client reads an end it can act on (reconnect at once and resume) rather than a cut."""
+
+    reason = "CONNECTION_RETIRED"
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorRule:
     """How one class of error reaches a client."""
@@ -203,6 +211,7 @@ _CORE: dict[type[core.OfcError], Code] = {
     LeaveChangesSpentError: _PRECONDITION,
     HandNotFoundError: Code.NOT_FOUND,
     ServerShuttingDownError: Code.UNAVAILABLE,
+    ConnectionRetiredError: Code.UNAVAILABLE,
 }
 
 # Every error class a request can meet, with how it reaches the client. Tests check that
@@ -333,6 +342,7 @@ __all__ = [
     "ApiError",
     "BatchTooLargeError",
     "Code",
+    "ConnectionRetiredError",
     "ErrorRule",
     "InvalidTimeoutError",
     "MalformedRequestError",

@@ -22,6 +22,8 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TypeVar
 
+from ofc.errors import OfcError
+
 from ofc_service.api.errors import ServerShuttingDownError
 
 T = TypeVar("T")
@@ -37,9 +39,10 @@ class Shutdown:
         self._event: asyncio.Event | None = None
         self.started = False
         # Streams of cancellable sources waiting for their next item, and those of them
-        # that begin() cancelled (their CancelledError becomes SERVER_SHUTTING_DOWN).
+        # that begin() or interrupt() cancelled, with the error their CancelledError becomes
+        # (SERVER_SHUTTING_DOWN; interrupt()'s own).
         self._waiting: set[asyncio.Task[object]] = set()
-        self._interrupted: set[asyncio.Task[object]] = set()
+        self._interrupted: dict[asyncio.Task[object], OfcError] = {}
         self._refused_at = 0.0  # loop time of the last call refused since the stop began
 
     def _stopping(self) -> asyncio.Event:
@@ -55,8 +58,17 @@ class Shutdown:
         if self._event is not None:
             self._event.set()
         for task in self._waiting:
-            self._interrupted.add(task)
+            self._interrupted[task] = self.error()
             task.cancel()
+
+    def interrupt(self, task: asyncio.Task[object], error: OfcError) -> bool:
+        """End the stream read in ``task`` through :meth:`until` (cancellable) with ``error``,
+        if it waits for its next item (True); a stream busy sending is left as it is."""
+        if task not in self._waiting or task in self._interrupted:
+            return False
+        self._interrupted[task] = error
+        task.cancel()
+        return True
 
     def error(self) -> ServerShuttingDownError:
         return ServerShuttingDownError(
@@ -109,29 +121,30 @@ class Shutdown:
                 except StopAsyncIteration:
                     return
                 except asyncio.CancelledError:
-                    if not self._ours(task):
+                    error = self._ours(task)
+                    if error is None:
                         raise
-                    raise self.error() from None
+                    raise error from None
                 finally:
                     self._waiting.discard(task)
-                if self._ours(task):  # the source took the cancellation and went on
-                    raise self.error()
+                if (error := self._ours(task)) is not None:  # the source went on regardless
+                    raise error
                 yield item
         finally:
-            self._interrupted.discard(task)
+            self._interrupted.pop(task, None)
             close = getattr(source, "aclose", None)
             if close is not None:
                 with contextlib.suppress(Exception):
                     await close()
 
-    def _ours(self, task: asyncio.Task[object]) -> bool:
-        """Whether ``task`` was cancelled by :meth:`begin` (that cancellation is taken back:
-        the stream goes on to end with SERVER_SHUTTING_DOWN, not as cancelled)."""
-        if task not in self._interrupted:
-            return False
-        self._interrupted.discard(task)
-        task.uncancel()
-        return True
+    def _ours(self, task: asyncio.Task[object]) -> OfcError | None:
+        """The error ``task``'s stream ends with if :meth:`begin` or :meth:`interrupt`
+        cancelled it (that cancellation is taken back: the stream ends with the error, not
+        as cancelled); None otherwise."""
+        error = self._interrupted.pop(task, None)
+        if error is not None:
+            task.uncancel()
+        return error
 
     async def _until_raced(self, source: AsyncIterator[T]) -> AsyncGenerator[T, None]:
         stopped = asyncio.ensure_future(self._stopping().wait())

@@ -78,6 +78,7 @@ from ofc_service.api.connect import (
     refuse_before_reading,
 )
 from ofc_service.api.errors import (
+    ConnectionRetiredError,
     InvalidTimeoutError,
     MalformedRequestError,
     RequestBodyTimeoutError,
@@ -120,6 +121,7 @@ PAGE_HEADERS = (
 )
 
 Scope = dict[str, Any]
+RETIRE_STREAMS_S = 1.0  # how long a retired connection's streams get to send their end
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -139,9 +141,13 @@ class HttpApp:
         stopping: Shutdown | None = None,
     ) -> None:
         self.stopping = stopping
+        # The stream calls (Watch, Subscribe) under way, by the client address of their
+        # connection: a connection retired for its age ends them first (retire_streams).
+        self.streams: dict[Any, set[asyncio.Task[Any]]] = {}
         self.apps: dict[str, Any] = {}
         # the methods whose request is one message (unary and server-streaming)
         self.one_message: frozenset[str] = frozenset()
+        self.server_streaming: frozenset[str] = frozenset()
         for module, name, application in SERVICES:
             service = module.DESCRIPTOR.services_by_name[name]
             transport = TransportErrors()
@@ -153,6 +159,8 @@ class HttpApp:
             )
             self.one_message |= {f"/{service.full_name}/{m.name}" for m in service.methods
                                  if not m.client_streaming}  # fmt: skip
+            self.server_streaming |= {f"/{service.full_name}/{m.name}" for m in service.methods
+                                      if m.server_streaming}  # fmt: skip
         self.body_seconds = body_seconds
         self.health = health_servicer
         self.cors_origins = frozenset(cors_origins)
@@ -219,7 +227,10 @@ class HttpApp:
             else:
                 refused = _header_refusal(scope, content_type)
             if refused is None:
-                await app(scope, receive, send)
+                if one and path in self.server_streaming:
+                    await self._stream(app, scope, receive, send)
+                else:
+                    await app(scope, receive, send)
                 return
             header, error = refused
             token = refuse_before_reading(error)
@@ -232,6 +243,40 @@ class HttpApp:
             await self._healthz(scope, send)
         else:
             await self._static(scope, send)
+
+    async def _stream(self, app: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        """A stream call, known by its connection's client address while it runs."""
+        client = scope.get("client")
+        task = asyncio.current_task()
+        if client is None or task is None:
+            await app(scope, receive, send)
+            return
+        key = tuple(client)
+        self.streams.setdefault(key, set()).add(task)
+        try:
+            await app(scope, receive, send)
+        finally:
+            running = self.streams.get(key, set())
+            running.discard(task)
+            if not running:
+                self.streams.pop(key, None)
+
+    async def retire_streams(self, client: Any, timeout_s: float = RETIRE_STREAMS_S) -> None:
+        """End the stream calls of the connection from ``client`` (a retired connection,
+        past its grace) with UNAVAILABLE, CONNECTION_RETIRED, as each waits for its next
+        item, and wait up to ``timeout_s`` for them to send that end: their clients read
+        an answer (a Connect end message, gRPC-Web's or gRPC's trailers), not a connection
+        cut in the middle of a response, and resume at once. One busy sending (to a client
+        that does not read) is left to the connection's close."""
+        tasks = self.streams.get(tuple(client), set()) if client is not None else set()
+        if self.stopping is None or not tasks:
+            return
+        error = ConnectionRetiredError(
+            "this connection reached its maximum age: reconnect and resume where the stream ended"
+        )
+        ending = [task for task in list(tasks) if self.stopping.interrupt(task, error)]
+        if ending:
+            await asyncio.wait(ending, timeout=timeout_s)
 
     async def _preflight(self, scope: Scope, send: Send, origin: str | None) -> None:
         if origin is None:
@@ -949,6 +994,13 @@ async def _retire(server: Any, age: float) -> None:
     else:  # Hypercorn's own request limit, reached: its next answer closes the connection
         protocol.keep_alive_requests = sys.maxsize
         await asyncio.sleep(grace)
+    # Its streams (a Watch) end with an answer first: closed under them, they were cut in
+    # the middle of a response (no Connect end message, no trailers), which a client reads
+    # as a broken connection, not as "reconnect and resume".
+    app = getattr(getattr(server, "app", None), "app", None)
+    if isinstance(app, HttpApp):
+        peer = server.writer.get_extra_info("peername")
+        await app.retire_streams(None if peer is None else tuple(peer)[:2])
     await server._initiate_server_close()  # every handler still on it gets http.disconnect
 
 
