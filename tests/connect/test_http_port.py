@@ -41,6 +41,7 @@ from hypercorn.asyncio import tcp_server as hypercorn_tcp
 from hypercorn.asyncio.worker_context import EventWrapper
 from hypercorn.events import Closed, RawData
 from hypercorn.protocol import h2 as hypercorn_h2
+from ofc_client import TableClient, TableEvent
 from ofc_service.api.json_errors import MAX_REASON_CHARS
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
@@ -288,7 +289,7 @@ def test_a_stopping_server_ends_a_connect_watch_with_server_shutting_down() -> N
 
 
 @pytest.mark.parametrize("content_type", ["application/connect+json", "application/connect+proto"])
-def test_a_connect_watch_on_a_retired_connection_ends_with_an_answer_then_resumes(
+def test_a_connect_watch_on_a_retired_connection_ends_with_connection_retired(
     content_type: str,
 ) -> None:
     """A Watch over HTTP/1.1 on a connection past its age and grace was cut in the middle of
@@ -323,6 +324,52 @@ def test_a_connect_watch_on_a_retired_connection_ends_with_an_answer_then_resume
         (end,) = ends
         assert end["error"]["code"] == "unavailable"
         assert error_info(end["error"]).reason == "CONNECTION_RETIRED"
+    finally:
+        server.stop(grace=1)
+
+
+def test_a_grpc_client_watching_through_the_http_port_across_retirements_misses_nothing() -> None:
+    """The Python client (grpcio, HTTP/2 without TLS) watching a table through the HTTP port
+    while its connections are retired every half second: each stream ends (CONNECTION_RETIRED
+    in gRPC's trailers), the watch reopens after its last event, and every event of the
+    table arrives once, in order."""
+    aged = config(max_connection_age_seconds=0.5, grace_seconds=0.2)
+    server = BackgroundServer(aged).start()
+    try:
+        port = urllib.parse.urlsplit(server.http_url).port
+        with TableClient(f"127.0.0.1:{port}") as dealer:
+            table_id = dealer.create_table(seats=2).table_id
+            seen: list[Any] = []
+            failed: list[BaseException] = []
+            watch = dealer.watch(table_id)
+
+            def collect() -> None:
+                try:
+                    for item in watch:
+                        if isinstance(item, TableEvent):
+                            seen.append(item)
+                except BaseException as error:  # reported by the test
+                    failed.append(error)
+
+            reader = threading.Thread(target=collect, daemon=True)
+            reader.start()
+            for round_number in range(6):  # about 2.4 s: four or five retirements
+                with TableClient(f"127.0.0.1:{port}") as player:
+                    player.join(table_id, 0, f"p{round_number}")
+                    time.sleep(0.2)
+                    player.leave(table_id)
+                time.sleep(0.2)
+            final = dealer.get(table_id).version
+            deadline = time.monotonic() + 10
+            while (not seen or seen[-1].version < final) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            watch.cancel()
+            reader.join(timeout=10)
+        assert not failed, failed
+        ids = [event.event_id for event in seen]
+        assert len(set(ids)) == len(ids)  # none twice
+        assert sorted({event.version for event in seen}) == list(range(2, final + 1))  # none lost
+        assert watch.reconnects >= 2
     finally:
         server.stop(grace=1)
 

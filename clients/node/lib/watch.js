@@ -11,7 +11,8 @@
 // - backoff: 50 ms before the first attempt, doubling up to 1 s; failures stop being retried
 //   (the last one is thrown) once they have gone on for more than `reconnectTimeoutMs`
 //   (30 s) since the last message received;
-// - UNAVAILABLE with reason SERVER_SHUTTING_DOWN (a replica that stops ends its streams so):
+// - UNAVAILABLE with reason SERVER_SHUTTING_DOWN (a replica that stops ends its streams so) or
+//   CONNECTION_RETIRED (the HTTP port ends them so on a connection retired for its age):
 //   reopened at once, without waiting, the first time in a run of failures;
 // - OUT_OF_RANGE with reason EVENTS_TRIMMED (the table no longer holds the events after the
 //   resume position, or never had that id): opened again without `after_event_id`, so a fresh
@@ -35,6 +36,8 @@ const { errorInfo } = require('./status');
 const STATUS = Object.freeze({ OK: 0, CANCELLED: 1, OUT_OF_RANGE: 11, INTERNAL: 13, UNAVAILABLE: 14 });
 /** What a Watch reconnects on, as the Python client's _RETRIED. */
 const RECONNECTED = new Set([STATUS.UNAVAILABLE, STATUS.CANCELLED]);
+// Reasons of a stream the server ended on purpose, itself well: reopened at once.
+const REOPENED_AT_ONCE = new Set(['SERVER_SHUTTING_DOWN', 'CONNECTION_RETIRED']);
 const TABLE_ID_HEADER = 'x-ofc-table-id';
 const DEFAULTS = Object.freeze({ reconnectTimeoutMs: 30000, firstDelayMs: 50, maxDelayMs: 1000 });
 
@@ -212,7 +215,7 @@ class TableWatch {
         let wait = 0;
         if (error.reason === 'EVENTS_TRIMMED' && this._cursor !== '') {
           this.lastEventId = this._cursor = ''; // start again with a snapshot
-        } else if (error.reason === 'SERVER_SHUTTING_DOWN' && failingSince === null) {
+        } else if (REOPENED_AT_ONCE.has(error.reason) && failingSince === null) {
           failingSince = Date.now(); // once at once; again: with backoff
           this.reconnects += 1;
         } else {

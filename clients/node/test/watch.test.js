@@ -302,6 +302,23 @@ test('backoff: SERVER_SHUTTING_DOWN at once the first time, then 50 ms doubling;
   assert.equal(watch.reconnects, 5);
 });
 
+test('CONNECTION_RETIRED (the HTTP port retiring a connection) is reopened at once too', async () => {
+  const retired = (call) => call.fail(STATUS.UNAVAILABLE, 'connection retired', 'CONNECTION_RETIRED');
+  const client = fakeClient(
+    (call) => {
+      call.send(snapshot('e3'));
+      retired(call);
+    },
+    retired, // a second one in the same run of failures: backoff
+    (call) => call.send(event('e4')),
+  );
+  const reconnects = [];
+  const watch = watchTable(client, { table_id: 'T1' }, new FakeMetadata(), { onReconnect: (r) => reconnects.push(r) });
+  assert.deepEqual(idsOf(await take(watch, 2)), ['snapshot', 'e4']);
+  assert.deepEqual(reconnects.map((r) => r.delayMs), [0, 50]);
+  assert.deepEqual(client.calls.map((c) => c.request.after_event_id), ['', 'e3', 'e3']);
+});
+
 test('backoff doubles up to maxDelayMs, and failures stop being retried after reconnectTimeoutMs', async () => {
   const unavailable = (call) => call.fail(STATUS.UNAVAILABLE, 'no connection');
   const client = fakeClient(...Array(1000).fill(unavailable));

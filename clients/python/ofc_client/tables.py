@@ -593,7 +593,8 @@ class TableWatch:
     stream is reopened after it, so events arrive exactly once. When the server no longer
     holds events that far back (EVENTS_TRIMMED), the watch starts again with a fresh
     snapshot: a snapshot in the middle of a stream means "resynchronise from here". A
-    replica that stops ends its streams (UNAVAILABLE, SERVER_SHUTTING_DOWN): the watch
+    replica that stops ends its streams (UNAVAILABLE, SERVER_SHUTTING_DOWN), and the HTTP
+    port ends them on a connection retired for its age (CONNECTION_RETIRED): the watch
     reconnects at once, without backoff, and resumes after the last event received.
     """
 
@@ -662,7 +663,7 @@ class TableWatch:
                 if error.reason == "EVENTS_TRIMMED":
                     self.last_event_id = self._cursor = ""
                     continue
-                if error.reason == "SERVER_SHUTTING_DOWN" and failing_since is None:
+                if error.reason in _REOPENED_AT_ONCE and failing_since is None:
                     failing_since = time.monotonic()  # once at once; again: with backoff
                     self.reconnects += 1
                     continue
@@ -699,6 +700,11 @@ class TableWatch:
         tb: TracebackType | None,
     ) -> None:
         self.cancel()
+
+
+_REOPENED_AT_ONCE = frozenset({"SERVER_SHUTTING_DOWN", "CONNECTION_RETIRED"})
+"""Reasons of a stream ended on purpose, the server well: reopened at once (the first time
+in a run of failures), without backoff."""
 
 
 def _reconnectable(error: OfcClientError) -> bool:
