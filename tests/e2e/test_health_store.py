@@ -14,7 +14,7 @@ import itertools
 import logging
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import grpc
 import pytest
@@ -216,19 +216,25 @@ def test_the_health_checks_stop_even_when_a_ping_swallows_the_cancellation() -> 
 def test_the_pings_of_a_check_run_at_once() -> None:
     """On a Redis Cluster each ping (the table store's, the feed's) waits CLUSTER_PING_WAIT_S
     for a node that does not answer: one after the other they took the whole bound while one
-    master was paused, and every replica went NOT_SERVING. Each under the bound, together
-    they are too."""
-
-    async def slow_ping() -> None:
-        await asyncio.sleep(0.6)  # of a bound of 1 s
+    master was paused, and every replica went NOT_SERVING. Here each ping answers only once
+    the other has started: pinged one after the other, the first would never answer."""
 
     async def scenario() -> bool:
+        started = [asyncio.Event(), asyncio.Event()]
+
+        def ping(mine: asyncio.Event, other: asyncio.Event) -> Callable[[], Awaitable[None]]:
+            async def answer() -> None:
+                mine.set()
+                await other.wait()  # answers only once the other ping has started, too
+
+            return answer
+
         checks = StoreHealth(
             health.aio.HealthServicer(),
-            (slow_ping, slow_ping),
+            (ping(started[0], started[1]), ping(started[1], started[0])),
             store_services=(),
             other_services=(),
-            timeout_s=1.0,
+            timeout_s=10.0,  # a bound for failing: one after the other, the first never answers
         )
         return await checks.check()
 
