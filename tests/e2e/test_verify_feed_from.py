@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -227,15 +228,17 @@ def test_a_first_record_slower_than_the_idle_gap_is_still_read() -> None:
     idle gap between records: an audit that gave up after the gap would read nothing."""
     from concurrent import futures
 
+    finished = threading.Event()
+
     class SlowFeed(feed_grpc.SettlementFeedServiceServicer):
         def Subscribe(self, request: Any, context: Any) -> Iterator[feed_pb.SubscribeResponse]:
-            time.sleep(1.0)  # the first record comes after twice the idle gap
+            time.sleep(2.0)  # the first record comes after twice the idle gap
             for n in (1, 2):
                 record = feed_pb.SettlementRecord(
                     settlement_id=f"t:{n}", table_id="t", hand_number=n, ruleset="classic"
                 )
                 yield feed_pb.SubscribeResponse(record=record)
-            time.sleep(5)  # then nothing: the idle gap ends the read
+            finished.wait(60)  # then nothing, until the test ends: the idle gap ends the read
 
         def Acknowledge(self, request: Any, context: Any) -> feed_pb.AcknowledgeResponse:
             return feed_pb.AcknowledgeResponse()
@@ -246,8 +249,9 @@ def test_a_first_record_slower_than_the_idle_gap_is_still_read() -> None:
     server.start()
     try:
         started = time.monotonic()
-        records = fetch_feed(f"127.0.0.1:{port}", "t", idle_s=0.5, first_s=10)
+        records = fetch_feed(f"127.0.0.1:{port}", "t", idle_s=1.0, first_s=30)
         assert [r["hand_number"] for _, r in records] == [1, 2]
-        assert time.monotonic() - started < 4
+        assert time.monotonic() - started < 30  # not the stream's end, a minute on
     finally:
+        finished.set()
         server.stop(grace=None)
