@@ -460,9 +460,9 @@ def test_a_body_that_trickles_in_is_refused_in_time_and_its_connection_closed() 
             started = time.monotonic()
             sock.sendall(_post_head("RulesService/EvaluateRow", "application/json", 1000) + b"{")
 
-            def trickle() -> None:  # a byte every 0.2 s for 10 s, unless the server closed
+            def trickle() -> None:  # a byte every 0.2 s for 60 s, unless the server closed
                 with contextlib.suppress(OSError):
-                    for _ in range(50):
+                    for _ in range(300):
                         if stop.wait(0.2):
                             return
                         sock.sendall(b" ")
@@ -478,7 +478,7 @@ def test_a_body_that_trickles_in_is_refused_in_time_and_its_connection_closed() 
                 stop.set()
                 sender.join()
         assert answer.split()[1] == b"504" and b'"deadline_exceeded"' in answer
-        assert closed_after < 5, closed_after  # not when the trickle ends (10 s)
+        assert closed_after < 30, closed_after  # not when the trickle ends (60 s)
 
 
 def test_a_request_body_that_stalls_is_refused_in_time_and_its_connection_closed() -> None:
@@ -509,11 +509,6 @@ def test_a_request_body_that_stalls_is_refused_in_time_and_its_connection_closed
             re.search(rb"grpc-status-details-bin: ([A-Za-z0-9+/]+)", answer)[1] + b"=="  # type: ignore[index]
         )
 
-        head = _post_head("RulesService/EvaluateRow", "application/json", len(body))
-        # (0.2 s of the 0.6 in pauses: the rest is for a loaded machine's scheduling)
-        answer = _raw_exchange(port, [(0, head + body[:5]), (0.1, body[5:12]), (0.1, body[12:])])
-        assert answer.split()[1] == b"200" and b"HAND_CATEGORY_PAIR" in answer
-
         _, created, _ = call(server.http_url, "TableService/CreateTable", {"requestId": "slow-1"})
         watch = json.dumps({"tableId": created["tableId"]}).encode()
         request = urllib.request.Request(
@@ -528,6 +523,15 @@ def test_a_request_body_that_stalls_is_refused_in_time_and_its_connection_closed
         end = json.loads(answer[answer.rindex(b'{"error"') :])
         assert end["error"]["code"] == "deadline_exceeded"  # its own deadline's, no reason
         assert "details" not in end["error"]
+
+    # Pieces well within the time (a server of its own: how long a loaded machine takes
+    # between the pieces is no part of what is checked).
+    with BackgroundServer(config(http_body_seconds=30)) as server:
+        port = urllib.parse.urlsplit(server.http_url).port
+        assert port is not None
+        head = _post_head("RulesService/EvaluateRow", "application/json", len(body))
+        answer = _raw_exchange(port, [(0, head + body[:5]), (0.1, body[5:12]), (0.1, body[12:])])
+        assert answer.split()[1] == b"200" and b"HAND_CATEGORY_PAIR" in answer
 
 
 def test_a_request_that_does_not_decode_is_malformed_request(url: str) -> None:
