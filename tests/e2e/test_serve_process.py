@@ -166,8 +166,12 @@ def test_bad_configuration_exits_2_with_the_variable_named() -> None:
 
 def _serve(*flags: str, grace: float = GRACE_SECONDS) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    env = {**os.environ, "OFC_GRACE_SECONDS": str(grace), "OFC_METRICS_LISTEN": "",
-           "OFC_HTTP_LISTEN": ""}
+    env = {
+        **os.environ,
+        "OFC_GRACE_SECONDS": str(grace),
+        "OFC_METRICS_LISTEN": "",
+        "OFC_HTTP_LISTEN": "",
+    }
     env.pop("GRPC_VERBOSITY", None)  # what ofc serve does by itself
     process = subprocess.Popen(
         [str(OFC), "serve", "--listen", f"127.0.0.1:{port}", *flags],
@@ -196,7 +200,7 @@ def test_sigterm_ends_watch_streams_at_once_then_drains() -> None:
 
     from tests.e2e.test_shutdown_streams import reason_of
 
-    grace = 12.0
+    grace = 60.0  # what the streams would hold the process for: far from the bounds below
     process, address = _serve(grace=grace)
     try:
         with grpc.insecure_channel(address) as channel:
@@ -235,8 +239,8 @@ def test_sigterm_ends_watch_streams_at_once_then_drains() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert watches_ended < 2.0, f"the watches ended {watches_ended:.1f} s after SIGTERM"
-    assert exited < 4.0, f"the process took {exited:.1f} s (grace {grace} s): streams held it"
+    assert watches_ended < 20.0, f"the watches ended {watches_ended:.1f} s after SIGTERM"
+    assert exited < 30.0, f"the process took {exited:.1f} s (grace {grace} s): streams held it"
     codes = [line["code"] for line in lines if str(line.get("method", "")).endswith("/Watch")]
     assert codes == ["UNAVAILABLE"] * 3
 

@@ -25,7 +25,7 @@ from ofcpoker.v1.table_service_pb2_grpc import TableServiceStub
 from tests.e2e.tablekit import API_KEY, Watcher, failover_target, start_server
 
 OPERATOR = (("x-ofc-api-key", API_KEY),)
-GRACE_SECONDS = 12.0
+GRACE_SECONDS = 60.0  # what the streams would hold the stop for: far from the bounds below
 
 
 def reason_of(error: grpc.RpcError) -> str:
@@ -64,10 +64,10 @@ def test_stopping_ends_streams_at_once_and_watchers_resume_elsewhere(any_redis_u
                     next(stream)
                 assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
                 assert reason_of(ended.value) == "SERVER_SHUTTING_DOWN"
-                assert time.monotonic() - started < 2.0
+                assert time.monotonic() - started < 20.0  # not the grace
             stopper.join(timeout=GRACE_SECONDS + 5)
             stopped_in = time.monotonic() - started
-        assert stopped_in < 3.0, f"the stop took {stopped_in:.1f} s: streams held it"
+        assert stopped_in < 30.0, f"the stop took {stopped_in:.1f} s: streams held it"
 
         # The client's watch moved to replica b: the next event arrives, once.
         TableClient(b.address).join(table_id, 1, "second")
