@@ -198,11 +198,11 @@ async def test_unavailable_server_is_reported_then_recovered(
 
 async def test_a_silent_server_fails_calls_rather_than_holding_them() -> None:
     """A Redis that stops answering (paused, or cut off without a reset) fails each call
-    UNAVAILABLE after the socket timeout (5 s; here the URL's 1 s), so that the call can be
+    UNAVAILABLE after the socket timeout (5 s; here the URL's 2 s), so that the call can be
     retried, instead of holding it for as long as Redis is silent; once, not after three
     retries more of as long (a client's deadline of a few seconds would pass first)."""
     server = RedisServer()
-    store = RedisTableStore.from_url(server.url + "?socket_timeout=1")
+    store = RedisTableStore.from_url(server.url + "?socket_timeout=2")
     try:
         await store.create_table("t", b"v1")
         assert server.process is not None
@@ -212,7 +212,8 @@ async def test_a_silent_server_fails_calls_rather_than_holding_them() -> None:
             with pytest.raises(StoreUnavailableError):
                 # the guard only keeps a broken build from hanging the suite
                 await asyncio.wait_for(store.load("t"), 60)
-            assert time.monotonic() - started < 3  # one timeout, not four (4 s and more)
+            # one timeout, not four (8 s and more): 3 s of room for a loaded machine
+            assert time.monotonic() - started < 5
         finally:
             server.process.send_signal(signal.SIGCONT)
         assert (await store.load("t")).state == b"v1"
