@@ -496,6 +496,15 @@ def fresh_cluster() -> Iterator[LocalRedisCluster]:
 
 
 @pytest.fixture
+def fresh_steady_cluster() -> Iterator[LocalRedisCluster]:
+    """A Redis Cluster of local processes for this test alone, for tests that reshard it or
+    stop replicas but kill or stop no master: with the shared cluster's node timeout, so
+    that a stall of a loaded machine fails no master over under them (a test without
+    ``WAIT`` could then see an acknowledged write lost, as documented)."""
+    yield from new_local_cluster(node_timeout_ms=SHARED_CLUSTER_NODE_TIMEOUT_MS)
+
+
+@pytest.fixture
 def redis_url(redis_source: str) -> Iterator[str]:
     """A Redis URL with an empty database for this test."""
     flush_url(redis_source)
