@@ -366,7 +366,13 @@ def test_long_match_verifications_leave_the_shared_threads_to_the_timeout_policy
             asyncio.ensure_future(handlers.VerifyMatch(request, Credentials()))
             for _ in range(default_threads + 2)
         ]
-        await asyncio.sleep(0.2)  # every call has asked for its thread
+        # every call has asked for its thread, and each verify thread holds one (however
+        # slowly a loaded machine starts them)
+        for _ in range(3000):
+            with lock:
+                if len(running) >= rules.VERIFY_THREADS:
+                    break
+            await asyncio.sleep(0.01)
         # what the timeout policy does (asyncio.to_thread): answered while all are held
         assert await asyncio.wait_for(asyncio.to_thread(lambda: "chosen"), 10) == "chosen"
         release.set()
