@@ -1183,18 +1183,20 @@ def test_an_answer_a_client_reads_slowly_but_steadily_is_not_cut_off() -> None:
                 closed.append(event)
 
         server = type("TCPServer", (), {})()
-        server.config = type("Config", (), {"send_seconds": 0.3})()
+        # (a second: how long a loaded machine may stall the loop between two of the
+        # client's reads is no part of what is checked)
+        server.config = type("Config", (), {"send_seconds": 1.0})()
         server.send_lock = asyncio.Lock()
         server.writer = _Socket(pace)
         server.protocol = Protocol()
         started = time.monotonic()
-        await hypercorn_tcp.TCPServer.protocol_send(server, RawData(b"x" * 2_000_000))
+        await hypercorn_tcp.TCPServer.protocol_send(server, RawData(b"x" * 3_000_000))
         return server.writer.aborted, closed, time.monotonic() - started
 
-    aborted, closed, took = asyncio.run(send(100_000))  # 1 s in all, some of it every 50 ms
-    assert not aborted and closed == [] and took > 0.3
+    aborted, closed, took = asyncio.run(send(100_000))  # 1.5 s in all, some of it every 50 ms
+    assert not aborted and closed == [] and took > 1.0
     aborted, closed, took = asyncio.run(send(0))
-    assert aborted and [type(e) for e in closed] == [Closed] and took < 1
+    assert aborted and [type(e) for e in closed] == [Closed] and took < 5
 
 
 def test_an_http1_connection_past_its_max_age_is_closed_after_the_grace() -> None:
