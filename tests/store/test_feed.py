@@ -206,11 +206,12 @@ async def test_a_consumer_gets_its_unacknowledged_records_back_first(backend: Ba
 async def test_read_new_waits_for_a_publish_through_another_replica(backend: Backend) -> None:
     async with open_feeds(backend) as f:
         assert await f.feed.read_new("g", "c", block_s=0.05) == []
-        waiting = asyncio.create_task(f.feed.read_new("g", "c", block_s=5))
+        # (a bound for failing: the other replica's first publish may be slow when loaded)
+        waiting = asyncio.create_task(f.feed.read_new("g", "c", block_s=30))
         await asyncio.sleep(0.1)
         assert not waiting.done()
         await f.other.publish("t:1", b"x")
-        assert ids(await asyncio.wait_for(waiting, 5)) == ["t:1"]
+        assert ids(await asyncio.wait_for(waiting, 40)) == ["t:1"]
 
 
 async def test_trim_keeps_what_any_group_has_not_acknowledged(backend: Backend) -> None:
