@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,10 +45,10 @@ def serve(redis_url: str = "", **env: str) -> Served:
         if process.poll() is not None:
             raise RuntimeError(f"ofc serve exited with {process.returncode}: {process.stderr}")
         try:
-            with urllib.request.urlopen(f"{served.http}/healthz", timeout=1) as answer:
+            with urllib.request.urlopen(f"{served.http}/healthz", timeout=5) as answer:
                 if answer.read() == b"SERVING\n":
                     return served
-        except (urllib.error.URLError, ConnectionError):
+        except OSError:  # refused, reset, or slow to answer (a loaded machine): asked again
             pass
         if time.monotonic() > deadline:
             process.kill()
