@@ -19,7 +19,7 @@ import {
   seatToken, sitDown, type Style, tables, typeOperatorKey, waitVerified,
 } from "./play";
 
-const TURN_SECONDS = Number(process.env.OFC_WEB_TURN_SECONDS ?? 10); // short, yet room for a loaded CI machine
+const TURN_SECONDS = Number(process.env.OFC_WEB_TURN_SECONDS ?? 20); // every other turn is played within it: room for a loaded CI machine (10 s was a bet)
 const TIMEOUT_STREET = 2; // Bob's clock runs out on this street (0-based)
 
 test("two browsers play a Pineapple hand: settlement, deal verified, nothing hidden leaks", async () => {
