@@ -77,6 +77,8 @@ class ErrorDetail(_message.Message):
     |                     |                     | replica answers) and resume (after_event_id);  |
     |                     |                     | or refused a call it had not started (it did   |
     |                     |                     | nothing): send it again, same request_id       |
+    | CONNECTION_RETIRED  | UNAVAILABLE         | (HTTP port) the stream's connection reached    |
+    |                     |                     | its maximum age: reconnect and resume          |
     | UNAUTHENTICATED     | UNAUTHENTICATED     | credentials missing or unknown; also ends a    |
     |                     |                     | Watch whose seat token left its seat           |
     | PERMISSION_DENIED   | PERMISSION_DENIED   | a seat token for another seat or table, or a   |
