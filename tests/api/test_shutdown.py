@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from ofc_service.api.errors import ServerShuttingDownError
+from ofc_service.api.errors import ConnectionRetiredError, ServerShuttingDownError
 from ofc_service.api.shutdown import Shutdown
 
 
@@ -109,5 +109,41 @@ def test_a_cancellable_source_that_swallows_the_stop_ends_at_its_next_item() -> 
         with pytest.raises(ServerShuttingDownError):
             await asyncio.wait_for(task, timeout=5)
         assert got == [] and task.cancelling() == 0
+
+    asyncio.run(run())
+
+
+def test_a_stream_interrupted_then_stopped_in_the_same_turn_is_cancelled_once() -> None:
+    """interrupt() (a retired connection) and begin() (the server stopping) reaching one
+    waiting stream before it runs again: it ends with SERVER_SHUTTING_DOWN, its task
+    cancelled once and that taken back (it was cancelled twice and left cancelling)."""
+
+    async def run() -> None:
+        shutdown, source = Shutdown(), Source()
+        task = asyncio.create_task(_collect(shutdown.until(source.items(), cancellable=True), []))
+        await asyncio.sleep(0.01)
+        assert shutdown.interrupt(task, ConnectionRetiredError("retired"))
+        shutdown.begin()
+        with pytest.raises(ServerShuttingDownError):
+            await asyncio.wait_for(task, timeout=5)
+        assert task.cancelling() == 0 and source.closed
+
+    asyncio.run(run())
+
+
+def test_a_stream_cancelled_by_its_client_is_not_interrupted() -> None:
+    """A stream whose task is already being cancelled (its client went away, its deadline
+    passed) when its connection is retired ends as cancelled: interrupt() leaves it (it
+    turned the cancellation into CONNECTION_RETIRED, taking it back)."""
+
+    async def run() -> None:
+        shutdown, source = Shutdown(), Source()
+        task = asyncio.create_task(_collect(shutdown.until(source.items(), cancellable=True), []))
+        await asyncio.sleep(0.01)
+        task.cancel()  # the client went away
+        assert not shutdown.interrupt(task, ConnectionRetiredError("retired"))
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert source.closed and not shutdown._interrupted
 
     asyncio.run(run())

@@ -58,14 +58,17 @@ class Shutdown:
         if self._event is not None:
             self._event.set()
         for task in self._waiting:
+            if task not in self._interrupted:  # else interrupt()'s cancellation is on its way
+                task.cancel()  # (cancelled twice, it would be left cancelling once)
             self._interrupted[task] = self.error()
-            task.cancel()
 
     def interrupt(self, task: asyncio.Task[object], error: OfcError) -> bool:
         """End the stream read in ``task`` through :meth:`until` (cancellable) with ``error``,
-        if it waits for its next item (True); a stream busy sending is left as it is."""
-        if task not in self._waiting or task in self._interrupted:
-            return False
+        if it waits for its next item (True); a stream busy sending is left as it is, and
+        one already being cancelled (its client went away, its deadline passed) ends as
+        cancelled, not with ``error``."""
+        if task not in self._waiting or task in self._interrupted or task.cancelling():
+            return False  # not waiting, or its end on its way (a cancellation: its client's)
         self._interrupted[task] = error
         task.cancel()
         return True
