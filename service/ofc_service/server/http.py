@@ -946,8 +946,10 @@ def _retire_connections_past_their_age() -> None:
     client reconnects (through the balancer: to a replica added since, say). Over HTTP/2 it
     is sent GOAWAY (NO_ERROR: the calls it has started go on; a client opens its next ones
     on a new connection) and closed once they are done; over HTTP/1.1 the next answer that
-    starts says ``connection: close``. After ``connection_age_grace`` it is closed whatever
-    it still carries (a ``Watch``: it resumes from its last event)."""
+    starts says ``connection: close``. After ``connection_age_grace`` its streams waiting
+    for their next item (a ``Watch``) are ended with CONNECTION_RETIRED and get up to
+    :data:`RETIRE_STREAMS_S` more to send that end (HttpApp.retire_streams); then it is
+    closed whatever it still carries (a ``Watch`` resumes from its last event)."""
     server = hypercorn_tcp.TCPServer
     run = server.run
     if getattr(run, "retires", False):
