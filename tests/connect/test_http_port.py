@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from hypercorn.asyncio import tcp_server as hypercorn_tcp
 from hypercorn.asyncio.worker_context import EventWrapper
 from hypercorn.events import Closed, RawData
 from hypercorn.protocol import h2 as hypercorn_h2
-from ofc_client import TableClient, TableEvent
+from ofc_client import TableClient, TableEvent, TableWatch
 from ofc_service.api.json_errors import MAX_REASON_CHARS
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
@@ -328,50 +328,87 @@ def test_a_connect_watch_on_a_retired_connection_ends_with_connection_retired(
         server.stop(grace=1)
 
 
+@contextlib.contextmanager
+def _aged_http_port(age_s: float, grace_s: float) -> Iterator[str]:
+    """The address of a server's HTTP port whose connections are retired past ``age_s``."""
+    server = BackgroundServer(
+        config(max_connection_age_seconds=age_s, grace_seconds=grace_s)
+    ).start()
+    try:
+        yield f"127.0.0.1:{urllib.parse.urlsplit(server.http_url).port}"
+    finally:
+        server.stop(grace=1)
+
+
+class _WatchReader:
+    """The events of a client's watch, read in a thread until it is cancelled or fails."""
+
+    def __init__(self, watch: TableWatch) -> None:
+        self.watch = watch
+        self.seen: list[TableEvent] = []
+        self.failed: list[BaseException] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for item in self.watch:
+                if isinstance(item, TableEvent):
+                    self.seen.append(item)
+        except BaseException as error:  # reported by the test
+            self.failed.append(error)
+
+    def wait(self, done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 30  # a bound for failing
+        while not done() and not self.failed and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.watch.cancel()
+        self.thread.join(timeout=10)
+        assert not self.failed, self.failed
+
+
 def test_a_grpc_client_watching_through_the_http_port_across_retirements_misses_nothing() -> None:
     """The Python client (grpcio, HTTP/2 without TLS) watching a table through the HTTP port
     while its connections are retired every half second: each stream ends (CONNECTION_RETIRED
     in gRPC's trailers), the watch reopens after its last event, and every event of the
     table arrives once, in order."""
-    aged = config(max_connection_age_seconds=0.5, grace_seconds=0.2)
-    server = BackgroundServer(aged).start()
-    try:
-        port = urllib.parse.urlsplit(server.http_url).port
-        with TableClient(f"127.0.0.1:{port}") as dealer:
-            table_id = dealer.create_table(seats=2).table_id
-            seen: list[Any] = []
-            failed: list[BaseException] = []
-            watch = dealer.watch(table_id)
-
-            def collect() -> None:
-                try:
-                    for item in watch:
-                        if isinstance(item, TableEvent):
-                            seen.append(item)
-                except BaseException as error:  # reported by the test
-                    failed.append(error)
-
-            reader = threading.Thread(target=collect, daemon=True)
-            reader.start()
-            for round_number in range(6):  # about 2.4 s: four or five retirements
-                with TableClient(f"127.0.0.1:{port}") as player:
-                    player.join(table_id, 0, f"p{round_number}")
-                    time.sleep(0.2)
-                    player.leave(table_id)
+    with _aged_http_port(0.5, 0.2) as address, TableClient(address) as dealer:
+        table_id = dealer.create_table(seats=2).table_id
+        reader = _WatchReader(dealer.watch(table_id))
+        for round_number in range(6):  # about 2.4 s: four or five retirements
+            with TableClient(address) as player:
+                player.join(table_id, 0, f"p{round_number}")
                 time.sleep(0.2)
-            final = dealer.get(table_id).version
-            deadline = time.monotonic() + 10
-            while (not seen or seen[-1].version < final) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            watch.cancel()
-            reader.join(timeout=10)
-        assert not failed, failed
-        ids = [event.event_id for event in seen]
-        assert len(set(ids)) == len(ids)  # none twice
-        assert sorted({event.version for event in seen}) == list(range(2, final + 1))  # none lost
-        assert watch.reconnects >= 2
-    finally:
-        server.stop(grace=1)
+                player.leave(table_id)
+            time.sleep(0.2)
+        final = dealer.get(table_id).version
+        reader.wait(lambda: bool(reader.seen) and reader.seen[-1].version >= final)
+        reader.stop()
+    ids = [event.event_id for event in reader.seen]
+    assert len(set(ids)) == len(ids)  # none twice
+    assert sorted({event.version for event in reader.seen}) == list(range(2, final + 1))
+    assert reader.watch.reconnects >= 2
+
+
+def test_a_quiet_tables_watch_outlives_its_reconnect_timeout_across_retirements() -> None:
+    """A watch of a table where nothing happens receives nothing, and its connection is
+    retired again and again (here every ~1.5 s): each stream stood before it ended, so each
+    end starts a new run of failures; the watch does not give up after ``reconnect_timeout``
+    (0.5 s here) of them, as it did at the second retirement, and sees the next event."""
+    with _aged_http_port(1.2, 0.3) as address, TableClient(address) as dealer:
+        table_id = dealer.create_table(seats=2).table_id
+        last = dealer.get(table_id).last_event_id
+        reader = _WatchReader(dealer.watch(table_id, after_event_id=last, reconnect_timeout=0.5))
+        reader.wait(lambda: reader.watch.reconnects >= 3)
+        assert not reader.failed, reader.failed  # it gave up on a quiet table
+        assert reader.watch.reconnects >= 3
+        with TableClient(address) as player:
+            player.join(table_id, 0, "ann")
+        reader.wait(lambda: bool(reader.seen))
+        reader.stop()
+    assert [event.kind for event in reader.seen] == ["seat_taken"]
 
 
 def test_a_stopping_server_refuses_new_calls_retryably_and_closes_their_connections() -> None:

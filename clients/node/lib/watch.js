@@ -10,7 +10,9 @@
 //   ("Received RST_STREAM with code ..."): the service never answered that stream;
 // - backoff: 50 ms before the first attempt, doubling up to 1 s; failures stop being retried
 //   (the last one is thrown) once they have gone on for more than `reconnectTimeoutMs`
-//   (30 s) since the last message received;
+//   (30 s) since the last message received or the last stream that stood `steadyMs` (1 s)
+//   before it ended (a quiet table's Watch receives nothing for minutes: its connection
+//   retired twice is no outage of minutes);
 // - UNAVAILABLE with reason SERVER_SHUTTING_DOWN (a replica that stops ends its streams so) or
 //   CONNECTION_RETIRED (the HTTP port ends them so on a connection retired for its age):
 //   reopened at once, without waiting, the first time in a run of failures;
@@ -39,7 +41,7 @@ const RECONNECTED = new Set([STATUS.UNAVAILABLE, STATUS.CANCELLED]);
 // Reasons of a stream the server ended on purpose, itself well: reopened at once.
 const REOPENED_AT_ONCE = new Set(['SERVER_SHUTTING_DOWN', 'CONNECTION_RETIRED']);
 const TABLE_ID_HEADER = 'x-ofc-table-id';
-const DEFAULTS = Object.freeze({ reconnectTimeoutMs: 30000, firstDelayMs: 50, maxDelayMs: 1000 });
+const DEFAULTS = Object.freeze({ reconnectTimeoutMs: 30000, firstDelayMs: 50, maxDelayMs: 1000, steadyMs: 1000 });
 
 /** Whether a failed Watch is worth opening again: the service did not refuse it. */
 function reconnectable(error) {
@@ -187,12 +189,13 @@ class TableWatch {
   }
 
   async *_messages() {
-    const { reconnectTimeoutMs, firstDelayMs, maxDelayMs, onReconnect } = this.options;
+    const { reconnectTimeoutMs, firstDelayMs, maxDelayMs, steadyMs, onReconnect } = this.options;
     let failingSince = null;
     let delay = firstDelayMs;
     try {
       while (!this.cancelled) {
         const stream = this._open();
+        const openedAt = Date.now();
         let outcome;
         for (;;) {
           outcome = await stream.take();
@@ -212,6 +215,12 @@ class TableWatch {
         if (this.cancelled || outcome.cancelled || outcome.end) return;
         const error = outcome.error;
         Object.assign(error, errorInfo(error.metadata));
+        if (Date.now() - openedAt >= steadyMs) {
+          // A stream that stood (a quiet table sends nothing) ended: a new run of failures,
+          // not the old one going on (a connection retired every few minutes is no outage).
+          failingSince = null;
+          delay = firstDelayMs;
+        }
         let wait = 0;
         if (error.reason === 'EVENTS_TRIMMED' && this._cursor !== '') {
           this.lastEventId = this._cursor = ''; // start again with a snapshot
@@ -246,7 +255,8 @@ class TableWatch {
  * reads them; after_event_id is replaced by the resume position on a reconnect).
  * `metadata`: a grpc.Metadata (the seat token or API key), copied for each call; the table
  * id is added as x-ofc-table-id. `options`: `signal` (an AbortSignal: abort stops the watch),
- * `reconnectTimeoutMs` (30000), `firstDelayMs` (50), `maxDelayMs` (1000), `onReconnect`
+ * `reconnectTimeoutMs` (30000), `firstDelayMs` (50), `maxDelayMs` (1000), `steadyMs` (1000: a
+ * stream open this long before it failed starts a new run of failures), `onReconnect`
  * (called with { error, afterEventId, delayMs } before each stream opened again).
  */
 function watchTable(client, request, metadata, options = {}) {

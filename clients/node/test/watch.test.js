@@ -319,6 +319,33 @@ test('CONNECTION_RETIRED (the HTTP port retiring a connection) is reopened at on
   assert.deepEqual(client.calls.map((c) => c.request.after_event_id), ['', 'e3', 'e3']);
 });
 
+test('a stream that stood steadyMs before it failed starts a new run: a quiet watch outlives reconnectTimeoutMs', async () => {
+  // A quiet table: every stream receives nothing, and is ended (its connection retired)
+  // after it stood a while; none of this is an outage, however long it goes on.
+  const retiredLater = (call) => setTimeout(() => call.fail(STATUS.UNAVAILABLE, 'connection retired', 'CONNECTION_RETIRED'), 40);
+  const client = fakeClient(retiredLater, retiredLater, retiredLater, retiredLater, (call) => call.send(event('e4')));
+  const reconnects = [];
+  const watch = watchTable(client, { table_id: 'T1', after_event_id: 'e3' }, new FakeMetadata(), {
+    reconnectTimeoutMs: 50,
+    steadyMs: 30,
+    onReconnect: (r) => reconnects.push(r),
+  });
+  assert.deepEqual(idsOf(await take(watch, 1)), ['e4']); // 160 ms of failures, each a new run
+  assert.deepEqual(reconnects.map((r) => r.delayMs), [0, 0, 0, 0]); // each at once, too
+});
+
+test('a stream that fails before steadyMs goes on with the run: its failures still end in time', async () => {
+  const retiredSoon = (call) => setTimeout(() => call.fail(STATUS.UNAVAILABLE, 'connection retired', 'CONNECTION_RETIRED'), 10);
+  const client = fakeClient(...Array(100).fill(retiredSoon));
+  const watch = watchTable(client, { table_id: 'T1', after_event_id: 'e3' }, new FakeMetadata(), {
+    reconnectTimeoutMs: 50,
+    steadyMs: 1000,
+    firstDelayMs: 1,
+  });
+  await assert.rejects(take(watch, 1), (err) => err.reason === 'CONNECTION_RETIRED');
+  assert.ok(client.calls.length < 20, `${client.calls.length} calls`);
+});
+
 test('backoff doubles up to maxDelayMs, and failures stop being retried after reconnectTimeoutMs', async () => {
   const unavailable = (call) => call.fail(STATUS.UNAVAILABLE, 'no connection');
   const client = fakeClient(...Array(1000).fill(unavailable));

@@ -596,6 +596,10 @@ class TableWatch:
     replica that stops ends its streams (UNAVAILABLE, SERVER_SHUTTING_DOWN), and the HTTP
     port ends them on a connection retired for its age (CONNECTION_RETIRED): the watch
     reconnects at once, without backoff, and resumes after the last event received.
+    Failures stop being retried once they have gone on for ``reconnect_timeout`` seconds
+    since the last message, or since the last stream that stood :data:`STEADY_STREAM_S`
+    before it failed (a quiet table's watch, whose connection is retired now and then, never
+    gives up so).
     """
 
     def __init__(
@@ -620,6 +624,7 @@ class TableWatch:
         self._received: deque[pb.TableEvent] = deque()
         self._cursor = after_event_id
         self._credentials: tuple[tuple[str, str], ...] = ()  # the open stream's
+        self._opened_at = 0.0  # when the open stream was opened (time.monotonic)
 
     def _open(self) -> Any:
         message = pb.WatchRequest(
@@ -647,6 +652,7 @@ class TableWatch:
                 return event
             if self._call is None:
                 self._call = self._open()
+                self._opened_at = time.monotonic()
             try:
                 message = next(self._call)
             except StopIteration:
@@ -657,6 +663,10 @@ class TableWatch:
                 if self._cancelled:
                     raise StopIteration from None
                 error = from_rpc_error(rpc_error)
+                if time.monotonic() - self._opened_at >= STEADY_STREAM_S:
+                    # A stream that stood (a quiet table sends nothing) ended: a new run of
+                    # failures (a connection retired every few minutes is no outage).
+                    failing_since, delay = None, 0.05
                 if error.code == grpc.StatusCode.UNAUTHENTICATED:
                     # the seat is gone (see TableClient._call): so is the client's token
                     self.client._forget_seat(self.table_id, self._credentials)
@@ -701,6 +711,12 @@ class TableWatch:
     ) -> None:
         self.cancel()
 
+
+STEADY_STREAM_S = 1.0
+"""A Watch stream open this long before it failed had stood: its failure starts a new run of
+failures (backoff from its first delay, ``reconnect_timeout`` from then), as a message does.
+A Watch of a quiet table receives nothing for minutes, and its connection may be retired
+(the server's maximum connection age) or a replica stop meanwhile."""
 
 _REOPENED_AT_ONCE = frozenset({"SERVER_SHUTTING_DOWN", "CONNECTION_RETIRED"})
 """Reasons of a stream ended on purpose, the server well: reopened at once (the first time
