@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from ofc.rulesets import get_ruleset
 from ofc_service.server.background import BackgroundServer
+from ofc_service.server.config import ServerConfig
 
 from tests.e2e.tablekit import fantasyland_plan
 from tests.e2e.test_table_fantasyland import seed_source
@@ -150,3 +151,22 @@ def test_dead_ends_say_what_happened_and_offer_the_way_on(
     a join link to a taken seat, or to a seat the table lacks, says so; a table that is not
     there says so in words and links back to the lobby."""
     run_browser_test(browser_tests / "dead-ends.e2e.mjs", web_url, chromium)
+
+
+def test_a_page_whose_connections_are_retired_says_nothing_and_misses_nothing(
+    browser_tests: Path, redis_url: str, chromium: str
+) -> None:
+    """A server retiring its HTTP connections after 1.5 s (and 0.5 s of grace): a spectator's
+    page on a quiet table has its Watch ended CONNECTION_RETIRED again and again; it reopens
+    it at once, never says its connection is lost, and shows a player who sits down."""
+    config = ServerConfig(
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        http_listen="127.0.0.1:0",
+        redis_url=redis_url,
+        grace_seconds=0.5,
+        max_connection_age_seconds=1.5,
+    )
+    with BackgroundServer(config) as server:
+        out = run_browser_test(browser_tests / "retired.e2e.mjs", server.http_url, chromium)
+    assert "the Watch opened" in out

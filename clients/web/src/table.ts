@@ -36,6 +36,13 @@ const ROW_ENUM: Record<Row, RowPosition> = { top: RowPosition.TOP, middle: RowPo
 const ROW_TITLE: Record<Target, string> = { top: "Top", middle: "Middle", bottom: "Bottom", discard: "Discard" };
 const KEYS: Record<string, Target> = { t: "top", m: "middle", b: "bottom", x: "discard" };
 const LOG_LINES = 12;
+/** Reasons of a Watch the service ended on purpose, itself well (its connection retired for
+ *  its age, or the replica stopping): reopened at once after the last event, the first time
+ *  in a run of failures, with no "connection lost" notice. */
+const REOPENED_AT_ONCE = new Set(["SERVER_SHUTTING_DOWN", "CONNECTION_RETIRED"]);
+/** A Watch that stood this long before it failed starts a new run of failures (a quiet
+ *  table's stream receives nothing for minutes, and its connection is retired meanwhile). */
+const STEADY_STREAM_MS = 1_000;
 /** A Watch silent this long is checked against GetTable: a connection a proxy or a network
  *  dropped without closing it says nothing, and the page would show an old table. */
 const SILENT_STREAM_MS = 20_000;
@@ -172,10 +179,12 @@ export class TablePage {
     while (!this.stopped) {
       const controller = new AbortController();
       this.watching = controller;
+      let openedAt: number | undefined;
       try {
         // After a lost connection, the table is read first: the service answering is what
         // ends the notice (a resumed stream may stay silent), and the view is fresh again.
         if (this.connection) await this.reconnect();
+        openedAt = Date.now();
         const stream = this.api.tables.watch(
           { tableId: this.tableId, afterEventId: this.lastEventId, batchEvents: true },
           { signal: controller.signal },
@@ -196,6 +205,11 @@ export class TablePage {
       } catch (error) {
         if (this.stopped) return;
         if (controller.signal.aborted) continue; // the page reopens it (a seat taken or left)
+        if (openedAt !== undefined && Date.now() - openedAt >= STEADY_STREAM_MS) this.watchFailures = 0;
+        if (REOPENED_AT_ONCE.has(reasonOf(error)) && this.watchFailures === 0) {
+          this.watchFailures++; // at once the first time; again in a row: as any failure
+          continue;
+        }
         if (reasonOf(error) === "EVENTS_TRIMMED") this.lastEventId = "";
         const code = ConnectError.from(error).code;
         if (code === Code.Unauthenticated || code === Code.PermissionDenied) this.seatRefused();
