@@ -595,7 +595,8 @@ class TableWatch:
     snapshot: a snapshot in the middle of a stream means "resynchronise from here". A
     replica that stops ends its streams (UNAVAILABLE, SERVER_SHUTTING_DOWN), and the HTTP
     port ends them on a connection retired for its age (CONNECTION_RETIRED): the watch
-    reconnects at once, without backoff, and resumes after the last event received.
+    reconnects at once, without backoff, the first time in a run of failures (another such
+    end in the same run is retried with backoff), and resumes after the last event received.
     Failures stop being retried once they have gone on for ``reconnect_timeout`` seconds
     since the last message, or since the last stream that stood :data:`STEADY_STREAM_S`
     before it failed (a quiet table's watch, whose connection is retired now and then, never
