@@ -3,6 +3,7 @@ caller, retries with the same id, typed errors with the ErrorInfo reason, watche
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from concurrent import futures
@@ -402,3 +403,28 @@ def test_a_table_with_unit_values_agreed_per_pair_of_seats(live: BackgroundServe
             host.create_table(seats=3, pair_units={(1, 3): 5})
         assert refused.value.reason == "INVALID_INPUT"
         assert refused.value.field == "pair_unit_values[0].b"
+
+
+def test_a_watch_cancelled_while_its_stream_is_being_opened_stops(
+    seated: tuple[str, TableClient, TableClient, TableClient],
+) -> None:
+    """cancel() from another thread that comes while the watch is opening a stream (its
+    first, or one reopened at once after a retired connection) finds no call to cancel: the
+    watch cancels the stream it opened itself, rather than wait on it, on a quiet table,
+    until the next event or the next end of its connection."""
+    table_id, _host, ann, _bob = seated
+    watch = ann.watch(table_id, after_event_id=ann.get(table_id).last_event_id)
+    opened = watch._open
+
+    def open_then_cancelled() -> Any:
+        call = opened()
+        watch.cancel()  # as another thread's cancel() before _call is set: it sees None
+        return call
+
+    watch._open = open_then_cancelled  # type: ignore[method-assign]
+    ended: list[str] = []
+    reader = threading.Thread(target=lambda: ended.extend(str(i) for i in watch), daemon=True)
+    reader.start()
+    reader.join(timeout=10)  # a bound for failing: a quiet table sends nothing
+    assert not reader.is_alive(), "the cancelled watch still waits on the stream it opened"
+    assert ended == []

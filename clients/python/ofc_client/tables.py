@@ -654,6 +654,8 @@ class TableWatch:
             if self._call is None:
                 self._call = self._open()
                 self._opened_at = time.monotonic()
+                if self._cancelled:  # cancel() came as it was opened, and saw no call
+                    self._call.cancel()
             try:
                 message = next(self._call)
             except StopIteration:
