@@ -4,6 +4,7 @@ caller, retries with the same id, typed errors with the ErrorInfo reason, watche
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent import futures
@@ -25,6 +26,7 @@ from ofc_client import (
     TableView,
     UnauthenticatedError,
 )
+from ofc_client import tables as tables_module
 from ofc_client.table_models import CardsDealtEvent
 from ofc_service.server.background import BackgroundServer
 from ofcpoker.v1 import table_service_pb2 as pb
@@ -428,3 +430,28 @@ def test_a_watch_cancelled_while_its_stream_is_being_opened_stops(
     reader.join(timeout=10)  # a bound for failing: a quiet table sends nothing
     assert not reader.is_alive(), "the cancelled watch still waits on the stream it opened"
     assert ended == []
+
+
+def test_a_watch_whose_every_stream_fails_slowly_gives_up_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A proxy in front of replicas it cannot reach fails each stream after its connect
+    timeout (a second or so), with no reason: the streams stood a while, but the server
+    never said it ended them on purpose, so the failures are one run and the watch gives up
+    after ``reconnect_timeout``, as with streams refused at once."""
+    monkeypatch.setattr(tables_module, "STEADY_STREAM_S", 0.05)
+
+    def failing_later() -> Iterator[pb.WatchResponse]:
+        time.sleep(0.15)  # longer than STEADY_STREAM_S, shorter than reconnect_timeout
+        raise _CallFailed(grpc.StatusCode.UNAVAILABLE, "upstream connect error")
+        yield  # a generator, as a call's responses are
+
+    with TableClient("127.0.0.1:1") as client:  # never dialled: every stream is the fake's
+        watch = client.watch("t", after_event_id="1-0", reconnect_timeout=0.5)
+        watch._open = failing_later  # type: ignore[method-assign]
+        started = time.monotonic()
+        with pytest.raises(OfcClientError) as failed:
+            next(iter(watch))
+    assert failed.value.code == grpc.StatusCode.UNAVAILABLE
+    assert time.monotonic() - started < 10, "a bound for failing: it gave up, not never"
+    assert watch.reconnects >= 2

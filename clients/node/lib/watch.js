@@ -10,9 +10,10 @@
 //   ("Received RST_STREAM with code ..."): the service never answered that stream;
 // - backoff: 50 ms before the first attempt, doubling up to 1 s; failures stop being retried
 //   (the last one is thrown) once they have gone on for more than `reconnectTimeoutMs`
-//   (30 s) since the last message received or the last stream that stood `steadyMs` (1 s)
-//   before it ended (a quiet table's Watch receives nothing for minutes: its connection
-//   retired twice is no outage of minutes);
+//   (30 s) since the last message received or the last stream that stood: open `steadyMs`
+//   (1 s) before the server ended it on purpose (the reasons below), any other open
+//   `reconnectTimeoutMs` itself (a quiet table's Watch receives nothing for minutes: its
+//   connection retired twice is no outage of minutes);
 // - UNAVAILABLE with reason SERVER_SHUTTING_DOWN (a replica that stops ends its streams so) or
 //   CONNECTION_RETIRED (the HTTP port ends them so on a connection retired for its age):
 //   reopened at once, without waiting, the first time in a run of failures;
@@ -215,9 +216,13 @@ class TableWatch {
         if (this.cancelled || outcome.cancelled || outcome.end) return;
         const error = outcome.error;
         Object.assign(error, errorInfo(error.metadata));
-        if (Date.now() - openedAt >= steadyMs) {
-          // A stream that stood (a quiet table sends nothing) ended: a new run of failures,
-          // not the old one going on (a connection retired every few minutes is no outage).
+        // A stream that stood (a quiet table sends nothing) ended: a new run of failures, not
+        // the old one going on (a connection retired every few minutes is no outage). Ended
+        // on purpose by the server, it stood if open steadyMs; any other if open as long as
+        // the failures may go on: a proxy failing every stream after its connect timeout (a
+        // second or three) is an outage.
+        const open = Date.now() - openedAt;
+        if (open >= (REOPENED_AT_ONCE.has(error.reason) ? steadyMs : reconnectTimeoutMs)) {
           failingSince = null;
           delay = firstDelayMs;
         }
@@ -256,7 +261,8 @@ class TableWatch {
  * `metadata`: a grpc.Metadata (the seat token or API key), copied for each call; the table
  * id is added as x-ofc-table-id. `options`: `signal` (an AbortSignal: abort stops the watch),
  * `reconnectTimeoutMs` (30000), `firstDelayMs` (50), `maxDelayMs` (1000), `steadyMs` (1000: a
- * stream open this long before it failed starts a new run of failures), `onReconnect`
+ * stream open this long before the server ended it on purpose starts a new run of
+ * failures), `onReconnect`
  * (called with { error, afterEventId, delayMs } before each stream opened again).
  */
 function watchTable(client, request, metadata, options = {}) {

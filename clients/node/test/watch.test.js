@@ -346,6 +346,29 @@ test('a stream that fails before steadyMs goes on with the run: its failures sti
   assert.ok(client.calls.length < 20, `${client.calls.length} calls`);
 });
 
+test('a stream failing without a reason after steadyMs goes on with the run (a proxy failing each after its connect timeout)', async () => {
+  const failsLater = (call) => setTimeout(() => call.fail(STATUS.UNAVAILABLE, 'upstream connect error'), 40);
+  const client = fakeClient(...Array(100).fill(failsLater));
+  const watch = watchTable(client, { table_id: 'T1', after_event_id: 'e3' }, new FakeMetadata(), {
+    reconnectTimeoutMs: 150,
+    steadyMs: 30,
+    firstDelayMs: 1,
+  });
+  await assert.rejects(take(watch, 1), (err) => err.code === STATUS.UNAVAILABLE);
+  assert.ok(client.calls.length < 10, `${client.calls.length} calls`);
+});
+
+test('a stream that stood reconnectTimeoutMs itself starts a new run, whatever ended it', async () => {
+  const failsMuchLater = (call) => setTimeout(() => call.fail(STATUS.UNAVAILABLE, 'socket closed'), 80);
+  const client = fakeClient(failsMuchLater, failsMuchLater, failsMuchLater, (call) => call.send(event('e4')));
+  const watch = watchTable(client, { table_id: 'T1', after_event_id: 'e3' }, new FakeMetadata(), {
+    reconnectTimeoutMs: 60,
+    steadyMs: 30,
+    firstDelayMs: 1,
+  });
+  assert.deepEqual(idsOf(await take(watch, 1)), ['e4']); // 240 ms of failures, each a new run
+});
+
 test('backoff doubles up to maxDelayMs, and failures stop being retried after reconnectTimeoutMs', async () => {
   const unavailable = (call) => call.fail(STATUS.UNAVAILABLE, 'no connection');
   const client = fakeClient(...Array(1000).fill(unavailable));

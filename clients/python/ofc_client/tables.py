@@ -598,9 +598,9 @@ class TableWatch:
     reconnects at once, without backoff, the first time in a run of failures (another such
     end in the same run is retried with backoff), and resumes after the last event received.
     Failures stop being retried once they have gone on for ``reconnect_timeout`` seconds
-    since the last message, or since the last stream that stood :data:`STEADY_STREAM_S`
-    before it failed (a quiet table's watch, whose connection is retired now and then, never
-    gives up so).
+    since the last message or the last stream that stood (:func:`_stood`: open that long
+    itself, or :data:`STEADY_STREAM_S` before the server ended it on purpose), so a quiet
+    table's watch, whose connection is retired now and then, never gives up.
     """
 
     def __init__(
@@ -666,7 +666,7 @@ class TableWatch:
                 if self._cancelled:
                     raise StopIteration from None
                 error = from_rpc_error(rpc_error)
-                if time.monotonic() - self._opened_at >= STEADY_STREAM_S:
+                if _stood(time.monotonic() - self._opened_at, error, self.reconnect_timeout):
                     # A stream that stood (a quiet table sends nothing) ended: a new run of
                     # failures (a connection retired every few minutes is no outage).
                     failing_since, delay = None, 0.05
@@ -716,14 +716,32 @@ class TableWatch:
 
 
 STEADY_STREAM_S = 1.0
-"""A Watch stream open this long before it failed had stood: its failure starts a new run of
-failures (backoff from its first delay, ``reconnect_timeout`` from then), as a message does.
-A Watch of a quiet table receives nothing for minutes, and its connection may be retired
-(the server's maximum connection age) or a replica stop meanwhile."""
+"""A Watch stream open this long before the server ended it on purpose (a reason of
+``_REOPENED_AT_ONCE``) had stood (:func:`_stood`)."""
 
 _REOPENED_AT_ONCE = frozenset({"SERVER_SHUTTING_DOWN", "CONNECTION_RETIRED"})
 """Reasons of a stream ended on purpose, the server well: reopened at once (the first time
 in a run of failures), without backoff."""
+
+
+def _stood(open_s: float, error: OfcClientError, reconnect_timeout: float) -> bool:
+    """Whether a Watch stream open ``open_s`` seconds before it failed with ``error`` had
+    stood: its failure starts a new run of failures (backoff from its first delay,
+    ``reconnect_timeout`` from then), as a message does. A Watch of a quiet table receives
+    nothing for minutes while its connection is retired (the server's maximum connection
+    age) or a replica stops. A stream the server ended on purpose stood if it was open
+    :data:`STEADY_STREAM_S`; any other if it was open ``reconnect_timeout`` itself: a proxy
+    failing every stream after its connect timeout (a second or three) is an outage.
+
+    >>> unavailable = grpc.StatusCode.UNAVAILABLE
+    >>> retired = OfcClientError("", code=unavailable, reason="CONNECTION_RETIRED")
+    >>> cut = OfcClientError("", code=unavailable)
+    >>> _stood(1.5, retired, 30.0), _stood(1.5, cut, 30.0), _stood(31.0, cut, 30.0)
+    (True, False, True)
+    """
+    if error.reason in _REOPENED_AT_ONCE:
+        return open_s >= STEADY_STREAM_S
+    return open_s >= reconnect_timeout
 
 
 def _reconnectable(error: OfcClientError) -> bool:
