@@ -121,7 +121,6 @@ PAGE_HEADERS = (
 )
 
 Scope = dict[str, Any]
-RETIRE_STREAMS_S = 1.0  # how long a retired connection's streams get to send their end
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -147,7 +146,7 @@ class HttpApp:
         self.apps: dict[str, Any] = {}
         # the methods whose request is one message (unary and server-streaming)
         self.one_message: frozenset[str] = frozenset()
-        self.server_streaming: frozenset[str] = frozenset()
+        self.server_streaming: frozenset[str] = frozenset()  # (Watch, Subscribe)
         for module, name, application in SERVICES:
             service = module.DESCRIPTOR.services_by_name[name]
             transport = TransportErrors()
@@ -160,7 +159,7 @@ class HttpApp:
             self.one_message |= {f"/{service.full_name}/{m.name}" for m in service.methods
                                  if not m.client_streaming}  # fmt: skip
             self.server_streaming |= {f"/{service.full_name}/{m.name}" for m in service.methods
-                                      if m.server_streaming}  # fmt: skip
+                                      if m.server_streaming and not m.client_streaming}  # fmt: skip
         self.body_seconds = body_seconds
         self.health = health_servicer
         self.cors_origins = frozenset(cors_origins)
@@ -227,7 +226,7 @@ class HttpApp:
             else:
                 refused = _header_refusal(scope, content_type)
             if refused is None:
-                if one and path in self.server_streaming:
+                if path in self.server_streaming:
                     await self._stream(app, scope, receive, send)
                 else:
                     await app(scope, receive, send)
@@ -261,13 +260,13 @@ class HttpApp:
             if not running:
                 self.streams.pop(key, None)
 
-    async def retire_streams(self, client: Any, timeout_s: float = RETIRE_STREAMS_S) -> None:
+    async def retire_streams(self, client: Any) -> None:
         """End the stream calls of the connection from ``client`` (a retired connection,
         past its grace) with UNAVAILABLE, CONNECTION_RETIRED, as each waits for its next
-        item, and wait up to ``timeout_s`` for them to send that end: their clients read
-        an answer (a Connect end message, gRPC-Web's or gRPC's trailers), not a connection
-        cut in the middle of a response, and resume at once. One busy sending (to a client
-        that does not read) is left to the connection's close."""
+        item, and wait up to :data:`RETIRE_STREAMS_S` for them to send that end: their
+        clients read an answer (a Connect end message, gRPC-Web's or gRPC's trailers), not
+        a connection cut in the middle of a response, and resume at once. One busy sending
+        (to a client that does not read) is left to the connection's close."""
         tasks = self.streams.get(tuple(client), set()) if client is not None else set()
         if self.stopping is None or not tasks:
             return
@@ -276,7 +275,7 @@ class HttpApp:
         )
         ending = [task for task in list(tasks) if self.stopping.interrupt(task, error)]
         if ending:
-            await asyncio.wait(ending, timeout=timeout_s)
+            await asyncio.wait(ending, timeout=RETIRE_STREAMS_S)
 
     async def _preflight(self, scope: Scope, send: Send, origin: str | None) -> None:
         if origin is None:
@@ -971,6 +970,7 @@ def _retire_connections_past_their_age() -> None:
 
 
 RETIRING_POLL_S = 0.05  # how often a retiring connection checks whether its calls are done
+RETIRE_STREAMS_S = 1.0  # how long a retired connection's streams get to send their end
 
 
 async def _retire(server: Any, age: float) -> None:
