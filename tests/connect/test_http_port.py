@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from hypercorn.asyncio import tcp_server as hypercorn_tcp
 from hypercorn.asyncio.worker_context import EventWrapper
 from hypercorn.events import Closed, RawData
 from hypercorn.protocol import h2 as hypercorn_h2
-from ofc_client import TableClient, TableEvent, TableWatch
+from ofc_client import TableClient
 from ofc_service.api.json_errors import MAX_REASON_CHARS
 from ofc_service.metrics import GRPC_HANDLED, PROTOCOLS
 from ofc_service.server.background import BackgroundServer
@@ -59,6 +59,7 @@ from ofcpoker.v1 import cards_pb2, rules_service_pb2, table_service_pb2
 from tests.conftest import self_signed_certificate
 from tests.connect.conftest import serve, stop
 from tests.connect.http_stub import HttpRpcError, HttpStub, b64_quanta_decode, envelope
+from tests.e2e.tablekit import Watcher
 
 ORIGIN = "https://casino.example"
 
@@ -340,35 +341,6 @@ def _aged_http_port(age_s: float, grace_s: float) -> Iterator[str]:
         server.stop(grace=1)
 
 
-class _WatchReader:
-    """The events of a client's watch, read in a thread until it is cancelled or fails."""
-
-    def __init__(self, watch: TableWatch) -> None:
-        self.watch = watch
-        self.seen: list[TableEvent] = []
-        self.failed: list[BaseException] = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for item in self.watch:
-                if isinstance(item, TableEvent):
-                    self.seen.append(item)
-        except BaseException as error:  # reported by the test
-            self.failed.append(error)
-
-    def wait(self, done: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + 30  # a bound for failing
-        while not done() and not self.failed and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        self.watch.cancel()
-        self.thread.join(timeout=10)
-        assert not self.failed, self.failed
-
-
 def test_a_grpc_client_watching_through_the_http_port_across_retirements_misses_nothing() -> None:
     """The Python client (grpcio, HTTP/2 without TLS) watching a table through the HTTP port
     while its connections are retired every half second: each stream ends (CONNECTION_RETIRED
@@ -376,7 +348,7 @@ def test_a_grpc_client_watching_through_the_http_port_across_retirements_misses_
     table arrives once, in order."""
     with _aged_http_port(0.5, 0.2) as address, TableClient(address) as dealer:
         table_id = dealer.create_table(seats=2).table_id
-        reader = _WatchReader(dealer.watch(table_id))
+        watcher = Watcher(dealer, table_id)
         for round_number in range(6):  # about 2.4 s: four or five retirements
             with TableClient(address) as player:
                 player.join(table_id, 0, f"p{round_number}")
@@ -384,12 +356,16 @@ def test_a_grpc_client_watching_through_the_http_port_across_retirements_misses_
                 player.leave(table_id)
             time.sleep(0.2)
         final = dealer.get(table_id).version
-        reader.wait(lambda: bool(reader.seen) and reader.seen[-1].version >= final)
-        reader.stop()
-    ids = [event.event_id for event in reader.seen]
+        watcher.wait_for(
+            lambda: bool(watcher.events) and watcher.events[-1].version >= final,
+            timeout=30,
+            what=f"version {final}",
+        )
+        watcher.stop()
+    ids = [event.event_id for event in watcher.events]
     assert len(set(ids)) == len(ids)  # none twice
-    assert sorted({event.version for event in reader.seen}) == list(range(2, final + 1))
-    assert reader.watch.reconnects >= 2
+    assert sorted({event.version for event in watcher.events}) == list(range(2, final + 1))
+    assert watcher.watch.reconnects >= 2
 
 
 def test_a_quiet_tables_watch_outlives_its_reconnect_timeout_across_retirements() -> None:
@@ -400,15 +376,15 @@ def test_a_quiet_tables_watch_outlives_its_reconnect_timeout_across_retirements(
     with _aged_http_port(1.2, 0.3) as address, TableClient(address) as dealer:
         table_id = dealer.create_table(seats=2).table_id
         last = dealer.get(table_id).last_event_id
-        reader = _WatchReader(dealer.watch(table_id, after_event_id=last, reconnect_timeout=0.5))
-        reader.wait(lambda: reader.watch.reconnects >= 3)
-        assert not reader.failed, reader.failed  # it gave up on a quiet table
-        assert reader.watch.reconnects >= 3
+        watcher = Watcher(dealer, table_id, after_event_id=last, reconnect_timeout=0.5)
+        # (the watch failing here: it gave up on a quiet table)
+        watcher.wait_for(lambda: watcher.watch.reconnects >= 3, timeout=30, what="3 reconnects")
         with TableClient(address) as player:
             player.join(table_id, 0, "ann")
-        reader.wait(lambda: bool(reader.seen))
-        reader.stop()
-    assert [event.kind for event in reader.seen] == ["seat_taken"]
+        watcher.wait_for(lambda: bool(watcher.events), timeout=30, what="the seat taken")
+        watcher.stop()
+    assert watcher.error is None
+    assert [event.kind for event in watcher.events] == ["seat_taken"]
 
 
 def test_a_stopping_server_refuses_new_calls_retryably_and_closes_their_connections() -> None:
@@ -936,15 +912,26 @@ def test_grpc_web_text_pieces_read_back_however_the_body_is_cut() -> None:
         assert read == b"".join(frames)
 
 
-def _h2_connected() -> tuple[h2.connection.H2Connection, h2.connection.H2Connection]:
+def _request_headers(method: str, path: str) -> list[tuple[str, str]]:
+    """The headers of an HTTP/2 request for ``path``."""
+    return [(":method", method), (":path", path), (":scheme", "http"), (":authority", "ofc")]
+
+
+def _h2_request(
+    stream_id: int, path: str
+) -> tuple[h2.connection.H2Connection, h2.connection.H2Connection]:
     """A server's and a client's HTTP/2 connection state, each having read the other's
-    preface (no socket: bytes are handed over by the test)."""
+    preface (no socket: bytes are handed over by the test), the client having opened
+    stream ``stream_id`` (a POST to ``path``); with the server's HTTP/2 handler as
+    ``HttpServer.start`` puts it in place."""
+    _drop_data_of_closed_streams()
     server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
     client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     server.initiate_connection()
     client.initiate_connection()
     server.receive_data(client.data_to_send())
     client.receive_data(server.data_to_send())
+    client.send_headers(stream_id, _request_headers("POST", path))
     return server, client
 
 
@@ -991,12 +978,7 @@ def test_a_stream_opened_once_hypercorn_stops_is_refused_not_reset_without_error
     """Hypercorn resets a stream that opens once it stops with NO_ERROR, which gRPC clients
     read as INTERNAL; the server's HTTP/2 handler resets it REFUSED_STREAM (not run: sent
     again elsewhere, UNAVAILABLE at a gRPC client) and allows no more streams."""
-    _drop_data_of_closed_streams()  # what HttpServer.start puts in place
-    server, client = _h2_connected()
-    client.send_headers(
-        1, [(":method", "POST"), (":path", "/ofcpoker.v1.RulesService/SettleHand"),
-            (":scheme", "http"), (":authority", "ofc")],
-    )  # fmt: skip
+    server, client = _h2_request(1, "/ofcpoker.v1.RulesService/SettleHand")
     stopping = _ProtocolPart(server, stopping=True)
     stopping.handle(server.receive_data(client.data_to_send()))
     seen = client.receive_data(b"".join(stopping.sent))
@@ -1056,10 +1038,7 @@ async def _h2_stream(
             client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window}
         )
     client.initiate_connection()
-    client.send_headers(
-        1, [(":method", "POST"), (":path", "/stream"), (":scheme", "http"),
-            (":authority", "ofc")], end_stream=True,
-    )  # fmt: skip
+    client.send_headers(1, _request_headers("POST", "/stream"), end_stream=True)
     writer.write(client.data_to_send())
     return reader, writer, client
 
@@ -1121,10 +1100,8 @@ def test_a_stream_whose_client_reads_nothing_is_reset_and_its_handler_ends() -> 
         async with _served(app, config()) as server:
             reader, writer, client = await _h2_stream(server.port, window=0)
             in_time = await app.told()  # (without the reset: never)
-            client.send_headers(
-                3, [(":method", "GET"), (":path", "/ping"), (":scheme", "http"),
-                    (":authority", "ofc")], end_stream=True,
-            )  # fmt: skip  # the connection still serves its other streams
+            # the connection still serves its other streams
+            client.send_headers(3, _request_headers("GET", "/ping"), end_stream=True)
             writer.write(client.data_to_send())
             seen: list[h2.events.Event] = []
             with contextlib.suppress(TimeoutError):
@@ -1325,10 +1302,8 @@ def test_a_stream_that_crosses_the_goaway_of_an_aged_connection_is_refused_not_r
                                 # not given to h2's client, which would open no more streams
                                 seen.append((0, "GOAWAY"))
                                 client.send_headers(
-                                    3, [(":method", "GET"), (":path", "/ping"),
-                                        (":scheme", "http"), (":authority", "ofc")],
-                                    end_stream=True,
-                                )  # fmt: skip
+                                    3, _request_headers("GET", "/ping"), end_stream=True
+                                )
                                 continue
                             for event in client.receive_data(frame):
                                 if isinstance(event, h2.events.DataReceived):
@@ -1353,12 +1328,7 @@ def test_a_stream_past_the_goaway_its_client_has_reset_already_is_let_go() -> No
     """A gRPC client resets the streams a GOAWAY did not let in as it reads it: when the
     reset comes in the same read as the stream, there is nothing left to refuse (refusing
     it raised StreamClosedError and ended the connection, every call on it)."""
-    _drop_data_of_closed_streams()  # what HttpServer.start puts in place
-    server, client = _h2_connected()
-    client.send_headers(
-        3, [(":method", "POST"), (":path", "/ofcpoker.v1.RulesService/EvaluateRow"),
-            (":scheme", "http"), (":authority", "ofc")],
-    )  # fmt: skip
+    server, client = _h2_request(3, "/ofcpoker.v1.RulesService/EvaluateRow")
     client.reset_stream(3, h2.errors.ErrorCodes.CANCEL)
     retired = _ProtocolPart(server, goaway_last_stream_id=1)
     retired.handle(server.receive_data(client.data_to_send()))

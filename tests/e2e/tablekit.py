@@ -205,9 +205,22 @@ def _engine_view(state: MatchState, seat: int) -> TableView:
 class Watcher:
     """A watch read in a background thread: ``items`` grows as messages arrive."""
 
-    def __init__(self, client: TableClient, table_id: str, *, as_seat: int | None = None) -> None:
+    def __init__(
+        self,
+        client: TableClient,
+        table_id: str,
+        *,
+        as_seat: int | None = None,
+        after_event_id: str = "",
+        reconnect_timeout: float = 30.0,
+    ) -> None:
         self.table_id = table_id
-        self.watch: TableWatch = client.watch(table_id, as_seat=as_seat)
+        self.watch: TableWatch = client.watch(
+            table_id,
+            as_seat=as_seat,
+            after_event_id=after_event_id,
+            reconnect_timeout=reconnect_timeout,
+        )
         self.items: list[WatchItem] = []
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -242,12 +255,21 @@ class Watcher:
         return [i for i in self.items if isinstance(i, TableEvent)]
 
     def wait_for_event_id(self, event_id: str, timeout: float = 15.0) -> None:
+        self.wait_for(
+            lambda: any(e.event_id == event_id for e in self.events),
+            timeout=timeout,
+            what=f"event {event_id} on {self.table_id}",
+        )
+
+    def wait_for(self, check: Callable[[], bool], *, timeout: float = 15.0, what: str) -> None:
+        """Block until ``check`` holds; fail at once if the watch failed (gave up)."""
+
         def reached() -> bool:
             if self.error is not None:
                 raise AssertionError(f"the watch failed: {self.error!r}")
-            return any(e.event_id == event_id for e in self.events)
+            return check()
 
-        wait_until(reached, timeout=timeout, what=f"event {event_id} on {self.table_id}")
+        wait_until(reached, timeout=timeout, what=what)
 
     def stop(self) -> None:
         self.watch.cancel()

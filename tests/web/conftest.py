@@ -4,22 +4,28 @@ the server's own HTTP port (Connect, gRPC-Web, the web table at ``/``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from ofc_service.server.background import BackgroundServer
 from ofc_service.server.config import ServerConfig
 
 
-@pytest.fixture
-def server(redis_url: str) -> Iterator[BackgroundServer]:
-    config = ServerConfig(
+def web_config(redis_url: str, **changes: Any) -> ServerConfig:
+    """A server with Redis tables and its HTTP port (``changes``: other settings)."""
+    settings: dict[str, Any] = {"grace_seconds": 1, **changes}
+    return ServerConfig(
         listen="127.0.0.1:0",
         metrics_listen="",
         http_listen="127.0.0.1:0",
         redis_url=redis_url,
-        grace_seconds=1,
+        **settings,
     )
-    with BackgroundServer(config) as running:
+
+
+@pytest.fixture
+def server(redis_url: str) -> Iterator[BackgroundServer]:
+    with BackgroundServer(web_config(redis_url)) as running:
         yield running
 
 

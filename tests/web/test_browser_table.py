@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from ofc.rulesets import get_ruleset
 from ofc_service.server.background import BackgroundServer
-from ofc_service.server.config import ServerConfig
 
 from tests.e2e.tablekit import fantasyland_plan
 from tests.e2e.test_table_fantasyland import seed_source
+from tests.web.conftest import web_config
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB_DIR = ROOT / "clients" / "web"
@@ -159,14 +159,7 @@ def test_a_page_whose_connections_are_retired_says_nothing_and_misses_nothing(
     """A server retiring its HTTP connections after 1.5 s (and 0.5 s of grace): a spectator's
     page on a quiet table has its Watch ended CONNECTION_RETIRED again and again; it reopens
     it at once, never says its connection is lost, and shows a player who sits down."""
-    config = ServerConfig(
-        listen="127.0.0.1:0",
-        metrics_listen="",
-        http_listen="127.0.0.1:0",
-        redis_url=redis_url,
-        grace_seconds=0.5,
-        max_connection_age_seconds=1.5,
-    )
+    config = web_config(redis_url, grace_seconds=0.5, max_connection_age_seconds=1.5)
     with BackgroundServer(config) as server:
         out = run_browser_test(browser_tests / "retired.e2e.mjs", server.http_url, chromium)
     assert "the Watch opened" in out
