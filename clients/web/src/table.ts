@@ -41,7 +41,9 @@ const LOG_LINES = 12;
  *  in a run of failures, with no "connection lost" notice. */
 const REOPENED_AT_ONCE = new Set(["SERVER_SHUTTING_DOWN", "CONNECTION_RETIRED"]);
 /** A Watch that stood this long before it failed starts a new run of failures (a quiet
- *  table's stream receives nothing for minutes, and its connection is retired meanwhile). */
+ *  table's stream receives nothing for minutes, and its connection is retired meanwhile).
+ *  Whatever ended it, unlike the Python and Node clients: the page never gives up, so the
+ *  run only sets its backoff and whether it reopens at once. */
 const STEADY_STREAM_MS = 1_000;
 /** A Watch silent this long is checked against GetTable: a connection a proxy or a network
  *  dropped without closing it says nothing, and the page would show an old table. */
